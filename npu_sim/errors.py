@@ -1,0 +1,78 @@
+"""Typed exceptions: every way npu-sim can refuse an input.
+
+All derive from :class:`NpuSimError`. The CLI prints ``str(error)`` on one line
+and exits with :attr:`NpuSimError.exit_code` (2: the input is at fault).
+Anything else escaping is a bug (exit 1).
+"""
+
+from __future__ import annotations
+
+
+class NpuSimError(Exception):
+    """Base of every error npu-sim raises on purpose."""
+
+    exit_code = 2
+
+
+# --- reading graphs -------------------------------------------------------
+class TosaFormatError(NpuSimError):
+    """The file is not a readable TOSA flatbuffer or JSON graph."""
+
+
+class TosaVersionError(TosaFormatError):
+    """The file declares a TOSA major version we do not read."""
+
+
+class UnknownOperatorError(TosaFormatError):
+    """An operator code or name that TOSA does not define."""
+
+
+class GraphValidationError(NpuSimError):
+    """The graph is structurally wrong: dangling tensor, wrong arity, cycle, ..."""
+
+
+class UnsupportedFeatureError(NpuSimError):
+    """Valid TOSA that npu-sim does not implement (e.g. TOSA 1.1-draft operators)."""
+
+
+# --- executing ------------------------------------------------------------
+class TosaRuntimeError(NpuSimError):
+    """A TOSA ERROR_IF or REQUIRE condition was violated while executing."""
+
+    def __init__(self, operator: str, condition: str):
+        self.operator = operator
+        self.condition = condition
+        super().__init__(f"{operator}: {condition}")
+
+
+class InputError(NpuSimError):
+    """Graph inputs missing, or of the wrong shape or dtype."""
+
+
+class VariableError(TosaRuntimeError):
+    """Misuse of a TOSA variable (double declaration, read before write, mismatch)."""
+
+
+# --- hardware, scheduling, simulation ---------------------------------------
+class ConfigError(NpuSimError):
+    """An invalid or unknown hardware configuration."""
+
+
+class ScheduleError(NpuSimError):
+    """The scheduler cannot map the graph onto the hardware (e.g. TCM too small)."""
+
+
+class ProgramError(NpuSimError):
+    """A Program is malformed (bad view, unknown memory, missing dependency)."""
+
+
+class SimulationError(NpuSimError):
+    """The simulated machine hit an illegal condition (bad access, uninitialised read)."""
+
+
+class MemoryAccessError(SimulationError):
+    """Out-of-bounds access, or a read of bytes never written."""
+
+
+class SimulationDeadlock(SimulationError):
+    """No event left to process while commands still wait."""
