@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 
 from npu_sim.errors import NpuSimError
@@ -50,13 +49,14 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return exc.exit_code
-    except click.ClickException as exc:  # usage errors: bad option, missing argument
-        print(f"error: {_one_line(exc.format_message())}", file=sys.stderr)
-        return 2
-    except click.exceptions.Abort:
+    except typer.Abort:
         print("error: aborted", file=sys.stderr)
+        return 2
+    except typer.TyperException as exc:  # usage errors: bad option, missing argument
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        print(f"error: {_one_line(message)}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug: one line unless --debug
         if _state["debug"]:
