@@ -1,0 +1,319 @@
+"""The Program: the contract between the scheduler (compiler) and the simulated NPU.
+
+A Program is a static memory plan plus a command stream for ONE invocation of a
+graph; the simulator runs it once per invocation (variables persist in the
+variable SRAM, constants are loaded into DDR once).
+
+Memory plan (in the spirit of Relax ``alloc_storage`` / ``alloc_tensor(offset)``):
+every :class:`Allocation` is a named byte range of one memory space with a
+lifetime in command ids. Operands are :class:`View`\\ s: a typed, possibly strided
+window of a memory. Each element occupies :func:`element_size_bytes` bytes,
+little-endian; INT4 occupies one byte per element (sign-extended) in memory.
+
+Commands:
+
+* :class:`DmaCommand`: copies a view of one memory into a view of another (the
+  same shape; 1D/2D/3D strided descriptors) on a DMA engine;
+* :class:`ComputeCommand`: runs one or more chained TOSA kernel steps (an NPU
+  operation such as conv + rescale + clamp) on a compute unit, reading operand
+  views and writing result views;
+* :class:`CondCommand` / :class:`LoopCommand`: structured control flow decided by
+  the sequencer at run time from the bytes of a condition view.
+
+Every command names the ids of the commands it waits for (``deps``). Commands on
+one engine or unit execute in stream order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Iterator, Union
+
+import numpy as np
+
+from npu_sim.errors import ProgramError
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import TensorType
+from npu_sim.tosa.ops import Attribute, Op
+
+Region = tuple[tuple[int, int], ...]
+
+
+class MemorySpace(str, Enum):
+    DDR = "ddr"
+    TCM = "tcm"
+    VARIABLE_SRAM = "var_sram"
+
+
+def element_size_bytes(dtype: DType) -> int:
+    """Bytes one element occupies in the simulated memories."""
+    if dtype in (DType.BOOL, DType.INT4):
+        return 1
+    if dtype is DType.INT48:
+        return 6
+    return dtype.numpy_dtype.itemsize
+
+
+@dataclass(frozen=True)
+class View:
+    """A typed window of a memory: ``shape`` elements starting at ``offset_bytes``.
+
+    ``strides_bytes`` (one per dimension) default to contiguous row-major.
+    """
+
+    memory: MemorySpace
+    offset_bytes: int
+    shape: tuple[int, ...]
+    dtype: DType
+    strides_bytes: tuple[int, ...] | None = None
+
+    @property
+    def element_bytes(self) -> int:
+        return element_size_bytes(self.dtype)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        if self.strides_bytes is not None:
+            return self.strides_bytes
+        strides, step = [], self.element_bytes
+        for dim in reversed(self.shape):
+            strides.append(step)
+            step *= dim
+        return tuple(reversed(strides))
+
+    @property
+    def element_count(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of payload (not the span)."""
+        return self.element_count * self.element_bytes
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """[first byte, last byte + 1) touched by the view (empty views span nothing)."""
+        if self.element_count == 0:
+            return self.offset_bytes, self.offset_bytes
+        lo = self.offset_bytes + sum(min(0, s * (d - 1)) for s, d in zip(self.strides, self.shape))
+        hi = self.offset_bytes + sum(max(0, s * (d - 1)) for s, d in zip(self.strides, self.shape))
+        return lo, hi + self.element_bytes
+
+    @property
+    def is_contiguous(self) -> bool:
+        return self.strides_bytes is None or self.strides_bytes == View(
+            self.memory, self.offset_bytes, self.shape, self.dtype).strides
+
+    def __str__(self) -> str:
+        dims = "x".join(map(str, self.shape)) or "scalar"
+        stride = "" if self.is_contiguous else f" strides={list(self.strides)}"
+        return f"{self.memory.value}[{self.offset_bytes:#x}] {dims} {self.dtype.name}{stride}"
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """A statically placed buffer. ``first_use``/``last_use`` are command ids (None: whole program).
+
+    ``initial_data`` is loaded before the first invocation (constants, variable initial values).
+    """
+
+    name: str
+    memory: MemorySpace
+    offset_bytes: int
+    size_bytes: int
+    kind: str = "activation"  # input | output | constant | activation | spill | variable | tile
+    first_use: int | None = None
+    last_use: int | None = None
+    initial_data: bytes | None = None
+
+    @property
+    def end_bytes(self) -> int:
+        return self.offset_bytes + self.size_bytes
+
+
+@dataclass(frozen=True)
+class DmaCommand:
+    id: int
+    engine: int
+    src: View
+    dst: View
+    deps: tuple[int, ...] = ()
+    name: str = ""
+
+    @property
+    def size_bytes(self) -> int:
+        return self.src.size_bytes
+
+
+@dataclass(frozen=True)
+class KernelStep:
+    """One TOSA kernel call inside a compute command.
+
+    ``operands`` are views, or ``int`` k meaning "output 0 of step k of this command"
+    (kept inside the unit, as a fused epilogue does). ``input_types``/``output_types``
+    are full-tensor types; ``out_region``/``input_offsets`` locate a tile (see
+    :mod:`npu_sim.reference.kernel_api`).
+    """
+
+    op: Op
+    attribute: Attribute
+    operands: tuple[Union[View, int], ...]
+    input_types: tuple[TensorType, ...]
+    output_types: tuple[TensorType, ...]
+    out_region: Region | None = None
+    input_offsets: tuple[tuple[int, ...], ...] | None = None
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class ComputeCommand:
+    """Runs ``steps`` in order on ``unit``; the last step's outputs go to ``outputs``."""
+
+    id: int
+    unit: str
+    steps: tuple[KernelStep, ...]
+    outputs: tuple[View, ...]
+    deps: tuple[int, ...] = ()
+    name: str = ""
+    macs: int = 0
+
+
+@dataclass(frozen=True)
+class CondCommand:
+    """Runs ``then_commands`` if the condition view's first element is true, else ``else_commands``."""
+
+    id: int
+    condition: View
+    then_commands: tuple["Command", ...]
+    else_commands: tuple["Command", ...]
+    deps: tuple[int, ...] = ()
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class LoopCommand:
+    """``while True: run cond_commands; if not condition: break; run body_commands``.
+
+    More than ``max_iterations`` iterations is an error (never a hang).
+    """
+
+    id: int
+    cond_commands: tuple["Command", ...]
+    condition: View
+    body_commands: tuple["Command", ...]
+    max_iterations: int
+    deps: tuple[int, ...] = ()
+    name: str = ""
+
+
+Command = Union[DmaCommand, ComputeCommand, CondCommand, LoopCommand]
+
+
+@dataclass
+class Program:
+    """Memory plan + command stream for one invocation of a graph."""
+
+    memory_sizes: dict[MemorySpace, int]
+    allocations: list[Allocation]
+    commands: list[Command]
+    inputs: dict[str, View] = field(default_factory=dict)
+    outputs: dict[str, View] = field(default_factory=dict)
+    variables: dict[str, View] = field(default_factory=dict)
+    graph_name: str = ""
+    notes: dict[str, object] = field(default_factory=dict)
+
+    def walk(self) -> Iterator[Command]:
+        """Every command, nested ones included, in stream order."""
+        yield from _walk(self.commands)
+
+    def validate(self) -> None:
+        """Structural checks: ids unique, deps known and earlier, views inside their memories."""
+        seen: set[int] = set()
+        for cmd in self.walk():
+            if cmd.id in seen:
+                raise ProgramError(f"command id {cmd.id} used twice")
+            for dep in cmd.deps:
+                if dep not in seen:
+                    raise ProgramError(f"command {cmd.id} ({cmd.name}) depends on unknown or later command {dep}")
+            seen.add(cmd.id)
+            for view in command_views(cmd):
+                self.check_view(view, f"command {cmd.id} ({cmd.name})")
+            if isinstance(cmd, DmaCommand) and cmd.src.shape != cmd.dst.shape:
+                raise ProgramError(f"command {cmd.id} ({cmd.name}): DMA shapes differ {cmd.src.shape} vs {cmd.dst.shape}")
+            if isinstance(cmd, DmaCommand) and cmd.src.dtype != cmd.dst.dtype:
+                raise ProgramError(f"command {cmd.id} ({cmd.name}): DMA dtypes differ")
+        for alloc in self.allocations:
+            size = self.memory_sizes.get(alloc.memory)
+            if size is None:
+                raise ProgramError(f"allocation {alloc.name}: memory {alloc.memory.value} not in the plan")
+            if alloc.offset_bytes < 0 or alloc.end_bytes > size:
+                raise ProgramError(f"allocation {alloc.name} [{alloc.offset_bytes}, {alloc.end_bytes}) "
+                                   f"outside {alloc.memory.value} of {size} bytes")
+        for name, view in {**self.inputs, **self.outputs, **self.variables}.items():
+            self.check_view(view, f"graph tensor {name!r}")
+
+    def check_view(self, view: View, where: str) -> None:
+        size = self.memory_sizes.get(view.memory)
+        if size is None:
+            raise ProgramError(f"{where}: memory {view.memory.value} not in the plan")
+        lo, hi = view.span
+        if lo < 0 or hi > size:
+            raise ProgramError(f"{where}: view {view} spans [{lo}, {hi}) outside {view.memory.value} of {size} bytes")
+
+    def listing(self) -> str:
+        """A readable listing: storages, allocations with offsets, then the command stream."""
+        lines = []
+        for memory, size in self.memory_sizes.items():
+            lines.append(f"{memory.value} = alloc_storage(size={size})")
+        for a in sorted(self.allocations, key=lambda a: (a.memory.value, a.offset_bytes)):
+            life = "" if a.first_use is None else f"  # live cmds {a.first_use}..{a.last_use}"
+            lines.append(f"%{a.name} = alloc_tensor({a.memory.value}, offset={a.offset_bytes}, "
+                         f"size={a.size_bytes}, kind={a.kind}){life}")
+        lines.append("")
+        lines.extend(_listing(self.commands, indent=""))
+        return "\n".join(lines)
+
+
+def command_views(cmd: Command) -> list[View]:
+    """The views a command itself touches (not those of nested commands)."""
+    if isinstance(cmd, DmaCommand):
+        return [cmd.src, cmd.dst]
+    if isinstance(cmd, ComputeCommand):
+        views = [v for step in cmd.steps for v in step.operands if isinstance(v, View)]
+        return views + list(cmd.outputs)
+    return [cmd.condition]
+
+
+def _walk(commands: tuple | list) -> Iterator[Command]:
+    for cmd in commands:
+        yield cmd
+        if isinstance(cmd, CondCommand):
+            yield from _walk(cmd.then_commands)
+            yield from _walk(cmd.else_commands)
+        elif isinstance(cmd, LoopCommand):
+            yield from _walk(cmd.cond_commands)
+            yield from _walk(cmd.body_commands)
+
+
+def _listing(commands: tuple | list, indent: str) -> list[str]:
+    lines = []
+    for cmd in commands:
+        deps = f" after {list(cmd.deps)}" if cmd.deps else ""
+        if isinstance(cmd, DmaCommand):
+            lines.append(f"{indent}{cmd.id:>5} dma{cmd.engine}: copy {cmd.src} -> {cmd.dst}{deps}  # {cmd.name}")
+        elif isinstance(cmd, ComputeCommand):
+            ops = "+".join(s.op.name for s in cmd.steps)
+            outs = ", ".join(map(str, cmd.outputs))
+            lines.append(f"{indent}{cmd.id:>5} {cmd.unit}: {ops} -> {outs}{deps}  # {cmd.name}")
+        elif isinstance(cmd, CondCommand):
+            lines.append(f"{indent}{cmd.id:>5} if {cmd.condition}{deps}:  # {cmd.name}")
+            lines.extend(_listing(cmd.then_commands, indent + "    "))
+            lines.append(f"{indent}      else:")
+            lines.extend(_listing(cmd.else_commands, indent + "    "))
+        else:
+            lines.append(f"{indent}{cmd.id:>5} loop (max {cmd.max_iterations}){deps}:  # {cmd.name}")
+            lines.extend(_listing(cmd.cond_commands, indent + "    "))
+            lines.append(f"{indent}      while {cmd.condition}:")
+            lines.extend(_listing(cmd.body_commands, indent + "    "))
+    return lines
