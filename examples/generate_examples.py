@@ -25,16 +25,22 @@ Heavy dependencies -- these belong to the optional extra ``examples`` of
 npu-sim's pyproject and are NEVER needed by the test suite (the generated
 files are committed)::
 
-    tensorflow-cpu==2.21.0      (or tensorflow==2.21.0)
+    tensorflow==2.21.0          (tf-keras requires the full ``tensorflow``
+                                 package anyway; tensorflow-cpu adds nothing)
     tf-keras==2.21.0            (Keras 2 API, needed for stateful LSTM export)
     tosa-converter-for-tflite==2026.2.0
-    tosa-tools==2026.8.0        (only for its ``tosa-opt`` binary)
 
-tosa-tools pins ``flatbuffers==25.2.10`` while tensorflow 2.21 requires
-``flatbuffers>=25.9.23``, so they cannot share one virtualenv: install
-tosa-tools in a second venv and point ``--tosa-opt`` (or ``$TOSA_OPT``) at its
-``bin/tosa-opt``.  ``tosa-converter-for-tflite`` is searched for on ``$PATH``
-and next to the running interpreter (override with ``--converter``).
+Plus ``tosa-opt`` from ``tosa-tools==2026.8.0``, which must live in a
+*different* virtualenv: tosa-tools pins ``flatbuffers==25.2.10`` while
+tensorflow 2.21 requires ``flatbuffers>=25.9.23`` (so tosa-tools must not be
+in the same extra as the packages above).  Point ``--tosa-opt`` (or
+``$TOSA_OPT``) at that venv's ``bin/tosa-opt``.  ``tosa-converter-for-tflite``
+is searched for on ``$PATH`` and next to the running interpreter (override
+with ``--converter`` or ``$TOSA_CONVERTER``).
+
+Determinism: fixed seeds + TF op determinism give byte-identical .tflite,
+.mlir and .tosa on repeated runs on the same machine; float training on a
+different CPU/TF build may produce slightly different weights.
 """
 
 from __future__ import annotations
@@ -83,8 +89,8 @@ def _find_tool(name: str, explicit: str | None, env_var: str) -> str:
     )
 
 
-def _run(cmd: list[str]) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+def _run(cmd: list[str], cwd: str | None = None) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout)
         sys.stderr.write(proc.stderr)
@@ -205,7 +211,43 @@ def _to_int8_tflite(model, rep_batches, resource_variables: bool) -> bytes:
         # Keep the LSTM state as TFLite resource variables (VAR_HANDLE /
         # READ_VARIABLE / ASSIGN_VARIABLE); they legalize to tosa.variable*.
         converter.experimental_enable_resource_variables = True
+        # ...and quantize the variables themselves (int8 state) instead of
+        # keeping float32 state wrapped in QUANTIZE/DEQUANTIZE.
+        converter._experimental_variable_quantization = True
     return converter.convert()
+
+
+_IDENTITY_CAST = re.compile(
+    r"^\s*(%[\w.$-]+) = builtin\.unrealized_conversion_cast (%[\w.$-]+) : "
+    r"(\S+) to (\S+)\s*$"
+)
+
+
+def _drop_identity_casts(mlir_text: str) -> tuple[str, int]:
+    """Remove ``builtin.unrealized_conversion_cast`` ops whose source and result
+    types are identical, forwarding the operand to all uses.
+
+    tosa-converter-for-tflite 2026.2.0 leaves such casts around quantized
+    resource variables (residue of stripping the quant types);
+    ``tosa-serialize`` refuses them and tosa-opt ships no canonicalizer, so we
+    do this one trivially-safe rewrite on the text.
+    """
+    renames: dict[str, str] = {}
+    kept = []
+    for line in mlir_text.splitlines(keepends=True):
+        m = _IDENTITY_CAST.match(line)
+        if m and m.group(3) == m.group(4):
+            src = m.group(2)
+            renames[m.group(1)] = renames.get(src, src)
+            continue
+        kept.append(line)
+    text = "".join(kept)
+    if renames:
+        pat = re.compile(r"(%[\w.$-]+)")
+        text = pat.sub(lambda m: renames.get(m.group(1), m.group(1)), text)
+    if "unrealized_conversion_cast" in text:
+        raise SystemExit("error: non-identity unrealized_conversion_cast left in MLIR")
+    return text, len(renames)
 
 
 def _tflite_to_tosa(tflite_bytes: bytes, out_dir: Path, stem: str,
@@ -217,10 +259,17 @@ def _tflite_to_tosa(tflite_bytes: bytes, out_dir: Path, stem: str,
         tfl.write_bytes(tflite_bytes)
         tmp_mlir = Path(td) / f"{stem}.mlir"
         _run([converter_bin, str(tfl), "--text", "-o", str(tmp_mlir)])
+        mlir_text, n_casts = _drop_identity_casts(tmp_mlir.read_text())
+        if n_casts:
+            print(f"  ({stem}: dropped {n_casts} identity unrealized_conversion_cast)")
+            tmp_mlir.write_text(mlir_text)
         tmp_tosa = Path(td) / f"{stem}.tosa"
-        _run([tosa_opt, f"--tosa-serialize=tosa-flatbuffer-filename={tmp_tosa}",
-              str(tmp_mlir), "-o", os.devnull])
-        mlir_text = tmp_mlir.read_text()
+        # Run with relative paths from inside the temp dir: tosa-serialize
+        # records each op's MLIR location (file:line:col) in the flatbuffer, so
+        # an absolute temp path would make the output non-reproducible.  This
+        # way the locations point at lines of the kept ``{stem}.mlir``.
+        _run([tosa_opt, f"--tosa-serialize=tosa-flatbuffer-filename={tmp_tosa.name}",
+              tmp_mlir.name, "-o", os.devnull], cwd=td)
         shutil.copyfile(tmp_tosa, tosa_path)
     if len(mlir_text.encode()) <= MLIR_KEEP_LIMIT:
         mlir_path.write_text(mlir_text)
@@ -230,7 +279,7 @@ def _tflite_to_tosa(tflite_bytes: bytes, out_dir: Path, stem: str,
 
 
 def _tosa_ops_in_mlir(mlir_text: str) -> list[str]:
-    return sorted(set(re.findall(r"\btosa\.([a-z_0-9]+)", mlir_text)))
+    return sorted(set(re.findall(r"(?<![!\w.])\"?tosa\.([a-z_0-9]+)", mlir_text)))
 
 
 # --------------------------------------------------------------------------
@@ -307,7 +356,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--converter",
                     help="path to tosa-converter-for-tflite (else $TOSA_CONVERTER, $PATH)")
     ap.add_argument("--train-steps", type=int, default=64,
-                    help="steps of training on synthetic data (0 = random weights)")
+                    help="amount of training on synthetic data, one epoch at batch "
+                         "1: DS-CNN sees 32*N samples, the LSTM N sequences "
+                         "(0 = keep the seeded random init)")
     ap.add_argument("--keep-tflite", action="store_true",
                     help="also write the intermediate .tflite files")
     args = ap.parse_args(argv)
