@@ -98,8 +98,10 @@ def _to_reference_input(value: np.ndarray, dtype: DType) -> np.ndarray:
     value = np.asarray(value, dtype=dtype.numpy_dtype)
     if dtype is DType.INT48:
         return value.astype(np.int64)
-    if dtype is DType.FP8E5M2 or dtype is DType.FP8E4M3:
-        return value
+    if dtype is DType.BF16:  # the binding takes bf16 as raw 16-bit words
+        return value.view(np.uint16)
+    if dtype in (DType.FP8E4M3, DType.FP8E5M2):
+        return value.view(np.uint8)
     return value
 
 

@@ -16,6 +16,8 @@ bits of whole-tensor execution.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -59,8 +61,10 @@ class KernelArgs:
 
 
 Kernel = Callable[[KernelArgs], list[np.ndarray]]
-#: (attribute, input_types, output_types, out_region) -> region of each input needed
-InputWindow = Callable[[Attribute, Sequence[TensorType], Sequence[TensorType], Region], list[Region]]
+#: (attribute, input_types, output_types, out_region) -> region of each input needed.
+#: A window function may also take a keyword ``const_inputs`` (the operand arrays known at
+#: compile time, e.g. SHAPE parameters; None where unknown) to give exact windows.
+InputWindow = Callable[..., list[Region]]
 
 KERNELS: dict[Op, Kernel] = {}
 INPUT_WINDOWS: dict[Op, InputWindow] = {}
@@ -91,12 +95,24 @@ def run_kernel(args: KernelArgs) -> list[np.ndarray]:
 
 
 def input_window(args_like: KernelArgs, out_region: Region) -> list[Region]:
-    """Regions of each input needed to compute ``out_region`` of the output(s)."""
+    """Regions of each input needed to compute ``out_region`` of the output(s).
+
+    ``args_like.inputs`` holds the operands known at compile time (constants, SHAPE
+    parameters) and None for the others; windows use them to be exact.
+    """
     try:
         window = INPUT_WINDOWS[args_like.op]
     except KeyError:
         raise UnsupportedFeatureError(f"{args_like.op.name} cannot be tiled") from None
+    if _accepts_const_inputs(window):
+        return window(args_like.attribute, args_like.input_types, args_like.output_types,
+                      out_region, const_inputs=args_like.inputs)
     return window(args_like.attribute, args_like.input_types, args_like.output_types, out_region)
+
+
+@functools.lru_cache(maxsize=None)
+def _accepts_const_inputs(window: InputWindow) -> bool:
+    return "const_inputs" in inspect.signature(window).parameters
 
 
 def full_region(shape: Sequence[int]) -> Region:
