@@ -229,17 +229,6 @@ def round_to_float(values: np.ndarray, dtype: DType) -> np.ndarray:
     raise ValueError(f"{dtype.name} is not a TOSA floating-point type")
 
 
-def float_limits(dtype: DType) -> tuple[float, float]:
-    """(normal_min, normal_max) of a float type as in numeric_accuracy_helpers."""
-    info = ml_dtypes.finfo(dtype.numpy_dtype)
-    return float(info.smallest_normal), float(info.max)
-
-
-def compute_dtype(dtype: DType) -> np.dtype:
-    """The numpy type FP kernels compute in: fp64 (then round once to ``dtype``)."""
-    return np.dtype(np.float64)
-
-
 # --------------------------------------------------------------------------- attributes
 def decode_scalar(raw: bytes, dtype: DType) -> np.generic:
     """One value of ``dtype`` from its little-endian attribute bytes (CLAMP min/max)."""
@@ -251,7 +240,7 @@ def decode_scalar(raw: bytes, dtype: DType) -> np.generic:
 
 __all__ = [
     "FLOAT_TYPES", "Require", "all_in_range", "apply_scale_16", "apply_scale_32",
-    "compute_dtype", "count_leading_zeros_32", "decode_scalar", "float_limits", "is_float",
+    "count_leading_zeros_32", "decode_scalar", "is_float",
     "mul_add_shift", "round_to_float", "rounding_right_shift", "saturate", "signed_range",
     "to_signed", "unsigned_range", "wrap",
 ]
