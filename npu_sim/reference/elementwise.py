@@ -99,7 +99,7 @@ def _finish(args: KernelArgs, values: np.ndarray) -> list[np.ndarray]:
     values = np.asarray(values)
     if values.dtype != out_t.dtype.numpy_dtype:
         values = values.astype(out_t.dtype.numpy_dtype)
-    return [np.ascontiguousarray(np.broadcast_to(values, args.out_shape))]
+    return [np.broadcast_to(values, args.out_shape).copy()]  # copy keeps rank 0 (ascontiguousarray would not)
 
 
 def _i64(a: np.ndarray) -> np.ndarray:

@@ -414,3 +414,16 @@ def test_reference_model_agrees_on_requires():
     assert_both_refuse(Op.MUL, [i32(I32_MAX), i32(I32_MAX), _shift(1)], None, [t1], "product")
     f = lambda v: Operand(np.array([v], np.float32), F32)  # noqa: E731
     assert_both_refuse(Op.POW, [f(-2.0), f(2.0)], None, [TensorType((1,), F32)], "value1 >= 0")
+
+
+@pytest.mark.parametrize("op", [Op.ADD, Op.GREATER, Op.SELECT], ids=lambda o: o.name)
+def test_rank0_operands_keep_rank0(op):
+    """Rank-0 tensors (e.g. a COND_IF condition) stay rank 0 through elementwise kernels."""
+    a, b = np.array(5, np.int32), np.array(-2, np.int32)
+    if op is Op.SELECT:
+        operands = [Operand(np.array(True), BOOL), Operand(a, I32), Operand(b, I32)]
+        out = I32
+    else:
+        operands = [Operand(a, I32), Operand(b, I32)]
+        out = BOOL if op is Op.GREATER else I32
+    _exact(op, operands, None, out, shape=())
