@@ -4,6 +4,47 @@ Mirrors the serialization format (seed 003): tensors are referenced by name
 within a block; constant data is held decoded as a numpy array of the tensor's
 storage dtype (see :mod:`npu_sim.tosa.dtype`); control-flow operators name the
 blocks they run in their attributes.
+
+Conventions every reader of the IR can rely on (the flatbuffer and JSON readers
+and the :class:`~npu_sim.tosa.builder.GraphBuilder` all produce them):
+
+* **Constants** are tensors with ``data`` (a numpy array of the storage dtype and
+  the tensor's shape), produced by a ``CONST`` operator (``CONST_SHAPE`` for
+  SHAPE tensors). A tensor with data and no producer is treated as a constant too.
+* **SHAPE values** (the file's ``TosaShape`` entries) are tensors of dtype
+  ``SHAPE`` and shape ``(rank,)``, data int64. Element types the IR cannot hold
+  in numpy (the 1.1-draft FP6/FP4/MX types) keep their raw bytes as a uint8 array.
+* **Variables** (TOSA's stateful extension) are tensors with ``variable=True``;
+  ``variable_name`` is the variable's name (:attr:`Tensor.variable_key`),
+  ``data`` its initial value (None: no initial value). The main block declares
+  every variable; any other block that reads or writes one holds an identical
+  copy of the declaration, so ``block.tensor(name)`` works everywhere. The
+  variable is accessed only through two operators:
+
+  - ``VARIABLE_READ``: inputs ``[variable tensor]``, outputs ``[value]``;
+  - ``VARIABLE_WRITE``: inputs ``[variable tensor, value]``, no outputs.
+
+  No ``VARIABLE`` operators: the declaration is the flagged tensor. Readers turn
+  both encodings real tools write into this form: tosa-opt's flagged tensors
+  read and written through ``IDENTITY`` operators carrying a
+  ``VariableRead``/``VariableWriteAttribute``, and the specification's
+  ``VARIABLE``/``VARIABLE_READ``/``VARIABLE_WRITE`` operators. The writer emits
+  tosa-opt's encoding (the one tosa-tools' reference model runs). A variable is
+  state, not a data edge: dependency analysis must not link a write to a read
+  of the same variable, only keep their order.
+* **Control flow**: ``COND_IF`` inputs are ``[condition, *args]`` (condition:
+  BOOL, one element), ``WHILE_LOOP`` inputs are the loop-carried values; the
+  blocks named by the attribute receive the arguments by position as their
+  ``inputs`` and return their ``outputs`` by position. Branch blocks may sit in
+  the main region (the serialization README's layout) or each in a region of
+  its own (tosa-tools 2026.8: the attribute then names the *region*, whose only
+  block is called ``<region>_bb0``): :meth:`Graph.block` resolves both. Written
+  files give every branch block a region of its own, named like the block when
+  it sat in the main region (tosa-tools 2026.8's reference model finds branches
+  by region name only).
+* **Order**: a block's operators are listed in dependency order (every input is
+  a block input, a constant, a variable or an earlier operator's output);
+  :func:`npu_sim.tosa.validation.validate` checks it along with the rest.
 """
 
 from __future__ import annotations
@@ -45,10 +86,17 @@ class Tensor:
     variable: bool = False
     variable_name: str = ""
     is_unranked: bool = False
+    #: 1.1-draft block-scaled (MX) tensors only: their scale tensor
+    block_scale: "BlockScale | None" = None
 
     def __post_init__(self) -> None:
         self.shape = tuple(int(d) for d in self.shape)
         self.dtype = DType(self.dtype)
+
+    @property
+    def variable_key(self) -> str:
+        """The name of the variable a variable tensor stands for (its variable_name, or name)."""
+        return self.variable_name or self.name
 
     @property
     def type(self) -> TensorType:
@@ -71,8 +119,18 @@ class Tensor:
             and self.data.tobytes() == other.data.tobytes()
         )
         return (self.name, self.shape, self.dtype, self.variable, self.variable_name,
-                self.is_unranked) == (other.name, other.shape, other.dtype, other.variable,
-                                      other.variable_name, other.is_unranked) and same_data
+                self.is_unranked, self.block_scale) == (
+                    other.name, other.shape, other.dtype, other.variable, other.variable_name,
+                    other.is_unranked, other.block_scale) and same_data
+
+
+@dataclass(frozen=True)
+class BlockScale:
+    """The scale part of a 1.1-draft block-scaled tensor (kept so files round-trip)."""
+
+    dtype: DType
+    block_size: int
+    data: bytes = b""
 
 
 @dataclass
@@ -132,6 +190,8 @@ class Graph:
 
     regions: list[Region] = field(default_factory=list)
     version: tuple[int, int, int, bool] = (1, 0, 0, False)
+    #: the serialization library that wrote the file, e.g. "2026.8.0" (informative only)
+    software_version: str = field(default="", compare=False)
 
     @property
     def main(self) -> Block:
@@ -144,11 +204,27 @@ class Graph:
             yield from region.blocks
 
     def block(self, name: str) -> Block:
-        """A block by name, searching every region (control-flow branches)."""
+        """A block by name, searching every region (control-flow branches).
+
+        Also accepts a region's name, meaning that region's first block: tosa-tools
+        2026.8 puts each branch in a region of its own and names the region.
+        """
         for b in self.blocks():
             if b.name == name:
                 return b
-        raise GraphValidationError(f"no block named {name!r}")
+        for region in self.regions:
+            if region.name == name and region.blocks:
+                return region.blocks[0]
+        raise GraphValidationError(f"no block or region named {name!r}")
+
+    def has_block(self, name: str) -> bool:
+        """True if :meth:`block` finds ``name``."""
+        return any(b.name == name for b in self.blocks()) or any(
+            r.name == name and r.blocks for r in self.regions)
+
+    def variables(self) -> dict[str, Tensor]:
+        """The graph's variables: variable key -> declaring tensor of the main block."""
+        return {t.variable_key: t for t in self.main.tensors.values() if t.variable}
 
     @property
     def input_types(self) -> dict[str, TensorType]:

@@ -179,7 +179,9 @@ ARITY: dict[Op, tuple[int, int | None, int, int | None]] = {
     Op.CAST: _UNARY, Op.RESCALE: (5, 5, 1, 1), Op.CONST: (0, 0, 1, 1),
     Op.IDENTITY: _UNARY, Op.CUSTOM: (0, None, 0, None), Op.COND_IF: (1, None, 0, None),
     Op.WHILE_LOOP: (0, None, 0, None), Op.CONST_SHAPE: (0, 0, 1, 1),
-    # Variable operators: arity depends on the encoding a writer used; checked by validation.
-    Op.VARIABLE: (0, None, 0, None), Op.VARIABLE_WRITE: (0, None, 0, None),
-    Op.VARIABLE_READ: (0, None, 0, None),
+    # Variable operators in the IR's form (npu_sim.tosa.ir): READ [variable] -> [value],
+    # WRITE [variable, value] -> []. Readers normalize both file encodings to it; the IR
+    # holds no VARIABLE operator (a variable is declared by a variable tensor).
+    Op.VARIABLE: (0, None, 0, None), Op.VARIABLE_WRITE: (2, 2, 0, 0),
+    Op.VARIABLE_READ: (1, 1, 1, 1),
 }

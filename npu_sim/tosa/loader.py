@@ -1,0 +1,80 @@
+"""Load and save TOSA graphs from files: ``load_graph(path)``, ``save_graph(graph, path)``.
+
+The format is chosen by content: a flatbuffer carries the identifier ``TOSA`` at
+byte 4, the JSON form starts with ``{``. The extension (``.tosa``, ``.json``)
+decides only when the content is ambiguous (an empty file) and for saving.
+Loaded graphs are validated (:func:`npu_sim.tosa.validation.validate`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from npu_sim.errors import GraphValidationError, TosaFormatError, UnsupportedFeatureError
+from npu_sim.tosa.fb_schema import FILE_IDENTIFIER
+from npu_sim.tosa.flatbuffer_io import read_graph, write_graph
+from npu_sim.tosa.ir import Graph
+from npu_sim.tosa.json_io import read_json, write_json
+from npu_sim.tosa.validation import validate as validate_graph
+
+PathLike = str | os.PathLike
+
+
+def detect_format(data: bytes, path: PathLike = "") -> str:
+    """``"flatbuffer"`` or ``"json"`` for the bytes of a graph file."""
+    if len(data) >= 8 and data[4:8] == FILE_IDENTIFIER:
+        return "flatbuffer"
+    if data.lstrip()[:1] == b"{" or data.startswith(b"\xef\xbb\xbf{"):
+        return "json"
+    suffix = Path(path).suffix.lower()
+    if not data.strip():
+        raise TosaFormatError(f"{path}: empty file, not a TOSA graph")
+    if suffix == ".json":
+        return "json"
+    if suffix == ".tosa" or len(data) >= 8:
+        return "flatbuffer"  # the reader names what is wrong with it
+    raise TosaFormatError(f"{path}: not a TOSA flatbuffer or JSON graph "
+                          f"({len(data)} bytes, no 'TOSA' identifier, not JSON)")
+
+
+def parse_graph(data: bytes, path: PathLike = "", validate: bool = True) -> Graph:
+    """Parse the bytes of a ``.tosa`` or ``.json`` graph."""
+    if detect_format(data, path) == "json":
+        graph = read_json(data.removeprefix(b"\xef\xbb\xbf"))
+    else:
+        graph = read_graph(data)
+    if validate:
+        validate_graph(graph)
+    return graph
+
+
+def load_graph(path: PathLike, validate: bool = True) -> Graph:
+    """Read a TOSA graph file (flatbuffer or its JSON form) and validate it."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise TosaFormatError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise TosaFormatError(f"{path}: is a directory, not a TOSA graph file") from None
+    except OSError as exc:
+        raise TosaFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        return parse_graph(data, p, validate)
+    except (TosaFormatError, GraphValidationError, UnsupportedFeatureError) as exc:
+        message = str(exc)
+        if not message.startswith(str(path)):  # name the file in the one-line CLI error
+            exc.args = (f"{path}: {message}",)
+        raise
+
+
+def save_graph(graph: Graph, path: PathLike, validate: bool = True) -> None:
+    """Write ``graph`` as JSON if ``path`` ends in ``.json``, else as a flatbuffer."""
+    if validate:
+        validate_graph(graph)
+    p = Path(path)
+    if p.suffix.lower() == ".json":
+        p.write_text(write_json(graph), encoding="utf-8")
+    else:
+        p.write_bytes(write_graph(graph))

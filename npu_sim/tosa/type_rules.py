@@ -1,0 +1,435 @@
+"""Static shape rules of the TOSA 1.0 operators: what their outputs must look like.
+
+``expected_outputs(op, attribute, inputs, shape_values)`` returns, per output,
+the ``(shape, dtype)`` the specification fixes given the input types (``None``
+where it leaves a choice, e.g. CAST's output type), or ``None`` for operators
+without a static rule here. A combination the specification forbids (shapes
+that do not broadcast, a convolution whose channel counts disagree, an
+attribute of the wrong length...) raises :class:`RuleViolation` with the reason.
+
+The rules are the ERROR_IF conditions on shapes of the v1.0.1 pseudocode
+(``broadcast_shape``, the ``idiv_check`` output-size formulas of convolution and
+pooling, CONCAT, PAD, SLICE, TILE, ...). Validation uses them to check a graph,
+the builder to infer output types. Element-type combinations are checked
+against the specification's type-support tables (:mod:`npu_sim.tosa.profiles`).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import TensorType
+from npu_sim.tosa.ops import Attribute, Op
+
+Shape = tuple[int, ...]
+Expected = tuple["Shape | None", "DType | None"]
+
+
+class RuleViolation(Exception):
+    """An operator's operands break a shape rule of the specification."""
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise RuleViolation(message)
+
+
+def broadcast(shapes: Sequence[Shape]) -> Shape:
+    """TOSA's broadcast_shape over several operands: equal ranks, dims equal or 1."""
+    result = list(shapes[0])
+    for shape in shapes[1:]:
+        _require(len(shape) == len(result), f"operand ranks differ ({len(result)} vs "
+                                            f"{len(shape)}): TOSA broadcasts only between equal ranks")
+        for i, d in enumerate(shape):
+            if result[i] == 1:
+                result[i] = d
+            else:
+                _require(d in (1, result[i]), f"shapes {list(shapes[0])} and {list(shape)} do not "
+                                              f"broadcast (dimension {i})")
+    return tuple(result)
+
+
+def _exact_size(numerator: int, divisor: int, what: str) -> int:
+    _require(divisor >= 1, f"{what}: stride must be >= 1, is {divisor}")
+    _require(numerator % divisor == 0, f"{what}: ({numerator}) is not a multiple of the stride "
+                                       f"{divisor} (the specification's idiv_check)")
+    return numerator // divisor + 1
+
+
+def _length(values: Sequence[int], n: int, what: str) -> None:
+    _require(len(values) == n, f"attribute {what} must have {n} values, has {len(values)}")
+
+
+def _rank(t: TensorType, n: int, what: str) -> None:
+    _require(len(t.shape) == n, f"{what} must have rank {n}, has shape {list(t.shape)}")
+
+
+def _axis(axis: int, rank: int) -> None:
+    _require(0 <= axis < max(rank, 1), f"axis {axis} is out of range for rank {rank}")
+
+
+def _conv_out_dtype(in_dtype: DType) -> DType | None:
+    return {DType.INT8: DType.INT32, DType.INT16: DType.INT48, DType.FP8E4M3: DType.FP16,
+            DType.FP8E5M2: DType.FP16}.get(in_dtype)
+
+
+Rule = Callable[[Attribute, list[TensorType], list["np.ndarray | None"]], "list[Expected]"]
+_RULES: dict[Op, Rule] = {}
+
+
+def _rule(*ops: Op) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        for op in ops:
+            _RULES[op] = fn
+        return fn
+    return register
+
+
+_SAME_TYPE_BINARY = (Op.ADD, Op.SUB, Op.MAXIMUM, Op.MINIMUM, Op.POW, Op.INTDIV,
+                     Op.BITWISE_AND, Op.BITWISE_OR, Op.BITWISE_XOR, Op.LOGICAL_AND,
+                     Op.LOGICAL_OR, Op.LOGICAL_XOR, Op.LOGICAL_LEFT_SHIFT,
+                     Op.LOGICAL_RIGHT_SHIFT, Op.ARITHMETIC_RIGHT_SHIFT)
+_UNARY = (Op.ABS, Op.BITWISE_NOT, Op.CEIL, Op.CLZ, Op.COS, Op.EXP, Op.FLOOR, Op.LOG,
+          Op.LOGICAL_NOT, Op.RECIPROCAL, Op.RSQRT, Op.SIN, Op.ERF, Op.SIGMOID, Op.TANH,
+          Op.CLAMP, Op.IDENTITY)
+
+
+@_rule(*_SAME_TYPE_BINARY)
+def _binary(attr, ins, values):
+    _require(ins[0].dtype == ins[1].dtype, f"input types differ: {ins[0].dtype.name} and "
+                                           f"{ins[1].dtype.name}")
+    return [(broadcast([ins[0].shape, ins[1].shape]), ins[0].dtype)]
+
+
+@_rule(Op.EQUAL, Op.GREATER, Op.GREATER_EQUAL)
+def _compare(attr, ins, values):
+    _require(ins[0].dtype == ins[1].dtype, f"input types differ: {ins[0].dtype.name} and "
+                                           f"{ins[1].dtype.name}")
+    return [(broadcast([ins[0].shape, ins[1].shape]), DType.BOOL)]
+
+
+@_rule(Op.MUL)
+def _mul(attr, ins, values):
+    _require(ins[0].dtype == ins[1].dtype, f"input types differ: {ins[0].dtype.name} and "
+                                           f"{ins[1].dtype.name}")
+    out = DType.INT32 if ins[0].dtype in (DType.INT8, DType.INT16, DType.INT32) else ins[0].dtype
+    return [(broadcast([ins[0].shape, ins[1].shape]), out)]
+
+
+@_rule(Op.SELECT)
+def _select(attr, ins, values):
+    _require(ins[0].dtype == DType.BOOL, f"the condition must be BOOL, is {ins[0].dtype.name}")
+    _require(ins[1].dtype == ins[2].dtype, f"input types differ: {ins[1].dtype.name} and "
+                                           f"{ins[2].dtype.name}")
+    return [(broadcast([t.shape for t in ins]), ins[1].dtype)]
+
+
+@_rule(*_UNARY)
+def _unary(attr, ins, values):
+    return [(ins[0].shape, ins[0].dtype)]
+
+
+@_rule(Op.NEGATE)
+def _negate(attr, ins, values):
+    return [(ins[0].shape, ins[0].dtype)]
+
+
+@_rule(Op.TABLE)
+def _table(attr, ins, values):
+    out = {DType.INT8: DType.INT8, DType.INT16: DType.INT32}.get(ins[0].dtype)
+    return [(ins[0].shape, out)]
+
+
+@_rule(Op.CAST, Op.RESCALE)
+def _convert(attr, ins, values):
+    return [(ins[0].shape, None)]
+
+
+@_rule(Op.ARGMAX)
+def _argmax(attr, ins, values):
+    shape = ins[0].shape
+    _require(0 <= attr.axis < len(shape), f"axis {attr.axis} is out of range for rank {len(shape)}")
+    return [(shape[:attr.axis] + shape[attr.axis + 1:], DType.INT32)]
+
+
+@_rule(Op.REDUCE_ALL, Op.REDUCE_ANY, Op.REDUCE_MAX, Op.REDUCE_MIN, Op.REDUCE_PRODUCT,
+       Op.REDUCE_SUM)
+def _reduce(attr, ins, values):
+    shape = ins[0].shape
+    _require(0 <= attr.axis < len(shape), f"axis {attr.axis} is out of range for rank {len(shape)}")
+    return [(shape[:attr.axis] + (1,) + shape[attr.axis + 1:], ins[0].dtype)]
+
+
+@_rule(Op.REVERSE)
+def _reverse(attr, ins, values):
+    _axis(attr.axis, len(ins[0].shape))
+    return [(ins[0].shape, ins[0].dtype)]
+
+
+@_rule(Op.CONCAT)
+def _concat(attr, ins, values):
+    first = ins[0].shape
+    _axis(attr.axis, len(first))
+    total = 0
+    for t in ins:
+        _require(t.dtype == ins[0].dtype,
+                 f"input types differ: {ins[0].dtype.name} and {t.dtype.name}")
+        _require(len(t.shape) == len(first),
+                 f"input ranks differ: {list(first)} and {list(t.shape)}")
+        for i, (a, b) in enumerate(zip(first, t.shape)):
+            _require(i == attr.axis or a == b, f"inputs {list(first)} and {list(t.shape)} differ "
+                                               f"outside the concatenation axis {attr.axis}")
+        total += t.shape[attr.axis] if t.shape else 1
+    shape = list(first)
+    if shape:
+        shape[attr.axis] = total
+    return [(tuple(shape), ins[0].dtype)]
+
+
+def _shape_values(values: list, index: int, n: int | None, what: str) -> list[int] | None:
+    value = values[index] if index < len(values) else None
+    if value is None:
+        return None
+    flat = [int(v) for v in np.asarray(value).reshape(-1)]
+    if n is not None:
+        _require(len(flat) == n, f"{what} must hold {n} values, holds {len(flat)}")
+    return flat
+
+
+@_rule(Op.RESHAPE)
+def _reshape(attr, ins, values):
+    new = _shape_values(values, 1, None, "the shape operand")
+    if new is None:
+        return [(None, ins[0].dtype)]
+    _require(all(d >= 0 for d in new), f"new shape {new} has a negative dimension")
+    _require(int(np.prod(new, dtype=np.int64)) == ins[0].element_count,
+             f"new shape {new} does not hold the {ins[0].element_count} elements of "
+             f"{list(ins[0].shape)}")
+    return [(tuple(new), ins[0].dtype)]
+
+
+@_rule(Op.PAD)
+def _pad(attr, ins, values):
+    shape = ins[0].shape
+    padding = _shape_values(values, 1, 2 * len(shape), "padding")
+    _require(ins[2].dtype == ins[0].dtype, f"pad_const is {ins[2].dtype.name}, the input "
+                                           f"{ins[0].dtype.name}")
+    if padding is None:
+        return [(None, ins[0].dtype)]
+    _require(all(p >= 0 for p in padding), f"padding {padding} has a negative value")
+    return [(tuple(d + padding[2 * i] + padding[2 * i + 1] for i, d in enumerate(shape)),
+             ins[0].dtype)]
+
+
+@_rule(Op.SLICE)
+def _slice(attr, ins, values):
+    shape = ins[0].shape
+    start = _shape_values(values, 1, len(shape), "start")
+    size = _shape_values(values, 2, len(shape), "size")
+    if start is None or size is None:
+        return [(tuple(size) if size is not None else None, ins[0].dtype)]
+    for i, d in enumerate(shape):
+        _require(start[i] >= 0 and size[i] > 0 and start[i] + size[i] <= d,
+                 f"slice start {start} size {size} does not fit in {list(shape)}")
+    return [(tuple(size), ins[0].dtype)]
+
+
+@_rule(Op.TILE)
+def _tile(attr, ins, values):
+    multiples = _shape_values(values, 1, len(ins[0].shape), "multiples")
+    if multiples is None:
+        return [(None, ins[0].dtype)]
+    return [(tuple(d * m for d, m in zip(ins[0].shape, multiples)), ins[0].dtype)]
+
+
+@_rule(Op.TRANSPOSE)
+def _transpose(attr, ins, values):
+    shape = ins[0].shape
+    perms = list(attr.perms)
+    _require(sorted(perms) == list(range(len(shape))),
+             f"perms {perms} is not a permutation of the {len(shape)} axes")
+    return [(tuple(shape[p] for p in perms), ins[0].dtype)]
+
+
+@_rule(Op.GATHER)
+def _gather(attr, ins, values):
+    values_t, indices = ins
+    _rank(values_t, 3, "values")
+    _rank(indices, 2, "indices")
+    n, _, c = values_t.shape
+    _require(indices.shape[0] == n,
+             f"indices batch {indices.shape[0]} differs from values batch {n}")
+    return [((n, indices.shape[1], c), values_t.dtype)]
+
+
+@_rule(Op.SCATTER)
+def _scatter(attr, ins, values):
+    values_in, indices, inputs = ins
+    _rank(values_in, 3, "values_in")
+    _rank(indices, 2, "indices")
+    _rank(inputs, 3, "input")
+    n, _, c = values_in.shape
+    _require(indices.shape[0] == n and inputs.shape[0] == n, "batch sizes differ")
+    _require(inputs.shape == (n, indices.shape[1], c),
+             f"input {list(inputs.shape)} must be [N, W, C] = {[n, indices.shape[1], c]}")
+    _require(inputs.dtype == values_in.dtype, "values_in and input types differ")
+    return [(values_in.shape, values_in.dtype)]
+
+
+@_rule(Op.MATMUL)
+def _matmul(attr, ins, values):
+    a, b = ins[0], ins[1]
+    _rank(a, 3, "A")
+    _rank(b, 3, "B")
+    _require(a.shape[0] == b.shape[0], f"batch sizes differ: {a.shape[0]} and {b.shape[0]}")
+    _require(a.shape[2] == b.shape[1], f"A {list(a.shape)} and B {list(b.shape)}: inner "
+                                       "dimensions differ")
+    _require(a.dtype == b.dtype, f"A is {a.dtype.name}, B is {b.dtype.name}")
+    return [((a.shape[0], a.shape[1], b.shape[2]), _conv_out_dtype(a.dtype))]
+
+
+def _bias(bias: TensorType, channels: int) -> None:
+    _rank(bias, 1, "bias")
+    _require(bias.shape[0] in (channels, 1), f"bias has {bias.shape[0]} values for "
+                                             f"{channels} output channels")
+
+
+@_rule(Op.CONV2D)
+def _conv2d(attr, ins, values):
+    inp, weight, bias = ins[0], ins[1], ins[2]
+    _rank(inp, 4, "input")
+    _rank(weight, 4, "weight")
+    _length(attr.pad, 4, "pad")
+    _length(attr.stride, 2, "stride")
+    _length(attr.dilation, 2, "dilation")
+    n, ih, iw, ic = inp.shape
+    oc, kh, kw, wic = weight.shape
+    _require(wic == ic, f"weight {list(weight.shape)} expects {wic} input channels, the input "
+                        f"{list(inp.shape)} has {ic}")
+    _require(min(attr.pad) >= 0, f"pad {list(attr.pad)} is negative")
+    _require(min(attr.dilation) >= 1, f"dilation {list(attr.dilation)} must be >= 1")
+    top, bottom, left, right = attr.pad
+    oh = _exact_size(ih - 1 + top + bottom - (kh - 1) * attr.dilation[0], attr.stride[0], "height")
+    ow = _exact_size(iw - 1 + left + right - (kw - 1) * attr.dilation[1], attr.stride[1], "width")
+    _bias(bias, oc)
+    return [((n, oh, ow, oc), _conv_out_dtype(inp.dtype) or inp.dtype)]
+
+
+@_rule(Op.CONV3D)
+def _conv3d(attr, ins, values):
+    inp, weight, bias = ins[0], ins[1], ins[2]
+    _rank(inp, 5, "input")
+    _rank(weight, 5, "weight")
+    _length(attr.pad, 6, "pad")
+    _length(attr.stride, 3, "stride")
+    _length(attr.dilation, 3, "dilation")
+    n, idd, ih, iw, ic = inp.shape
+    oc, kd, kh, kw, wic = weight.shape
+    _require(wic == ic, f"weight {list(weight.shape)} expects {wic} input channels, the input "
+                        f"{list(inp.shape)} has {ic}")
+    _require(min(attr.pad) >= 0, f"pad {list(attr.pad)} is negative")
+    _require(min(attr.dilation) >= 1, f"dilation {list(attr.dilation)} must be >= 1")
+    p = attr.pad
+    od = _exact_size(idd - 1 + p[0] + p[1] - (kd - 1) * attr.dilation[0], attr.stride[0], "depth")
+    oh = _exact_size(ih - 1 + p[2] + p[3] - (kh - 1) * attr.dilation[1], attr.stride[1], "height")
+    ow = _exact_size(iw - 1 + p[4] + p[5] - (kw - 1) * attr.dilation[2], attr.stride[2], "width")
+    _bias(bias, oc)
+    return [((n, od, oh, ow, oc), _conv_out_dtype(inp.dtype) or inp.dtype)]
+
+
+@_rule(Op.DEPTHWISE_CONV2D)
+def _depthwise(attr, ins, values):
+    inp, weight, bias = ins[0], ins[1], ins[2]
+    _rank(inp, 4, "input")
+    _rank(weight, 4, "weight")
+    _length(attr.pad, 4, "pad")
+    _length(attr.stride, 2, "stride")
+    _length(attr.dilation, 2, "dilation")
+    n, ih, iw, c = inp.shape
+    kh, kw, wc, m = weight.shape
+    _require(wc == c, f"weight {list(weight.shape)} expects {wc} channels, the input "
+                      f"{list(inp.shape)} has {c}")
+    _require(min(attr.pad) >= 0, f"pad {list(attr.pad)} is negative")
+    _require(min(attr.dilation) >= 1, f"dilation {list(attr.dilation)} must be >= 1")
+    top, bottom, left, right = attr.pad
+    oh = _exact_size(ih - 1 + top + bottom - (kh - 1) * attr.dilation[0], attr.stride[0], "height")
+    ow = _exact_size(iw - 1 + left + right - (kw - 1) * attr.dilation[1], attr.stride[1], "width")
+    _bias(bias, c * m)
+    return [((n, oh, ow, c * m), _conv_out_dtype(inp.dtype) or inp.dtype)]
+
+
+@_rule(Op.TRANSPOSE_CONV2D)
+def _transpose_conv(attr, ins, values):
+    inp, weight, bias = ins[0], ins[1], ins[2]
+    _rank(inp, 4, "input")
+    _rank(weight, 4, "weight")
+    _length(attr.out_pad, 4, "out_pad")
+    _length(attr.stride, 2, "stride")
+    n, ih, iw, ic = inp.shape
+    oc, kh, kw, wic = weight.shape
+    _require(wic == ic, f"weight {list(weight.shape)} expects {wic} input channels, the input "
+                        f"{list(inp.shape)} has {ic}")
+    _require(min(attr.stride) >= 1, f"stride {list(attr.stride)} must be >= 1")
+    top, bottom, left, right = attr.out_pad
+    oh = (ih - 1) * attr.stride[0] + top + bottom + kh
+    ow = (iw - 1) * attr.stride[1] + left + right + kw
+    _bias(bias, oc)
+    return [((n, oh, ow, oc), _conv_out_dtype(inp.dtype) or inp.dtype)]
+
+
+@_rule(Op.AVG_POOL2D, Op.MAX_POOL2D)
+def _pool(attr, ins, values):
+    inp = ins[0]
+    _rank(inp, 4, "input")
+    _length(attr.kernel, 2, "kernel")
+    _length(attr.stride, 2, "stride")
+    _length(attr.pad, 4, "pad")
+    n, ih, iw, c = inp.shape
+    _require(min(attr.kernel) >= 1, f"kernel {list(attr.kernel)} must be >= 1")
+    _require(min(attr.pad) >= 0, f"pad {list(attr.pad)} is negative")
+    top, bottom, left, right = attr.pad
+    oh = _exact_size(ih + top + bottom - attr.kernel[0], attr.stride[0], "height")
+    ow = _exact_size(iw + left + right - attr.kernel[1], attr.stride[1], "width")
+    return [((n, oh, ow, c), inp.dtype)]
+
+
+@_rule(Op.RESIZE)
+def _resize(attr, ins, values):
+    inp = ins[0]
+    _rank(inp, 4, "input")
+    scale = _shape_values(values, 1, 4, "scale")
+    offset = _shape_values(values, 2, 2, "offset")
+    border = _shape_values(values, 3, 2, "border")
+    if scale is None or offset is None or border is None:
+        return [(None, None)]
+    n, ih, iw, c = inp.shape
+    _require(min(scale) > 0, f"scale {scale} must be positive")
+    oh = _exact_size((ih - 1) * scale[0] - offset[0] + border[0], scale[1], "height")
+    ow = _exact_size((iw - 1) * scale[2] - offset[1] + border[1], scale[3], "width")
+    return [((n, oh, ow, c), None)]
+
+
+@_rule(Op.FFT2D)
+def _fft(attr, ins, values):
+    _rank(ins[0], 3, "input_real")
+    _require(ins[0] == ins[1], "input_real and input_imag differ")
+    return [(ins[0].shape, ins[0].dtype), (ins[0].shape, ins[0].dtype)]
+
+
+@_rule(Op.RFFT2D)
+def _rfft(attr, ins, values):
+    _rank(ins[0], 3, "input")
+    n, h, w = ins[0].shape
+    return [((n, h, w // 2 + 1), ins[0].dtype), ((n, h, w // 2 + 1), ins[0].dtype)]
+
+
+def expected_outputs(op: Op, attribute: Attribute, inputs: list[TensorType],
+                     shape_values: list["np.ndarray | None"]) -> list[Expected] | None:
+    """Output (shape, dtype) pairs the specification fixes; None where no rule applies."""
+    rule = _RULES.get(op)
+    if rule is None:
+        return None
+    return rule(attribute, inputs, shape_values)

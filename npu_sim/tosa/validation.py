@@ -1,0 +1,376 @@
+"""Structural validation of a TOSA graph: ``validate(graph)``.
+
+Checks, raising :class:`~npu_sim.errors.GraphValidationError` naming the block,
+operator and tensor at fault:
+
+* the graph has a main block; block names are unique; every tensor an operator
+  or a block signature names exists in the block;
+* operator arity (:data:`npu_sim.tosa.ops.ARITY`) and attribute class;
+* dataflow: no tensor produced twice, no operator cycle, every input produced
+  before it is used (or a block input, a constant, a variable), every block
+  output produced;
+* variables (see :mod:`npu_sim.tosa.ir`): accessed only through VARIABLE_READ /
+  VARIABLE_WRITE with matching types, declared in the main block, copies agree;
+* control flow: COND_IF / WHILE_LOOP name existing blocks, no recursion, the
+  condition is a one-element BOOL, operands and results match the blocks'
+  signatures by position;
+* static shape rules of the specification (:mod:`npu_sim.tosa.type_rules`) and,
+  for TOSA 1.0 element types, that some typesupport row of the specification
+  covers each operator's element types (:mod:`npu_sim.tosa.profiles`).
+
+TOSA 1.1-draft operators are accepted here (reading and inspecting work);
+:func:`check_supported` is what an executor or scheduler calls to refuse them,
+and other valid-but-unimplemented features, with UnsupportedFeatureError.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu_sim.errors import GraphValidationError, UnsupportedFeatureError
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import Block, Graph, Operator, TensorType
+from npu_sim.tosa.ops import ARITY, TOSA_1_0_OPS, Op, attribute_class
+from npu_sim.tosa.profiles import describe_binding, operator_requirements, type_binding
+from npu_sim.tosa.type_rules import RuleViolation, expected_outputs
+
+
+def validate(graph: Graph) -> None:
+    """Raise GraphValidationError for the first structural problem found in ``graph``."""
+    if not graph.regions or not any(r.blocks for r in graph.regions):
+        raise GraphValidationError("graph has no main block")
+    names: set[str] = set()
+    for block in graph.blocks():
+        if block.name in names:
+            raise GraphValidationError(f"two blocks are named {block.name!r}")
+        names.add(block.name)
+    _check_variables(graph)
+    for block in graph.blocks():  # names first: control flow looks into other blocks
+        _check_names(block)
+    for block in graph.blocks():
+        _check_block(graph, block)
+    _check_no_recursion(graph)
+
+
+def _where(block: Block, op: Operator | None = None) -> str:
+    return f"block {block.name!r}" + (f", {op.name}" if op is not None else "")
+
+
+def _check_variables(graph: Graph) -> None:
+    main = graph.main
+    for block in graph.blocks():
+        for tensor in block.tensors.values():
+            if not tensor.variable or block is main:
+                continue
+            declared = main.tensors.get(tensor.name)
+            if declared is None or not declared.variable:
+                raise GraphValidationError(f"block {block.name!r}: variable {tensor.name!r} is "
+                                           "not declared in the main block")
+            if declared.type != tensor.type or declared.variable_key != tensor.variable_key:
+                raise GraphValidationError(f"block {block.name!r}: variable {tensor.name!r} is "
+                                           f"{tensor.type.dtype.name}{list(tensor.shape)}, "
+                                           "declared as "
+                                           f"{declared.dtype.name}{list(declared.shape)}")
+    keys: dict[str, str] = {}
+    for tensor in main.tensors.values():
+        if tensor.variable:
+            if tensor.variable_key in keys:
+                raise GraphValidationError(f"variables {keys[tensor.variable_key]!r} and "
+                                           f"{tensor.name!r} share the name "
+                                           f"{tensor.variable_key!r}")
+            keys[tensor.variable_key] = tensor.name
+            if tensor.data is not None and np.asarray(tensor.data).size != tensor.element_count:
+                raise GraphValidationError(f"variable {tensor.name!r}: its initial value holds "
+                                           f"{np.asarray(tensor.data).size} element(s), "
+                                           f"expected {tensor.element_count}")
+
+
+def _check_names(block: Block) -> None:
+    for kind, names in (("input", block.inputs), ("output", block.outputs)):
+        for name in names:
+            if name not in block.tensors:
+                raise GraphValidationError(f"{_where(block)}: block {kind} {name!r} does not exist")
+    for op in block.operators:
+        for kind, names in (("input", op.inputs), ("output", op.outputs)):
+            for name in names:
+                if name not in block.tensors:
+                    raise GraphValidationError(f"{_where(block, op)}: {kind} tensor {name!r} does "
+                                               "not exist in the block")
+
+
+def _check_block(graph: Graph, block: Block) -> None:
+    tensors = block.tensors
+    for name in block.inputs:
+        if tensors[name].variable:
+            raise GraphValidationError(f"{_where(block)}: variable {name!r} cannot be a block "
+                                       "input")
+
+    producers: dict[str, Operator] = {}
+    for op in block.operators:
+        _check_operator_form(graph, block, op)
+        for name in op.outputs:
+            if name in producers:
+                raise GraphValidationError(f"{_where(block, op)}: tensor {name!r} is already "
+                                           f"produced by {producers[name].name}")
+            if name in block.inputs:
+                raise GraphValidationError(f"{_where(block, op)}: writes block input {name!r}")
+            producers[name] = op
+
+    _check_no_cycle(block, producers)
+
+    available = set(block.inputs)
+    available.update(n for n, t in tensors.items() if t.variable)
+    available.update(n for n, t in tensors.items() if t.data is not None and n not in producers)
+    for op in block.operators:
+        for name in op.inputs:
+            if name not in available:
+                if name in producers:
+                    raise GraphValidationError(
+                        f"{_where(block, op)}: uses tensor {name!r} before "
+                        f"{producers[name].name} produces it (operators must be listed in "
+                        "dependency order)")
+                raise GraphValidationError(f"{_where(block, op)}: input tensor {name!r} is never "
+                                           "produced (not a block input, constant or operator "
+                                           "output)")
+        available.update(op.outputs)
+        _check_types(graph, block, op)
+    for name in block.outputs:
+        if name not in available:
+            raise GraphValidationError(f"{_where(block)}: output {name!r} is never produced")
+
+
+def _check_operator_form(graph: Graph, block: Block, op: Operator) -> None:
+    where = _where(block, op)
+    if op.op == Op.VARIABLE:
+        raise GraphValidationError(f"{where}: the IR declares variables as variable tensors "
+                                   "(Tensor.variable), not with VARIABLE operators")
+    arity = ARITY.get(op.op)
+    if arity is not None:
+        lo_in, hi_in, lo_out, hi_out = arity
+        if not (lo_in <= len(op.inputs) and (hi_in is None or len(op.inputs) <= hi_in)):
+            raise GraphValidationError(f"{where}: takes {_count(lo_in, hi_in)} input(s), "
+                                       f"has {len(op.inputs)}")
+        if not (lo_out <= len(op.outputs) and (hi_out is None or len(op.outputs) <= hi_out)):
+            raise GraphValidationError(f"{where}: produces {_count(lo_out, hi_out)} output(s), "
+                                       f"has {len(op.outputs)}")
+    expected = attribute_class(op.op)
+    if not isinstance(op.attribute, expected):
+        raise GraphValidationError(f"{where}: attribute is {type(op.attribute).__name__}, "
+                                   f"expected {expected.__name__}")
+    for index, name in enumerate(op.inputs):
+        is_variable_operand = op.op in (Op.VARIABLE_READ, Op.VARIABLE_WRITE) and index == 0
+        if is_variable_operand and not block.tensors[name].variable:
+            raise GraphValidationError(f"{where}: {name!r} is not a variable tensor")
+        if block.tensors[name].variable and not is_variable_operand:
+            raise GraphValidationError(f"{where}: reads variable {name!r} directly "
+                                       "(use VARIABLE_READ)")
+    for name in op.outputs:
+        if block.tensors[name].variable:
+            raise GraphValidationError(f"{where}: writes variable {name!r} directly "
+                                       "(use VARIABLE_WRITE)")
+
+
+def _count(lo: int, hi: int | None) -> str:
+    if hi is None:
+        return f"at least {lo}"
+    return str(lo) if lo == hi else f"{lo} to {hi}"
+
+
+def _check_no_cycle(block: Block, producers: dict[str, Operator]) -> None:
+    """Depth-first search over operator -> producer-of-input edges (variables excluded)."""
+    index = {id(op): i for i, op in enumerate(block.operators)}
+    state = [0] * len(block.operators)  # 0 new, 1 on stack, 2 done
+    for start in range(len(block.operators)):
+        if state[start]:
+            continue
+        stack = [(start, iter(block.operators[start].inputs))]
+        path = [start]
+        state[start] = 1
+        while stack:
+            node, inputs = stack[-1]
+            for name in inputs:
+                producer = producers.get(name)
+                if producer is None:
+                    continue
+                nxt = index[id(producer)]
+                if state[nxt] == 1:
+                    cycle = path[path.index(nxt):] + [nxt]
+                    names = " -> ".join(block.operators[i].name for i in cycle)
+                    raise GraphValidationError(f"{_where(block)}: operator cycle {names}")
+                if state[nxt] == 0:
+                    state[nxt] = 1
+                    stack.append((nxt, iter(block.operators[nxt].inputs)))
+                    path.append(nxt)
+                    break
+            else:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+
+
+def _shape_values(block: Block, names: list[str]) -> list[np.ndarray | None]:
+    values = []
+    for name in names:
+        tensor = block.tensors[name]
+        values.append(tensor.data if tensor.dtype is DType.SHAPE and tensor.data is not None
+                      else None)
+    return values
+
+
+def _check_types(graph: Graph, block: Block, op: Operator) -> None:
+    where = _where(block, op)
+    in_types = [block.tensors[n].type for n in op.inputs]
+    out_types = [block.tensors[n].type for n in op.outputs]
+    if op.op in (Op.COND_IF, Op.WHILE_LOOP):
+        _check_control_flow(graph, block, op, in_types, out_types)
+        return
+    if op.op in (Op.CONST, Op.CONST_SHAPE):
+        tensor = block.tensors[op.outputs[0]]
+        if (op.op == Op.CONST_SHAPE) != (tensor.dtype is DType.SHAPE):
+            raise GraphValidationError(f"{where}: {op.op.name} cannot produce a "
+                                       f"{tensor.dtype.name} tensor")
+        if tensor.data is None:
+            raise GraphValidationError(f"{where}: constant {tensor.name!r} has no data")
+        if np.asarray(tensor.data).size != tensor.element_count and tensor.dtype.is_tosa_1_0:
+            raise GraphValidationError(f"{where}: constant {tensor.name!r} holds "
+                                       f"{np.asarray(tensor.data).size} element(s), its shape "
+                                       f"{list(tensor.shape)} needs {tensor.element_count}")
+        return
+    if op.op in (Op.VARIABLE_READ, Op.VARIABLE_WRITE):
+        variable = block.tensors[op.inputs[0]]
+        value = out_types[0] if op.op == Op.VARIABLE_READ else in_types[1]
+        if value != variable.type:
+            raise GraphValidationError(f"{where}: value {value.dtype.name}{list(value.shape)} "
+                                       f"does not match variable {variable.variable_key!r} "
+                                       f"({variable.dtype.name}{list(variable.shape)})")
+        return
+    if any(t.is_unranked or any(d < 0 for d in t.shape)
+           for t in (block.tensors[n] for n in [*op.inputs, *op.outputs])):
+        return  # dynamic shapes (1.1 draft): no static rule applies
+    try:
+        expected = expected_outputs(op.op, op.attribute, in_types,
+                                    _shape_values(block, op.inputs))
+    except RuleViolation as exc:
+        raise GraphValidationError(f"{where}: {exc}") from None
+    if expected is not None:
+        for name, got, (shape, dtype) in zip(op.outputs, out_types, expected):
+            if shape is not None and tuple(shape) != got.shape:
+                raise GraphValidationError(f"{where}: output {name!r} has shape {list(got.shape)}, "
+                                           f"the specification gives {list(shape)}")
+            if dtype is not None and dtype != got.dtype:
+                raise GraphValidationError(f"{where}: output {name!r} is {got.dtype.name}, "
+                                           f"the specification gives {dtype.name}")
+    types = [block.tensors[n].dtype for n in [*op.inputs, *op.outputs]]
+    if op.op in TOSA_1_0_OPS and all(d.is_tosa_1_0 for d in types):
+        if operator_requirements(block, op) is None:
+            binding = type_binding(block, op)
+            detail = describe_binding(binding) if binding is not None else \
+                "operand element types contradict each other"
+            raise GraphValidationError(f"{where}: no TOSA 1.0 profile supports this element "
+                                       f"type combination ({detail})")
+
+
+def _types(block: Block, names: list[str]) -> list[TensorType]:
+    return [block.tensors[n].type for n in names]
+
+
+def _describe(types: list[TensorType]) -> str:
+    return "[" + ", ".join(f"{t.dtype.name}{list(t.shape)}" for t in types) + "]"
+
+
+def _branch(graph: Graph, block: Block, op: Operator, name: str) -> Block:
+    if not graph.has_block(name):
+        raise GraphValidationError(f"{_where(block, op)}: names block {name!r}, which does not "
+                                   "exist")
+    return graph.block(name)
+
+
+def _check_control_flow(graph: Graph, block: Block, op: Operator,
+                        in_types: list[TensorType], out_types: list[TensorType]) -> None:
+    where = _where(block, op)
+    attr = op.attribute
+    if op.op == Op.COND_IF:
+        cond = in_types[0]
+        if cond.dtype != DType.BOOL or cond.element_count != 1:
+            raise GraphValidationError(f"{where}: the condition must be a one-element BOOL "
+                                       f"tensor, is {cond.dtype.name}{list(cond.shape)}")
+        for label, name in (("then_graph", attr.then_graph), ("else_graph", attr.else_graph)):
+            branch = _branch(graph, block, op, name)
+            if _types(branch, branch.inputs) != in_types[1:]:
+                raise GraphValidationError(
+                    f"{where}: operands {_describe(in_types[1:])} do not match the inputs "
+                    f"{_describe(_types(branch, branch.inputs))} of {label} {branch.name!r}")
+            if _types(branch, branch.outputs) != out_types:
+                raise GraphValidationError(
+                    f"{where}: results {_describe(out_types)} do not match the outputs "
+                    f"{_describe(_types(branch, branch.outputs))} of {label} {branch.name!r}")
+        return
+    cond_block = _branch(graph, block, op, attr.cond_graph)
+    body = _branch(graph, block, op, attr.body_graph)
+    if out_types != in_types:
+        raise GraphValidationError(f"{where}: results {_describe(out_types)} differ from the "
+                                   f"loop-carried operands {_describe(in_types)}")
+    for label, types in (("inputs of cond_graph", _types(cond_block, cond_block.inputs)),
+                         ("inputs of body_graph", _types(body, body.inputs)),
+                         ("outputs of body_graph", _types(body, body.outputs))):
+        if types != in_types:
+            raise GraphValidationError(f"{where}: {label} {_describe(types)} differ from the "
+                                       f"loop-carried operands {_describe(in_types)}")
+    cond_out = _types(cond_block, cond_block.outputs)
+    if len(cond_out) != 1 or cond_out[0].dtype != DType.BOOL or cond_out[0].element_count != 1:
+        raise GraphValidationError(f"{where}: cond_graph {cond_block.name!r} must output one "
+                                   f"one-element BOOL tensor, outputs {_describe(cond_out)}")
+
+
+def _check_no_recursion(graph: Graph) -> None:
+    """A block may not (directly or indirectly) run itself through control flow."""
+    calls: dict[str, list[str]] = {}
+    for block in graph.blocks():
+        targets = []
+        for op in block.operators:
+            if op.op == Op.COND_IF:
+                targets += [op.attribute.then_graph, op.attribute.else_graph]
+            elif op.op == Op.WHILE_LOOP:
+                targets += [op.attribute.cond_graph, op.attribute.body_graph]
+        calls[block.name] = [graph.block(t).name for t in targets]
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        if name in visiting:
+            cycle = visiting[visiting.index(name):] + [name]
+            raise GraphValidationError("control flow recursion: " + " -> ".join(cycle))
+        visiting.append(name)
+        for target in calls.get(name, []):
+            visit(target)
+        visiting.pop()
+        done.add(name)
+
+    for name in calls:
+        visit(name)
+
+
+# --- what npu-sim can run -------------------------------------------------------------
+def check_supported(graph: Graph) -> None:
+    """Raise UnsupportedFeatureError for valid TOSA that npu-sim does not execute.
+
+    TOSA 1.1-draft operators and element types, unranked or dynamic shapes, and
+    block-scaled tensors. Called by the executor and the scheduler, not on load.
+    """
+    for block in graph.blocks():
+        for op in block.operators:
+            if op.op not in TOSA_1_0_OPS:
+                raise UnsupportedFeatureError(f"{_where(block, op)}: {op.op.name} is a TOSA 1.1 "
+                                              "draft operator, which npu-sim does not execute")
+        for tensor in block.tensors.values():
+            where = f"{_where(block)}: tensor {tensor.name!r}"
+            if not tensor.dtype.is_tosa_1_0:
+                raise UnsupportedFeatureError(f"{where}: element type {tensor.dtype.name} is "
+                                              "TOSA 1.1 draft, which npu-sim does not execute")
+            if tensor.is_unranked or any(d < 0 for d in tensor.shape):
+                raise UnsupportedFeatureError(f"{where}: unranked or dynamic shape "
+                                              f"{list(tensor.shape)} (npu-sim needs static shapes)")
+            if tensor.block_scale is not None:
+                raise UnsupportedFeatureError(f"{where}: block-scaled tensors are TOSA 1.1 draft")
