@@ -18,7 +18,7 @@ $(VENV)/.installed-test: pyproject.toml
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/npu-sim inspect $(DEMO_GRAPH)
+	$(VENV)/bin/npu-sim run $(DEMO_GRAPH) --hw edge --random-inputs 0 -o demo_out
 
 # Runs the whole suite; pytest's "no tests collected" (exit 5) is not a failure.
 test: $(VENV)/.installed-test

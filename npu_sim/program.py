@@ -26,11 +26,10 @@ one engine or unit execute in stream order.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterator, Union
-
-import numpy as np
 
 from npu_sim.errors import ProgramError
 from npu_sim.tosa.dtype import DType
@@ -48,11 +47,39 @@ class MemorySpace(str, Enum):
 
 def element_size_bytes(dtype: DType) -> int:
     """Bytes one element occupies in the simulated memories."""
-    if dtype in (DType.BOOL, DType.INT4):
-        return 1
-    if dtype is DType.INT48:
-        return 6
-    return dtype.numpy_dtype.itemsize
+    size = _ELEMENT_BYTES.get(dtype)
+    if size is None:
+        if dtype in (DType.BOOL, DType.INT4):
+            size = 1
+        elif dtype is DType.INT48:
+            size = 6
+        else:
+            size = dtype.numpy_dtype.itemsize
+        _ELEMENT_BYTES[dtype] = size
+    return size
+
+
+_ELEMENT_BYTES: dict[DType, int] = {}
+
+
+class _cached_property:
+    """Computes an attribute once and stores it in the instance ``__dict__``.
+
+    Works on frozen dataclasses (it bypasses ``__setattr__``; equality and hashing use
+    the fields only) and, unlike ``functools.cached_property`` before Python 3.12,
+    takes no lock: later reads are plain attribute lookups.
+    """
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
 
 
 @dataclass(frozen=True)
@@ -68,11 +95,13 @@ class View:
     dtype: DType
     strides_bytes: tuple[int, ...] | None = None
 
-    @property
+    # Derived geometry is cached on the instance (see _cached_property): Programs hold
+    # hundreds of thousands of views and the simulator asks each for its span and size.
+    @_cached_property
     def element_bytes(self) -> int:
         return element_size_bytes(self.dtype)
 
-    @property
+    @_cached_property
     def strides(self) -> tuple[int, ...]:
         if self.strides_bytes is not None:
             return self.strides_bytes
@@ -82,25 +111,27 @@ class View:
             step *= dim
         return tuple(reversed(strides))
 
-    @property
+    @_cached_property
     def element_count(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        return int(math.prod(self.shape))
 
-    @property
+    @_cached_property
     def size_bytes(self) -> int:
         """Bytes of payload (not the span)."""
         return self.element_count * self.element_bytes
 
-    @property
+    @_cached_property
     def span(self) -> tuple[int, int]:
         """[first byte, last byte + 1) touched by the view (empty views span nothing)."""
         if self.element_count == 0:
             return self.offset_bytes, self.offset_bytes
+        if self.strides_bytes is None:  # contiguous: the common case, kept cheap
+            return self.offset_bytes, self.offset_bytes + self.element_count * self.element_bytes
         lo = self.offset_bytes + sum(min(0, s * (d - 1)) for s, d in zip(self.strides, self.shape))
         hi = self.offset_bytes + sum(max(0, s * (d - 1)) for s, d in zip(self.strides, self.shape))
         return lo, hi + self.element_bytes
 
-    @property
+    @_cached_property
     def is_contiguous(self) -> bool:
         return self.strides_bytes is None or self.strides_bytes == View(
             self.memory, self.offset_bytes, self.shape, self.dtype).strides
@@ -230,6 +261,7 @@ class Program:
     def validate(self) -> None:
         """Structural checks: ids unique, deps known and earlier, views inside their memories."""
         seen: set[int] = set()
+        sizes = self.memory_sizes
         for cmd in self.walk():
             if cmd.id in seen:
                 raise ProgramError(f"command id {cmd.id} used twice")
@@ -238,7 +270,10 @@ class Program:
                     raise ProgramError(f"command {cmd.id} ({cmd.name}) depends on unknown or later command {dep}")
             seen.add(cmd.id)
             for view in command_views(cmd):
-                self.check_view(view, f"command {cmd.id} ({cmd.name})")
+                size = sizes.get(view.memory)
+                lo, hi = view.span
+                if size is None or lo < 0 or hi > size:  # the message is built only on failure
+                    self.check_view(view, f"command {cmd.id} ({cmd.name})")
             if isinstance(cmd, DmaCommand) and cmd.src.shape != cmd.dst.shape:
                 raise ProgramError(f"command {cmd.id} ({cmd.name}): DMA shapes differ {cmd.src.shape} vs {cmd.dst.shape}")
             if isinstance(cmd, DmaCommand) and cmd.src.dtype != cmd.dst.dtype:

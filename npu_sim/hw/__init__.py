@@ -1,0 +1,17 @@
+"""The NPU hardware model: configs, memories, DMA engines, compute units, trace.
+
+* :mod:`~npu_sim.hw.config` - ``HwConfig`` (pydantic) and ``load_hw_config`` (presets in ``presets/``);
+* :mod:`~npu_sim.hw.cost` - pure cost functions (the simulator's timing, also used by the scheduler);
+* :mod:`~npu_sim.hw.memory` - byte-array memories with written-ness tracking;
+* :mod:`~npu_sim.hw.ddr` - bandwidth shared by concurrent transfers (fluid max-min fair model);
+* :mod:`~npu_sim.hw.dma` - DMA descriptors, burst accounting and the DMA command;
+* :mod:`~npu_sim.hw.compute` - compute commands running the reference kernels on tiles;
+* :mod:`~npu_sim.hw.units` - in-order unit queues and dependency bookkeeping;
+* :mod:`~npu_sim.hw.trace` - what a run recorded.
+
+:func:`npu_sim.simulator.simulate_program` runs a Program on them.
+"""
+
+from npu_sim.hw.config import HwConfig, load_hw_config
+
+__all__ = ["HwConfig", "load_hw_config"]

@@ -1,0 +1,124 @@
+"""``npu-sim run`` (simulate a graph on a hardware config) and ``npu-sim plan`` (show its Program).
+
+``npu-sim run GRAPH --hw CONFIG [-i NAME=FILE.npy | -i FILE.npy]... [-n N] [--random-inputs SEED] -o OUTDIR``
+takes its inputs exactly as ``npu-sim exec`` does (:mod:`npu_sim.inputs`), schedules
+the graph, simulates it, and writes into OUTDIR:
+
+* ``outputs/<name>.npy``: the graph outputs read back from the simulated memories
+  (stacked along a leading axis with ``-n``), named as ``exec`` names them;
+* ``summary.json`` (:mod:`reports.summary`), ``memory_timeline.png``
+  (:mod:`reports.memory_timeline`), ``trace.json`` for Perfetto (:mod:`reports.perfetto`).
+
+It prints the per-operation table and where the report is.
+
+``npu-sim plan GRAPH --hw CONFIG`` prints the scheduler's Program (memory plan and
+command stream) and the memory-plan statistics, without simulating.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import typer
+
+REPORT_FILES = ("summary.json", "memory_timeline.png", "trace.json")
+
+
+def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_dir: Path, *,
+                   invocations: int | None = None, random_seed: int | None = None
+                   ) -> dict[str, Any]:
+    """Do what ``npu-sim run`` does; returns the summary written to ``summary.json``."""
+    from npu_sim.api import load_graph, load_hw_config
+    from npu_sim.errors import InputError
+    from npu_sim.inputs import load_inputs, output_file_names
+    from npu_sim.simulation import simulate_invocations
+    from reports.memory_timeline import plot_memory_timeline
+    from reports.perfetto import write_trace
+
+    if invocations is not None and invocations < 1:
+        raise InputError(f"-n must be at least 1, got {invocations}")
+    hw = load_hw_config(hw_config)
+    graph = load_graph(graph_path)
+    loaded = load_inputs(graph, input_specs, invocations=invocations, random_seed=random_seed)
+    result = simulate_invocations(graph, hw, loaded.invocations, graph_label=str(graph_path),
+                                  stack=invocations is not None)
+
+    start = time.perf_counter()
+    names = list(graph.output_types)
+    files = output_file_names(names)
+    (out_dir / "outputs").mkdir(parents=True, exist_ok=True)
+    for name in names:
+        np.save(out_dir / "outputs" / files[name], result.outputs[name], allow_pickle=False)
+    summary = result.summary
+    summary["inputs"] = loaded.sources
+    summary["outputs"] = {name: f"outputs/{files[name]}" for name in names}
+    title = f"{Path(graph_path).name} on {hw.name}"
+    plot_memory_timeline(result.trace, out_dir / "memory_timeline.png",
+                         tcm_size_bytes=hw.tcm.size_bytes, title=title)
+    write_trace(out_dir / "trace.json", result.trace, hw.clock_hz, result.program, title=title)
+    summary["wall_seconds"]["reports"] = time.perf_counter() - start
+    summary["report_files"] = list(REPORT_FILES)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def plan_text(graph_path: str, hw_config: str) -> tuple[str, dict[str, Any]]:
+    """The Program listing and the memory-plan statistics of ``npu-sim plan``."""
+    from npu_sim.api import load_graph, load_hw_config
+    from npu_sim.simulation import compile_graph
+    from reports.plan_stats import plan_stats
+
+    hw = load_hw_config(hw_config)
+    program = compile_graph(load_graph(graph_path), hw)
+    stats = plan_stats(program, hw)
+    stats["graph"] = str(graph_path)
+    return program.listing(), stats
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run")
+    def run_command(
+        graph: str = typer.Argument(..., help="A .tosa flatbuffer or its JSON form."),
+        hw: str = typer.Option(..., "--hw", help="Hardware config: a preset name (edge, tiny, ...) "
+                               "or a YAML file."),
+        inputs: list[str] = typer.Option(
+            [], "-i", "--input", help="NAME=FILE.npy, or FILE.npy for the next input in order."),
+        invocations: int | None = typer.Option(
+            None, "-n", "--invocations",
+            help="Invoke N times; each input file has a leading axis of length N."),
+        out_dir: Path = typer.Option(..., "-o", "--out-dir",
+                                     help="Where outputs/, summary.json, memory_timeline.png "
+                                          "and trace.json go."),
+        random_inputs: int | None = typer.Option(
+            None, "--random-inputs", metavar="SEED", help="Seeded random data for missing inputs."),
+    ) -> None:
+        """Simulate GRAPH on the NPU that CONFIG describes; write outputs and a timing report."""
+        from reports.table import print_report
+
+        summary = run_simulation(graph, hw, inputs, out_dir, invocations=invocations,
+                                 random_seed=random_inputs)
+        print_report(summary)
+        typer.echo(f"report: {out_dir / 'summary.json'}, {out_dir / 'memory_timeline.png'}, "
+                   f"{out_dir / 'trace.json'} (open in https://ui.perfetto.dev); "
+                   f"outputs in {out_dir / 'outputs'}")
+
+    @app.command("plan")
+    def plan_command(
+        graph: str = typer.Argument(..., help="A .tosa flatbuffer or its JSON form."),
+        hw: str = typer.Option(..., "--hw", help="Hardware config: a preset name or a YAML file."),
+        as_json: bool = typer.Option(False, "--json", help="Print only the statistics, as JSON."),
+    ) -> None:
+        """Compile GRAPH for CONFIG and print the Program (memory plan + commands) and plan statistics."""
+        from reports.plan_stats import format_plan_stats
+
+        listing, stats = plan_text(graph, hw)
+        if as_json:
+            typer.echo(json.dumps(stats, indent=2))
+            return
+        typer.echo(listing)
+        typer.echo("")
+        typer.echo(format_plan_stats(stats))

@@ -1,0 +1,250 @@
+"""DMA engines: in-order queues of strided copy descriptors between memories.
+
+A :class:`~npu_sim.program.DmaCommand` is one *descriptor*: its source and
+destination views are merged dimension by dimension into at most three levels
+(1D: one contiguous run; 2D: rows of runs; 3D: planes of rows), the shape a real
+strided DMA programs. A copy that needs more than three levels must be split by
+the scheduler: it is rejected with a :class:`ProgramError`.
+
+Timing of one command on its engine (see :mod:`npu_sim.hw.ddr` for sharing):
+
+    start -> setup_cycles -> data phase on the arbitrating channel -> latency -> end
+
+* The arbitrating channel is the DDR if either side is in DDR (the transfer moves
+  :func:`ddr_burst_bytes` there: every contiguous run costs the whole bursts it
+  touches), else the variable SRAM, else the TCM.
+* The rate cap is the other side's port rate (TCM ``port_bytes_per_cycle``, variable
+  SRAM ``bytes_per_cycle``) and, for DDR, the engine's outstanding-burst limit.
+* Latency: DDR ``read_latency_cycles`` if the source is DDR, plus
+  ``write_latency_cycles`` if the destination is; on-chip copies have none.
+
+The bytes move when the command ends (a read of never-written bytes fails there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from npu_sim.errors import MemoryAccessError, ProgramError
+from npu_sim.hw.config import HwConfig
+from npu_sim.hw.ddr import BandwidthChannel
+from npu_sim.hw.memory import ViewAccess
+from npu_sim.hw.units import Machine, QueuedCommand, Unit
+from npu_sim.program import DmaCommand, MemorySpace, View
+
+#: levels a DMA descriptor can describe (1D/2D/3D)
+MAX_DESCRIPTOR_DIMS = 3
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """A copy as merged levels: ``shape`` (innermost = contiguous run length in bytes) and byte strides."""
+
+    shape: tuple[int, ...]
+    src_strides: tuple[int, ...]
+    dst_strides: tuple[int, ...]
+
+    @property
+    def dims(self) -> int:
+        return len(self.shape)
+
+    @property
+    def run_bytes(self) -> int:
+        return self.shape[-1] if self.shape else 0
+
+
+def _byte_levels(view: View) -> tuple[list[int], list[int]]:
+    """Shape and strides of a view in bytes, the element's bytes as the innermost level."""
+    shape = list(view.shape) + [view.element_bytes]
+    strides = list(view.strides) + [1]
+    return shape, strides
+
+
+def _merge(shape: list[int], *stride_lists: list[int]) -> tuple[list[int], list[list[int]]]:
+    """Drop size-1 levels, then fuse neighbours that are contiguous in every stride list."""
+    keep = [i for i, d in enumerate(shape) if d != 1] or [len(shape) - 1]
+    shape = [shape[i] for i in keep]
+    strides = [[s[i] for i in keep] for s in stride_lists]
+    i = len(shape) - 2
+    while i >= 0:
+        if all(s[i] == s[i + 1] * shape[i + 1] for s in strides):
+            shape[i] *= shape[i + 1]
+            for s in strides:
+                s[i] = s[i + 1]
+            del shape[i + 1]
+            for s in strides:
+                del s[i + 1]
+        i -= 1
+    return shape, strides
+
+
+def make_descriptor(src: View, dst: View, where: str = "DMA") -> Descriptor:
+    """The merged descriptor of a copy ``src -> dst``; ProgramError if it needs more than 3 levels."""
+    if src.shape != dst.shape:
+        raise ProgramError(f"{where}: shapes differ {src.shape} vs {dst.shape}")
+    if src.element_bytes != dst.element_bytes:
+        raise ProgramError(f"{where}: element sizes differ ({src.dtype.name} vs {dst.dtype.name})")
+    if src.element_count == 0:
+        return Descriptor((0,), (1,), (1,))
+    if src.is_contiguous and dst.is_contiguous:
+        return Descriptor((src.size_bytes,), (1,), (1,))
+    shape, s_strides = _byte_levels(src)
+    _, d_strides = _byte_levels(dst)
+    merged, (ms, md) = _merge(shape, s_strides, d_strides)
+    if ms[-1] != 1 or md[-1] != 1:  # innermost run not contiguous on one side: element runs
+        merged, ms, md = merged + [1], ms + [1], md + [1]
+    if len(merged) > MAX_DESCRIPTOR_DIMS:
+        raise ProgramError(f"{where}: the copy {src} -> {dst} needs {len(merged)} strided levels; "
+                           f"a DMA descriptor has at most {MAX_DESCRIPTOR_DIMS} (split the command)")
+    return Descriptor(tuple(merged), tuple(ms), tuple(md))
+
+
+def contiguous_runs(view: View) -> tuple[np.ndarray, int]:
+    """Start offsets (bytes) of the view's contiguous runs and the run length in bytes."""
+    if view.element_count == 0:
+        return np.zeros(0, np.int64), 0
+    shape, strides = _byte_levels(view)
+    merged, (ms,) = _merge(shape, strides)
+    if ms[-1] != 1:
+        merged, ms = merged + [1], ms + [1]
+    starts = np.array([view.offset_bytes], dtype=np.int64)
+    for size, stride in zip(merged[:-1], ms[:-1]):
+        starts = (starts[:, None] + np.arange(size, dtype=np.int64)[None, :] * stride).reshape(-1)
+    return starts, merged[-1]
+
+
+def ddr_burst_count(view: View, burst_size_bytes: int) -> int:
+    """Bursts a DDR access to ``view`` costs: each contiguous run takes the aligned bursts it touches."""
+    if view.is_contiguous:
+        if view.size_bytes == 0:
+            return 0
+        first = view.offset_bytes
+        return (first + view.size_bytes - 1) // burst_size_bytes - first // burst_size_bytes + 1
+    starts, run = contiguous_runs(view)
+    if run == 0:
+        return 0
+    if run % burst_size_bytes == 0 and not np.any(starts % burst_size_bytes):
+        return len(starts) * (run // burst_size_bytes)
+    return int(((starts + run - 1) // burst_size_bytes - starts // burst_size_bytes + 1).sum())
+
+
+def ddr_burst_bytes(view: View, burst_size_bytes: int) -> int:
+    """Bytes the DDR moves for ``view``: whole bursts."""
+    return ddr_burst_count(view, burst_size_bytes) * burst_size_bytes
+
+
+class DmaTiming(NamedTuple):
+    """Static timing parameters of one DMA command on a given hardware config."""
+
+    channel: MemorySpace  # which memory's bandwidth arbitrates it
+    channel_bytes: int  # bytes charged on that channel
+    cap_bytes_per_cycle: float
+    setup_cycles: int
+    latency_cycles: int
+    ddr_read_bytes: int  # payload
+    ddr_write_bytes: int
+    ddr_read_burst_bytes: int
+    ddr_write_burst_bytes: int
+
+
+def port_bytes_per_cycle(hw: HwConfig, memory: MemorySpace) -> float:
+    """Rate one DMA transfer can reach on ``memory``'s side (DDR: its whole bandwidth)."""
+    if memory is MemorySpace.TCM:
+        return hw.tcm.port_bytes_per_cycle
+    if memory is MemorySpace.VARIABLE_SRAM:
+        return hw.variable_sram.bytes_per_cycle
+    return hw.ddr.bandwidth_bytes_per_cycle
+
+
+def channel_bandwidth_bytes_per_cycle(hw: HwConfig, memory: MemorySpace) -> float:
+    """Total bandwidth of the channel that arbitrates transfers on ``memory``."""
+    if memory is MemorySpace.TCM:
+        return hw.tcm.bandwidth_bytes_per_cycle
+    return port_bytes_per_cycle(hw, memory)
+
+
+class DmaModel:
+    """The DMA timing rules of one config, its constants read once (compiling 10^5 DMAs is common)."""
+
+    def __init__(self, hw: HwConfig):
+        ddr = hw.ddr
+        self.burst = ddr.burst_size_bytes
+        self.read_latency, self.write_latency = ddr.read_latency_cycles, ddr.write_latency_cycles
+        self.setup = hw.dma.setup_cycles
+        self.outstanding_bytes = hw.dma.max_outstanding_bursts * ddr.burst_size_bytes
+        self.burst_cycles = ddr.burst_size_bytes / ddr.bandwidth_bytes_per_cycle
+        self.port = {space: float(port_bytes_per_cycle(hw, space)) for space in MemorySpace}
+        self._contiguous: dict[tuple, DmaTiming] = {}
+
+    def timing(self, src: View, dst: View) -> DmaTiming:
+        """Where the copy ``src -> dst`` is arbitrated, the bytes it moves there, its cap and latency."""
+        if src.strides_bytes is None and dst.strides_bytes is None:
+            # contiguous copies (most tiles) differ only by size and burst alignment: memoized
+            burst = self.burst
+            key = (src.memory, dst.memory, src.size_bytes, src.offset_bytes % burst, dst.offset_bytes % burst)
+            timing = self._contiguous.get(key)
+            if timing is None:
+                timing = self._contiguous[key] = self._timing(src, dst)
+            return timing
+        return self._timing(src, dst)
+
+    def _timing(self, src: View, dst: View) -> DmaTiming:
+        DDR = MemorySpace.DDR
+        s_mem, d_mem = src.memory, dst.memory
+        payload = src.size_bytes
+        read_burst = ddr_burst_count(src, self.burst) * self.burst if s_mem is DDR else 0
+        write_burst = ddr_burst_count(dst, self.burst) * self.burst if d_mem is DDR else 0
+        if s_mem is DDR or d_mem is DDR:
+            latency = (self.read_latency if s_mem is DDR else 0) + \
+                      (self.write_latency if d_mem is DDR else 0)
+            cap = self.outstanding_bytes / (latency + self.burst_cycles)
+            if s_mem is not DDR:
+                cap = min(cap, self.port[s_mem])
+            if d_mem is not DDR:
+                cap = min(cap, self.port[d_mem])
+            return DmaTiming(DDR, read_burst + write_burst, cap, self.setup, latency,
+                             payload if s_mem is DDR else 0, payload if d_mem is DDR else 0,
+                             read_burst, write_burst)
+        channel = MemorySpace.VARIABLE_SRAM if MemorySpace.VARIABLE_SRAM in (s_mem, d_mem) \
+            else MemorySpace.TCM
+        cap = min(self.port[s_mem], self.port[d_mem])
+        return DmaTiming(channel, payload, cap, self.setup, 0, 0, 0, 0, 0)
+
+
+def dma_timing(hw: HwConfig, command: DmaCommand) -> DmaTiming:
+    """Where ``command`` is arbitrated, how many bytes it moves there, its cap and latency."""
+    return DmaModel(hw).timing(command.src, command.dst)
+
+
+class DmaOp(QueuedCommand):
+    """A DMA command compiled for one machine: bound views, timing, channel."""
+
+    __slots__ = ("command", "src", "dst", "timing", "channel")
+
+    def __init__(self, command: DmaCommand, unit: Unit, machine: Machine, src: ViewAccess,
+                 dst: ViewAccess, timing: DmaTiming, channel: BandwidthChannel):
+        QueuedCommand.__init__(self, command.id, command.name, unit, machine)
+        self.command = command
+        self.src, self.dst = src, dst
+        self.timing = timing
+        self.channel = channel
+
+    def start(self) -> None:
+        env = self.machine.env
+        now = self.start_cycle = env.now
+        timing = self.timing
+        if timing.channel_bytes:
+            self.channel.start(now + timing.setup_cycles, timing.channel_bytes,
+                               timing.cap_bytes_per_cycle, timing.latency_cycles, self._end)
+        else:  # an empty copy: nothing crosses a memory
+            env.timeout(timing.setup_cycles).callbacks.append(self._end)
+
+    def _end(self, _event: object) -> None:
+        try:
+            self.dst.copy_from(self.src)
+        except MemoryAccessError as exc:
+            raise MemoryAccessError(f"{self.label}: {exc}") from None
+        self.machine.finish(self)

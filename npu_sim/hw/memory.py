@@ -1,0 +1,194 @@
+"""Byte-array memories (DDR, TCM, variable SRAM) that hold the real bytes of a simulation.
+
+A :class:`Memory` is a ``uint8`` array plus a same-sized ``written`` mask (one
+bool per byte: cheap, and a strided view of it checks a strided read in one numpy
+call). Reading a byte never written raises :class:`MemoryAccessError`; so does any
+access outside the memory. Messages name the view; callers prefix who accessed it
+(:func:`named`), e.g. ``command 12 (load x) source: reads ddr[0x40] ...``.
+
+Accesses go through a :class:`ViewAccess`: a :class:`~npu_sim.program.View` bound
+to a memory once (equal views share one), holding numpy views of the bytes and of
+the mask, so that each later read or write is a single numpy operation (this is
+the simulator's hot path). Elements are little-endian,
+:func:`~npu_sim.program.element_size_bytes` bytes each (INT4 one sign-extended
+byte, INT48 six bytes, BOOL one byte 0/1).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import numpy as np
+
+from npu_sim.errors import MemoryAccessError
+from npu_sim.program import MemorySpace, View
+from npu_sim.tosa.dtype import DType
+
+
+_UNBOUND = object()
+
+
+class Memory:
+    """One memory space: ``size_bytes`` bytes, all initially unwritten."""
+
+    def __init__(self, space: MemorySpace, size_bytes: int):
+        if size_bytes < 0:
+            raise ValueError(f"memory size must be >= 0, got {size_bytes}")
+        self.space = space
+        self.size_bytes = size_bytes
+        self.data = np.zeros(size_bytes, dtype=np.uint8)
+        self.written = np.zeros(size_bytes, dtype=np.bool_)
+        self._accesses: dict[View, ViewAccess] = {}
+
+    def access(self, view: View) -> "ViewAccess":
+        """``view`` bound to this memory (bounds checked once; equal views share the binding)."""
+        try:
+            access = self._accesses.get(view)
+        except TypeError:  # an unhashable view (a list shape): bind it without sharing
+            return ViewAccess(self, view)
+        if access is None:
+            access = self._accesses[view] = ViewAccess(self, view)
+        return access
+
+    def load(self, offset_bytes: int, data: bytes) -> None:
+        """Host write of raw bytes (constants, initial values) at ``offset_bytes``."""
+        end = offset_bytes + len(data)
+        if offset_bytes < 0 or end > self.size_bytes:
+            raise MemoryAccessError(f"bytes [{offset_bytes}, {end}) outside "
+                                    f"{self.space.value} of {self.size_bytes} bytes")
+        self.data[offset_bytes:end] = np.frombuffer(data, dtype=np.uint8)
+        self.written[offset_bytes:end] = True  # (views only ever learn they are written: no reset needed)
+
+
+@contextmanager
+def named(who: str) -> Iterator[None]:
+    """Prefix ``who`` to the message of a :class:`MemoryAccessError` raised inside."""
+    try:
+        yield
+    except MemoryAccessError as exc:
+        raise MemoryAccessError(f"{who}: {exc}") from None
+
+
+class ViewAccess:
+    """A view bound to a memory: typed reads and writes with written-ness checks.
+
+    ``raw``/``mask`` are numpy views of the bytes and of their written flags: flat byte
+    ranges for contiguous views (the common case, cheapest to make and copy), else the
+    view's shape plus a last axis of its element bytes; ``typed`` aliases the bytes as
+    the storage dtype (None for INT48, which has no 6-byte numpy type, and empty views).
+    """
+
+    __slots__ = ("view", "memory", "raw", "mask", "_typed", "dtype", "shape", "storage", "known_written")
+
+    def __init__(self, memory: Memory, view: View):
+        if view.memory is not memory.space:
+            raise MemoryAccessError(f"view {view} is not in {memory.space.value}")
+        lo, hi = view.span
+        if lo < 0 or hi > memory.size_bytes:
+            raise MemoryAccessError(f"view {view} spans bytes [{lo}, {hi}) outside "
+                                    f"{memory.space.value} of {memory.size_bytes} bytes")
+        self.view, self.memory = view, memory
+        self.dtype, self.shape = view.dtype, tuple(view.shape)
+        self.storage = view.dtype.numpy_dtype
+        self._typed = _UNBOUND  # bound on first typed access (DMAs never need it)
+        # Bytes never become unwritten again, so once a view was seen fully written its
+        # later checks (and mask updates) can be skipped: the hot path stays one numpy call.
+        self.known_written = False
+        shape, eb = self.shape, view.element_bytes
+        if view.element_count == 0:
+            self.raw = np.zeros(shape + (eb,), np.uint8)
+            self.mask = np.ones(shape + (eb,), np.bool_)
+        elif view.is_contiguous:
+            start = view.offset_bytes
+            stop = start + view.size_bytes
+            self.raw = memory.data[start:stop]
+            self.mask = memory.written[start:stop]
+        else:
+            byte_strides = tuple(view.strides) + (1,)
+            self.raw = np.ndarray(shape + (eb,), np.uint8, memory.data, view.offset_bytes, byte_strides)
+            self.mask = np.ndarray(shape + (eb,), np.bool_, memory.written, view.offset_bytes,
+                                   byte_strides)
+
+    @property
+    def typed(self) -> np.ndarray | None:
+        """The bytes aliased as the storage dtype (None for INT48 and empty views)."""
+        typed = self._typed
+        if typed is _UNBOUND:
+            view = self.view
+            if view.dtype is DType.INT48 or view.element_count == 0:
+                typed = None
+            elif view.is_contiguous:
+                start = view.offset_bytes
+                typed = self.memory.data[start:start + view.size_bytes].view(self.storage).reshape(self.shape)
+            else:
+                typed = np.ndarray(self.shape, self.storage, self.memory.data, view.offset_bytes,
+                                   tuple(view.strides))
+            self._typed = typed
+        return typed
+
+    @property
+    def size_bytes(self) -> int:
+        return self.view.size_bytes
+
+    @property
+    def is_written(self) -> bool:
+        if not self.known_written and self.mask.all():
+            self.known_written = True
+        return self.known_written
+
+    def check_written(self) -> None:
+        """Raise unless every byte of the view has been written."""
+        if self.known_written:
+            return
+        if not self.mask.all():
+            eb = self.view.element_bytes
+            first = int(np.flatnonzero(~self.mask.reshape(self.shape + (eb,)))[0]) // eb
+            index = [int(i) for i in np.unravel_index(first, self.shape)] if self.shape else []
+            raise MemoryAccessError(f"reads {self.view} element {index}, which was never written")
+        self.known_written = True
+
+    def read(self) -> np.ndarray:
+        """A fresh array (storage dtype, view shape) of the view's elements."""
+        if not self.known_written:
+            self.check_written()
+        typed = self._typed if self._typed is not _UNBOUND else self.typed
+        if typed is not None:
+            return typed.copy()
+        if self.dtype is DType.INT48:
+            six = self.raw.reshape(-1, 6)
+            sign = np.where(six[:, 5:6] & 0x80, 0xFF, 0).astype(np.uint8)
+            eight = np.concatenate([six, sign, sign], axis=1)
+            return eight.view("<i8").reshape(self.shape).astype(np.int64)
+        return np.zeros(self.shape, self.storage)
+
+    def write(self, array: np.ndarray) -> None:
+        """Store ``array`` (the view's storage dtype; same element count) into the view."""
+        if array.dtype != self.storage:
+            raise MemoryAccessError(f"writes {array.dtype} data into {self.view} (expects {self.storage})")
+        if array.shape != self.shape:
+            if array.size != self.view.element_count:
+                raise MemoryAccessError(f"writes shape {list(array.shape)} into {self.view}")
+            array = array.reshape(self.shape)
+        typed = self._typed if self._typed is not _UNBOUND else self.typed
+        if typed is not None:
+            typed[...] = array
+        elif self.dtype is DType.INT48:
+            raw8 = np.ascontiguousarray(array, dtype="<i8").view(np.uint8).reshape(self.shape + (8,))
+            self.raw[...] = raw8[..., :6].reshape(self.raw.shape)
+        if not self.known_written:
+            self.mask[...] = True
+            self.known_written = True
+
+    def copy_from(self, src: "ViewAccess") -> None:
+        """Byte copy ``src`` -> this view (a DMA): same shape and element size."""
+        if not src.known_written:
+            src.check_written()
+        raw, source = self.raw, src.raw
+        if raw.shape == source.shape:
+            raw[...] = source
+        else:  # one side strided: copy element bytes in view order
+            raw[...] = source.reshape(raw.shape)
+        if not self.known_written:
+            self.mask[...] = True
+            self.known_written = True

@@ -1,0 +1,270 @@
+"""What a simulation recorded: every command, every allocation's use, and counters.
+
+The simulator's hot path only appends ``(command, invocation, start, end)`` tuples
+(:class:`TraceRecorder`); :class:`Trace` turns them into the typed records below
+when they are first asked for. Reports read only these.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from operator import attrgetter
+from typing import Any, Callable, NamedTuple
+
+from npu_sim.program import Allocation, Command, DmaCommand, MemorySpace, View, command_views
+
+
+class CommandRecord(NamedTuple):
+    """One executed command (a command inside a loop appears once per iteration)."""
+
+    id: int
+    name: str
+    kind: str  # dma | compute | cond | loop
+    unit: str  # dma0, dma1, ..., mac_array, vector, lut, sequencer
+    op: str  # "CONV2D+RESCALE" for compute, "copy" for DMA, "if"/"while" for control flow
+    invocation: int
+    start_cycle: int
+    end_cycle: int
+    bytes: int  # payload bytes moved (DMA) or read + written in the TCM (compute)
+    macs: int
+    ddr_read_bytes: int  # payload
+    ddr_write_bytes: int
+
+    @property
+    def cycles(self) -> int:
+        return self.end_cycle - self.start_cycle
+
+
+class AllocationRecord(NamedTuple):
+    """When an allocation was used in one invocation (first/last are None if no command touched it)."""
+
+    name: str
+    memory: str
+    offset_bytes: int
+    size_bytes: int
+    kind: str
+    invocation: int
+    first_cycle: int | None
+    last_cycle: int | None
+
+
+class InvocationRecord(NamedTuple):
+    index: int
+    start_cycle: int
+    end_cycle: int
+
+    @property
+    def cycles(self) -> int:
+        return self.end_cycle - self.start_cycle
+
+
+@dataclass
+class Counters:
+    """Totals over the whole run."""
+
+    ddr_read_bytes: int = 0  # payload bytes DMAs read from DDR
+    ddr_write_bytes: int = 0
+    ddr_read_burst_bytes: int = 0  # bytes the DDR actually moved (whole bursts)
+    ddr_write_burst_bytes: int = 0
+    macs: int = 0
+    busy_cycles: dict[str, int] = field(default_factory=dict)  # per unit
+    command_counts: dict[str, int] = field(default_factory=dict)  # per unit
+
+    def utilization(self, total_cycles: int) -> dict[str, float]:
+        """Busy fraction of each unit over ``total_cycles``."""
+        return {unit: (busy / total_cycles if total_cycles else 0.0)
+                for unit, busy in self.busy_cycles.items()}
+
+
+class Trace:
+    """The record of a run. The hot path stores raw ``(command, invocation, start, end)``
+    tuples; the typed tables below are built from them on first access."""
+
+    def __init__(self, raw: list[tuple[Any, int, int, int]], invocations: list[InvocationRecord],
+                 static_info: Callable[[Any], "StaticInfo"], allocations: list[Allocation],
+                 units: list[str]):
+        self._raw = raw
+        self.invocations = invocations
+        self.units = units  # every unit of the machine, DMA engines first
+        self._static_info = static_info
+        self._program_allocations = allocations
+
+    @cached_property
+    def _tables(self) -> tuple[list[CommandRecord], list[AllocationRecord], Counters]:
+        return build_tables(self._raw, self.invocations, self._static_info,
+                            self._program_allocations, self.units)
+
+    @property
+    def commands(self) -> list[CommandRecord]:
+        """Every executed command, sorted by start cycle (then end cycle, id)."""
+        return self._tables[0]
+
+    @property
+    def allocations(self) -> list[AllocationRecord]:
+        """Each allocation's first and last cycle of use, per invocation."""
+        return self._tables[1]
+
+    @property
+    def counters(self) -> Counters:
+        return self._tables[2]
+
+    def peak_live_bytes(self, memory: MemorySpace | str, invocation: int | None = None) -> int:
+        """Most bytes of ``memory`` allocations in use at one cycle (used: first..last cycle)."""
+        return peak_live_bytes(self.allocations, memory, invocation)
+
+
+def peak_live_bytes(self, memory: MemorySpace | str, invocation: int | None = None) -> int:
+        """Most bytes of ``memory`` allocations in use at one cycle (used: first..last cycle)."""
+        return peak_live_bytes(self.allocations, memory, invocation)
+
+
+def peak_live_bytes(allocations: list[AllocationRecord], memory: MemorySpace | str,
+                    invocation: int | None = None) -> int:
+    """Maximum over cycles of the summed sizes of allocations whose use spans that cycle."""
+    name = memory.value if isinstance(memory, MemorySpace) else memory
+    events: list[tuple[int, int, int]] = []
+    for a in allocations:
+        if a.memory != name or a.first_cycle is None:
+            continue
+        if invocation is not None and a.invocation != invocation:
+            continue
+        events.append((a.first_cycle, 1, a.size_bytes))  # allocations live at [first, last]
+        events.append((a.last_cycle, 2, -a.size_bytes))
+    live = peak = 0
+    for _, _, delta in sorted(events):
+        live += delta
+        peak = max(peak, live)
+    return peak
+
+
+class StaticInfo(NamedTuple):
+    """What the trace needs to know of a compiled command (computed once)."""
+
+    kind: str
+    unit: str
+    op: str
+    bytes: int
+    macs: int
+    ddr_read_bytes: int
+    ddr_write_bytes: int
+    ddr_read_burst_bytes: int
+    ddr_write_burst_bytes: int
+    allocations: tuple[int, ...]  # indices of the allocations the command touches
+
+
+class TraceRecorder:
+    """Collects raw ``(command, invocation, start, end)`` tuples during a run."""
+
+    def __init__(self) -> None:
+        self.raw: list[tuple[Any, int, int, int]] = []
+        self.invocations: list[InvocationRecord] = []
+
+
+def build_tables(raw: list[tuple[Any, int, int, int]], invocations: list[InvocationRecord],
+                 static_info: Callable[[Any], StaticInfo], allocations: list[Allocation],
+                 units: list[str]) -> tuple[list[CommandRecord], list[AllocationRecord], Counters]:
+    """Typed command records, allocation uses and counters from the raw tuples."""
+    # Per command (not per execution): its static facts, as record prefix/suffix tuples.
+    info: dict[int, tuple[StaticInfo, tuple, tuple]] = {}
+    # Per (command, invocation): executions, busy cycles, first start and last end.
+    usage: dict[tuple[int, int], list[int]] = {}
+    new_record = tuple.__new__
+    commands = []
+    append = commands.append
+    for command, invocation, start, end in raw:
+        cid = command.cid
+        entry = info.get(cid)
+        if entry is None:
+            s = static_info(command)
+            entry = info[cid] = (s, (cid, command.name, s.kind, s.unit, s.op),
+                                 (s.bytes, s.macs, s.ddr_read_bytes, s.ddr_write_bytes))
+        append(new_record(CommandRecord, entry[1] + (invocation, start, end) + entry[2]))
+        use = usage.get((cid, invocation))
+        if use is None:
+            usage[(cid, invocation)] = [1, end - start, start, end]
+        else:
+            use[0] += 1
+            use[1] += end - start
+            if start < use[2]:
+                use[2] = start
+            if end > use[3]:
+                use[3] = end
+    counters = Counters(busy_cycles={u: 0 for u in units}, command_counts={u: 0 for u in units})
+    first: dict[tuple[int, int], int] = {}
+    last: dict[tuple[int, int], int] = {}
+    for (cid, invocation), (runs, busy, start, end) in usage.items():
+        s = info[cid][0]
+        if s.kind == "dma" or s.kind == "compute":
+            counters.busy_cycles[s.unit] = counters.busy_cycles.get(s.unit, 0) + busy
+            counters.command_counts[s.unit] = counters.command_counts.get(s.unit, 0) + runs
+            counters.ddr_read_bytes += runs * s.ddr_read_bytes
+            counters.ddr_write_bytes += runs * s.ddr_write_bytes
+            counters.ddr_read_burst_bytes += runs * s.ddr_read_burst_bytes
+            counters.ddr_write_burst_bytes += runs * s.ddr_write_burst_bytes
+            counters.macs += runs * s.macs
+        for index in s.allocations:
+            key = (index, invocation)
+            if key not in first or start < first[key]:
+                first[key] = start
+            if key not in last or end > last[key]:
+                last[key] = end
+    records = []
+    for inv in invocations:
+        for index, a in enumerate(allocations):
+            key = (index, inv.index)
+            records.append(AllocationRecord(a.name, a.memory.value, a.offset_bytes, a.size_bytes,
+                                            a.kind, inv.index, first.get(key), last.get(key)))
+    commands.sort(key=attrgetter("start_cycle", "end_cycle", "id"))
+    return commands, records, counters
+
+
+class AllocationIndex:
+    """Which allocations a command's views touch (address overlap, and lifetime covering its id)."""
+
+    def __init__(self, allocations: list[Allocation]):
+        self.allocations = allocations
+        self.bounds: dict[MemorySpace, list[int]] = {}
+        self.covering: dict[MemorySpace, list[tuple[int, ...]]] = {}
+        for space in MemorySpace:
+            mine = [(i, a) for i, a in enumerate(allocations) if a.memory is space and a.size_bytes > 0]
+            bounds = sorted({a.offset_bytes for _, a in mine} | {a.end_bytes for _, a in mine})
+            self.bounds[space] = bounds
+            self.covering[space] = [
+                tuple(i for i, a in mine if a.offset_bytes <= lo and a.end_bytes >= hi)
+                for lo, hi in zip(bounds, bounds[1:])]
+        self._cache: dict[tuple[MemorySpace, int, int], tuple[int, ...]] = {}
+        self.life = [(-math.inf if a.first_use is None else a.first_use,
+                      math.inf if a.last_use is None else a.last_use) for a in allocations]
+
+    def overlapping(self, view: View) -> tuple[int, ...]:
+        """Indices of the allocations whose bytes overlap the view's span."""
+        lo, hi = view.span
+        key = (view.memory, lo, hi)
+        found = self._cache.get(key)
+        if found is None:
+            bounds, covering = self.bounds[view.memory], self.covering[view.memory]
+            first = max(bisect.bisect_right(bounds, lo) - 1, 0)
+            last = min(bisect.bisect_left(bounds, hi), len(covering))
+            hits: set[int] = set()
+            for segment in range(first, last):
+                if bounds[segment] < hi and bounds[segment + 1] > lo:
+                    hits.update(covering[segment])
+            found = self._cache[key] = tuple(sorted(hits))
+        return found
+
+    def touched(self, command: Command) -> tuple[int, ...]:
+        """Allocations the command's views overlap whose lifetime (command ids) covers it."""
+        views = (command.src, command.dst) if type(command) is DmaCommand else command_views(command)
+        cid, life = command.id, self.life
+        hits: list[int] = []
+        for view in views:
+            for index in self.overlapping(view):
+                first, last = life[index]
+                if first <= cid <= last and index not in hits:
+                    hits.append(index)
+        if len(hits) > 1:
+            hits.sort()
+        return tuple(hits)

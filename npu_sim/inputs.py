@@ -1,0 +1,208 @@
+"""Graph inputs for the command line: ``-i NAME=FILE.npy`` / ``-i FILE.npy``, ``-n N``, random data.
+
+Shared by ``npu-sim exec`` and ``npu-sim run``. The rules (ARCHITECTURE.md):
+
+* ``-i NAME=FILE.npy`` binds a file to the graph input NAME; ``-i FILE.npy``
+  binds files to the graph's inputs in order (the k-th positional file to the
+  k-th input). Binding an input twice, naming an unknown input or giving more
+  files than inputs is an error.
+* Without ``-n``, each file holds exactly the input's shape and storage dtype.
+  Missing inputs are an error unless a random seed is given, in which case
+  they get seeded random data of the right dtype and shape.
+* With ``-n N`` (N invocations), each file has a leading axis of length N and
+  invocation k uses slice k; every input must be given.
+
+Every refusal is an :class:`~npu_sim.errors.InputError` naming the input and
+what was expected. bfloat16 / float8 arrays, which ``.npy`` stores as raw
+``V2``/``V1`` records, are accepted as such and reinterpreted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from npu_sim.errors import InputError
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import Graph, TensorType
+
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One ``-i`` argument: a file, bound to a named input or to the next one in order."""
+
+    path: Path
+    name: str | None = None
+
+
+@dataclass
+class InvocationInputs:
+    """Inputs of every invocation, and where each input came from (for summaries)."""
+
+    invocations: list[dict[str, np.ndarray]]
+    sources: dict[str, str]
+
+
+def describe(t: TensorType) -> str:
+    return f"{t.dtype.name} ({t.dtype.numpy_dtype.name}) of shape {list(t.shape)}"
+
+
+def parse_input_spec(text: str, input_names: list[str]) -> InputSpec:
+    """``NAME=FILE`` when NAME is one of ``input_names`` (or the text has no path
+    separator before the ``=``), else a positional ``FILE``."""
+    if "=" in text:
+        name, _, path = text.partition("=")
+        if name in input_names or ("/" not in name and not name.endswith(".npy")):
+            if not path:
+                raise InputError(f"-i {text!r}: no file after '='")
+            return InputSpec(Path(path), name)
+    return InputSpec(Path(text))
+
+
+def bind_input_files(graph: Graph, specs: list[str]) -> dict[str, Path]:
+    """Graph input name -> file, from the ``-i`` arguments."""
+    names = list(graph.input_types)
+    bound: dict[str, Path] = {}
+    parsed = [parse_input_spec(s, names) for s in specs]
+    for spec in parsed:
+        if spec.name is None:
+            continue
+        if spec.name not in graph.input_types:
+            raise InputError(f"-i {spec.name}=...: the graph has no input {spec.name!r} "
+                             f"(its inputs are {', '.join(map(repr, names)) or 'none'})")
+        if spec.name in bound:
+            raise InputError(f"input {spec.name!r} given twice")
+        bound[spec.name] = spec.path
+    positional = [spec.path for spec in parsed if spec.name is None]
+    if len(positional) > len(names):
+        raise InputError(f"{len(positional)} positional input file(s) for "
+                         f"{len(names)} graph input(s) ({', '.join(map(repr, names))})")
+    for name, path in zip(names, positional):
+        if name in bound:
+            raise InputError(f"input {name!r} given twice (by name and by position)")
+        bound[name] = path
+    return bound
+
+
+def load_npy(name: str, path: Path, expected: TensorType, leading: int | None) -> np.ndarray:
+    """Read ``path`` for input ``name``; check dtype and shape (``(leading, *shape)`` with ``-n``)."""
+    want_shape = expected.shape if leading is None else (leading, *expected.shape)
+    want = f"{expected.dtype.name} ({expected.dtype.numpy_dtype.name}) of shape {list(want_shape)}"
+    try:
+        array = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(f"input {name!r}: no such file {str(path)!r}") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"input {name!r}: {str(path)!r} is not a readable .npy file "
+                         f"({' '.join(str(exc).split())})") from None
+    if not isinstance(array, np.ndarray):
+        raise InputError(f"input {name!r}: {str(path)!r} holds several arrays, expected one .npy array")
+    array = _reinterpret(array, expected.dtype)
+    if array.dtype != expected.dtype.numpy_dtype or tuple(array.shape) != tuple(want_shape):
+        hint = "" if leading is None else f" (with -n {leading}, a leading axis of {leading})"
+        raise InputError(f"input {name!r}: {str(path)!r} holds {array.dtype.name} of shape "
+                         f"{list(array.shape)}, expected {want}{hint}")
+    if expected.dtype in (DType.INT4, DType.INT48) and array.size:
+        lo, hi = expected.dtype.int_range
+        if int(array.min()) < lo or int(array.max()) > hi:
+            raise InputError(f"input {name!r}: {str(path)!r} has values outside the "
+                             f"{expected.dtype.name} range [{lo}, {hi}]")
+    return array
+
+
+def _reinterpret(array: np.ndarray, dtype: DType) -> np.ndarray:
+    """``.npy`` cannot name ml_dtypes types: accept their raw records of the right width."""
+    storage = dtype.numpy_dtype
+    if dtype in (DType.BF16, DType.FP8E4M3, DType.FP8E5M2) and array.dtype.kind in "Vu" \
+            and array.dtype.itemsize == storage.itemsize:
+        return array.view(storage)
+    return array
+
+
+#: Random integers of wider types stay small, so that sums in the graph do not overflow.
+_WIDE_INT_RANGE = (-(1 << 15), (1 << 15) - 1)
+
+
+def random_array(t: TensorType, rng: np.random.Generator) -> np.ndarray:
+    """Seeded random data of type ``t``.
+
+    INT4/INT8/INT16 (quantized activations) cover their full range; wider
+    integers lie in [-2**15, 2**15) so that additions in the graph do not
+    overflow (an ERROR in TOSA); SHAPE values in [0, 16]; floats are
+    standard-normal.
+    """
+    storage = t.dtype.numpy_dtype
+    if t.dtype is DType.BOOL:
+        return rng.integers(0, 2, size=t.shape).astype(np.bool_)
+    if t.dtype.is_integer:
+        if t.dtype is DType.SHAPE:
+            lo, hi = 0, 16
+        elif t.dtype.bits <= 16:
+            lo, hi = t.dtype.int_range
+        else:
+            lo, hi = _WIDE_INT_RANGE
+        return rng.integers(lo, hi, size=t.shape, dtype=np.int64, endpoint=True).astype(storage)
+    if t.dtype.is_float:
+        return rng.standard_normal(size=t.shape).astype(np.float32).astype(storage)
+    raise InputError(f"cannot make random data of type {t.dtype.name}")
+
+
+def load_inputs(graph: Graph, specs: list[str], *, invocations: int | None = None,
+                random_seed: int | None = None) -> InvocationInputs:
+    """The inputs of each invocation, from ``-i`` arguments, ``-n`` and ``--random-inputs``.
+
+    ``invocations=None`` means a single invocation without the leading axis.
+    """
+    if invocations is not None and invocations < 1:
+        raise InputError(f"-n must be at least 1, got {invocations}")
+    types = graph.input_types
+    files = bind_input_files(graph, specs)
+    sources: dict[str, str] = {}
+    arrays: dict[str, np.ndarray] = {}
+    for name, t in types.items():
+        if name in files:
+            arrays[name] = load_npy(name, files[name], t, invocations)
+            sources[name] = str(files[name])
+    missing = [name for name in types if name not in arrays]
+    if missing:
+        first = missing[0]
+        if invocations is not None:
+            raise InputError(f"missing input {first!r}: with -n {invocations} every input needs a "
+                             f"file of {describe(types[first])} with a leading axis of {invocations}")
+        if random_seed is None:
+            raise InputError(f"missing input {first!r}: expected {describe(types[first])} "
+                             f"(give -i {first}=FILE.npy, or --random-inputs SEED)")
+        rng = np.random.default_rng(random_seed)
+        for name, t in types.items():  # graph order, so a seed gives the same data every time
+            value = random_array(t, rng)
+            if name in missing:
+                arrays[name] = value
+                sources[name] = f"random (seed {random_seed})"
+    if invocations is None:
+        return InvocationInputs([arrays], sources)
+    per = [{name: arrays[name][k] for name in types} for k in range(invocations)]
+    return InvocationInputs(per, sources)
+
+
+def safe_file_stem(name: str) -> str:
+    """A tensor name as a file stem: characters outside ``[A-Za-z0-9_.-]`` become ``_``."""
+    return _UNSAFE_CHARS.sub("_", name) or "_"
+
+
+def output_file_names(names: list[str]) -> dict[str, str]:
+    """Tensor name -> ``<stem>.npy``; stems that collide get ``_1``, ``_2``... suffixes."""
+    used: set[str] = set()
+    result = {}
+    for name in names:
+        stem = safe_file_stem(name)
+        candidate, k = stem, 1
+        while candidate.lower() in used:
+            candidate, k = f"{stem}_{k}", k + 1
+        used.add(candidate.lower())
+        result[name] = f"{candidate}.npy"
+    return result

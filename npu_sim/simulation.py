@@ -1,0 +1,136 @@
+"""``simulate``: a graph on a hardware config, end to end (schedule -> simulate -> summary).
+
+This is where the compiler, the machine and the reports meet (ARCHITECTURE.md:
+only the API and the CLI tie the layers together). ``npu-sim run`` and
+:func:`npu_sim.simulate` both go through :func:`simulate_invocations`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from npu_sim.errors import InputError
+from npu_sim.hw.config import HwConfig, load_hw_config
+from npu_sim.hw.trace import Trace
+from npu_sim.program import Program
+from npu_sim.reference.executor import check_inputs
+from npu_sim.tosa.ir import Graph
+
+
+@dataclass
+class SimulationResult:
+    """What :func:`simulate` returns.
+
+    ``outputs``: graph output name -> array; with ``invocations > 1`` stacked along a
+    new leading axis (invocation k at index k), as ``npu-sim run -n`` writes them.
+    ``summary``: the ``summary.json`` dict (:mod:`reports.summary`). ``trace``: the
+    simulator's records. ``program``: the compiled memory plan + command stream.
+    """
+
+    outputs: dict[str, np.ndarray]
+    summary: dict[str, Any]
+    trace: Trace
+    program: Program
+    hw: HwConfig
+    invocation_outputs: list[dict[str, np.ndarray]] = field(default_factory=list)
+    variables: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def plan(self) -> Program:
+        return self.program
+
+    @property
+    def total_cycles(self) -> int:
+        return int(self.summary["total_cycles"])
+
+
+def _graph(graph: Graph | str | Path) -> tuple[Graph, str]:
+    if isinstance(graph, Graph):
+        return graph, ""
+    from npu_sim.api import load_graph
+
+    return load_graph(graph), str(graph)
+
+
+def _hw(hw: HwConfig | str | Path) -> HwConfig:
+    return hw if isinstance(hw, HwConfig) else load_hw_config(hw)
+
+
+def compile_graph(graph: Graph, hw: HwConfig) -> Program:
+    """The scheduler's Program for ``graph`` on ``hw`` (ScheduleError / UnsupportedFeatureError if it cannot)."""
+    from scheduler.schedule import schedule
+
+    return schedule(graph, hw)
+
+
+def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
+                         per_invocation: Sequence[Mapping[str, np.ndarray]], *,
+                         graph_label: str = "", stack: bool = False) -> SimulationResult:
+    """Schedule ``graph`` for ``hw`` and simulate one invocation per element of ``per_invocation``.
+
+    ``stack``: return outputs stacked along a leading invocation axis (else those
+    of the single invocation).
+    """
+    from npu_sim.simulator import simulate_program
+    from reports.summary import build_summary
+
+    graph, path_label = _graph(graph)
+    hw = _hw(hw)
+    if not per_invocation:
+        raise InputError("at least one invocation is needed")
+    if not stack and len(per_invocation) != 1:
+        raise InputError(f"{len(per_invocation)} invocations: their outputs must be stacked")
+    checked = [check_inputs(graph, dict(inputs)) for inputs in per_invocation]
+    wall: dict[str, float] = {}
+    start = time.perf_counter()
+    program = compile_graph(graph, hw)
+    wall["schedule"] = time.perf_counter() - start
+    start = time.perf_counter()
+    result = simulate_program(program, hw, checked)
+    wall["simulate"] = time.perf_counter() - start
+    start = time.perf_counter()
+    summary = build_summary(result.trace, hw, program, graph=graph_label or path_label or program.graph_name)
+    wall["summary"] = time.perf_counter() - start
+    summary["wall_seconds"] = wall
+    names = list(graph.output_types)
+    if stack:
+        outputs = {name: np.stack([r[name] for r in result.outputs]) for name in names}
+    else:
+        outputs = {name: result.outputs[0][name] for name in names}
+    return SimulationResult(outputs, summary, result.trace, program, hw, list(result.outputs),
+                            dict(result.variables))
+
+
+def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
+             inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray] | None = None,
+             invocations: int = 1) -> SimulationResult:
+    """Run ``graph`` on the simulated NPU ``hw`` (a HwConfig, preset name or YAML path).
+
+    ``inputs``: input name -> array (or arrays in the graph's input order). With
+    ``invocations`` N > 1 each array has a leading axis of length N, invocation k
+    uses slice k, variables persist between invocations, and outputs come back
+    stacked the same way.
+    """
+    if not isinstance(invocations, int) or isinstance(invocations, bool) or invocations < 1:
+        raise InputError(f"invocations must be an integer >= 1, got {invocations!r}")
+    graph, label = _graph(graph)
+    if invocations == 1:
+        return simulate_invocations(graph, hw, [check_inputs(graph, inputs)], graph_label=label)
+    names = list(graph.input_types)
+    if inputs is None:
+        inputs = {}
+    if not isinstance(inputs, Mapping):
+        inputs = dict(zip(names, inputs)) if len(inputs) == len(names) else check_inputs(graph, inputs)
+    for name in names:
+        value = inputs.get(name)
+        if isinstance(value, np.ndarray) and (value.ndim == 0 or value.shape[0] != invocations):
+            raise InputError(f"input {name!r}: with invocations={invocations} expected a leading "
+                             f"axis of {invocations}, got shape {list(value.shape)}")
+    per = [{name: (value[k] if isinstance(value, np.ndarray) else value)
+            for name, value in inputs.items()} for k in range(invocations)]
+    return simulate_invocations(graph, hw, per, graph_label=label, stack=True)

@@ -1,0 +1,457 @@
+"""Runs a :class:`~npu_sim.program.Program` on the hardware model, event by event (simpy).
+
+The machine (:class:`Simulator`):
+
+* memories (:mod:`npu_sim.hw.memory`) holding real bytes: DDR, TCM, variable SRAM,
+  sized as the Program's plan (which must fit the config's capacities);
+* DMA engines ``dma0..dmaN-1`` and compute units ``mac_array``, ``vector``, ``lut``,
+  each an in-order queue (:mod:`npu_sim.hw.units`);
+* bandwidth channels for the DDR, the variable SRAM and the TCM (:mod:`npu_sim.hw.ddr`);
+* a sequencer that issues the command stream to the queues in stream order.
+
+Run order: constants and initial values (``Allocation.initial_data``) are loaded
+before the first invocation; each invocation the host writes the graph inputs into
+their DDR views (in zero cycles), the sequencer issues the commands, and when every
+command is done the host reads the outputs back from their views. Variables stay in
+the variable SRAM from one invocation to the next. Invocation ``k+1`` starts when
+invocation ``k`` has finished.
+
+Issue and dependencies: a command starts when it heads its unit's queue, the unit is
+idle and every command in ``deps`` is done *in this invocation* (a dependency on a
+command that is never issued in it, e.g. one in a branch not taken, waits forever:
+depend on the CondCommand/LoopCommand instead). The sequencer issues plain commands
+without delay; at a control command it stops issuing until the command's deps are done,
+then decides from the condition view's first element (non-zero: true):
+
+* ``CondCommand``: issues the chosen branch; the command is done when the branch is.
+* ``LoopCommand``: ``cond_commands`` run to completion, the condition is read; if
+  true the ``body_commands`` run to completion, and again. Iterations are barriers.
+  More iterations than ``max_iterations`` raise :class:`SimulationError`.
+
+When no event is left but commands are, :class:`SimulationDeadlock` names the blocked
+commands. Everything is deterministic: same Program, config and inputs, same trace.
+"""
+
+from __future__ import annotations
+
+import gc
+from contextlib import contextmanager
+from functools import cached_property
+from dataclasses import dataclass
+from typing import Iterator, Sequence, Union
+
+import numpy as np
+import simpy
+
+import npu_sim.reference  # noqa: F401  (registers the kernels the compute units run)
+from npu_sim.errors import InputError, ProgramError, SimulationDeadlock, SimulationError
+from npu_sim.hw.compute import ComputeOp, compile_compute
+from npu_sim.hw.config import COMPUTE_UNITS, HwConfig, load_hw_config
+from npu_sim.hw.cost import command_macs, command_tcm_bytes, compute_command_cycles
+from npu_sim.hw.ddr import BandwidthChannel
+from npu_sim.hw.dma import DmaModel, DmaOp, channel_bandwidth_bytes_per_cycle, make_descriptor
+from npu_sim.hw.memory import Memory, ViewAccess, named
+from npu_sim.hw.trace import (AllocationIndex, Counters, InvocationRecord, StaticInfo, Trace,
+                              TraceRecorder)
+from npu_sim.hw.units import QueuedCommand, Unit
+from npu_sim.program import (Allocation, Command, ComputeCommand, CondCommand, DmaCommand,
+                             LoopCommand, MemorySpace, Program)
+
+
+@dataclass
+class SimResult:
+    """Outputs per invocation (read back from the modeled memories), trace and cycle counts."""
+
+    outputs: list[dict[str, np.ndarray]]
+    variables: dict[str, np.ndarray]  # final contents of the variables that were written
+    trace: Trace
+    total_cycles: int
+    per_invocation_cycles: list[int]
+    clock_hz: int
+    hw_name: str
+
+    @property
+    def counters(self) -> Counters:
+        return self.trace.counters
+
+    @property
+    def seconds(self) -> float:
+        return self.total_cycles / self.clock_hz
+
+
+def simulate_program(program: Program, hw: Union[HwConfig, str],
+                     invocations_inputs: Sequence[dict[str, np.ndarray]]) -> SimResult:
+    """Run ``program`` once per element of ``invocations_inputs`` on the machine ``hw`` describes."""
+    if isinstance(hw, str):
+        hw = load_hw_config(hw)
+    with _gc_paused():
+        return Simulator(program, hw).run(invocations_inputs)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector: a big Program creates millions of long-lived
+    objects, and generational collections scanning them cost more than the simulation."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _where(cmd: Command) -> str:
+    return f"command {cmd.id}" + (f" ({cmd.name})" if cmd.name else "")
+
+
+class _Control:
+    """A CondCommand or LoopCommand: handled by the sequencer, never queued on a unit."""
+
+    __slots__ = ("cid", "name", "command", "deps", "done", "issued", "waiters", "condition",
+                 "branches")
+
+    def __init__(self, command: Union[CondCommand, LoopCommand], condition: ViewAccess,
+                 branches: tuple[list, list]):
+        self.cid, self.name, self.command = command.id, command.name, command
+        self.deps: tuple = ()
+        self.done = False
+        self.issued = False
+        self.waiters: list | None = None
+        self.condition = condition
+        self.branches = branches  # (then, else) or (cond_commands, body_commands)
+
+    @property
+    def label(self) -> str:
+        return f"command {self.cid}" + (f" ({self.name})" if self.name else "")
+
+
+class _Barrier:
+    """Succeeds its event when ``pending`` dependencies are done."""
+
+    __slots__ = ("pending", "event")
+
+    def __init__(self, env: simpy.Environment):
+        self.pending = 0
+        self.event = env.event()
+
+    def dep_done(self) -> None:
+        self.pending -= 1
+        if self.pending == 0:
+            self.event.succeed()
+
+
+Node = Union[QueuedCommand, _Control]
+
+
+class Simulator:
+    """A Program compiled onto one machine; :meth:`run` simulates invocations."""
+
+    def __init__(self, program: Program, hw: HwConfig):
+        program.validate()
+        self.program, self.hw = program, hw
+        self.env = simpy.Environment()
+        self.memories = self._make_memories(program, hw)
+        self.dma_units = [Unit(f"dma{i}") for i in range(hw.dma.engine_count)]
+        self.compute_units = {name: Unit(name) for name in COMPUTE_UNITS}
+        self.channels = {space: BandwidthChannel(self.env, space.value,
+                                                 channel_bandwidth_bytes_per_cycle(hw, space))
+                         for space in MemorySpace}
+        self.recorder = TraceRecorder()
+        self.invocation = 0
+        self.nodes: dict[int, Node] = {}
+        self._compute_cache: dict[tuple, tuple] = {}
+        self._dma_model = DmaModel(hw)
+        self.top = self._compile_block(program.commands)
+        self.all_nodes = list(self.nodes.values())
+        self._waiting: tuple[str, tuple] | None = None
+        self._load_initial_data(program.allocations)
+
+    # --- compile ---------------------------------------------------------------------------
+    @staticmethod
+    def _make_memories(program: Program, hw: HwConfig) -> dict[MemorySpace, Memory]:
+        capacity = {MemorySpace.DDR: hw.ddr.size_bytes, MemorySpace.TCM: hw.tcm.size_bytes,
+                    MemorySpace.VARIABLE_SRAM: hw.variable_sram.size_bytes}
+        memories = {}
+        for space in MemorySpace:
+            size = program.memory_sizes.get(space, 0)
+            if size > capacity[space]:
+                raise ProgramError(f"the program plans {size} bytes of {space.value}; "
+                                   f"{hw.name or 'the hardware'} has {capacity[space]}")
+            memories[space] = Memory(space, size)
+        return memories
+
+    def _compile_block(self, commands: Sequence[Command]) -> list[Node]:
+        return [self._compile(cmd) for cmd in commands]
+
+    def _compile(self, cmd: Command) -> Node:
+        kind = type(cmd)
+        if kind is DmaCommand:  # the hot case: keep it lean (error messages built only on error)
+            src, dst = cmd.src, cmd.dst
+            if not 0 <= cmd.engine < len(self.dma_units):
+                raise ProgramError(f"{_where(cmd)}: DMA engine {cmd.engine} does not exist "
+                                   f"({self.hw.name or 'the hardware'} has {len(self.dma_units)})")
+            if not (src.is_contiguous and dst.is_contiguous):
+                make_descriptor(src, dst, _where(cmd))  # rejects copies of more than 3 levels
+            timing = self._dma_model.timing(src, dst)
+            node: Node = DmaOp(cmd, self.dma_units[cmd.engine], self,
+                               self.memories[src.memory].access(src), self.memories[dst.memory].access(dst),
+                               timing, self.channels[timing.channel])
+            node.deps = self._resolve_deps(cmd)
+            self.nodes[cmd.id] = node
+            return node
+        where = _where(cmd)
+        if isinstance(cmd, ComputeCommand):
+            if cmd.unit not in self.compute_units:
+                raise ProgramError(f"{where}: unknown compute unit {cmd.unit!r} "
+                                   f"(units: {', '.join(COMPUTE_UNITS)})")
+            # commands differing only in id, name and deps (tiles of one loop) cost the same
+            key = (cmd.unit, cmd.steps, cmd.outputs)
+            try:
+                static = self._compute_cache.get(key)
+            except TypeError:  # unhashable parts (lists): compile it on its own
+                key, static = (cmd.id,), None
+            if static is None:
+                steps, outputs = compile_compute(cmd, self.memories[MemorySpace.TCM], where)
+                static = self._compute_cache[key] = (
+                    steps, outputs, compute_command_cycles(self.hw, cmd), command_macs(cmd),
+                    "+".join(s.op.name for s in cmd.steps), command_tcm_bytes(cmd.steps, cmd.outputs))
+            steps, outputs, cycles, macs, _, _ = static
+            node = ComputeOp(cmd, self.compute_units[cmd.unit], self, steps, outputs, cycles, macs)
+        elif isinstance(cmd, (CondCommand, LoopCommand)):
+            with named(f"{where} condition"):
+                condition = self.memories[cmd.condition.memory].access(cmd.condition)
+            if isinstance(cmd, CondCommand):
+                branches = (self._compile_block(cmd.then_commands), self._compile_block(cmd.else_commands))
+            else:
+                if cmd.max_iterations < 0:
+                    raise ProgramError(f"{where}: max_iterations must be >= 0")
+                branches = (self._compile_block(cmd.cond_commands), self._compile_block(cmd.body_commands))
+            node = _Control(cmd, condition, branches)
+        else:
+            raise ProgramError(f"{where}: unknown command type {type(cmd).__name__}")
+        node.deps = self._resolve_deps(cmd)
+        self.nodes[cmd.id] = node
+        return node
+
+    def _resolve_deps(self, cmd: Command) -> tuple:
+        nodes = self.nodes
+        try:
+            return tuple([nodes[d] for d in cmd.deps])  # validate(): deps precede in stream order
+        except KeyError as exc:  # only an enclosing Cond/Loop is earlier yet not compiled
+            raise ProgramError(f"{_where(cmd)} depends on command {exc.args[0]}, which encloses it "
+                               "(it would wait for itself)") from None
+
+    def _static_info(self, node: Node) -> StaticInfo:
+        """What the trace records of every execution of ``node`` (computed once, after the run)."""
+        touched = self._allocation_index.touched(node.command)
+        if isinstance(node, DmaOp):
+            t = node.timing
+            return StaticInfo("dma", node.unit.name, "copy", node.command.src.size_bytes, 0,
+                              t.ddr_read_bytes, t.ddr_write_bytes, t.ddr_read_burst_bytes,
+                              t.ddr_write_burst_bytes, touched)
+        if isinstance(node, ComputeOp):
+            cmd = node.command
+            try:
+                static = self._compute_cache[(cmd.unit, cmd.steps, cmd.outputs)]
+            except (TypeError, KeyError):
+                static = self._compute_cache[(cmd.id,)]
+            _, _, _, macs, op_names, tcm_bytes = static
+            return StaticInfo("compute", cmd.unit, op_names, tcm_bytes, macs, 0, 0, 0, 0, touched)
+        kind, op = ("cond", "if") if isinstance(node.command, CondCommand) else ("loop", "while")
+        return StaticInfo(kind, "sequencer", op, 0, 0, 0, 0, 0, 0, touched)
+
+    @cached_property
+    def _allocation_index(self) -> AllocationIndex:
+        return AllocationIndex(self.program.allocations)
+
+    def _load_initial_data(self, allocations: list[Allocation]) -> None:
+        for alloc in allocations:
+            if alloc.initial_data is None:
+                continue
+            if len(alloc.initial_data) > alloc.size_bytes:
+                raise ProgramError(f"allocation {alloc.name}: {len(alloc.initial_data)} bytes of initial "
+                                   f"data exceed its {alloc.size_bytes} bytes")
+            with named(f"allocation {alloc.name}"):
+                self.memories[alloc.memory].load(alloc.offset_bytes, alloc.initial_data)
+
+    # --- run ---------------------------------------------------------------------------------
+    def run(self, invocations_inputs: Sequence[dict[str, np.ndarray]]) -> SimResult:
+        """Simulate the invocations in order (once per Simulator: the machine keeps its state)."""
+        if self.recorder.invocations or self.recorder.raw:
+            raise RuntimeError("a Simulator runs once; make a new one (or call simulate_program)")
+        if isinstance(invocations_inputs, dict):
+            raise InputError("invocations_inputs must be a list of {input name: array} dicts, "
+                             "one per invocation")
+        outputs: list[dict[str, np.ndarray]] = []
+        driver = self.env.process(self._drive(list(invocations_inputs), outputs))
+        self.env.run()
+        if driver.is_alive:
+            raise SimulationDeadlock(self._deadlock_message())
+        units = [u.name for u in self.dma_units] + list(COMPUTE_UNITS)
+        trace = Trace(self.recorder.raw, self.recorder.invocations, self._static_info,
+                      self.program.allocations, units)
+        per_invocation = [inv.cycles for inv in self.recorder.invocations]
+        return SimResult(outputs, self._read_variables(), trace, int(self.env.now), per_invocation,
+                         self.hw.clock_hz, self.hw.name)
+
+    def _drive(self, invocations: list[dict[str, np.ndarray]],
+               outputs: list[dict[str, np.ndarray]]) -> Iterator[simpy.Event]:
+        env = self.env
+        for k, inputs in enumerate(invocations):
+            self.invocation = k
+            start = env.now
+            self._write_inputs(inputs, k)
+            for node in self.all_nodes:
+                node.done = False
+                node.issued = False
+                node.waiters = None
+            yield from self._sequence(self.top)
+            yield from self._wait(self.top, "the end of the invocation")
+            outputs.append(self._read_outputs(k))
+            self.recorder.invocations.append(InvocationRecord(k, int(start), int(env.now)))
+
+    def _sequence(self, block: list[Node]) -> Iterator[simpy.Event]:
+        issue = self._issue
+        for node in block:
+            if isinstance(node, _Control):
+                yield from self._control(node)
+            else:
+                issue(node)
+
+    def _issue(self, op: QueuedCommand) -> None:
+        op.issued = True
+        op.done = False
+        pending = 0
+        for dep in op.deps:
+            if not dep.done:
+                pending += 1
+                if dep.waiters is None:
+                    dep.waiters = [op]
+                else:
+                    dep.waiters.append(op)
+        op.pending = pending
+        op.unit.push(op)
+
+    def _wait(self, nodes: Sequence[Node], what: str) -> Iterator[simpy.Event]:
+        barrier = None
+        for node in nodes:
+            if not node.done:
+                if barrier is None:
+                    barrier = _Barrier(self.env)
+                barrier.pending += 1
+                if node.waiters is None:
+                    node.waiters = [barrier]
+                else:
+                    node.waiters.append(barrier)
+        if barrier is not None:
+            self._waiting = (what, tuple(nodes))
+            yield barrier.event
+            self._waiting = None
+
+    def _control(self, node: _Control) -> Iterator[simpy.Event]:
+        node.issued = True
+        node.done = False
+        yield from self._wait(node.deps, f"the dependencies of {node.label}")
+        start = self.env.now
+        first, second = node.branches
+        if isinstance(node.command, CondCommand):
+            branch = first if self._condition(node) else second
+            yield from self._sequence(branch)
+            yield from self._wait(branch, f"the branch of {node.label}")
+        else:
+            iterations = 0
+            while True:
+                yield from self._sequence(first)
+                yield from self._wait(first, f"the condition commands of {node.label}")
+                if not self._condition(node):
+                    break
+                iterations += 1
+                if iterations > node.command.max_iterations:
+                    raise SimulationError(f"{node.label}: loop exceeded max_iterations="
+                                          f"{node.command.max_iterations}")
+                yield from self._sequence(second)
+                yield from self._wait(second, f"the body of {node.label}")
+        self.recorder.raw.append((node, self.invocation, int(start), int(self.env.now)))
+        self._mark_done(node)
+
+    @staticmethod
+    def _condition(node: _Control) -> bool:
+        with named(f"{node.label} condition"):
+            values = node.condition.read()
+        return bool(values.reshape(-1)[0]) if values.size else False
+
+    def _mark_done(self, node: Node) -> None:
+        node.done = True
+        waiters = node.waiters
+        if waiters:
+            node.waiters = None
+            for waiter in waiters:
+                waiter.dep_done()
+
+    def finish(self, op: QueuedCommand) -> None:
+        """Called by a DMA or compute command when it ends (the unit becomes free)."""
+        self.recorder.raw.append((op, self.invocation, op.start_cycle, self.env.now))
+        op.done = True
+        waiters = op.waiters
+        if waiters:
+            op.waiters = None
+            for waiter in waiters:
+                waiter.dep_done()
+        op.unit.release()
+
+    # --- host side ----------------------------------------------------------------------------
+    def _write_inputs(self, inputs: dict[str, np.ndarray], k: int) -> None:
+        if not isinstance(inputs, dict):
+            raise InputError(f"invocation {k}: inputs must be a dict of name -> array")
+        expected = self.program.inputs
+        missing = [name for name in expected if name not in inputs]
+        unknown = [name for name in inputs if name not in expected]
+        if missing:
+            raise InputError(f"invocation {k}: missing input(s) {missing}")
+        if unknown:
+            raise InputError(f"invocation {k}: unknown input(s) {unknown} (inputs: {list(expected)})")
+        for name, view in expected.items():
+            array = np.asarray(inputs[name])
+            storage = view.dtype.numpy_dtype
+            if array.shape != tuple(view.shape):
+                raise InputError(f"invocation {k}: input {name!r} has shape {list(array.shape)}, "
+                                 f"expected {list(view.shape)}")
+            if array.dtype != storage:
+                raise InputError(f"invocation {k}: input {name!r} has dtype {array.dtype}, "
+                                 f"expected {storage} ({view.dtype.name})")
+            with named(f"graph input {name!r}"):
+                self.memories[view.memory].access(view).write(array)
+
+    def _read_outputs(self, k: int) -> dict[str, np.ndarray]:
+        outputs = {}
+        for name, view in self.program.outputs.items():
+            with named(f"invocation {k}: graph output {name!r}"):
+                outputs[name] = self.memories[view.memory].access(view).read()
+        return outputs
+
+    def _read_variables(self) -> dict[str, np.ndarray]:
+        values = {}
+        for name, view in self.program.variables.items():
+            access = self.memories[view.memory].access(view)
+            if access.is_written:
+                values[name] = access.read()
+        return values
+
+    def _deadlock_message(self) -> str:
+        blocked: list[str] = []
+        for unit in self.dma_units + list(self.compute_units.values()):
+            if unit.queue:
+                head = unit.queue[0]
+                blocked.append(f"{head.label} on {unit.name} waits for {self._describe_deps(head.deps)}")
+        if self._waiting is not None:
+            what, nodes = self._waiting
+            blocked.append(f"the sequencer waits for {what}: {self._describe_deps(nodes)}")
+        detail = "; ".join(blocked[:6]) or "unknown"
+        return f"simulation deadlock in invocation {self.invocation} at cycle {int(self.env.now)}: {detail}"
+
+    @staticmethod
+    def _describe_deps(nodes: Sequence[Node]) -> str:
+        parts = [f"{n.label}" + ("" if n.issued else " (never issued in this invocation)")
+                 for n in nodes if not n.done]
+        return ", ".join(parts) or "nothing"

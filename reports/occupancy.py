@@ -1,0 +1,120 @@
+"""Memory occupancy: how many bytes of a memory are in use, over simulated time or over the plan.
+
+Two views of the same question:
+
+* :func:`occupancy_steps` reads the trace's :class:`~npu_sim.hw.trace.AllocationRecord` s
+  (an allocation is in use from the start of the first command that touched it to
+  the end of the last one) and returns a step curve for plots and counter tracks.
+  A buffer whose last use ends at cycle c and one whose first use starts at c do
+  not coexist (commands read and write their bytes when they end), so ends count
+  before starts at the same cycle;
+* :func:`planned_live_bytes_bound` reads the Program's allocation lifetimes (in
+  command ids) and returns the most bytes live at one command: no placement of
+  those allocations can use less of the memory.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from npu_sim.hw.trace import AllocationRecord
+from npu_sim.program import MemorySpace, Program
+
+#: Memories whose allocations persist across invocations (live from the first to the last cycle).
+PERSISTENT_MEMORIES = frozenset({MemorySpace.VARIABLE_SRAM.value})
+
+
+def memory_name(memory: MemorySpace | str) -> str:
+    return memory.value if isinstance(memory, MemorySpace) else str(memory)
+
+
+def selected(allocations: Iterable[AllocationRecord], memory: MemorySpace | str,
+             kinds: Iterable[str] | None = None) -> list[AllocationRecord]:
+    """The records of ``memory`` (optionally only of some ``kinds``) that some command used."""
+    name = memory_name(memory)
+    wanted = None if kinds is None else set(kinds)
+    return [a for a in allocations if a.memory == name and a.first_cycle is not None
+            and (wanted is None or a.kind in wanted)]
+
+
+def occupancy_steps(allocations: Iterable[AllocationRecord], memory: MemorySpace | str, *,
+                    kinds: Iterable[str] | None = None,
+                    span: tuple[int, int] | None = None) -> tuple[list[int], list[int]]:
+    """Step curve ``(cycles, bytes)`` of the bytes in use (``bytes[i]`` holds from ``cycles[i]`` on).
+
+    Allocations of persistent memories (variable SRAM) count as in use over the
+    whole ``span`` (default: the records' own extent). Allocations are in use over
+    ``[first_cycle, last_cycle)``: one ending at cycle c and one starting at c never
+    count together. Allocations used for zero cycles are left out.
+    """
+    records = selected(allocations, memory, kinds)
+    persistent = memory_name(memory) in PERSISTENT_MEMORIES
+    if persistent:
+        unique = {(a.name, a.offset_bytes, a.size_bytes): a for a in records}
+        records = list(unique.values())
+    if not records:
+        return [], []
+    lo = min(a.first_cycle for a in records) if span is None else span[0]
+    hi = max(a.last_cycle for a in records) if span is None else span[1]
+    events: list[tuple[int, int]] = []
+    for a in records:
+        first, last = (lo, hi) if persistent else (a.first_cycle, a.last_cycle)
+        if last > first:
+            events.append((first, a.size_bytes))
+            events.append((last, -a.size_bytes))
+    events.sort()
+    cycles: list[int] = []
+    values: list[int] = []
+    live = 0
+    for cycle, delta in events:  # one point per cycle: the bytes in use after it
+        live += delta
+        if cycles and cycles[-1] == cycle:
+            values[-1] = live
+        else:
+            cycles.append(cycle)
+            values.append(live)
+    return cycles, values
+
+
+def peak(values: list[int]) -> int:
+    return max(values, default=0)
+
+
+def planned_live_bytes_bound(program: Program, memory: MemorySpace | str = MemorySpace.TCM,
+                             include: Callable[[str], bool] | None = None) -> int:
+    """Most bytes of ``memory`` allocations live at one command of the stream (by plan lifetimes).
+
+    An allocation with ``first_use``/``last_use`` None lives over the whole program.
+    ``include(kind)`` filters allocations by kind.
+    """
+    name = memory_name(memory)
+    order = [cmd.id for cmd in program.walk()]
+    if not order:  # a plan without its command stream: command ids are in stream order
+        order = sorted({u for a in program.allocations for u in (a.first_use, a.last_use)
+                        if u is not None})
+    position = {cid: i for i, cid in enumerate(order)}
+    count = len(position)
+    deltas = [0] * (count + 1)
+    always = 0
+    for a in program.allocations:
+        if a.memory.value != name or (include is not None and not include(a.kind)):
+            continue
+        if a.first_use is None or a.last_use is None or not count:
+            always += a.size_bytes
+            continue
+        first = position.get(a.first_use, 0)
+        last = position.get(a.last_use, count - 1)
+        first, last = min(first, last), max(first, last)
+        deltas[first] += a.size_bytes
+        deltas[last + 1] -= a.size_bytes
+    best = live = 0
+    for delta in deltas[:count]:
+        live += delta
+        best = max(best, live)
+    return always + best
+
+
+def footprint_bytes(program: Program, memory: MemorySpace | str = MemorySpace.TCM) -> int:
+    """Highest byte a plan uses in ``memory`` (the end of its topmost allocation)."""
+    name = memory_name(memory)
+    return max((a.end_bytes for a in program.allocations if a.memory.value == name), default=0)

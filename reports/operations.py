@@ -1,0 +1,170 @@
+"""Per-operation view of a trace: the executed commands grouped by the NPU operation they belong to.
+
+The simulator records commands; the scheduler knows which NPU operation
+(``CONV2D+RESCALE+CLAMP`` on the MAC array, a variable copy, ...) each command
+serves: its tiles, the DMAs that feed them and store their results. That map
+travels in ``Program.notes`` (see :func:`command_operations`). This module joins
+the two, per invocation, into :class:`OperationSpan` rows that the summary,
+the per-op table and the Perfetto trace share.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from npu_sim.hw.trace import CommandRecord
+from npu_sim.program import Program
+
+
+@dataclass(frozen=True)
+class OperationInfo:
+    """What the scheduler says of one NPU operation (all optional but the name)."""
+
+    name: str
+    op: str = ""
+    unit: str = ""
+    graph_ops: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)  # tiling facts, passed through to reports
+
+
+#: Scheduler facts about an operation copied into the summary rows when present.
+EXTRA_KEYS = ("block", "tile_shape", "tile_count", "working_set_bytes")
+
+
+@dataclass
+class OperationSpan:
+    """One NPU operation in one invocation, aggregated over its commands."""
+
+    name: str
+    op: str
+    unit: str
+    invocation: int
+    start_cycle: int
+    end_cycle: int
+    macs: int = 0
+    ddr_read_bytes: int = 0
+    ddr_write_bytes: int = 0
+    compute_cycles: int = 0  # summed busy cycles of its compute commands
+    dma_cycles: int = 0  # summed busy cycles of its DMA commands
+    compute_commands: int = 0  # tiles (a command in a loop counts once per iteration)
+    dma_commands: int = 0
+    graph_ops: tuple[str, ...] = ()
+    units: dict[str, int] = field(default_factory=dict)  # unit -> busy cycles
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cycles(self) -> int:
+        return self.end_cycle - self.start_cycle
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "op": self.op,
+            "unit": self.unit,
+            "invocation": self.invocation,
+            "start_cycle": self.start_cycle,
+            "end_cycle": self.end_cycle,
+            "cycles": self.cycles,
+            "macs": self.macs,
+            "ddr_read_bytes": self.ddr_read_bytes,
+            "ddr_write_bytes": self.ddr_write_bytes,
+            "compute_cycles": self.compute_cycles,
+            "dma_cycles": self.dma_cycles,
+            "compute_commands": self.compute_commands,
+            "dma_commands": self.dma_commands,
+            "graph_ops": list(self.graph_ops),
+            **self.extra,
+        }
+
+
+def command_operations(program: Program | None) -> tuple[dict[int, str], dict[str, OperationInfo]]:
+    """``(command id -> operation key, operation key -> info)`` from ``program.notes``.
+
+    The scheduler's ``notes["ops"]`` (or ``notes["operations"]``) is a list of
+    mappings with ``name`` and optionally ``op``, ``unit``, ``graph_ops``,
+    ``commands`` (the ids of the commands serving the operation) and tiling facts
+    (:data:`EXTRA_KEYS`). ``notes["command_op"]`` may map command id -> index in
+    that list. The key of an operation is its name, suffixed ``#index`` if two
+    operations share a name. A command missing from both is its own operation
+    (see :func:`fallback_operation_name`).
+    """
+    if program is None:
+        return {}, {}
+    notes = program.notes or {}
+    listed = notes.get("ops", notes.get("operations")) or []
+    entries = [e if isinstance(e, Mapping) else vars(e) for e in listed]
+    names = Counter(str(e["name"]) for e in entries)
+    keys = [str(e["name"]) if names[str(e["name"])] == 1 else f"{e['name']}#{i}"
+            for i, e in enumerate(entries)]
+    by_command: dict[int, str] = {}
+    infos: dict[str, OperationInfo] = {}
+    for key, entry in zip(keys, entries):
+        extra = {k: entry[k] for k in EXTRA_KEYS if entry.get(k) is not None}
+        infos[key] = OperationInfo(key, str(entry.get("op") or ""), str(entry.get("unit") or ""),
+                                   tuple(entry.get("graph_ops") or ()), extra)
+        for cid in entry.get("commands") or ():
+            by_command[int(cid)] = key
+    for cid, index in (notes.get("command_op") or {}).items():
+        if isinstance(index, int) and 0 <= index < len(keys):
+            by_command.setdefault(int(cid), keys[index])
+    return by_command, infos
+
+
+def fallback_operation_name(record: CommandRecord) -> str:
+    """The operation of a command the scheduler did not map: the command itself."""
+    return record.name or f"{record.kind}{record.id}"
+
+
+def operation_spans(commands: Iterable[CommandRecord], program: Program | None = None
+                    ) -> list[OperationSpan]:
+    """Commands grouped by (operation, invocation), sorted by invocation then start cycle."""
+    by_command, infos = command_operations(program)
+    groups: dict[tuple[int, str], list[CommandRecord]] = defaultdict(list)
+    for record in commands:
+        name = by_command.get(record.id) or fallback_operation_name(record)
+        groups[(record.invocation, name)].append(record)
+    spans = [_span(name, invocation, records, infos.get(name))
+             for (invocation, name), records in groups.items()]
+    spans.sort(key=lambda s: (s.invocation, s.start_cycle, s.end_cycle, s.name))
+    return spans
+
+
+def _span(name: str, invocation: int, records: list[CommandRecord],
+          info: OperationInfo | None) -> OperationSpan:
+    span = OperationSpan(name, "", "", invocation,
+                         start_cycle=min(r.start_cycle for r in records),
+                         end_cycle=max(r.end_cycle for r in records))
+    busy: Counter[str] = Counter()
+    compute_ops: list[str] = []
+    for r in records:
+        span.macs += r.macs
+        span.ddr_read_bytes += r.ddr_read_bytes
+        span.ddr_write_bytes += r.ddr_write_bytes
+        busy[r.unit] += r.cycles
+        if r.kind == "compute":
+            span.compute_cycles += r.cycles
+            span.compute_commands += 1
+            compute_ops.append(r.op)
+        elif r.kind == "dma":
+            span.dma_cycles += r.cycles
+            span.dma_commands += 1
+    span.units = dict(busy)
+    span.op = (info.op if info and info.op else None) or _most_common(compute_ops) \
+        or _most_common([r.op for r in records]) or "?"
+    compute_units = [r.unit for r in records if r.kind == "compute"]
+    if info and info.unit:
+        span.unit = info.unit
+    elif compute_units:
+        span.unit = _most_common(compute_units)
+    else:
+        span.unit = "+".join(sorted(busy)) or "?"
+    span.graph_ops = info.graph_ops if info else ()
+    span.extra = dict(info.extra) if info else {}
+    return span
+
+
+def _most_common(values: list[str]) -> str:
+    """The most frequent value (first seen on ties), or ``""``."""
+    return Counter(values).most_common(1)[0][0] if values else ""

@@ -1,0 +1,116 @@
+"""The run summary (``summary.json``): what a simulation took, in cycles, bytes and memory.
+
+:func:`build_summary` is a pure function of the simulator's :class:`~npu_sim.hw.trace.Trace`,
+the :class:`~npu_sim.program.Program` it ran (for the memory plan and the scheduler's
+command -> operation map) and the :class:`~npu_sim.hw.config.HwConfig`. Every number
+in it is read from those; none is estimated here.
+
+Fields (ARCHITECTURE.md lists the required ones):
+
+* ``total_cycles``: from the start of the first invocation to the end of the last;
+  ``per_invocation_cycles``; ``seconds`` = cycles / ``clock_hz``;
+* ``ddr_read_bytes`` / ``ddr_write_bytes``: payload bytes the DMAs moved from/to DDR
+  (``*_burst_bytes``: what the DDR moved, whole bursts); ``ddr_bytes_per_cycle`` and
+  ``ddr_gigabytes_per_second``: achieved payload bandwidth over the run;
+  ``ddr_bandwidth_utilization``: burst bytes over what the DDR could move in that time;
+* ``peak_tcm_bytes``: the TCM footprint of the plan (end of the topmost allocation);
+  ``tcm_lower_bound_bytes``: the most bytes live at once by the plan's lifetimes
+  (the bound no planner can beat); ``peak_live_tcm_bytes``: the most bytes in use at
+  one cycle in the simulation;
+* ``ops``: one row per NPU operation and invocation (see :mod:`reports.operations`);
+* ``utilization``: busy fraction of each unit; ``mac_utilization``: MACs done over
+  the MAC array's int8 peak for the whole run;
+* ``inputs`` (name -> where the data came from) and ``outputs`` (graph output
+  name -> file): filled in by whoever reads and writes the files (``npu-sim run``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from npu_sim.hw.config import HwConfig
+from npu_sim.hw.trace import Trace
+from npu_sim.program import MemorySpace, Program
+from reports.occupancy import (
+    footprint_bytes,
+    occupancy_steps,
+    peak,
+    planned_live_bytes_bound,
+)
+from reports.operations import operation_spans
+
+
+def total_cycles(trace: Trace) -> int:
+    """Cycles from the start of the first invocation to the end of the last."""
+    if not trace.invocations:
+        return max((c.end_cycle for c in trace.commands), default=0)
+    return max(i.end_cycle for i in trace.invocations) - min(i.start_cycle for i in trace.invocations)
+
+
+def _note_int(notes: Mapping[str, Any], key: str) -> int | None:
+    value = notes.get(key)
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
+                  graph: str = "", outputs: Mapping[str, str] | None = None,
+                  wall_seconds: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """The summary dict of one simulation (JSON-ready: only str, int, float, list, dict)."""
+    cycles = total_cycles(trace)
+    counters = trace.counters
+    notes: Mapping[str, Any] = program.notes if program is not None else {}
+    ddr_bytes = counters.ddr_read_bytes + counters.ddr_write_bytes
+    ddr_burst_bytes = counters.ddr_read_burst_bytes + counters.ddr_write_burst_bytes
+    mac_peak = hw.mac_array.int8_macs_per_cycle
+
+    tcm_footprint = _note_int(notes, "peak_tcm_bytes")
+    if tcm_footprint is None:
+        tcm_footprint = footprint_bytes(program, MemorySpace.TCM) if program else 0
+    tcm_bound = _note_int(notes, "tcm_lower_bound_bytes")
+    if tcm_bound is None:
+        tcm_bound = planned_live_bytes_bound(program, MemorySpace.TCM) if program else 0
+    span = (min((i.start_cycle for i in trace.invocations), default=0),
+            max((i.end_cycle for i in trace.invocations), default=cycles))
+
+    summary: dict[str, Any] = {
+        "command": "run",
+        "graph": graph or (program.graph_name if program else ""),
+        "hw_config": hw.name,
+        "invocations": len(trace.invocations),
+        "inputs": {},
+        "outputs": dict(outputs or {}),
+        "total_cycles": cycles,
+        "per_invocation_cycles": [i.cycles for i in trace.invocations],
+        "clock_hz": hw.clock_hz,
+        "seconds": cycles / hw.clock_hz,
+        "per_invocation_seconds": [i.cycles / hw.clock_hz for i in trace.invocations],
+        "ddr_read_bytes": counters.ddr_read_bytes,
+        "ddr_write_bytes": counters.ddr_write_bytes,
+        "ddr_read_burst_bytes": counters.ddr_read_burst_bytes,
+        "ddr_write_burst_bytes": counters.ddr_write_burst_bytes,
+        "ddr_bytes_per_cycle": _ratio(ddr_bytes, cycles),
+        "ddr_gigabytes_per_second": _ratio(ddr_bytes * hw.clock_hz, cycles) / 1e9,
+        "ddr_bandwidth_utilization": _ratio(ddr_burst_bytes, cycles * hw.ddr.bandwidth_bytes_per_cycle),
+        "macs": counters.macs,
+        "mac_utilization": _ratio(counters.macs, cycles * mac_peak),
+        "peak_tcm_bytes": tcm_footprint,
+        "tcm_lower_bound_bytes": tcm_bound,
+        "tcm_size_bytes": hw.tcm.size_bytes,
+        "peak_live_tcm_bytes": peak(occupancy_steps(trace.allocations, MemorySpace.TCM)[1]),
+        "variable_sram_bytes": peak(occupancy_steps(trace.allocations, MemorySpace.VARIABLE_SRAM,
+                                                    span=span)[1]),
+        "ddr_spill_bytes": peak(occupancy_steps(trace.allocations, MemorySpace.DDR,
+                                                kinds=("spill",))[1]),
+        "utilization": counters.utilization(cycles),
+        "busy_cycles": dict(counters.busy_cycles),
+        "command_counts": dict(counters.command_counts),
+        "ops": [span_.as_dict() for span_ in operation_spans(trace.commands, program)],
+    }
+    if wall_seconds:
+        summary["wall_seconds"] = {k: float(v) for k, v in wall_seconds.items()}
+    summary["hw"] = hw.model_dump(mode="json")
+    return summary
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else 0.0

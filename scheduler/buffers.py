@@ -1,0 +1,131 @@
+"""Symbolic buffers and views: the memory plan before offsets are known.
+
+Passes that build the command stream place values and tiles in :class:`Buffer` s
+(a memory and a size, no offset yet) and address them with :class:`BufView` s
+(an offset *within* the buffer). The planners later give every buffer an
+offset, and :meth:`BufView.resolve` turns views into :class:`npu_sim.program.View` s.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from npu_sim.program import MemorySpace, View, element_size_bytes
+from npu_sim.reference.kernel_api import Region
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import TensorType
+
+_ids = itertools.count()
+
+
+@dataclass(eq=False)
+class Buffer:
+    """A byte range of one memory, placed later. ``kind`` is the Allocation kind."""
+
+    name: str
+    memory: MemorySpace
+    size_bytes: int
+    kind: str = "activation"  # input | output | constant | activation | spill | variable | tile
+    initial_data: bytes | None = None
+    whole_program: bool = False   # live for the whole program (its lifetime is not computed)
+    op: int | None = None         # tile buffers: live over all commands of this operation (ping-pong)
+    offset_bytes: int | None = None
+    serial: int = field(default_factory=lambda: next(_ids))
+
+    def __repr__(self) -> str:
+        where = "?" if self.offset_bytes is None else self.offset_bytes
+        return f"Buffer({self.name!r}, {self.memory.value}@{where}, {self.size_bytes}B, {self.kind})"
+
+
+def contiguous_strides(shape: tuple[int, ...], element_bytes: int) -> tuple[int, ...]:
+    strides, step = [], element_bytes
+    for dim in reversed(shape):
+        strides.append(step)
+        step *= max(1, dim)
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class BufView:
+    """A typed window of a buffer; ``buffer`` None is an empty view (no bytes)."""
+
+    buffer: Buffer | None
+    offset_bytes: int
+    shape: tuple[int, ...]
+    dtype: DType
+    strides_bytes: tuple[int, ...] | None = None
+
+    @property
+    def memory(self) -> MemorySpace:
+        return self.buffer.memory if self.buffer is not None else MemorySpace.TCM
+
+    @property
+    def element_count(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def size_bytes(self) -> int:
+        return self.element_count * element_size_bytes(self.dtype)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        if self.strides_bytes is not None:
+            return self.strides_bytes
+        return contiguous_strides(self.shape, element_size_bytes(self.dtype))
+
+    def resolve(self) -> View:
+        """The program view (the buffer must be placed)."""
+        if self.buffer is None:
+            return View(MemorySpace.TCM, 0, self.shape, self.dtype)
+        if self.buffer.offset_bytes is None:
+            raise RuntimeError(f"{self.buffer!r} has no offset yet")
+        strides = None if self.strides_bytes is None or self.strides_bytes == contiguous_strides(
+            self.shape, element_size_bytes(self.dtype)) else self.strides_bytes
+        return View(self.buffer.memory, self.buffer.offset_bytes + self.offset_bytes, self.shape,
+                    self.dtype, strides)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a whole value lives: a contiguous row-major tensor at ``offset_bytes`` of ``buffer``."""
+
+    buffer: Buffer
+    offset_bytes: int
+    type: TensorType
+
+    @property
+    def memory(self) -> MemorySpace:
+        return self.buffer.memory
+
+    @property
+    def size_bytes(self) -> int:
+        return self.type.element_count * element_size_bytes(self.type.dtype)
+
+    def whole(self, shape: tuple[int, ...] | None = None) -> BufView:
+        """The whole value as a contiguous view (optionally reinterpreted with another shape)."""
+        return BufView(self.buffer, self.offset_bytes, tuple(self.type.shape if shape is None else shape),
+                       self.type.dtype)
+
+    def window(self, region: Region) -> BufView:
+        """The strided view of ``region`` of the value (empty regions give an empty view)."""
+        shape = tuple(max(0, b - a) for a, b in region)
+        if any(d == 0 for d in shape):
+            return BufView(None, 0, shape, self.type.dtype)
+        strides = contiguous_strides(tuple(self.type.shape), element_size_bytes(self.type.dtype))
+        offset = self.offset_bytes + sum(a * s for (a, _), s in zip(region, strides))
+        return BufView(self.buffer, offset, shape, self.type.dtype, strides)
+
+    def retyped(self, type_: TensorType) -> "Placement":
+        """The same bytes seen as another tensor type of the same size (RESHAPE aliasing)."""
+        return Placement(self.buffer, self.offset_bytes, type_)
+
+
+def tile_view(buffer: Buffer, shape: tuple[int, ...], dtype: DType) -> BufView:
+    """A contiguous view of ``shape`` at the start of a tile buffer."""
+    if any(d == 0 for d in shape):
+        return BufView(None, 0, shape, dtype)
+    return BufView(buffer, 0, tuple(shape), dtype)

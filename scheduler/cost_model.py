@@ -1,0 +1,85 @@
+"""The scheduler's cost model: MAC counts and cycle estimates, pure functions.
+
+Used to count work for reports (MACs per operation) and to compare tiling
+choices. Compute cycles and MACs come from the hardware model's own pure
+functions (:mod:`npu_sim.hw.cost`), so scheduler and simulator agree; the DMA
+and tile-loop estimates only need to rank choices well (the simulator's
+timing is the measurement).
+"""
+
+from __future__ import annotations
+
+import math
+
+from npu_sim.program import KernelStep
+from npu_sim.tosa.dtype import DType
+
+
+def step_macs(step, out_region=None) -> int:
+    """Multiply-accumulates of a step (of ``out_region`` of it) as the hardware model counts them.
+
+    ``step`` is a :class:`scheduler.npu_ops.Step`; delegates to
+    :func:`npu_sim.hw.cost.step_macs` so the scheduler's reports and the simulator agree.
+    """
+    from npu_sim.hw import cost
+    if step.op not in cost.MAC_OPS:
+        return 0
+    try:
+        return cost.step_macs(KernelStep(step.op, step.attribute, (), tuple(step.input_types),
+                                         tuple(step.output_types), out_region=out_region))
+    except (ValueError, IndexError, TypeError):
+        return 0  # malformed shapes: the kernel reports the ERROR_IF when it runs
+
+
+def compute_cycles(hw, unit: str, step, out_region) -> float:
+    """Cycles of one kernel step computing ``out_region`` on ``unit`` (the simulator's own formula).
+
+    ``step`` is a :class:`scheduler.npu_ops.Step`; reductions are charged their input
+    window (the reduced axis times the output region).
+    """
+    from npu_sim.hw import cost
+    kstep = KernelStep(step.op, step.attribute, (), step.input_types, step.output_types, out_region=out_region)
+    if unit == cost.VECTOR and step.op in cost.REDUCE_OPS:
+        axis = getattr(step.attribute, "axis", 0)
+        shape = step.input_types[0].shape
+        work = math.prod(b - a for a, b in out_region) * (shape[axis] if 0 <= axis < len(shape) else 1)
+        return cost.vector_cycles(work, cost.vector_elements_per_cycle(hw, cost.step_dtype(kstep)))
+    return cost.step_cycles(hw, unit, kstep)
+
+
+def unit_setup_cycles(hw, unit: str) -> int:
+    return hw.unit_setup_cycles(unit)
+
+
+def mac_array_supports(hw, dtype: DType) -> bool:
+    """True if the MAC array has a rate for ``dtype`` operands (else the op runs on the vector unit)."""
+    return dtype.name.lower() in hw.mac_array.macs_per_cycle
+
+
+def dma_command_cycles(hw, size_bytes: float, write: bool = False) -> float:
+    """One DMA on its engine: setup, data at the DDR rate, then the DDR latency (engines do not overlap them)."""
+    latency = hw.ddr.write_latency_cycles if write else hw.ddr.read_latency_cycles
+    return hw.dma.setup_cycles + size_bytes / hw.ddr.bandwidth_bytes_per_cycle + latency
+
+
+def tile_loop_cycles(hw, invariant_load_bytes: list[int], varying_load_bytes: int, varying_load_count: int,
+                     store_bytes: int, store_count: int, compute_cycles_per_tile: float, tile_count: int) -> float:
+    """Estimated cycles of a double-buffered tile loop.
+
+    Operands whose window never changes are loaded once before the first tile;
+    the others are loaded per tile, overlapping the previous tile's compute; stores
+    overlap the next tile. Loads share the DMA engines (stores keep one to
+    themselves); everything shares the DDR bandwidth. The loop runs at its slowest
+    stage, plus filling (first load) and draining (last compute and store).
+    """
+    t = max(1, tile_count)
+    engines = max(1, hw.dma.engine_count)
+    load_engines = max(1, engines - (1 if store_count and engines > 1 else 0))
+    first = sum(dma_command_cycles(hw, b) for b in invariant_load_bytes) / load_engines
+    per_load = (varying_load_count * (hw.dma.setup_cycles + hw.ddr.read_latency_cycles)
+                + varying_load_bytes / hw.ddr.bandwidth_bytes_per_cycle) / t / load_engines
+    per_store = (store_count * (hw.dma.setup_cycles + hw.ddr.write_latency_cycles)
+                 + store_bytes / hw.ddr.bandwidth_bytes_per_cycle) / t
+    per_bus = (varying_load_bytes + store_bytes) / hw.ddr.bandwidth_bytes_per_cycle / t
+    step = max(compute_cycles_per_tile, per_load, per_store, per_bus)
+    return first + per_load + (t - 1) * step + compute_cycles_per_tile + per_store

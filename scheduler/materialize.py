@@ -1,0 +1,238 @@
+"""Materialization: number the abstract commands, plan memories, resolve views, add dependencies.
+
+1. Command ids in walk order (a control-flow command before its nested ones).
+2. Live ranges of buffers from the ids of the commands touching them.
+3. Offsets: TCM by the planner (buffers live at the same time never overlap),
+   DDR and the variable SRAM by bump allocation (no reuse).
+4. Views resolved; dependencies from exact byte accesses (:mod:`scheduler.deps`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from npu_sim.errors import ScheduleError
+from npu_sim.program import (
+    Allocation,
+    Command,
+    ComputeCommand,
+    CondCommand,
+    DmaCommand,
+    KernelStep,
+    LoopCommand,
+    MemorySpace,
+    View,
+)
+from scheduler.allocators import BumpAllocator, Planner, footprint
+from scheduler.buffers import Buffer, BufView
+from scheduler.byte_ranges import view_ranges
+from scheduler.deps import AccessTracker
+from scheduler.liveness import LiveRange, max_live_bytes
+from scheduler.stream import ACommand, ACompute, ACond, ADma, ALoop
+
+DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
+
+
+def walk(cmds: list[ACommand]):
+    for cmd in cmds:
+        yield cmd
+        if isinstance(cmd, ACond):
+            yield from walk(cmd.then)
+            yield from walk(cmd.orelse)
+        elif isinstance(cmd, ALoop):
+            yield from walk(cmd.cond)
+            yield from walk(cmd.body)
+
+
+def views_of(cmd: ACommand) -> list[BufView]:
+    if isinstance(cmd, ADma):
+        return [cmd.src, cmd.dst]
+    if isinstance(cmd, ACompute):
+        return [v for step in cmd.steps for v in step.operands if isinstance(v, BufView)] + list(cmd.outputs)
+    return [cmd.condition]
+
+
+@dataclass
+class Numbering:
+    ids: dict[int, int] = field(default_factory=dict)         # id(abstract command) -> command id
+    last_nested: dict[int, int] = field(default_factory=dict)  # control command id -> last id inside
+    count: int = 0
+
+
+def number(cmds: list[ACommand]) -> Numbering:
+    numbering = Numbering()
+
+    def visit(lst: list[ACommand]) -> None:
+        for cmd in lst:
+            cid = numbering.count
+            numbering.ids[id(cmd)] = cid
+            numbering.count += 1
+            if isinstance(cmd, ACond):
+                visit(cmd.then)
+                visit(cmd.orelse)
+                numbering.last_nested[cid] = numbering.count - 1
+            elif isinstance(cmd, ALoop):
+                visit(cmd.cond)
+                visit(cmd.body)
+                numbering.last_nested[cid] = numbering.count - 1
+
+    visit(cmds)
+    return numbering
+
+
+def live_ranges(cmds: list[ACommand], numbering: Numbering) -> dict[int, tuple[Buffer, int, int]]:
+    """Buffer serial -> (buffer, first id, last id) over every command touching it."""
+    usage: dict[int, tuple[Buffer, int, int]] = {}
+    op_span: dict[int, tuple[int, int]] = {}
+    for cmd in walk(cmds):
+        cid = numbering.ids[id(cmd)]
+        end = numbering.last_nested.get(cid, cid) if isinstance(cmd, ALoop) else cid
+        lo, hi = op_span.get(cmd.op, (cid, cid))
+        op_span[cmd.op] = (min(lo, cid), max(hi, cid))
+        for view in views_of(cmd):
+            b = view.buffer
+            if b is None:
+                continue
+            known = usage.get(b.serial)
+            usage[b.serial] = (b, cid, end) if known is None else (b, min(known[1], cid), max(known[2], end))
+    for serial, (b, first, last) in usage.items():
+        if b.op is not None and b.op in op_span:   # ping-pong partners must coexist
+            lo, hi = op_span[b.op]
+            usage[serial] = (b, min(first, lo), max(last, hi))
+    return usage
+
+
+@dataclass
+class MemoryPlan:
+    offsets_ok: bool
+    tcm_peak_bytes: int
+    tcm_lower_bound_bytes: int
+    overflow: list[Buffer]                   # TCM buffers placed beyond the capacity
+    ranges: dict[int, LiveRange]             # serial -> TCM live range
+    buffers: dict[int, Buffer]               # serial -> buffer (every memory)
+    first_last: dict[int, tuple[int, int]]   # serial -> live range in ids (non whole-program buffers)
+
+
+def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer], hw, planner: Planner,
+                  tcm_alignment: int, ddr_alignment: int, var_alignment: int) -> MemoryPlan:
+    usage = live_ranges(cmds, numbering)
+    last_id = max(0, numbering.count - 1)
+    buffers: dict[int, Buffer] = {b.serial: b for b in fixed}
+    first_last: dict[int, tuple[int, int]] = {}
+    for serial, (b, first, last) in usage.items():
+        buffers[serial] = b
+        if not b.whole_program:
+            first_last[serial] = (first, last)
+    # TCM
+    tcm = [b for b in buffers.values() if b.memory is TCM and (b.whole_program or b.serial in first_last)]
+    ranges = {b.serial: LiveRange(b.serial, b.size_bytes, *((0, last_id) if b.whole_program else first_last[b.serial]))
+              for b in tcm}
+    offsets = planner.place(list(ranges.values()), tcm_alignment)
+    capacity = hw.tcm.size_bytes
+    for b in tcm:
+        b.offset_bytes = offsets[b.serial]
+    peak = footprint(list(ranges.values()), offsets)
+    overflow = sorted((b for b in tcm if b.offset_bytes + b.size_bytes > capacity),
+                      key=lambda b: -b.size_bytes)
+    # DDR and variable SRAM: every buffer its own bytes
+    for memory, alignment in ((DDR, ddr_alignment), (VAR, var_alignment)):
+        group = sorted((b for b in buffers.values() if b.memory is memory),
+                       key=lambda b: (_KIND_ORDER.get(b.kind, 9), b.serial))
+        bump = BumpAllocator().place([LiveRange(b.serial, b.size_bytes, 0, 0) for b in group], alignment)
+        for b in group:
+            b.offset_bytes = bump[b.serial]
+    return MemoryPlan(not overflow, peak, max_live_bytes(list(ranges.values())), overflow, ranges, buffers,
+                      first_last)
+
+
+_KIND_ORDER = {"input": 0, "output": 1, "constant": 2, "variable": 3}
+
+
+def check_capacity(plan: MemoryPlan, hw) -> dict[MemorySpace, int]:
+    """Memory sizes for the program; ScheduleError if DDR or the variable SRAM overflows."""
+    used = {m: max((b.offset_bytes + b.size_bytes for b in plan.buffers.values() if b.memory is m), default=0)
+            for m in (DDR, VAR)}
+    if used[VAR] > hw.variable_sram.size_bytes:
+        variables = sorted((b for b in plan.buffers.values() if b.memory is VAR), key=lambda b: b.name)
+        listing = ", ".join(f"{b.name} ({b.size_bytes} bytes)" for b in variables)
+        raise ScheduleError(f"variables need {used[VAR]} bytes of variable SRAM, only "
+                            f"{hw.variable_sram.size_bytes} available: {listing}")
+    if used[DDR] > hw.ddr.size_bytes:
+        raise ScheduleError(f"the graph needs {used[DDR]} bytes of DDR, only {hw.ddr.size_bytes} available")
+    return {DDR: hw.ddr.size_bytes, TCM: hw.tcm.size_bytes, VAR: hw.variable_sram.size_bytes}
+
+
+def allocations(plan: MemoryPlan) -> list[Allocation]:
+    out, seen = [], {}
+    for serial, b in sorted(plan.buffers.items()):
+        if not b.whole_program and serial not in plan.first_last:
+            continue
+        count = seen.get(b.name, 0)
+        seen[b.name] = count + 1
+        name = b.name if count == 0 else f"{b.name}#{count}"
+        first, last = (None, None) if b.whole_program else plan.first_last[serial]
+        out.append(Allocation(name, b.memory, b.offset_bytes, b.size_bytes, b.kind, first, last, b.initial_data))
+    return out
+
+
+def _accesses(views: list[View]) -> list[tuple[MemorySpace, object]]:
+    return [(v.memory, view_ranges(v)) for v in views if v.element_count > 0]
+
+
+def _read_only(view: BufView) -> bool:
+    """Views of DDR inputs and constants: no command writes them, so their reads order nothing."""
+    b = view.buffer
+    return b is not None and b.memory is DDR and b.kind in ("input", "constant")
+
+
+def page_sizes(memory_sizes: dict[MemorySpace, int]) -> dict[MemorySpace, int]:
+    """Index granularity for dependency tracking: about 256 pages of TCM, 4 KiB elsewhere."""
+    return {TCM: max(64, memory_sizes.get(TCM, 0) // 256), DDR: 4096, VAR: 1024}
+
+
+def build_commands(cmds: list[ACommand], numbering: Numbering,
+                   memory_sizes: dict[MemorySpace, int] | None = None) -> list[Command]:
+    """Program commands with resolved views and dependencies (control flow as barriers)."""
+    paging = page_sizes(memory_sizes or {})
+
+    def build(lst: list[ACommand]) -> list[Command]:
+        tracker = AccessTracker(paging)
+        barrier: int | None = None
+        out: list[Command] = []
+        for cmd in lst:
+            cid = numbering.ids[id(cmd)]
+            if isinstance(cmd, ADma):
+                src, dst = cmd.src.resolve(), cmd.dst.resolve()
+                deps = tracker.access(cid, [] if _read_only(cmd.src) else _accesses([src]), _accesses([dst]))
+                if barrier is not None:
+                    deps.add(barrier)
+                out.append(DmaCommand(cid, cmd.engine, src, dst, tuple(sorted(deps)), cmd.name))
+            elif isinstance(cmd, ACompute):
+                steps, reads = [], []
+                for step in cmd.steps:
+                    operands = tuple(o.resolve() if isinstance(o, BufView) else o for o in step.operands)
+                    reads += [o for o in operands if isinstance(o, View)]
+                    steps.append(KernelStep(step.op, step.attribute, operands, step.input_types, step.output_types,
+                                            step.out_region, step.input_offsets, step.name))
+                outputs = tuple(v.resolve() for v in cmd.outputs)
+                deps = tracker.access(cid, _accesses(reads), _accesses(list(outputs)))
+                if barrier is not None:
+                    deps.add(barrier)
+                out.append(ComputeCommand(cid, cmd.unit, tuple(steps), outputs, tuple(sorted(deps)), cmd.name,
+                                          cmd.macs))
+            else:
+                deps = tracker.live_commands()
+                if barrier is not None:
+                    deps.add(barrier)
+                condition = cmd.condition.resolve()
+                if isinstance(cmd, ACond):
+                    out.append(CondCommand(cid, condition, tuple(build(cmd.then)), tuple(build(cmd.orelse)),
+                                           tuple(sorted(deps)), cmd.name))
+                else:
+                    out.append(LoopCommand(cid, tuple(build(cmd.cond)), condition, tuple(build(cmd.body)),
+                                           cmd.max_iterations, tuple(sorted(deps)), cmd.name))
+                tracker = AccessTracker(paging)
+                barrier = cid
+        return out
+
+    return build(cmds)

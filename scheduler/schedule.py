@@ -1,0 +1,355 @@
+"""``schedule(graph, hw) -> Program``: the scheduler's pass pipeline.
+
+    support check -> fusion -> lowering            (support, fusion, lowering)
+    -> constant folding -> unit choice -> staging   (folding, assign_units below, staging)
+    -> fixed placements: inputs, outputs and constants in DDR; small constants in a
+       TCM pool loaded chunk by chunk before their first reader; variables in the
+       variable SRAM (ScheduleError naming them if they do not fit)
+    -> per block: aliasing, residency + tiling, emission, prefetch hoisting
+                                                    (compiler, residency, tiling, emit)
+    -> liveness, TCM planner, DDR / variable SRAM bump allocation
+                                                    (materialize, liveness, allocators)
+    -> dependencies from exact byte accesses       (deps, byte_ranges)
+
+If the TCM planner cannot place everything (fragmentation), the largest
+resident intermediate live where it overflowed is spilled and the graph is
+compiled again. ``Program.notes`` carries the statistics reports need (see
+:func:`_notes`). :func:`scheduler.verify.verify_program` checks the result.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from npu_sim.errors import ScheduleError
+from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace, Program
+from npu_sim.reference.executor import DEFAULT_MAX_ITERATIONS
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import Graph, TensorType
+from scheduler import support
+from scheduler.allocators import BestOfGreedy, Planner, align_up
+from scheduler.buffers import Buffer, Placement
+from scheduler.compiler import CompileContext, NeedRoom, compile_block
+from scheduler.cost_model import mac_array_supports
+from scheduler.emit import Emitter
+from scheduler.folding import fold_constants
+from scheduler.fusion import DEFAULT_RULES
+from scheduler.lowering import LoweredBlock, LoweredGraph, lower
+from scheduler.materialize import allocations, build_commands, check_capacity, number, plan_memories, walk
+from scheduler.memory_layout import memory_bytes
+from scheduler.npu_ops import NpuOp, OpKind, ValueKind
+from scheduler.staging import stage
+from scheduler.stream import ACommand, OpRecord
+from scheduler.tiling import Tiler
+
+DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
+
+#: Constants up to this size may go to the TCM constant pool (zero points, shifts, shapes...).
+POOL_ITEM_MAX_BYTES = 2048
+#: The pool takes at most this share of the TCM, and never more than POOL_MAX_BYTES.
+POOL_TCM_SHARE = 1 / 16
+POOL_MAX_BYTES = 65536
+#: Pool chunks smaller than this (or than the DDR's bandwidth x latency, if larger: the
+#: bytes one DMA's latency could have moved) are loaded together with the next operation's.
+POOL_MIN_CHUNK_BYTES = 256
+MAX_ATTEMPTS = 64
+DDR_ALIGNMENT = 64
+VAR_ALIGNMENT = 16
+
+
+@dataclass
+class Fixed:
+    """Placements decided before any block is compiled."""
+
+    placements: dict[str, Placement]
+    const_ddr: dict[str, Placement]
+    buffers: list[Buffer]
+    pool_ddr: Buffer | None
+    pool_tcm: Buffer | None
+    pool_chunks: dict[int, tuple[int, int]]   # main op index -> (offset, size) of the pool to load before it
+
+
+def _blocks(block: LoweredBlock):
+    yield block
+    for op in block.ops:
+        for sub in op.blocks:
+            yield from _blocks(sub)
+
+
+def compute_operands(block: LoweredBlock) -> list[str]:
+    """Value keys read by compute steps of ``block`` and its nested blocks, in first-use order."""
+    keys: dict[str, None] = {}
+    for op in block.ops:
+        for key in op_compute_operands(op):
+            keys.setdefault(key, None)
+    return list(keys)
+
+
+def op_compute_operands(op: NpuOp) -> list[str]:
+    keys: dict[str, None] = {}
+    if op.kind is OpKind.COMPUTE:
+        for step in op.steps:
+            for o in step.operands:
+                if isinstance(o, str):
+                    keys.setdefault(o, None)
+    for sub in op.blocks:
+        for key in compute_operands(sub):
+            keys.setdefault(key, None)
+    return list(keys)
+
+
+def assign_units(lowered: LoweredGraph, hw) -> None:
+    """MAC operators whose dtype the MAC array has no rate for run on the vector unit."""
+    for block in _blocks(lowered.main):
+        for op in block.ops:
+            if op.kind is OpKind.COMPUTE and op.unit == support.MAC and \
+                    not mac_array_supports(hw, op.steps[0].input_types[0].dtype):
+                op.unit = support.VECTOR
+
+
+def fixed_placements(lowered: LoweredGraph, hw, tcm_alignment: int) -> Fixed:
+    """DDR homes of inputs, outputs and constants; variables in the variable SRAM; the constant pool.
+
+    Small constants read by compute steps go to a TCM pool, laid out in order of
+    first use so that each main-block operation loads only its new chunk.
+    """
+    values = lowered.values
+    placements: dict[str, Placement] = {}
+    const_ddr: dict[str, Placement] = {}
+    buffers: list[Buffer] = []
+    pool_limit = min(POOL_MAX_BYTES, int(hw.tcm.size_bytes * POOL_TCM_SHARE))
+    pooled: dict[str, int] = {}
+    first_use: dict[str, int] = {}
+    pool_size = 0
+    for index, op in enumerate(lowered.main.ops):
+        for key in op_compute_operands(op):
+            value = values[key]
+            if value.kind is not ValueKind.CONSTANT or key in pooled:
+                continue
+            size = value.size_bytes
+            if 0 < size <= POOL_ITEM_MAX_BYTES and pool_size + align_up(size, 8) <= pool_limit:
+                pooled[key] = pool_size
+                first_use[key] = index
+                pool_size += align_up(size, 8)
+    for key, value in values.items():
+        size = value.size_bytes
+        if key in pooled:
+            continue
+        if value.kind is ValueKind.INPUT:
+            b = Buffer(value.name, DDR, max(1, size), kind="input", whole_program=True)
+        elif value.kind is ValueKind.OUTPUT:
+            b = Buffer(value.name, DDR, max(1, size), kind="output", whole_program=True)
+        elif value.kind is ValueKind.VARIABLE:
+            data = None if value.data is None else memory_bytes(value.data, value.type.dtype)
+            b = Buffer(value.name, VAR, max(1, size), kind="variable", initial_data=data, whole_program=True)
+        elif value.kind is ValueKind.CONSTANT:
+            b = Buffer(value.name, DDR, max(1, size), kind="constant",
+                       initial_data=memory_bytes(value.data, value.type.dtype), whole_program=True)
+            const_ddr[key] = Placement(b, 0, value.type)
+        else:
+            continue
+        buffers.append(b)
+        placements[key] = Placement(b, 0, value.type)
+    pool_ddr = pool_tcm = None
+    chunks: dict[int, tuple[int, int]] = {}
+    if pooled:
+        image = bytearray(pool_size)
+        for key, offset in pooled.items():
+            data = memory_bytes(values[key].data, values[key].type.dtype)
+            image[offset:offset + len(data)] = data
+        pool_ddr = Buffer("constant_pool", DDR, pool_size, kind="constant", initial_data=bytes(image),
+                          whole_program=True)
+        pool_tcm = Buffer("constant_pool", TCM, align_up(pool_size, tcm_alignment), kind="constant",
+                          whole_program=True)
+        buffers += [pool_ddr, pool_tcm]
+        for key, offset in pooled.items():
+            placements[key] = Placement(pool_tcm, offset, values[key].type)
+            const_ddr[key] = Placement(pool_ddr, offset, values[key].type)
+        # one chunk per main-block operation using new pool entries (tiny chunks merge into the next)
+        spans: dict[int, list[int]] = {}
+        for key, offset in pooled.items():
+            lo_hi = spans.setdefault(first_use[key], [offset, offset])
+            lo_hi[1] = offset + align_up(values[key].size_bytes, 8)
+        min_chunk = max(POOL_MIN_CHUNK_BYTES, hw.ddr.read_latency_cycles * hw.ddr.bandwidth_bytes_per_cycle)
+        current: list[int] | None = None   # [first op index, start, end]
+        for index in sorted(spans):
+            lo, hi = spans[index]
+            current = [index, lo, hi] if current is None else [current[0], current[1], hi]
+            if current[2] - current[1] >= min_chunk or not chunks:   # the first operation waits for its own only
+                chunks[current[0]] = (current[1], current[2] - current[1])
+                current = None
+        if current is not None:
+            chunks[current[0]] = (current[1], current[2] - current[1])
+    return Fixed(placements, const_ddr, buffers, pool_ddr, pool_tcm, chunks)
+
+
+def schedule(graph: Graph, hw, *, planner: Planner | None = None, rules=DEFAULT_RULES) -> Program:
+    """Compile ``graph`` for ``hw`` (a :class:`npu_sim.hw.config.HwConfig`) into a Program."""
+    planner = planner or BestOfGreedy()
+    lowered = lower(graph, rules)
+    fold_constants(lowered)
+    assign_units(lowered, hw)
+    stage(lowered, POOL_ITEM_MAX_BYTES)
+    tcm_alignment = max(16, hw.tcm.port_bytes_per_cycle)
+    fixed = fixed_placements(lowered, hw, tcm_alignment)
+    pool_bytes = fixed.pool_tcm.size_bytes if fixed.pool_tcm is not None else 0
+    values = lowered.values
+    tiler = Tiler(hw, lambda k: values[k].data if values[k].kind is ValueKind.CONSTANT else None, tcm_alignment)
+    evicted: set[str] = set()
+    capacity = hw.tcm.size_bytes - pool_bytes
+    if capacity < 0:
+        raise ScheduleError(f"the constant pool ({pool_bytes} bytes) does not fit the TCM")
+    last_error: Exception | None = None
+    for _ in range(MAX_ATTEMPTS):
+        ctx = CompileContext(values, fixed.placements, fixed.const_ddr, tiler,
+                             Emitter(hw, tcm_alignment), tcm_alignment,
+                             DEFAULT_MAX_ITERATIONS, evicted=set(evicted))
+        try:
+            cmds = compile_block(ctx, lowered.main, {}, capacity, _pool_loader(fixed, ctx))
+        except NeedRoom as exc:
+            if exc.keys <= evicted:
+                raise exc.error from None
+            evicted |= exc.keys
+            last_error = exc.error
+            continue
+        numbering = number(cmds)
+        plan = plan_memories(cmds, numbering, fixed.buffers, hw, planner, tcm_alignment, DDR_ALIGNMENT,
+                             VAR_ALIGNMENT)
+        if plan.offsets_ok:
+            return _program(graph, lowered, fixed, ctx, cmds, numbering, plan, hw, planner)
+        victim = _victim(plan, ctx)
+        if victim is not None:
+            evicted.add(victim)
+            continue
+        # fragmentation among buffers that cannot spill: plan every operation with less room
+        shrunk = capacity - max(tcm_alignment, capacity // 16)
+        if shrunk < (hw.tcm.size_bytes - pool_bytes) // 2:
+            break
+        capacity = shrunk
+    raise ScheduleError(f"could not place the working set in the TCM of {hw.tcm.size_bytes} bytes "
+                        "(fragmentation)" + (f"; {last_error}" if last_error else ""))
+
+
+def _pool_loader(fixed: Fixed, ctx: CompileContext):
+    """The constant-pool chunk loads to issue before each main-block operation."""
+    if fixed.pool_tcm is None:
+        return None
+    record: list[int] = []
+
+    def chunks(index: int) -> list[ACommand]:
+        chunk = fixed.pool_chunks.get(index)
+        if chunk is None:
+            return []
+        if not record:
+            record.append(len(ctx.records))
+            ctx.records.append(OpRecord("constant_pool", "LOAD", "dma", ()))
+        offset, size = chunk
+        t = TensorType((size,), DType.INT8)
+        return ctx.emitter.dma(Placement(fixed.pool_ddr, offset, t).whole(),
+                               Placement(fixed.pool_tcm, offset, t).whole(),
+                               f"load constant pool [{offset}, {offset + size})", record[0])
+
+    return chunks
+
+
+def _victim(plan, ctx: CompileContext) -> str | None:
+    """The resident intermediate to spill: the largest live where the placement overflowed."""
+    worst = plan.overflow[0]
+    r = plan.ranges[worst.serial]
+    candidates = [plan.buffers[s] for s, other in plan.ranges.items()
+                  if s in ctx.group_buffers and other.overlaps(r)]
+    if not candidates:
+        return None
+    return ctx.group_buffers[max(candidates, key=lambda b: (b.size_bytes, -b.serial)).serial]
+
+
+def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileContext, cmds: list[ACommand],
+             numbering, plan, hw, planner) -> Program:
+    memory_sizes = check_capacity(plan, hw)
+    commands = build_commands(cmds, numbering, memory_sizes)
+    values = lowered.values
+    main = graph.main
+    inputs = {name: fixed.placements[key].whole().resolve() for name, key in zip(main.inputs, lowered.main.inputs)}
+    outputs = {}
+    for name, key in zip(main.outputs, lowered.main.outputs):
+        p = fixed.const_ddr.get(key) or fixed.placements.get(key)
+        if p is None:
+            raise ScheduleError(f"graph output {name!r} has no storage")
+        outputs[name] = p.whole().resolve()
+    variables = {values[k].name: p.whole().resolve() for k, p in fixed.placements.items()
+                 if values[k].kind is ValueKind.VARIABLE}
+    program = Program(memory_sizes, allocations(plan), commands, inputs, outputs, variables,
+                      graph_name=getattr(graph, "name", "") or "")
+    program.notes.update(_notes(program, cmds, ctx, numbering, plan, planner))
+    return program
+
+
+def _notes(program: Program, cmds: list[ACommand], ctx: CompileContext, numbering, plan,
+           planner) -> dict[str, object]:
+    """Statistics for reports.
+
+    ``peak_tcm_bytes`` (the TCM plan's footprint), ``tcm_lower_bound_bytes`` (most
+    bytes live at once), ``tcm_planner``; ``compulsory_ddr_{read,write,}_bytes``
+    (inputs and constants read, outputs written, once each) and
+    ``planned_ddr_{read,write}_bytes`` (by the DMA commands, loop bodies once);
+    ``macs``; ``ops`` (per NPU operation: name, op, unit, graph_ops, macs, block,
+    tile_shape, tile_count, working_set_bytes, commands); ``command_op`` (command id
+    -> index in ``ops``); ``spilled_values``, ``evicted_values``, ``command_count``.
+    """
+    command_op: dict[int, int] = {numbering.ids[id(a)]: a.op for a in walk(cmds)}
+    op_commands: dict[int, list[int]] = {}
+    for cid, index in sorted(command_op.items()):
+        op_commands.setdefault(index, []).append(cid)
+    read = write = 0
+    touched: set[tuple[MemorySpace, int]] = set()   # DDR allocations some DMA reads or writes
+    ddr_allocs = sorted((a for a in program.allocations if a.memory is DDR), key=lambda a: a.offset_bytes)
+    starts = [a.offset_bytes for a in ddr_allocs]
+    for cmd in program.walk():
+        if not isinstance(cmd, DmaCommand):
+            continue
+        for view, is_read in ((cmd.src, True), (cmd.dst, False)):
+            if view.memory is not DDR or view.element_count == 0:
+                continue
+            if is_read:
+                read += cmd.size_bytes
+            else:
+                write += cmd.size_bytes
+            k = bisect.bisect_right(starts, view.span[0]) - 1
+            if k >= 0:
+                touched.add((DDR, starts[k]))
+    compulsory_read = sum(a.size_bytes for a in ddr_allocs
+                          if a.kind in ("input", "constant") and (DDR, a.offset_bytes) in touched)
+    compulsory_write = sum(a.size_bytes for a in ddr_allocs
+                           if a.kind == "output" and (DDR, a.offset_bytes) in touched)
+    command_macs: dict[int, int] = {}
+    for cmd in program.walk():
+        if isinstance(cmd, ComputeCommand):
+            index = command_op[cmd.id]
+            command_macs[index] = command_macs.get(index, 0) + cmd.macs
+    ops = []
+    for index, rec in enumerate(ctx.records):
+        ops.append({
+            "name": rec.name, "op": rec.label, "unit": rec.unit, "graph_ops": list(rec.graph_ops),
+            "macs": command_macs.get(index, 0), "block": rec.block,
+            "tile_shape": None if rec.tile_shape is None else list(rec.tile_shape),
+            "tile_count": rec.tile_count, "working_set_bytes": rec.working_set_bytes,
+            "commands": op_commands.get(index, []),
+        })
+    spilled = sorted({ctx.values[k].name for k in ctx.evicted if k in ctx.values})
+    return {
+        "peak_tcm_bytes": plan.tcm_peak_bytes,
+        "tcm_lower_bound_bytes": plan.tcm_lower_bound_bytes,
+        "tcm_planner": planner.name + (f" ({planner.last})" if getattr(planner, "last", "") else ""),
+        "compulsory_ddr_read_bytes": compulsory_read,
+        "compulsory_ddr_write_bytes": compulsory_write,
+        "compulsory_ddr_bytes": compulsory_read + compulsory_write,
+        "planned_ddr_read_bytes": read,
+        "planned_ddr_write_bytes": write,
+        "macs": sum(command_macs.values()),
+        "ops": ops,
+        "command_op": {cid: index for cid, index in sorted(command_op.items())},
+        "spilled_values": [a.name for a in program.allocations if a.kind == "spill"],
+        "evicted_values": spilled,
+        "command_count": numbering.count,
+    }

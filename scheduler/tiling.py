@@ -1,0 +1,396 @@
+"""Tiling: split a compute operation into output tiles whose working set fits the TCM budget.
+
+Tiles cover the output of the operation's last step in a grid (ragged at the
+end); each operand's window per tile comes from the kernels' window functions
+(halo included), so tile-by-tile execution computes exactly the whole-tensor
+bits. Operands that live in TCM are read in place; the others (DDR, constants,
+variables) are streamed into tile buffers, two of them (ping-pong) when the
+window changes from tile to tile so the next load overlaps the current compute.
+Outputs not resident in TCM are written to ping-pong tile buffers and stored by
+DMA. Operations whose kernels have no window function run whole.
+
+The search enumerates tile shapes (a few sizes per output dimension) and loop
+orders (which dimension is outermost decides which operand is re-fetched) and
+keeps the cheapest plan under the budget, by the cost model's estimate.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from npu_sim.errors import ScheduleError
+from npu_sim.program import element_size_bytes
+from npu_sim.reference.kernel_api import Region, full_region
+from scheduler import cost_model
+from scheduler.npu_ops import NpuOp
+from scheduler.windows import StepTile, can_tile, chain_tile, region_shape, region_size, whole_tile
+
+Slot = tuple[int, int]  # (step index, operand index): one streamed operand of an operation
+
+#: At most this many tile shapes are evaluated per operation before the local search.
+MAX_CANDIDATES = 48
+#: Split counts tried per dimension (tile size = ceil(dim / count)).
+SPLIT_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096)
+
+
+def align_up(value: int, alignment: int) -> int:
+    return -(-value // alignment) * alignment if alignment > 1 else value
+
+
+@dataclass(frozen=True)
+class TilePlan:
+    """How one compute operation is split, and the TCM buffers it needs.
+
+    ``tile_shape`` None: the untiled (whole-tensor) kernel call.
+    ``slot_bytes``/``slot_buffers``: per streamed operand, bytes of one buffer and
+    how many buffers (1: loaded once; 2: ping-pong). ``output_bytes``: per output
+    not resident in TCM, bytes of one tile buffer (``output_buffers`` of each).
+    """
+
+    out_shape: tuple[int, ...]
+    tile_shape: tuple[int, ...] | None
+    loop_order: tuple[int, ...]
+    slot_bytes: dict[Slot, int]
+    slot_buffers: dict[Slot, int]
+    output_bytes: dict[int, int]
+    output_buffers: int
+    working_set_bytes: int
+    est_cycles: float
+    dma_bytes: int
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        if self.tile_shape is None:
+            return tuple(1 for _ in self.out_shape)
+        return tuple(-(-d // t) if t else 1 for d, t in zip(self.out_shape, self.tile_shape))
+
+    @property
+    def tile_count(self) -> int:
+        return int(math.prod(self.grid))
+
+    def tiles(self) -> Iterator[Region]:
+        """Output regions in loop order (outermost dimension first)."""
+        if self.tile_shape is None:
+            yield full_region(self.out_shape)
+            return
+        grid = self.grid
+        order = self.loop_order
+        for index in itertools.product(*(range(grid[d]) for d in order)):
+            pos = dict(zip(order, index))
+            yield tuple((pos.get(d, 0) * t, min(dim, (pos.get(d, 0) + 1) * t))
+                        for d, (dim, t) in enumerate(zip(self.out_shape, self.tile_shape)))
+
+
+@dataclass
+class TilingProblem:
+    """What the tiler needs to know about one operation and its surroundings."""
+
+    op: NpuOp
+    resident: Callable[[str], bool]                 # value key -> lives in TCM (read/written in place)
+    const_lookup: Callable[[str], np.ndarray | None]
+    hw: object
+    alignment: int = 16
+
+    def slots(self) -> list[tuple[Slot, str]]:
+        return [((s, j), operand) for s, step in enumerate(self.op.steps)
+                for j, operand in enumerate(step.operands)
+                if isinstance(operand, str) and not self.resident(operand)]
+
+    def streamed_outputs(self) -> list[int]:
+        return [k for k, key in enumerate(self.op.outputs) if not self.resident(key)]
+
+
+def _elem_bytes(op: NpuOp, slot: Slot) -> int:
+    return element_size_bytes(op.steps[slot[0]].input_types[slot[1]].dtype)
+
+
+def _out_elem_bytes(op: NpuOp, k: int) -> int:
+    return element_size_bytes(op.steps[-1].output_types[k].dtype)
+
+
+def burst_bytes(window: tuple[int, ...], full: tuple[int, ...], elem_bytes: int, burst: int) -> int:
+    """DDR bytes a DMA of ``window`` (a region shape of a ``full`` row-major tensor) moves in whole bursts."""
+    elements = math.prod(window)
+    if elements == 0:
+        return 0
+    run = elem_bytes
+    for w, f in zip(reversed(window), reversed(full)):
+        run *= w
+        if w != f:
+            break
+    runs = elements * elem_bytes // run
+    return runs * -(-run // burst) * burst
+
+
+def _size_candidates(dim: int) -> list[int]:
+    sizes = sorted({-(-dim // k) for k in SPLIT_COUNTS if k <= dim} | {1}, reverse=True)
+    return sizes
+
+
+def _thin(lists: list[list[int]], limit: int) -> list[list[int]]:
+    lists = [list(x) for x in lists]
+    while math.prod(len(x) for x in lists) > limit:
+        longest = max(range(len(lists)), key=lambda i: len(lists[i]))
+        x = lists[longest]
+        if len(x) <= 2:
+            break
+        lists[longest] = x[::2] + ([x[-1]] if len(x) % 2 == 0 else [])
+    return lists
+
+
+def _compute_cycles(problem: TilingProblem, tiles: Sequence[StepTile]) -> float:
+    """Cycles of one compute command computing ``tiles`` (setup excluded)."""
+    op = problem.op
+    return sum(cost_model.compute_cycles(problem.hw, op.unit, step, tile.out_region)
+               for step, tile in zip(op.steps, tiles))
+
+
+def whole_plan(problem: TilingProblem) -> TilePlan:
+    """The untiled plan: every streamed operand and output in one buffer."""
+    op = problem.op
+    tiles = whole_tile(op.steps)
+    slot_bytes = {slot: align_up(region_size(tiles[slot[0]].windows[slot[1]]) * _elem_bytes(op, slot),
+                                 problem.alignment)
+                  for slot, _ in problem.slots()}
+    out_shape = op.steps[-1].output_types[0].shape
+    out_elems = region_size(full_region(out_shape))
+    output_bytes = {k: align_up(out_elems * _out_elem_bytes(op, k), problem.alignment)
+                    for k in problem.streamed_outputs()}
+    load = sum(slot_bytes.values())
+    store = sum(output_bytes.values())
+    hw = problem.hw
+    compute = _compute_cycles(problem, tiles) + cost_model.unit_setup_cycles(hw, op.unit)
+    est = cost_model.tile_loop_cycles(hw, list(slot_bytes.values()), 0, 0, store, len(output_bytes), compute, 1)
+    return TilePlan(tuple(out_shape), None, tuple(range(len(out_shape))), slot_bytes,
+                    {s: 1 for s in slot_bytes}, output_bytes, 1, load + store, est, load + store)
+
+
+class OpTiling:
+    """Evaluates tile shapes of one operation; caches windows (they do not depend on residency)."""
+
+    def __init__(self, op: NpuOp, const_lookup: Callable[[str], np.ndarray | None]):
+        self.op = op
+        self.const_lookup = const_lookup
+        self.out_shape = tuple(op.steps[-1].output_types[0].shape)
+        self.tileable = can_tile(op.steps) and len(self.out_shape) > 0
+        self._windows: dict[Region, list[StepTile]] = {}
+        self._depends: dict[int, set[Slot]] | None = None
+        self.splittable = [d for d, n in enumerate(self.out_shape) if n > 1]
+        self.sizes = {d: _size_candidates(self.out_shape[d]) for d in self.splittable}
+
+    def windows(self, region: Region) -> list[StepTile]:
+        tiles = self._windows.get(region)
+        if tiles is None:
+            tiles = self._windows[region] = chain_tile(self.op.steps, region, self.const_lookup)
+        return tiles
+
+    def depends(self) -> dict[int, set[Slot]]:
+        """Output dimension -> the operand slots whose window moves along it."""
+        if self._depends is None:
+            self._depends = {}
+            full = full_region(self.out_shape)
+            for d in self.splittable:
+                half = -(-self.out_shape[d] // 2)
+                first = tuple((0, half) if e == d else r for e, r in enumerate(full))
+                second = tuple((half, self.out_shape[d]) if e == d else r for e, r in enumerate(full))
+                a, b = self.windows(first), self.windows(second)
+                self._depends[d] = {(s, j) for s, step in enumerate(self.op.steps)
+                                    for j, operand in enumerate(step.operands)
+                                    if isinstance(operand, str) and a[s].windows[j] != b[s].windows[j]}
+        return self._depends
+
+    def region_at(self, tile: tuple[int, ...], index: dict[int, int]) -> Region:
+        return tuple((index.get(d, 0) * t, min(dim, (index.get(d, 0) + 1) * t))
+                     for d, (dim, t) in enumerate(zip(self.out_shape, tile)))
+
+
+def _evaluate(problem: TilingProblem, tiling: OpTiling, tile: tuple[int, ...]) -> TilePlan:
+    """Working set and estimated cycles of one tile shape (windows of an interior tile)."""
+    op, hw = problem.op, problem.hw
+    out_shape = tiling.out_shape
+    slots = [slot for slot, _ in problem.slots()]
+    outputs = problem.streamed_outputs()
+    grid = tuple(-(-d // t) for d, t in zip(out_shape, tile))
+    split = [d for d in range(len(out_shape)) if grid[d] > 1]
+    interior = tiling.windows(tiling.region_at(tile, {d: 1 for d in split}))
+    all_depends = tiling.depends()
+    depends = {slot: {d for d in split if slot in all_depends.get(d, ())} for slot in slots}
+    tile_count = int(math.prod(grid))
+    burst = hw.ddr.burst_size_bytes
+    slot_bytes, slot_traffic = {}, {}
+    for slot in slots:
+        window = interior[slot[0]].windows[slot[1]]
+        eb = _elem_bytes(op, slot)
+        slot_bytes[slot] = align_up(region_size(window) * eb, problem.alignment)
+        slot_traffic[slot] = burst_bytes(region_shape(window), op.steps[slot[0]].input_types[slot[1]].shape,
+                                         eb, burst)
+    slot_buffers = {slot: (2 if depends[slot] else 1) for slot in slot_bytes}
+    tile_shape = region_shape(tiling.region_at(tile, {}))
+    tile_elems = math.prod(tile_shape)
+    output_bytes = {k: align_up(tile_elems * _out_elem_bytes(op, k), problem.alignment) for k in outputs}
+    output_buffers = 2 if tile_count > 1 else 1
+    working_set = sum(slot_bytes[s] * slot_buffers[s] for s in slot_bytes) + \
+        sum(output_bytes.values()) * output_buffers
+    # Loop order: the permutation of split dimensions that fetches the fewest bytes.
+    best: tuple[int, int, tuple[int, ...]] | None = None
+    for order in (itertools.permutations(split) if len(split) <= 4 else [tuple(split)]):
+        load = count = 0
+        for slot in slot_bytes:
+            if not depends[slot]:
+                continue
+            positions = [order.index(d) for d in depends[slot]]
+            fetches = int(math.prod(grid[order[i]] for i in range(max(positions) + 1)))
+            load += fetches * slot_traffic[slot]
+            count += fetches
+        if best is None or load < best[0]:
+            best = (load, count, tuple(order))
+    varying_bytes, varying_count, order = best
+    invariant = [slot_traffic[s] for s in slot_bytes if not depends[s]]
+    store_bytes = sum(burst_bytes(tile_shape, out_shape, _out_elem_bytes(op, k), burst) for k in outputs) \
+        * tile_count
+    compute = _compute_cycles(problem, interior) + cost_model.unit_setup_cycles(hw, op.unit)
+    est = cost_model.tile_loop_cycles(hw, invariant, varying_bytes, varying_count, store_bytes,
+                                      len(outputs) * tile_count, compute, tile_count)
+    load_bytes = varying_bytes + sum(invariant)
+    full_order = order + tuple(d for d in range(len(out_shape)) if d not in order)
+    return TilePlan(out_shape, tuple(tile), full_order, slot_bytes, slot_buffers, output_bytes,
+                    output_buffers, working_set, est, int(load_bytes + store_bytes))
+
+
+def exact_working_set(problem: TilingProblem, tiling: OpTiling, plan: TilePlan) -> TilePlan:
+    """``plan`` with buffer sizes measured over every tile (windows can vary between tiles)."""
+    if plan.tile_shape is None or plan.tile_count == 1:
+        return plan
+    op = problem.op
+    slot_bytes = dict(plan.slot_bytes)
+    for region in plan.tiles():
+        tiles = tiling.windows(region)
+        for slot in slot_bytes:
+            size = align_up(region_size(tiles[slot[0]].windows[slot[1]]) * _elem_bytes(op, slot),
+                            problem.alignment)
+            slot_bytes[slot] = max(slot_bytes[slot], size)
+    if slot_bytes == plan.slot_bytes:
+        return plan
+    working_set = sum(slot_bytes[s] * plan.slot_buffers[s] for s in slot_bytes) + \
+        sum(plan.output_bytes.values()) * plan.output_buffers
+    return TilePlan(plan.out_shape, plan.tile_shape, plan.loop_order, slot_bytes, plan.slot_buffers,
+                    plan.output_bytes, plan.output_buffers, working_set, plan.est_cycles, plan.dma_bytes)
+
+
+def _rank(plan: TilePlan) -> tuple:
+    return (plan.est_cycles, plan.tile_count, plan.working_set_bytes)
+
+
+class Tiler:
+    """Chooses tile plans: a coarse grid of tile shapes, then a local search around the best.
+
+    Evaluations are cached per operation and residency of its operands.
+    """
+
+    def __init__(self, hw, const_lookup: Callable[[str], np.ndarray | None], alignment: int = 16):
+        self.hw = hw
+        self.const_lookup = const_lookup
+        self.alignment = alignment
+        self._tilings: dict[int, OpTiling] = {}
+        self._evals: dict[tuple, TilePlan] = {}
+        self._coarse: dict[tuple, list[TilePlan]] = {}
+        self._exact: dict[tuple, TilePlan] = {}
+
+    def tiling(self, op: NpuOp) -> OpTiling:
+        t = self._tilings.get(id(op))
+        if t is None:
+            t = self._tilings[id(op)] = OpTiling(op, self.const_lookup)
+        return t
+
+    def _key(self, op: NpuOp, resident: Callable[[str], bool]) -> tuple:
+        return (id(op), tuple(resident(k) for k in (*op.inputs, *op.outputs)))
+
+    def _eval(self, problem: TilingProblem, key: tuple, tile: tuple[int, ...]) -> TilePlan:
+        plan = self._evals.get(key + (tile,))
+        if plan is None:
+            plan = self._evals[key + (tile,)] = _evaluate(problem, self.tiling(problem.op), tile)
+        return plan
+
+    def _coarse_plans(self, problem: TilingProblem, key: tuple) -> list[TilePlan]:
+        plans = self._coarse.get(key)
+        if plans is None:
+            tiling = self.tiling(problem.op)
+            if not tiling.tileable:
+                plans = [whole_plan(problem)]
+            elif not problem.slots() and not problem.streamed_outputs():
+                plans = [self._eval(problem, key, tiling.out_shape)]   # all in TCM: one tile
+            else:
+                lists = _thin([tiling.sizes[d] for d in tiling.splittable], MAX_CANDIDATES)
+                plans = []
+                for sizes in itertools.product(*lists):
+                    tile = list(tiling.out_shape)
+                    for d, size in zip(tiling.splittable, sizes):
+                        tile[d] = size
+                    plans.append(self._eval(problem, key, tuple(tile)))
+                plans.sort(key=_rank)
+            self._coarse[key] = plans
+        return plans
+
+    def _fits(self, problem: TilingProblem, key: tuple, plan: TilePlan, budget: int) -> TilePlan | None:
+        if plan.working_set_bytes > budget:
+            return None
+        exact = self._exact.get(key + (plan.tile_shape,))
+        if exact is None:
+            exact = self._exact[key + (plan.tile_shape,)] = exact_working_set(problem, self.tiling(problem.op), plan)
+        return exact if exact.working_set_bytes <= budget else None
+
+    def plan(self, op: NpuOp, resident: Callable[[str], bool], budget_bytes: int) -> TilePlan | None:
+        """The cheapest plan found whose working set fits ``budget_bytes``, or None."""
+        key = self._key(op, resident)
+        problem = TilingProblem(op, resident, self.const_lookup, self.hw, self.alignment)
+        best = None
+        for plan in self._coarse_plans(problem, key):
+            best = self._fits(problem, key, plan, budget_bytes)
+            if best is not None:
+                break
+        if best is None or best.tile_shape is None:
+            return best
+        return self._refine(problem, key, best, budget_bytes)
+
+    def _refine(self, problem: TilingProblem, key: tuple, best: TilePlan, budget: int) -> TilePlan:
+        """Local search: move one dimension one size up or down while the estimate improves."""
+        tiling = self.tiling(problem.op)
+        for _ in range(32):
+            improved = False
+            for d in tiling.splittable:
+                sizes = tiling.sizes[d]
+                pos = sizes.index(best.tile_shape[d]) if best.tile_shape[d] in sizes else None
+                if pos is None:
+                    continue
+                for npos in (pos - 1, pos + 1):
+                    if not 0 <= npos < len(sizes):
+                        continue
+                    tile = list(best.tile_shape)
+                    tile[d] = sizes[npos]
+                    candidate = self._eval(problem, key, tuple(tile))
+                    if _rank(candidate) < _rank(best):
+                        fitting = self._fits(problem, key, candidate, budget)
+                        if fitting is not None:
+                            best, improved = fitting, True
+            if not improved:
+                break
+        return best
+
+    def smallest(self, op: NpuOp, resident: Callable[[str], bool]) -> TilePlan:
+        """The plan with the smallest working set (for error messages and eviction)."""
+        key = self._key(op, resident)
+        problem = TilingProblem(op, resident, self.const_lookup, self.hw, self.alignment)
+        return min(self._coarse_plans(problem, key), key=lambda p: p.working_set_bytes)
+
+
+def too_big_error(op: NpuOp, plan: TilePlan, budget_bytes: int, tcm_bytes: int) -> ScheduleError:
+    """The error for an operation whose smallest legal tile does not fit."""
+    what = "untiled operation" if plan.tile_shape is None else f"smallest tile {list(plan.tile_shape)}"
+    return ScheduleError(
+        f"{op.name}: {what} of output {list(plan.out_shape)} needs {plan.working_set_bytes} bytes of TCM, "
+        f"only {budget_bytes} of {tcm_bytes} available")

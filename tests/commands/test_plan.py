@@ -1,0 +1,68 @@
+"""``npu-sim plan``: the Program listing and memory-plan statistics, and its errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from npu_sim.cli import main
+from npu_sim.hw.config import load_hw_config
+from npu_sim.program import Allocation, DmaCommand, MemorySpace, Program, View
+from npu_sim.tosa.dtype import DType
+from reports.plan_stats import format_plan_stats, plan_stats
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _cli(args: list, capsys) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_plan_prints_listing_and_stats(capsys):
+    code, out, err = _cli(["plan", EXAMPLES / "conv_rescale_int8.tosa", "--hw", "tiny"], capsys)
+    assert (code, err) == (0, "")
+    assert out.startswith("ddr = alloc_storage(size=")
+    assert "tcm = alloc_storage(size=" in out and "mac_array: CONV2D+RESCALE+CLAMP" in out
+    stats_line = next(line for line in out.splitlines() if line.startswith("TCM: peak"))
+    assert "lower bound" in stats_line and "overhead" in stats_line
+    assert f"plan of {EXAMPLES / 'conv_rescale_int8.tosa'} for tiny:" in out
+
+
+def test_plan_json(capsys):
+    code, out, err = _cli(["plan", EXAMPLES / "while_loop_int32.tosa", "--hw", "edge", "--json"], capsys)
+    assert (code, err) == (0, "")
+    stats = json.loads(out)
+    assert stats["hw_config"] == "edge" and stats["commands_per_unit"]["sequencer"] >= 1
+    assert 0 < stats["tcm_lower_bound_bytes"] <= stats["peak_tcm_bytes"] <= stats["tcm_size_bytes"]
+    assert stats["commands"] == sum(stats["commands_per_unit"].values())
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--hw", "nosuch"], "unknown hardware config"),
+    (["--hw", "edge", "--bogus"], "--bogus"),
+])
+def test_plan_errors_exit_2_with_one_line(args, message, capsys):
+    code, out, err = _cli(["plan", EXAMPLES / "conv_rescale_int8.tosa", *args], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
+
+
+def test_plan_stats_of_a_hand_built_program():
+    tcm = View(MemorySpace.TCM, 0, (64,), DType.INT8)
+    ddr = View(MemorySpace.DDR, 0, (64,), DType.INT8)
+    commands = [DmaCommand(0, 0, ddr, tcm), DmaCommand(1, 1, tcm, ddr, deps=(0,))]
+    allocations = [Allocation("x", MemorySpace.DDR, 0, 64, "input"),
+                   Allocation("t", MemorySpace.TCM, 0, 64, "tile", 0, 1),
+                   Allocation("u", MemorySpace.TCM, 64, 32, "tile", 1, 1)]
+    program = Program({MemorySpace.DDR: 128, MemorySpace.TCM: 256}, allocations, commands, graph_name="g")
+    stats = plan_stats(program, load_hw_config("edge"))
+    assert stats["commands_per_unit"] == {"dma0": 1, "dma1": 1}
+    assert (stats["peak_tcm_bytes"], stats["tcm_lower_bound_bytes"], stats["tcm_overhead"]) == (96, 96, 0.0)
+    assert stats["memories"]["tcm"] == {"plan_size_bytes": 256, "allocations": 2, "allocated_bytes": 96,
+                                        "bytes_by_kind": {"tile": 96}}
+    text = format_plan_stats(stats)
+    assert "TCM: peak 96 B of 512 KiB; lower bound 96 B; overhead 0.0%" in text
+    assert "spilled to DDR: nothing" in text

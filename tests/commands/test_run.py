@@ -1,0 +1,236 @@
+"""``npu-sim run`` end to end: outputs bit-identical to ``npu-sim exec``, the report files, errors.
+
+``exec`` (the reference executor, itself checked against Arm's reference model) is the
+golden side: the simulated NPU must return the very same bits on every example graph the
+scheduler supports, on every preset, with the same inputs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import npu_sim
+from npu_sim.cli import main
+from npu_sim.errors import InputError, UnsupportedFeatureError
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.flatbuffer_io import write_graph
+from npu_sim.tosa.ir import Block, Graph, Operator, Region, Tensor
+from npu_sim.tosa.ops import Op
+from tests.reports.trace_checks import check_trace_document
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SMALL = ["conv_rescale_int8", "add_mul_fp32", "cond_if_int32", "while_loop_int32", "variable_counter_int32"]
+BIG = ["ds_cnn_kws_int8", "lstm_stateful_int8"]
+PRESETS = ["tiny", "edge", "server"]
+REQUIRED = ("graph", "hw_config", "invocations", "total_cycles", "per_invocation_cycles", "clock_hz",
+            "ddr_read_bytes", "ddr_write_bytes", "peak_tcm_bytes", "tcm_lower_bound_bytes", "ops",
+            "utilization", "outputs")
+OP_FIELDS = ("name", "op", "unit", "start_cycle", "end_cycle", "macs", "ddr_read_bytes", "ddr_write_bytes")
+
+
+def _cli(args: list, capsys) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _bits(array: np.ndarray) -> bytes:
+    return np.ascontiguousarray(array).tobytes()
+
+
+def _check_same_outputs(run_dir: Path, exec_dir: Path) -> dict:
+    run = json.loads((run_dir / "summary.json").read_text())
+    ref = json.loads((exec_dir / "summary.json").read_text())
+    assert run["outputs"] == ref["outputs"]
+    for name, file in ref["outputs"].items():
+        got, want = np.load(run_dir / file), np.load(exec_dir / file)
+        assert (got.dtype, got.shape) == (want.dtype, want.shape), name
+        assert _bits(got) == _bits(want), f"output {name} differs from exec"
+    return run
+
+
+def _check_report(out: Path, summary: dict, hw_name: str) -> None:
+    hw = npu_sim.load_hw_config(hw_name)
+    assert all(key in summary for key in REQUIRED)
+    assert summary["hw_config"] == hw_name and summary["clock_hz"] == hw.clock_hz
+    assert summary["total_cycles"] >= sum(summary["per_invocation_cycles"]) > 0
+    assert len(summary["per_invocation_cycles"]) == summary["invocations"]
+    assert summary["ops"] and all(all(k in op for k in OP_FIELDS) for op in summary["ops"])
+    assert sum(op["macs"] for op in summary["ops"]) == summary["macs"]
+    assert sum(op["ddr_read_bytes"] for op in summary["ops"]) == summary["ddr_read_bytes"]
+    assert sum(op["ddr_write_bytes"] for op in summary["ops"]) == summary["ddr_write_bytes"]
+    assert 0 < summary["tcm_lower_bound_bytes"] <= summary["peak_tcm_bytes"] <= hw.tcm.size_bytes
+    assert all(0.0 <= u <= 1.0 for u in summary["utilization"].values())
+    units = [f"dma{i}" for i in range(hw.dma.engine_count)] + ["mac_array", "vector", "lut"]
+    assert list(summary["utilization"]) == units
+    names = check_trace_document(json.loads((out / "trace.json").read_text()))
+    unit_tracks = [n for (pid, _), n in names.items() if pid == 1]
+    assert unit_tracks[: len(units)] == units and len(set(unit_tracks)) == len(unit_tracks)
+    assert (out / "memory_timeline.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _run_and_exec(graph: Path, hw: str, tmp_path: Path, capsys, extra: list) -> tuple[dict, str]:
+    code, out, err = _cli(["run", graph, "--hw", hw, *extra, "-o", tmp_path / "run"], capsys)
+    assert (code, err) == (0, ""), err
+    _check_report(tmp_path / "run", json.loads((tmp_path / "run" / "summary.json").read_text()), hw)
+    code, _, err = _cli(["exec", graph, *extra, "-o", tmp_path / "exec"], capsys)
+    if code == 1 and "KernelBugError" in err:
+        # A known bug on the golden side (rank-0 GREATER returns shape [1]): nothing to compare with.
+        pytest.xfail(f"npu-sim exec fails: {err.strip()}")
+    assert (code, err) == (0, ""), err
+    summary = _check_same_outputs(tmp_path / "run", tmp_path / "exec")
+    return summary, out
+
+
+#: Inputs given explicitly (the others are random): a random loop count could be 32767.
+GIVEN_INPUTS = {"while_loop_int32": {"n": np.array(5, dtype=np.int32)}}
+
+
+@pytest.mark.parametrize("hw", PRESETS)
+@pytest.mark.parametrize("example", SMALL)
+def test_run_matches_exec_on_small_examples(example, hw, tmp_path, capsys):
+    given = []
+    for name, value in GIVEN_INPUTS.get(example, {}).items():
+        np.save(tmp_path / f"{name}.npy", value)
+        given += ["-i", f"{name}={tmp_path / name}.npy"]
+    summary, stdout = _run_and_exec(EXAMPLES / f"{example}.tosa", hw, tmp_path, capsys,
+                                    [*given, "--random-inputs", 7])
+    assert "NPU operations" in stdout and f"report: {tmp_path / 'run' / 'summary.json'}" in stdout
+    assert "random (seed 7)" in summary["inputs"].values()
+
+
+@pytest.mark.parametrize("hw", PRESETS)
+@pytest.mark.parametrize("example", BIG)
+def test_run_matches_exec_on_real_models(example, hw, tmp_path, capsys):
+    summary, _ = _run_and_exec(EXAMPLES / f"{example}.tosa", hw, tmp_path, capsys, ["--random-inputs", 3])
+    assert summary["macs"] > 0
+
+
+def test_invocations_carry_variables_like_exec(tmp_path, capsys):
+    increments = np.arange(3 * 4, dtype=np.int32).reshape(3, 1, 4) - 5
+    np.save(tmp_path / "inc.npy", increments)
+    summary, _ = _run_and_exec(EXAMPLES / "variable_counter_int32.tosa", "edge", tmp_path, capsys,
+                               ["-n", 3, "-i", tmp_path / "inc.npy"])
+    got = np.load(tmp_path / "run" / summary["outputs"]["state_next"])
+    np.testing.assert_array_equal(got, np.cumsum(increments, axis=0))  # the counter persists
+    assert summary["invocations"] == 3 and {op["invocation"] for op in summary["ops"]} == {0, 1, 2}
+
+
+def test_lstm_state_persists_over_invocations(tmp_path, capsys):
+    x = np.random.default_rng(5).integers(-128, 128, size=(2, 1, 4, 8)).astype(np.int8)
+    np.save(tmp_path / "x.npy", x)
+    summary, _ = _run_and_exec(EXAMPLES / "lstm_stateful_int8.tosa", "edge", tmp_path, capsys,
+                               ["-n", 2, "-i", f"TosaInput_0={tmp_path / 'x.npy'}"])
+    assert summary["variable_sram_bytes"] > 0
+
+
+def _unsupported_graph() -> Graph:
+    """A graph with a TOSA 1.1-draft operator (ROW_GATHER), which neither side runs."""
+    tensors = {"x": Tensor("x", (2, 4), DType.INT32), "i": Tensor("i", (2, 1), DType.INT32),
+               "y": Tensor("y", (2, 4), DType.INT32)}
+    block = Block("main", [Operator(Op.ROW_GATHER, ["x", "i"], ["y"])], tensors, ["x", "i"], ["y"])
+    return Graph([Region("main", [block])])
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+ERROR_CASES = {
+    "unknown preset": (["--hw", "nosuch", "--random-inputs", 0], "unknown hardware config 'nosuch'"),
+    "bad config field": (["--hw", "{bad}", "--random-inputs", 0], "ddr.bandwidth_bytes_per_cycle"),
+    "unparsable config": (["--hw", "{broken}", "--random-inputs", 0], "not valid YAML"),
+    "missing config file": (["--hw", "missing.yaml", "--random-inputs", 0], "not found"),
+    "missing input": (["--hw", "edge"], "missing input 'input'"),
+    "missing input with -n": (["--hw", "edge", "-n", 2], "missing input 'input'"),
+    "bad -n": (["--hw", "edge", "-n", 0], "-n must be at least 1"),
+    "TCM too small": (["--hw", "{small}", "--random-inputs", 0], "TCM"),
+    "unsupported op": (["--hw", "edge", "--random-inputs", 0], "ROW_GATHER"),
+    "missing graph": (["--hw", "edge", "--random-inputs", 0], "no such file"),
+}
+
+
+@pytest.mark.parametrize("case", ERROR_CASES)
+def test_errors_exit_2_with_one_line(case, tmp_path, capsys):
+    files = {
+        "bad": _write(tmp_path / "bad.yaml", "extends: edge\nddr:\n  bandwidth_bytes_per_cycle: 0\n"),
+        "broken": _write(tmp_path / "broken.yaml", "tcm: [1, 2\n"),
+        "small": _write(tmp_path / "small.yaml",
+                        "extends: edge\ntcm:\n  size_bytes: 256\n  bank_count: 1\n  port_count: 1\n"),
+    }
+    args, message = ERROR_CASES[case]
+    args = [str(a).format(**files) for a in args]
+    graph = EXAMPLES / "conv_rescale_int8.tosa"
+    if case == "unsupported op":
+        graph = tmp_path / "row_gather.tosa"
+        graph.write_bytes(write_graph(_unsupported_graph()))
+    elif case == "missing graph":
+        graph = tmp_path / "nothere.tosa"
+    code, out, err = _cli(["run", graph, *args, "-o", tmp_path / "out"], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+
+# --- the Python API -------------------------------------------------------------------------
+
+def test_simulate_api_matches_execute():
+    graph = npu_sim.load_graph(EXAMPLES / "conv_rescale_int8.tosa")
+    x = np.random.default_rng(2).integers(-128, 128, size=(1, 8, 8, 3)).astype(np.int8)
+    result = npu_sim.simulate(graph, npu_sim.load_hw_config("edge"), {"input": x})
+    want = npu_sim.execute(graph, {"input": x})
+    assert _bits(result.outputs["output"]) == _bits(want["output"])
+    assert result.summary["total_cycles"] == result.total_cycles > 0
+    assert result.plan is result.program and result.trace.commands
+    assert result.summary["graph"] == result.program.graph_name  # a Graph object has no file name
+
+
+def test_simulate_api_stacks_invocations_and_keeps_variables():
+    path = EXAMPLES / "variable_counter_int32.tosa"
+    inc = np.arange(8, dtype=np.int32).reshape(2, 1, 4)
+    result = npu_sim.simulate(str(path), "tiny", {"increment": inc}, invocations=2)
+    session = npu_sim.Session(npu_sim.load_graph(path))
+    want = np.stack([session.invoke({"increment": inc[k]})["state_next"] for k in range(2)])
+    assert _bits(result.outputs["state_next"]) == _bits(want)
+    assert result.summary["invocations"] == 2 and result.summary["graph"] == str(path)
+
+
+@pytest.mark.parametrize("inputs, invocations, message", [
+    ({}, 1, "missing input 'increment'"),
+    ({"increment": np.zeros((1, 4), np.int32)}, 2, "leading axis of 2"),
+    ({"increment": np.zeros((2, 1, 4), np.int8)}, 2, "expected INT32"),
+    ({"increment": np.zeros((1, 4), np.int32)}, 0, "invocations must be an integer >= 1"),
+])
+def test_simulate_api_input_errors(inputs, invocations, message):
+    with pytest.raises(InputError, match=message):
+        npu_sim.simulate(EXAMPLES / "variable_counter_int32.tosa", "edge", inputs, invocations)
+
+
+def test_simulate_api_refuses_unsupported_operators():
+    with pytest.raises(UnsupportedFeatureError, match="ROW_GATHER"):
+        npu_sim.simulate(_unsupported_graph(), "edge",
+                         {"x": np.zeros((2, 4), np.int32), "i": np.zeros((2, 1), np.int32)})
+
+
+@pytest.mark.parametrize("selector", [3, -1])
+def test_cond_if_example_takes_the_right_branch(selector):
+    rng = np.random.default_rng(abs(selector))
+    a, b = (rng.integers(-1000, 1000, size=(2, 3)).astype(np.int32) for _ in range(2))
+    inputs = {"selector": np.array(selector, np.int32), "a": a, "b": b}
+    result = npu_sim.simulate(EXAMPLES / "cond_if_int32.tosa", "edge", inputs)
+    np.testing.assert_array_equal(result.outputs["output"], a + b if selector > 0 else a - b)
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_while_loop_example_runs_n_iterations(n):
+    x = np.array([3, -7, 11, 0], np.int32)
+    result = npu_sim.simulate(EXAMPLES / "while_loop_int32.tosa", "tiny", {"x": x, "n": np.array(n, np.int32)})
+    np.testing.assert_array_equal(result.outputs["acc_final"], n * x)
+    assert int(result.outputs["i_final"]) == n
+    loop = [op for op in result.summary["ops"] if op["unit"] == "sequencer"]
+    assert len(loop) == 1 and loop[0]["op"] == "WHILE_LOOP"

@@ -1,0 +1,125 @@
+"""Hardware configs: presets, extends, validation errors naming the field, and `npu-sim hw`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from npu_sim.cli import main
+from npu_sim.errors import ConfigError
+from npu_sim.hw.config import (PRESET_DIR, deep_merge, hw_config_from_dict, load_hw_config, preset_names,
+                               resolved_config_dict)
+from tests.hw.hw_programs import config_dict
+
+
+def test_presets_load_with_their_headline_figures():
+    assert {"tiny", "edge", "server", "ethos-u55-256", "ethos-u65-256"} <= set(preset_names())
+    tiny, edge, server = load_hw_config("tiny"), load_hw_config("edge"), load_hw_config("server")
+    assert (tiny.mac_array.int8_macs_per_cycle, tiny.tcm.size_bytes, tiny.clock_hz,
+            tiny.ddr.bandwidth_bytes_per_cycle) == (128, 256 * 1024, 500_000_000, 8)
+    assert (edge.mac_array.int8_macs_per_cycle, edge.tcm.size_bytes, edge.clock_hz,
+            edge.ddr.bandwidth_bytes_per_cycle, edge.ddr.read_latency_cycles,
+            edge.ddr.write_latency_cycles, edge.ddr.burst_size_bytes) == (
+        256, 512 * 1024, 1_000_000_000, 16, 500, 250, 128)
+    assert (server.mac_array.int8_macs_per_cycle, server.tcm.size_bytes,
+            server.ddr.bandwidth_bytes_per_cycle) == (4096, 4 * 1024 * 1024, 64)
+    assert "fp32" not in tiny.mac_array.macs_per_cycle  # like the Ethos-U55: no floating point
+
+
+def test_repo_hw_configs_folder_is_the_preset_folder():
+    repo = Path(__file__).resolve().parents[2]
+    assert (repo / "hw_configs").resolve() == PRESET_DIR.resolve()
+
+
+def test_extends_deep_merges_a_preset(tmp_path):
+    path = tmp_path / "fast_edge.yaml"
+    path.write_text("extends: edge\nddr:\n  bandwidth_bytes_per_cycle: 32\n")
+    config = load_hw_config(path)
+    assert config.name == "fast_edge"
+    assert config.description == "edge with overrides"
+    assert config.ddr.bandwidth_bytes_per_cycle == 32
+    assert config.ddr.read_latency_cycles == 500  # kept from edge
+    assert load_hw_config("ethos-u65-256").ddr.bandwidth_bytes_per_cycle == 12
+
+
+def test_extends_a_relative_path_and_detects_cycles(tmp_path):
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    with pytest.raises(ConfigError, match="extends cycle"):
+        load_hw_config(tmp_path / "a.yaml")
+
+
+def test_int8_rate_is_implied_by_the_array():
+    data = config_dict(mac_array={"rows": 4, "cols": 8, "macs_per_cycle": {"int16": 16}})
+    assert hw_config_from_dict(data).mac_array.macs_per_cycle == {"int8": 32, "int16": 16}
+
+
+def test_deep_merge_replaces_scalars_and_merges_mappings():
+    assert deep_merge({"a": {"x": 1, "y": 2}, "b": 1}, {"a": {"y": 3}, "b": {"z": 1}}) == {
+        "a": {"x": 1, "y": 3}, "b": {"z": 1}}
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"ddr": {"bandwith_bytes_per_cycle": 16}}, r"^test: ddr\.bandwith_bytes_per_cycle: Extra inputs"),
+    ({"ddr": {"bandwidth_bytes_per_cycle": 0}}, r"^test: ddr\.bandwidth_bytes_per_cycle: .*greater than 0"),
+    ({"tcm": {"size_bytes": -4}}, r"^test: tcm\.size_bytes: .*greater than 0"),
+    ({"clock_hz": 0}, r"^test: clock_hz: .*greater than 0"),
+    ({"ddr": {"size_bytes": 32}}, r"^test: ddr\.burst_size_bytes: a burst of 64 bytes is larger than the DDR"),
+    ({"tcm": {"bank_count": 3}}, r"^test: tcm\.bank_count: 3 banks do not divide size_bytes"),
+    ({"mac_array": {"macs_per_cycle": {"int8": 64}}},
+     r"^test: mac_array\.macs_per_cycle\.int8: 64 is inconsistent with rows\*cols = 32"),
+    ({"mac_array": {"macs_per_cycle": {"int16": 12}}}, r"^test: mac_array\.macs_per_cycle\.int16: 12 must divide"),
+    ({"vector": {"elements_per_cycle": {"int8": 8, "int7": 4}}}, r"^test: vector\.elements_per_cycle\.int7: unknown dtype"),
+    ({"dma": {"engine_count": "two"}}, r"^test: dma\.engine_count: "),
+    ({"lut": {"elements_per_cycle": 2.5}}, r"^test: lut\.elements_per_cycle: "),
+])
+def test_invalid_configs_name_the_field(overrides, message):
+    data = config_dict(**overrides)
+    with pytest.raises(ConfigError, match=message) as info:
+        hw_config_from_dict(data, "test")
+    assert "\n" not in str(info.value)
+
+
+def test_missing_field_is_named():
+    data = config_dict()
+    del data["lut"]["setup_cycles"]
+    with pytest.raises(ConfigError, match=r"^test: lut\.setup_cycles: Field required$"):
+        hw_config_from_dict(data, "test")
+
+
+def test_unknown_preset_and_missing_file():
+    with pytest.raises(ConfigError, match="unknown hardware config 'nosuch'.*edge"):
+        load_hw_config("nosuch")
+    with pytest.raises(ConfigError, match="not found"):
+        load_hw_config("missing/dir/config.yaml")
+
+
+def test_bad_yaml_and_non_mapping(tmp_path):
+    (tmp_path / "bad.yaml").write_text("ddr: [1, 2\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_hw_config(tmp_path / "bad.yaml")
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="must be a mapping"):
+        load_hw_config(tmp_path / "list.yaml")
+
+
+def test_cli_hw_list_and_show(capsys):
+    assert main(["hw", "list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("tiny", "edge", "server"))
+    assert main(["hw", "show", "ethos-u55-256"]) == 0
+    shown = yaml.safe_load(capsys.readouterr().out)
+    assert shown == resolved_config_dict("ethos-u55-256")
+    assert shown["mac_array"]["rows"] == 16 and shown["dma"]["engine_count"] == 2  # from tiny
+
+
+def test_cli_hw_show_unknown_exits_2_with_one_line():
+    result = subprocess.run([sys.executable, "-m", "npu_sim.cli", "hw", "show", "nosuch"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: unknown hardware config")

@@ -1,0 +1,87 @@
+"""Byte-array memories: typed strided views, written-ness tracking, bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from npu_sim.errors import MemoryAccessError
+from npu_sim.hw.memory import Memory, named
+from npu_sim.program import MemorySpace, View
+from npu_sim.tosa.dtype import DType
+
+TCM = MemorySpace.TCM
+
+
+def test_strided_view_writes_and_reads_the_right_bytes():
+    memory = Memory(TCM, 64)
+    column = View(TCM, 2, (3,), DType.INT16, strides_bytes=(8,))  # every 8th byte from 2
+    memory.access(column).write(np.array([1, -2, 0x0304], np.int16))
+    assert bytes(memory.data[2:4]) == b"\x01\x00"
+    assert bytes(memory.data[10:12]) == b"\xfe\xff"
+    assert bytes(memory.data[18:20]) == b"\x04\x03"
+    assert memory.written.sum() == 6
+    np.testing.assert_array_equal(memory.access(column).read(), [1, -2, 0x0304])
+
+
+def test_negative_strides_read_backwards():
+    memory = Memory(TCM, 16)
+    memory.access(View(TCM, 0, (4,), DType.INT8)).write(np.array([1, 2, 3, 4], np.int8))
+    backwards = View(TCM, 3, (4,), DType.INT8, strides_bytes=(-1,))
+    np.testing.assert_array_equal(memory.access(backwards).read(), [4, 3, 2, 1])
+
+
+def test_int48_round_trips_through_six_bytes():
+    memory = Memory(TCM, 32)
+    view = View(TCM, 1, (2,), DType.INT48)
+    values = np.array([-(2 ** 47), 2 ** 47 - 1], np.int64)
+    memory.access(view).write(values)
+    assert memory.written.sum() == 12
+    np.testing.assert_array_equal(memory.access(view).read(), values)
+
+
+def test_bool_is_one_byte_zero_or_one():
+    memory = Memory(TCM, 8)
+    view = View(TCM, 0, (3,), DType.BOOL)
+    memory.access(view).write(np.array([True, False, True]))
+    assert bytes(memory.data[:3]) == b"\x01\x00\x01"
+    np.testing.assert_array_equal(memory.access(view).read(), [True, False, True])
+
+
+def test_reading_a_byte_never_written_names_the_element():
+    memory = Memory(TCM, 16)
+    memory.access(View(TCM, 0, (3,), DType.INT32)).write(np.array([1, 2, 3], np.int32))
+    view = View(TCM, 0, (4,), DType.INT32)
+    with pytest.raises(MemoryAccessError, match=r"^command 7: reads tcm\[0x0\] 4 INT32 element \[3\], "
+                                                 r"which was never written$"):
+        with named("command 7"):
+            memory.access(view).read()
+
+
+def test_out_of_bounds_views_and_loads_are_refused():
+    memory = Memory(TCM, 16)
+    with pytest.raises(MemoryAccessError, match=r"spans bytes \[8, 24\) outside tcm of 16 bytes"):
+        memory.access(View(TCM, 8, (4,), DType.INT32))
+    with pytest.raises(MemoryAccessError, match=r"spans bytes \[-4, 4\)"):
+        memory.access(View(TCM, 0, (2,), DType.INT32, strides_bytes=(-4,)))
+    with pytest.raises(MemoryAccessError, match=r"bytes \[10, 20\) outside tcm"):
+        memory.load(10, bytes(10))
+
+
+def test_wrong_dtype_or_size_writes_are_refused():
+    memory = Memory(TCM, 16)
+    access = memory.access(View(TCM, 0, (2,), DType.INT32))
+    with pytest.raises(MemoryAccessError, match="writes int16 data"):
+        access.write(np.zeros(2, np.int16))
+    with pytest.raises(MemoryAccessError, match=r"writes shape \[3\]"):
+        access.write(np.zeros(3, np.int32))
+
+
+def test_dma_copy_moves_bytes_between_strided_views():
+    memory = Memory(TCM, 64)
+    src = View(TCM, 0, (2, 3), DType.INT8)
+    dst = View(TCM, 32, (2, 3), DType.INT8, strides_bytes=(8, 2))
+    memory.access(src).write(np.arange(6, dtype=np.int8).reshape(2, 3))
+    memory.access(dst).copy_from(memory.access(src))
+    assert list(memory.data[32:45]) == [0, 0, 1, 0, 2, 0, 0, 0, 3, 0, 4, 0, 5]
+    np.testing.assert_array_equal(memory.access(dst).read(), np.arange(6).reshape(2, 3))

@@ -1,0 +1,62 @@
+import numpy as np
+import pytest
+
+from npu_sim.errors import UnsupportedFeatureError
+from npu_sim.tosa.builder import GraphBuilder
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import Operator
+from npu_sim.tosa.ops import Op
+from scheduler.lowering import lower
+from scheduler.npu_ops import OpKind, ValueKind
+from tests.scheduler.graphs import small_cnn
+
+
+def test_small_cnn_lowers_to_fused_compute_operations():
+    lowered = lower(small_cnn())
+    ops = lowered.main.ops
+    assert [o.op_label for o in ops] == [
+        "CONV2D+RESCALE+CLAMP", "DEPTHWISE_CONV2D+RESCALE+CLAMP", "RESCALE",
+        "CONV2D+RESCALE+RESCALE+ADD", "RESCALE", "MAX_POOL2D"]
+    assert [o.unit for o in ops] == ["mac_array", "mac_array", "vector", "mac_array", "vector", "vector"]
+    conv = ops[0]
+    assert conv.macs == 16 * 16 * 8 * 3 * 3 * 4
+    # chained steps hand their output on as "output 0 of step k"
+    assert conv.steps[1].operands[0] == 0 and conv.steps[2].operands[0] == 1
+    add = ops[3].steps[-1]
+    assert 2 in add.operands and any(isinstance(o, str) for o in add.operands)
+    kinds = {v.kind for v in lowered.values.values()}
+    assert kinds == {ValueKind.INPUT, ValueKind.OUTPUT, ValueKind.CONSTANT, ValueKind.INTERMEDIATE}
+
+
+def test_variables_reshape_and_control_flow():
+    b = GraphBuilder()
+    x = b.input("x", (2, 3), DType.INT32)
+    c = b.input("c", (1,), DType.BOOL)
+    v = b.variable("acc", (2, 3), DType.INT32, np.zeros((2, 3), np.int32))
+    r = b.variable_read(v)
+    s = b.op(Op.ADD, [r, x])
+    b.variable_write(v, s)
+    flat = b.op(Op.RESHAPE, [s, b.const_shape(None, [6])])
+    (y,) = b.cond_if(c, [flat], lambda bb, a: bb.op(Op.ADD, [a, a]), lambda bb, a: a)
+    b.output(y)
+    lowered = lower(b.build())
+    ops = lowered.main.ops
+    assert [o.kind for o in ops] == [OpKind.COPY, OpKind.COMPUTE, OpKind.COPY, OpKind.COPY, OpKind.COND_IF]
+    read, add, write, reshape, cond = ops
+    assert read.sources == ("var:acc",) and write.outputs == ("var:acc",)
+    assert lowered.values["var:acc"].kind is ValueKind.VARIABLE
+    assert reshape.extra["alias_ok"] is True
+    then_block, else_block = cond.blocks
+    assert all(k.startswith(then_block.name + "/") for k in then_block.inputs + then_block.outputs)
+    assert lowered.values[then_block.inputs[0]].kind is ValueKind.BOUND
+    assert else_block.inputs == else_block.outputs   # the else branch passes its argument through
+
+
+def test_unsupported_operator_named():
+    b = GraphBuilder()
+    x = b.input("x", (2,), DType.INT32)
+    b.output(b.op(Op.ABS, [x]))
+    g = b.build()
+    g.main.operators.append(Operator(Op.DIM, [x], ["d"]))
+    with pytest.raises(UnsupportedFeatureError, match=r"DIM\(d\)"):
+        lower(g)

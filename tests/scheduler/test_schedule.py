@@ -1,0 +1,260 @@
+"""End to end: schedule -> verify -> simulate == reference executor, bit for bit."""
+
+import numpy as np
+import pytest
+
+from npu_sim.errors import ScheduleError, UnsupportedFeatureError
+from npu_sim.program import DmaCommand, MemorySpace
+from npu_sim.simulator import simulate_program
+from npu_sim.tosa.builder import GraphBuilder
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import Operator, TensorType
+from npu_sim.tosa.loader import load_graph
+from npu_sim.tosa.ops import Op, make_attribute
+from scheduler.schedule import schedule
+from tests.oracle import Operand, run_op
+from tests.scheduler import graphs
+from tests.scheduler.graphs import check_end_to_end, machine
+
+GRAPHS = ["small_cnn", "layout_graph", "float_graph", "int_graph", "conv3d_graph"]
+MACHINES = {"tiny": lambda: machine("tiny"), "edge": lambda: machine("edge"),
+            "server": lambda: machine("server"), "tiny-2k": lambda: machine("tiny", tcm_bytes=2048)}
+
+
+@pytest.mark.parametrize("machine_name", list(MACHINES))
+@pytest.mark.parametrize("graph_name", GRAPHS)
+def test_graphs_bit_exact(graph_name, machine_name):
+    hw = MACHINES[machine_name]()
+    program, result = check_end_to_end(getattr(graphs, graph_name)(), hw)
+    notes = program.notes
+    assert notes["tcm_lower_bound_bytes"] <= notes["peak_tcm_bytes"] <= hw.tcm.size_bytes
+    assert notes["peak_tcm_bytes"] <= 1.05 * notes["tcm_lower_bound_bytes"]
+    assert result.counters.macs == notes["macs"]
+
+
+def test_tiny_tcm_tiles_and_spills():
+    program, _ = check_end_to_end(graphs.small_cnn(), machine("tiny", tcm_bytes=2048))
+    ops = {o["op"]: o for o in program.notes["ops"]}
+    assert ops["CONV2D+RESCALE+CLAMP"]["tile_count"] > 4
+    assert program.notes["spilled_values"]          # intermediates went to DDR
+    assert any(a.kind == "spill" and a.memory is MemorySpace.DDR for a in program.allocations)
+
+
+def test_working_set_that_fits_stays_in_tcm():
+    program, result = check_end_to_end(graphs.small_cnn(), machine("edge"))
+    notes = program.notes
+    assert notes["spilled_values"] == []
+    assert notes["peak_tcm_bytes"] == notes["tcm_lower_bound_bytes"]
+    moved = result.counters.ddr_read_bytes + result.counters.ddr_write_bytes
+    assert moved == notes["compulsory_ddr_bytes"]       # inputs, weights, outputs: once each
+
+
+def test_notes_map_every_command_to_an_operation():
+    program = schedule(graphs.small_cnn(), machine("tiny"))
+    notes = program.notes
+    ids = [c.id for c in program.walk()]
+    assert sorted(notes["command_op"]) == ids
+    assert sorted(i for o in notes["ops"] for i in o["commands"]) == ids
+    assert sum(o["macs"] for o in notes["ops"]) == notes["macs"] == 16 * 16 * 8 * (9 * 4 + 9 + 8)
+    assert {o["unit"] for o in notes["ops"]} == {"mac_array", "vector", "dma"}
+    for key in ("peak_tcm_bytes", "tcm_lower_bound_bytes", "compulsory_ddr_bytes", "compulsory_ddr_read_bytes",
+                "compulsory_ddr_write_bytes", "planned_ddr_read_bytes", "planned_ddr_write_bytes"):
+        assert isinstance(notes[key], int)
+
+
+def test_deterministic():
+    g = graphs.int_graph()
+    assert schedule(g, machine("edge")).listing() == schedule(g, machine("edge")).listing()
+
+
+# --- variables and control flow --------------------------------------------------------------
+def _accumulator(shape=(1, 4)):
+    b = GraphBuilder()
+    x = b.input("x", shape, DType.INT32)
+    v = b.variable("state", shape, DType.INT32, np.arange(np.prod(shape), dtype=np.int32).reshape(shape))
+    s = b.op(Op.ADD, [b.variable_read(v), x])
+    b.variable_write(v, s)
+    b.output(b.op(Op.MUL, [s, s, b.const(None, np.array([0], np.int8))]))
+    return b.build()
+
+
+@pytest.mark.parametrize("tcm_bytes", [None, 1024])
+def test_variables_persist_across_invocations(tcm_bytes):
+    program, result = check_end_to_end(_accumulator(), machine("tiny", tcm_bytes=tcm_bytes), invocations=3)
+    assert result.variables["state"].tolist() == (np.arange(4) + sum(
+        graphs.random_inputs(_accumulator(), seed=k)["x"] for k in range(3))).tolist()
+    assert [a.kind for a in program.allocations if a.memory is MemorySpace.VARIABLE_SRAM] == ["variable"]
+
+
+def test_variables_exceeding_the_variable_sram_are_named():
+    with pytest.raises(ScheduleError, match=r"variables need 256 bytes of variable SRAM, only 64 available: "
+                                            r"state \(256 bytes\)"):
+        schedule(_accumulator((1, 64)), machine("tiny", var_bytes=64))
+
+
+def _cond_graph():
+    b = GraphBuilder()
+    c = b.input("c", (1,), DType.BOOL)
+    x = b.input("x", (4, 8), DType.INT32)
+    k = b.const("k", np.arange(32, dtype=np.int32).reshape(4, 8))
+
+    def then_fn(bb, a, kk):
+        return [bb.op(Op.ADD, [a, kk]), a]
+
+    def else_fn(bb, a, kk):
+        return [kk, bb.op(Op.SUB, [a, kk])]
+    r, s = b.cond_if(c, [x, k], then_fn, else_fn)
+    b.output(b.op(Op.ADD, [r, s]), s)
+    return b.build()
+
+
+@pytest.mark.parametrize("tcm_bytes", [None, 512])
+def test_cond_if_both_branches(tcm_bytes):
+    g = _cond_graph()
+    x = np.arange(32, dtype=np.int32).reshape(4, 8) * 3
+    inputs = [{"c": np.array([True]), "x": x}, {"c": np.array([False]), "x": x}]
+    check_end_to_end(g, machine("tiny", tcm_bytes=tcm_bytes), inputs=inputs)
+
+
+def _loop_graph():
+    b = GraphBuilder()
+    x = b.input("x", (2, 8), DType.INT32)
+    n = b.input("n", (1,), DType.INT32)
+
+    def cond_fn(bb, i, acc, nn, step):
+        return bb.op(Op.GREATER, [nn, i])
+
+    def body_fn(bb, i, acc, nn, step):   # swaps nothing, carries nn and step through
+        return [bb.op(Op.ADD, [i, bb.const(None, np.array([1], np.int32))]), bb.op(Op.ADD, [acc, step]), nn, step]
+    i, acc, _, _ = b.while_loop([b.const(None, np.array([0], np.int32)), x, n, x], cond_fn, body_fn)
+    b.output(acc, i)
+    return b.build()
+
+
+@pytest.mark.parametrize("hw", [machine("tiny"), machine("edge", tcm_bytes=1024, dma_engines=1)])
+def test_while_loop(hw):
+    x = np.arange(16, dtype=np.int32).reshape(2, 8)
+    inputs = [{"x": x, "n": np.array([5], np.int32)}, {"x": x, "n": np.array([0], np.int32)}]
+    _, result = check_end_to_end(_loop_graph(), hw, inputs=inputs)
+    assert result.outputs[0][next(iter(result.outputs[0]))].tolist() == (x * 6).tolist()
+
+
+# --- errors -----------------------------------------------------------------------------------
+def test_tcm_too_small_names_the_operation_and_sizes():
+    with pytest.raises(ScheduleError, match=r"CONV2D\(conv2d_\d+\)\+RESCALE.*: smallest tile \[1, 1, 1, 1\] "
+                                            r"of output \[1, 16, 16, 8\] needs \d+ bytes of TCM, only \d+ of \d+"):
+        schedule(graphs.small_cnn(), machine("tiny", tcm_bytes=256))
+
+
+def test_unsupported_operator_is_refused():
+    g = graphs.conv3d_graph()
+    g.main.operators.insert(0, Operator(Op.ROW_GATHER, ["vol"], ["rows"]))
+    with pytest.raises(UnsupportedFeatureError, match=r"ROW_GATHER\(rows\)"):
+        schedule(g, machine("tiny"))
+
+
+# --- against Arm's reference model --------------------------------------------------------------
+def _one_op(op, operands, out_type, attribute):
+    b = GraphBuilder()
+    names = []
+    for i, o in enumerate(operands):
+        names.append(b.const(None, o.value, o.dtype) if o.const else b.input(f"in{i}", o.value.shape, o.dtype))
+    y = b.op(op, names, out_type.shape, out_type.dtype, attribute=attribute)
+    b.output(y)
+    return b.build(), {f"in{i}": o.value for i, o in enumerate(operands) if not o.const}
+
+
+@pytest.mark.parametrize("case", ["conv", "depthwise", "transpose_conv"])
+def test_tiled_convolutions_equal_the_reference_model(case):
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (1, 11, 9, 6), dtype=np.int8)
+    zp = np.array([0], np.int8)
+    if case == "conv":
+        op, w = Op.CONV2D, rng.integers(-128, 128, (7, 3, 3, 6), dtype=np.int8)
+        attr = make_attribute(op, pad=(1, 1, 0, 1), stride=(2, 1), dilation=(1, 2), acc_type=DType.INT32)
+        out = TensorType((1, 6, 6, 7), DType.INT32)
+        bias = rng.integers(-1000, 1000, (7,), dtype=np.int32)
+    elif case == "depthwise":
+        op, w = Op.DEPTHWISE_CONV2D, rng.integers(-128, 128, (3, 3, 6, 2), dtype=np.int8)
+        attr = make_attribute(op, pad=(1, 1, 1, 1), stride=(2, 2), dilation=(1, 1), acc_type=DType.INT32)
+        out = TensorType((1, 6, 5, 12), DType.INT32)
+        bias = rng.integers(-1000, 1000, (12,), dtype=np.int32)
+    else:
+        op, w = Op.TRANSPOSE_CONV2D, rng.integers(-128, 128, (5, 3, 3, 6), dtype=np.int8)
+        attr = make_attribute(op, out_pad=(0, 1, 1, 0), stride=(2, 2), acc_type=DType.INT32)
+        out = TensorType((1, 24, 20, 5), DType.INT32)
+        bias = rng.integers(-1000, 1000, (5,), dtype=np.int32)
+    operands = [Operand(x, DType.INT8), Operand(w, DType.INT8, const=True),
+                Operand(bias, DType.INT32, const=True), Operand(zp, DType.INT8, const=True),
+                Operand(zp, DType.INT8, const=True)]
+    (expected,) = run_op(op, operands, attr, [out])
+    graph, inputs = _one_op(op, operands, out, attr)
+    hw = machine("tiny", tcm_bytes=1024)
+    program = schedule(graph, hw)
+    assert any(o["tile_count"] > 2 for o in program.notes["ops"])
+    (got,) = simulate_program(program, hw, [inputs]).outputs[0].values()
+    assert np.array_equal(got, expected)
+
+
+# --- real models ----------------------------------------------------------------------------------
+def test_ds_cnn_with_a_tiny_tcm():
+    program, _ = check_end_to_end(load_graph("examples/ds_cnn_kws_int8.tosa"), machine("tiny", tcm_bytes=8192))
+    assert program.notes["spilled_values"]
+    assert any(isinstance(c, DmaCommand) for c in program.walk())
+
+
+def test_stateful_lstm_over_invocations():
+    check_end_to_end(load_graph("examples/lstm_stateful_int8.tosa"), machine("edge", tcm_bytes=4096), invocations=2)
+
+
+def _nested_graph():
+    """A WHILE_LOOP whose body holds a COND_IF."""
+    b = GraphBuilder()
+    x = b.input("x", (3, 4), DType.INT32)
+    n = b.input("n", (1,), DType.INT32)
+
+    def body_fn(bb, i, acc, nn):
+        one = bb.const(None, np.array([1], np.int32))
+        even = bb.op(Op.EQUAL, [bb.op(Op.BITWISE_AND, [i, one]), bb.const(None, np.array([0], np.int32))])
+        i2d = bb.op(Op.RESHAPE, [i, bb.const_shape(None, [1, 1])])
+        (acc2,) = bb.cond_if(even, [acc, i2d], lambda b3, a, j: b3.op(Op.ADD, [a, j]),
+                             lambda b3, a, j: b3.op(Op.SUB, [a, b3.op(Op.MUL, [j, j, b3.const(
+                                 None, np.array([0], np.int8))])]))
+        return [bb.op(Op.ADD, [i, one]), acc2, nn]
+    _, acc, _ = b.while_loop([b.const(None, np.array([0], np.int32)), x, n],
+                             lambda bb, i, acc, nn: bb.op(Op.GREATER, [nn, i]), body_fn)
+    b.output(acc)
+    return b.build()
+
+
+def test_nested_control_flow():
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    inputs = [{"x": x, "n": np.array([k], np.int32)} for k in (0, 1, 5)]
+    for hw in (machine("tiny"), machine("server", tcm_bytes=512, dma_engines=1)):
+        check_end_to_end(_nested_graph(), hw, inputs=inputs)
+
+
+def test_outputs_that_are_inputs_constants_or_copies():
+    b = GraphBuilder()
+    x = b.input("x", (2, 3), DType.INT8)
+    y = b.input("y", (2, 3), DType.INT8)
+    b.output(x, b.op(Op.IDENTITY, [y], name="y_copy"), b.const("c", np.ones((2, 3), np.int8)))
+    program, _ = check_end_to_end(b.build(), machine("tiny"))
+    assert program.outputs["x"] == program.inputs["x"]
+
+
+@pytest.mark.parametrize("tcm_bytes", [256, 512, 4096])
+def test_value_live_across_a_loop(tcm_bytes):
+    """An intermediate computed before a WHILE_LOOP and read after it, in TCMs of several sizes."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 64), DType.INT32)
+    n = b.input("n", (1,), DType.INT32)
+    y = b.op(Op.ADD, [x, x])
+
+    def body_fn(bb, i, nn, v):
+        return [bb.op(Op.ADD, [i, bb.const(None, np.array([1], np.int32))]), nn, bb.op(Op.ADD, [v, v])]
+    _, _, v = b.while_loop([b.const(None, np.array([0], np.int32)), n, x],
+                           lambda bb, i, nn, v: bb.op(Op.GREATER, [nn, i]), body_fn)
+    b.output(b.op(Op.SUB, [y, v]))
+    inputs = [{"x": np.arange(64, dtype=np.int32).reshape(1, 64), "n": np.array([3], np.int32)}]
+    check_end_to_end(b.build(), machine("tiny", tcm_bytes=tcm_bytes), inputs=inputs)

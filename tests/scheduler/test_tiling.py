@@ -1,0 +1,69 @@
+import pytest
+
+from npu_sim.tosa.builder import GraphBuilder
+from npu_sim.tosa.dtype import DType
+from scheduler.lowering import lower
+from scheduler.npu_ops import ValueKind
+from scheduler.tiling import Tiler, burst_bytes, too_big_error
+from scheduler.windows import chain_tile
+from tests.scheduler.graphs import conv_block, machine
+
+
+@pytest.fixture(scope="module")
+def conv():
+    """CONV2D 3x3 pad 1 (1x16x16x4 -> 8 channels) + RESCALE + CLAMP, everything streamed."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 4), DType.INT8)
+    b.output(conv_block(b, x, 8, seed=1))
+    lowered = lower(b.build())
+    values = lowered.values
+    tiler = Tiler(machine("tiny"), lambda k: values[k].data if values[k].kind is ValueKind.CONSTANT else None)
+    return lowered.main.ops[0], tiler
+
+
+def test_chain_windows_walk_backwards(conv):
+    op, tiler = conv
+    tiles = chain_tile(op.steps, ((0, 1), (2, 4), (0, 16), (0, 8)), tiler.const_lookup)
+    conv_tile, rescale_tile, clamp_tile = tiles
+    assert clamp_tile.out_region == rescale_tile.out_region == conv_tile.out_region
+    assert conv_tile.windows[0] == ((0, 1), (1, 5), (0, 16), (0, 4))     # one row of halo each side
+    assert conv_tile.windows[1] == ((0, 8), (0, 3), (0, 3), (0, 4))      # all weights
+
+
+def test_plan_under_a_small_budget(conv):
+    op, tiler = conv
+    plan = tiler.plan(op, lambda key: False, 700)
+    assert plan.tile_shape == (1, 2, 3, 8) and plan.grid == (1, 8, 6, 1) and plan.tile_count == 48
+    # input window 4x5x4 bytes, ping-pong; weights 288 and the small constants loaded once;
+    # output tile 2x3x8 bytes, ping-pong
+    assert plan.slot_bytes[(0, 0)] == 80 and plan.slot_buffers[(0, 0)] == 2
+    assert plan.slot_bytes[(0, 1)] == 288 and plan.slot_buffers[(0, 1)] == 1
+    assert plan.output_bytes == {0: 48} and plan.output_buffers == 2
+    assert plan.working_set_bytes == 2 * 80 + 288 + 32 + 16 + 16 + 32 + 16 + 16 + 16 + 2 * 48 == 688
+    regions = list(plan.tiles())
+    assert len(regions) == 48 and regions[0] == ((0, 1), (0, 2), (0, 3), (0, 8))
+    assert regions[1] == ((0, 1), (0, 2), (3, 6), (0, 8))              # width is the inner loop
+    assert regions[-1] == ((0, 1), (14, 16), (15, 16), (0, 8))
+
+
+def test_resident_input_needs_no_buffer(conv):
+    op, tiler = conv
+    plan = tiler.plan(op, lambda key: key == "x", 1500)
+    assert (0, 0) not in plan.slot_bytes
+    assert plan.working_set_bytes == sum(plan.slot_bytes.values()) + 2 * plan.output_bytes[0]
+
+
+def test_no_plan_below_the_smallest_tile(conv):
+    op, tiler = conv
+    smallest = tiler.smallest(op, lambda key: False)
+    assert smallest.tile_shape == (1, 1, 1, 1)
+    assert tiler.plan(op, lambda key: False, smallest.working_set_bytes - 1) is None
+    err = too_big_error(op, smallest, 100, 4096)
+    assert "CONV2D" in str(err) and "[1, 1, 1, 1]" in str(err) and "100 of 4096" in str(err)
+
+
+def test_burst_bytes():
+    # rows of 3x8 bytes inside 16x8 rows: each run costs a whole 128-byte burst
+    assert burst_bytes((2, 3, 8), (16, 16, 8), 1, 128) == 2 * 128
+    assert burst_bytes((2, 16, 8), (16, 16, 8), 1, 128) == 256       # one contiguous run
+    assert burst_bytes((0, 4), (4, 4), 4, 64) == 0
