@@ -22,7 +22,7 @@ demo: $(VENV)/.installed
 
 # Runs the whole suite; pytest's "no tests collected" (exit 5) is not a failure.
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -q -m "not conformance"; rc=$$?; [ $$rc -eq 5 ] && exit 0; exit $$rc
+	$(PY) -m pytest -q -m "not conformance" --nbmake tests notebooks; rc=$$?; [ $$rc -eq 5 ] && exit 0; exit $$rc
 
 conformance: $(VENV)/.installed-test
 	$(PY) -m pytest -q -m conformance tests/conformance
