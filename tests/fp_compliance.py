@@ -5,12 +5,12 @@ pseudocode/library/tosa_reference_check.tosac and numeric_accuracy_helpers.tosac
 judges an implementation's output against ``out_ref``, the result computed in
 fp64 arithmetic; each operator states its error bound (in ulp, or an absolute
 bound from ``calcAbsErrorBound``). This module implements those functions
-vectorized, plus ``run_op_fp64``: the reference model in precise (fp64) mode,
-which gives ``out_ref``.
+vectorized; ``out_ref`` comes from the reference model in precise (fp64) mode
+(``tests.oracle.run_op(..., precise=True)``).
 
 Typical use::
 
-    ref = run_op_fp64(Op.EXP, operands, None, [TensorType(shape, DType.FP16)])[0]
+    ref = run_op(Op.EXP, operands, None, [TensorType(shape, DType.FP16)], precise=True)[0]
     assert_fp_compliant(ours, ref, DType.FP16, Op.EXP, inputs=[x])
 
 Operators not in ``OP_BOUNDS`` can pass ``num_ulp=`` or ``err_bnd=`` directly.
@@ -18,19 +18,12 @@ Operators not in ``OP_BOUNDS`` can pass ``num_ulp=`` or ``err_bnd=`` directly.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
 from npu_sim.tosa.dtype import DType
-from npu_sim.tosa.ir import TensorType
-from npu_sim.tosa.ops import Attribute, Op, attribute_class
-from tests import oracle
+from npu_sim.tosa.ops import Op
 
 # --------------------------------------------------------------------------- spec constants
 NORMAL_FRAC = {DType.FP32: 23, DType.BF16: 7, DType.FP16: 10, DType.FP8E4M3: 3, DType.FP8E5M2: 2}
@@ -216,59 +209,6 @@ def assert_fp_compliant(ours: np.ndarray, ref: np.ndarray, dtype: DType, op: Op 
                              + "\n".join(rows))
 
 
-# --------------------------------------------------------------------------- fp64 reference
-_REFERENCE_MODEL = Path(sys.executable).with_name("tosa_reference_model")
-
-
-def _npy_input(value: np.ndarray, dtype: DType) -> np.ndarray:
-    """Arrays as the executable reads them from .npy: fp8e5m2 as raw bytes (numpy saves
-    it as '<f1', which the model rejects); bf16/fp8e4m3 as saved by ml_dtypes ('<V2'/'<V1')."""
-    value = np.ascontiguousarray(value, dtype=dtype.numpy_dtype)
-    return value.view(np.uint8) if dtype is DType.FP8E5M2 else value
-
-
-def run_op_fp64(op: Op, operands: list[oracle.Operand], attribute: Attribute | None,
-                outputs: list[TensorType]) -> list[np.ndarray]:
-    """Run one operator in the reference model's precise mode: fp64 outputs (``out_ref``).
-
-    The python binding cannot return precise-mode outputs, so this runs the
-    ``tosa_reference_model`` executable in a subprocess (which also survives aborts).
-    Raises ``oracle.OracleError`` when the model rejects the graph.
-    """
-    from serializer import tosa_serializer as ts
-
-    attribute = attribute if attribute is not None else attribute_class(op)()
-    with tempfile.TemporaryDirectory() as tmp:
-        ser = ts.TosaSerializer(tmp)
-        names, in_names, in_files = [], [], []
-        for k, operand in enumerate(operands):
-            shape = list(np.shape(operand.value))
-            dtype = oracle._SER_DTYPE[operand.dtype]
-            if operand.const:
-                tensor = ser.addConst(shape, dtype, oracle._ser_value(operand.value, operand.dtype))
-            else:
-                tensor = ser.addPlaceholder(shape, dtype, None)
-                path = os.path.join(tmp, f"in{k}.npy")
-                np.save(path, _npy_input(operand.value, operand.dtype))
-                in_names.append(tensor.name)
-                in_files.append(path)
-            names.append(tensor.name)
-        out_names = [ser.addOutput(list(t.shape), oracle._SER_DTYPE[t.dtype]).name for t in outputs]
-        ser.addOperator(getattr(ts.TosaOp.Op(), op.name), names, out_names,
-                        oracle._ser_attribute(attribute, ser))
-        graph = os.path.join(tmp, "graph.tosa")
-        Path(graph).write_bytes(bytes(ser.serialize()))
-        out_files = [os.path.join(tmp, f"out{k}.npy") for k in range(len(outputs))]
-        cmd = [str(_REFERENCE_MODEL), "--tosa_file", graph, "--ofm_name", ",".join(out_names),
-               "--ofm_file", ",".join(out_files), "--precise_mode", "1"]
-        if in_names:
-            cmd += ["--ifm_name", ",".join(in_names), "--ifm_file", ",".join(in_files)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0 or not all(os.path.exists(f) for f in out_files):
-            raise oracle.OracleError(f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
-        return [np.load(f).astype(np.float64).reshape(t.shape) for f, t in zip(out_files, outputs)]
-
-
 __all__ = ["NORMAL_FRAC", "NORMAL_MAX", "NORMAL_MIN", "OP_BOUNDS", "abs_error_bound",
            "assert_fp_compliant", "check_fp_bnd", "check_fp_ulp", "compliance_mask",
-           "reference_ulp", "run_op_fp64"]
+           "reference_ulp"]

@@ -14,9 +14,8 @@ from tests.fp_compliance import (
     check_fp_ulp,
     compliance_mask,
     reference_ulp,
-    run_op_fp64,
 )
-from tests.oracle import Operand
+from tests.oracle import Operand, run_op
 
 F16, BF16, F32, E4M3 = DType.FP16, DType.BF16, DType.FP32, DType.FP8E4M3
 
@@ -83,9 +82,9 @@ def test_cast_rules():
     assert not compliance_mask(np.array([-1.0]), ref, F16, Op.CAST, inputs=[np.array([7.0], np.float32)]).any()
 
 
-def test_run_op_fp64_returns_unrounded_reference():
+def test_precise_run_op_returns_unrounded_reference():
     x = np.array([0.1, 2.0, -3.0], np.float16)
-    ref = run_op_fp64(Op.EXP, [Operand(x, F16)], None, [TensorType((3,), F16)])[0]
+    ref = run_op(Op.EXP, [Operand(x, F16)], None, [TensorType((3,), F16)], precise=True)[0]
     assert ref.dtype == np.float64
     np.testing.assert_allclose(ref, np.exp(x.astype(np.float64)), rtol=1e-12)
     assert float(np.float16(ref[0])) != ref[0]  # not rounded to fp16

@@ -19,6 +19,7 @@ from npu_sim.reference.elementwise import (
     same_window,
 )
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
+from npu_sim.reference.kernel_util import as_output
 from npu_sim.reference.numerics import decode_scalar, round_to_float
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
@@ -27,11 +28,6 @@ from npu_sim.tosa.ops import Attribute, NanPropagationMode, Op
 _TWO_OVER_SQRT_PI = 1.1283791670955126
 _ERF_SERIES_TERMS = 50  # at |x| = 3 the terms fall below 1e-16 of the sum by n = 50
 _ERFC_FRACTION_TERMS = 50
-
-
-def _finish(args: KernelArgs, values: np.ndarray) -> list[np.ndarray]:
-    return [np.ascontiguousarray(values, dtype=args.output_types[0].dtype.numpy_dtype)
-            .reshape(args.out_shape)]
 
 
 # --------------------------------------------------------------------------- CLAMP
@@ -55,9 +51,9 @@ def clamp(args: KernelArgs) -> list[np.ndarray]:
         out = np.clip(x32, lo32, hi32)  # exact; NaN propagates
         if mode == NanPropagationMode.IGNORE:
             out = np.where(np.isnan(x32), lo32, out)  # max(NaN, min) -> min, then min(min, max)
-        return _finish(args, round_to_float(out, dtype))
+        return [as_output(args, round_to_float(out, dtype))]
     args.require(int(hi) >= int(lo), "ERROR_IF(max_val < min_val)")
-    return _finish(args, np.clip(x, lo, hi))
+    return [as_output(args, np.clip(x, lo, hi))]
 
 
 # --------------------------------------------------------------------------- FP activations
@@ -105,7 +101,7 @@ def fp_activation(args: KernelArgs) -> list[np.ndarray]:
     check_same_shape(args)
     with np.errstate(all="ignore"):
         values = _FP_ACTIVATIONS[args.op](np.asarray(args.inputs[0]).astype(np.float64))
-        return _finish(args, round_to_float(values, dtype))
+        return [as_output(args, round_to_float(values, dtype))]
 
 
 # --------------------------------------------------------------------------- TABLE
@@ -141,8 +137,8 @@ def table(args: KernelArgs) -> list[np.ndarray]:
     args.require(tuple(args.input_types[1].shape) == (size,), f"REQUIRE(length(table) == {size})")
     x, lut = args.inputs[0], np.asarray(args.inputs[1]).reshape(-1)
     if dtype is DType.INT8:
-        return _finish(args, lut[np.asarray(x).astype(np.int64) + 128])
-    return _finish(args, apply_lookup_s(lut, x, args.require))
+        return [as_output(args, lut[np.asarray(x).astype(np.int64) + 128])]
+    return [as_output(args, apply_lookup_s(lut, x, args.require))]
 
 
 __all__ = ["apply_lookup_s", "erf64", "table_window"]

@@ -33,6 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
+from npu_sim.reference.kernel_util import input_offset, output_region
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, Op
@@ -190,6 +191,44 @@ def _check_shape(args: KernelArgs, index: int, rank: int, what: str) -> tuple[in
     return shape
 
 
+def _conv_shapes(args: KernelArgs, rank: int) -> tuple[tuple[int, ...], ...]:
+    """Input, weight, bias and output shapes of a convolution, with their rank ERROR_IFs."""
+    in_shape = _check_shape(args, 0, rank, "input")
+    w_shape = _check_shape(args, 1, rank, "weight")
+    b_shape = _check_shape(args, 2, 1, "bias")
+    out_shape = tuple(args.output_types[0].shape)
+    args.require(len(out_shape) == rank, f"output must have rank {rank}")
+    return in_shape, w_shape, b_shape, out_shape
+
+
+def _forward_attributes(args: KernelArgs, spatial: int) -> tuple[tuple[int, ...], ...]:
+    """pad, stride and dilation of a forward convolution, with their ERROR_IFs."""
+    pad = _attr_list(args, "pad", 2 * spatial)
+    stride = _attr_list(args, "stride", spatial)
+    dilation = _attr_list(args, "dilation", spatial)
+    args.require(all(p >= 0 for p in pad), "pad values must be >= 0")
+    args.require(all(s >= 1 for s in stride), "stride values must be >= 1")
+    args.require(all(d >= 1 for d in dilation), "dilation values must be >= 1")
+    return pad, stride, dilation
+
+
+def _forward_axes(args: KernelArgs, in_shape: Sequence[int], kernel: Sequence[int],
+                  out_shape: Sequence[int], pad: Sequence[int], stride: Sequence[int],
+                  dilation: Sequence[int]) -> tuple[Axis, ...]:
+    """The spatial axes (input dimensions 1..), with the idiv_check and output size ERROR_IFs."""
+    axes = []
+    for d, k in enumerate(kernel):
+        axis = Axis(in_shape[1 + d], k, stride[d], pad[2 * d], dilation[d])
+        span = axis.in_size - 1 + pad[2 * d] + pad[2 * d + 1] - (axis.kernel - 1) * axis.dilation
+        args.require(span % axis.stride == 0,
+                     f"idiv_check: (I - 1 + pads - (K - 1) * dilation) = {span} on spatial axis {d} "
+                     f"is not a multiple of stride {axis.stride}")
+        args.require(out_shape[1 + d] == span // axis.stride + 1,
+                     f"output size {out_shape[1 + d]} on spatial axis {d} must be {span // axis.stride + 1}")
+        axes.append(axis)
+    return tuple(axes)
+
+
 # --------------------------------------------------------------------------- integer engine
 def _compute_dtype(bound: int, acc_limit: int) -> np.dtype | None:
     """Float type that sums integer products exactly, or None when overflow is possible."""
@@ -343,23 +382,11 @@ def _as_f32(a: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- region helpers
-def _region(args: KernelArgs) -> Region:
-    if args.out_region is not None:
-        return tuple(args.out_region)
-    return tuple((0, int(d)) for d in args.output_types[0].shape)
-
-
-def _offsets(args: KernelArgs, index: int) -> tuple[int, ...]:
-    if args.input_offsets is None:
-        return (0,) * len(args.input_types[index].shape)
-    return tuple(args.input_offsets[index])
-
-
 def _bias_slice(args: KernelArgs, c0: int, c1: int) -> np.ndarray:
     bias = np.asarray(args.inputs[2]).reshape(-1)
     if args.input_types[2].shape[0] == 1:
         return np.broadcast_to(bias[:1], (c1 - c0,))
-    b0 = _offsets(args, 2)[0]
+    b0 = input_offset(args, 2)[0]
     return bias[c0 - b0:c1 - b0]
 
 
@@ -375,44 +402,21 @@ class _ConvGeometry:
 
 def _forward_geometry(args: KernelArgs, spatial: int) -> _ConvGeometry:
     """Validate CONV2D/CONV3D shapes and attributes (ERROR_IFs), return the axes."""
-    rank = spatial + 2
-    in_shape = _check_shape(args, 0, rank, "input")
-    w_shape = _check_shape(args, 1, rank, "weight")
-    b_shape = _check_shape(args, 2, 1, "bias")
-    out_shape = tuple(args.output_types[0].shape)
-    args.require(len(out_shape) == rank, f"output must have rank {rank}")
-    pad = _attr_list(args, "pad", 2 * spatial)
-    stride = _attr_list(args, "stride", spatial)
-    dilation = _attr_list(args, "dilation", spatial)
-    args.require(all(p >= 0 for p in pad), "pad values must be >= 0")
-    args.require(all(s >= 1 for s in stride), "stride values must be >= 1")
-    args.require(all(d >= 1 for d in dilation), "dilation values must be >= 1")
+    in_shape, w_shape, b_shape, out_shape = _conv_shapes(args, spatial + 2)
+    pad, stride, dilation = _forward_attributes(args, spatial)
     n, ic, oc = in_shape[0], in_shape[-1], w_shape[0]
     args.require(w_shape[-1] == ic, f"weight input channels {w_shape[-1]} != input channels {ic}")
     args.require(out_shape[0] == n, "output batch must equal input batch")
     args.require(out_shape[-1] == oc, f"output channels {out_shape[-1]} != weight output channels {oc}")
-    axes = []
-    for d in range(spatial):
-        axis = Axis(in_shape[1 + d], w_shape[1 + d], stride[d], pad[2 * d], dilation[d])
-        span = axis.in_size - 1 + pad[2 * d] + pad[2 * d + 1] - (axis.kernel - 1) * axis.dilation
-        args.require(span % axis.stride == 0,
-                     f"idiv_check: (I - 1 + pads - (K - 1) * dilation) = {span} on spatial axis {d} "
-                     f"is not a multiple of stride {axis.stride}")
-        args.require(out_shape[1 + d] == span // axis.stride + 1,
-                     f"output size {out_shape[1 + d]} on spatial axis {d} must be {span // axis.stride + 1}")
-        axes.append(axis)
+    axes = _forward_axes(args, in_shape, w_shape[1:-1], out_shape, pad, stride, dilation)
     bc = b_shape[0]
     args.require(bc == oc or bc == 1, f"bias size {bc} must be {oc} or 1")
-    return _ConvGeometry(tuple(axes), n, ic, oc, bc)
+    return _ConvGeometry(axes, n, ic, oc, bc)
 
 
 def _transpose_geometry(args: KernelArgs) -> _ConvGeometry:
     """Validate TRANSPOSE_CONV2D shapes and attributes (ERROR_IFs)."""
-    in_shape = _check_shape(args, 0, 4, "input")
-    w_shape = _check_shape(args, 1, 4, "weight")
-    b_shape = _check_shape(args, 2, 1, "bias")
-    out_shape = tuple(args.output_types[0].shape)
-    args.require(len(out_shape) == 4, "output must have rank 4")
+    in_shape, w_shape, b_shape, out_shape = _conv_shapes(args, 4)
     out_pad = _attr_list(args, "out_pad", 4)
     stride = _attr_list(args, "stride", 2)
     kh, kw = w_shape[1], w_shape[2]
@@ -440,9 +444,9 @@ def _conv_kernel(args: KernelArgs, geo: _ConvGeometry) -> list[np.ndarray]:
     types = conv_types(args)
     input_zp = zero_point(args, 3, "input_zp", types.in_t is DType.INT8)
     weight_zp = zero_point(args, 4, "weight_zp", types.weight_t is DType.INT8)
-    region = _region(args)
+    region = output_region(args)
     (n0, n1), spatial_region, (c0, c1) = region[0], region[1:-1], region[-1]
-    x_off, w_off = _offsets(args, 0), _offsets(args, 1)
+    x_off, w_off = input_offset(args, 0), input_offset(args, 1)
     x = np.asarray(args.inputs[0])[n0 - x_off[0]:n1 - x_off[0]]
     w = np.asarray(args.inputs[1])[c0 - w_off[0]:c1 - w_off[0]]
     out_shape = (n1 - n0,) + tuple(b - a for a, b in spatial_region) + (c1 - c0,)
@@ -531,33 +535,15 @@ def transpose_conv2d(args: KernelArgs) -> list[np.ndarray]:
 
 # --------------------------------------------------------------------------- DEPTHWISE_CONV2D
 def _depthwise_geometry(args: KernelArgs) -> tuple[tuple[Axis, Axis], int, int]:
-    in_shape = _check_shape(args, 0, 4, "input")
-    w_shape = _check_shape(args, 1, 4, "weight")
-    b_shape = _check_shape(args, 2, 1, "bias")
-    out_shape = tuple(args.output_types[0].shape)
-    args.require(len(out_shape) == 4, "output must have rank 4")
-    pad = _attr_list(args, "pad", 4)
-    stride = _attr_list(args, "stride", 2)
-    dilation = _attr_list(args, "dilation", 2)
-    args.require(all(p >= 0 for p in pad), "pad values must be >= 0")
-    args.require(all(s >= 1 for s in stride), "stride values must be >= 1")
-    args.require(all(d >= 1 for d in dilation), "dilation values must be >= 1")
+    in_shape, w_shape, b_shape, out_shape = _conv_shapes(args, 4)
+    pad, stride, dilation = _forward_attributes(args, 2)
     c, m = in_shape[3], w_shape[3]
     args.require(w_shape[2] == c, f"weight channels {w_shape[2]} != input channels {c}")
     args.require(out_shape[0] == in_shape[0], "output batch must equal input batch")
     args.require(out_shape[3] == c * m, f"output channels {out_shape[3]} must be C*M = {c * m}")
-    axes = []
-    for d in range(2):
-        axis = Axis(in_shape[1 + d], w_shape[d], stride[d], pad[2 * d], dilation[d])
-        span = axis.in_size - 1 + pad[2 * d] + pad[2 * d + 1] - (axis.kernel - 1) * axis.dilation
-        args.require(span % axis.stride == 0,
-                     f"idiv_check: (I - 1 + pads - (K - 1) * dilation) = {span} on spatial axis {d} "
-                     f"is not a multiple of stride {axis.stride}")
-        args.require(out_shape[1 + d] == span // axis.stride + 1,
-                     f"output size {out_shape[1 + d]} on spatial axis {d} must be {span // axis.stride + 1}")
-        axes.append(axis)
+    rows, cols = _forward_axes(args, in_shape, w_shape[:2], out_shape, pad, stride, dilation)
     args.require(b_shape[0] in (c * m, 1), f"bias size {b_shape[0]} must be C*M = {c * m} or 1")
-    return (axes[0], axes[1]), c, m
+    return (rows, cols), c, m
 
 
 def _depthwise_window(attribute: Attribute, input_types: Sequence[TensorType],
@@ -581,9 +567,9 @@ def depthwise_conv2d(args: KernelArgs) -> list[np.ndarray]:
     types = conv_types(args)
     input_zp = zero_point(args, 3, "input_zp", types.in_t is DType.INT8)
     weight_zp = zero_point(args, 4, "weight_zp", types.weight_t is DType.INT8)
-    (n0, n1), (y0, y1), (x0, x1), (c0, c1) = _region(args)
+    (n0, n1), (y0, y1), (x0, x1), (c0, c1) = output_region(args)
     ch0, ch1 = c0 // m, (c1 - 1) // m + 1          # input channels covering [c0, c1)
-    x_off, w_off = _offsets(args, 0), _offsets(args, 1)
+    x_off, w_off = input_offset(args, 0), input_offset(args, 1)
     x = np.asarray(args.inputs[0])[n0 - x_off[0]:n1 - x_off[0], :, :, ch0 - x_off[3]:ch1 - x_off[3]]
     w = np.asarray(args.inputs[1])[:, :, ch0 - w_off[2]:ch1 - w_off[2], :]
     acc_shape = (n1 - n0, y1 - y0, x1 - x0, ch1 - ch0, m)
@@ -639,8 +625,8 @@ def matmul(args: KernelArgs) -> list[np.ndarray]:
     # table ("Must be zero for non-int8 types") and every other operator mean the negation.
     a_zp = zero_point(args, 2, "A_zp", types.in_t is DType.INT8)
     b_zp = zero_point(args, 3, "B_zp", types.in_t is DType.INT8)
-    (n0, n1), (h0, h1), (w0, w1) = _region(args)
-    a_off, b_off = _offsets(args, 0), _offsets(args, 1)
+    (n0, n1), (h0, h1), (w0, w1) = output_region(args)
+    a_off, b_off = input_offset(args, 0), input_offset(args, 1)
     a = np.asarray(args.inputs[0])[n0 - a_off[0]:n1 - a_off[0], h0 - a_off[1]:h1 - a_off[1], :]
     b = np.asarray(args.inputs[1])[n0 - b_off[0]:n1 - b_off[0], :, w0 - b_off[2]:w1 - b_off[2]]
     c = a_shape[2]

@@ -11,18 +11,16 @@ PAD and SLICE take their amounts from SHAPE operands, which the window callback 
 :mod:`kernel_api` does not receive; their windows are exact when those values are
 passed as ``const_inputs`` and otherwise conservative (a dimension is followed only
 where the shapes alone prove its offset is zero). RESHAPE reads its whole input.
-
-The helpers :func:`output_region` and :func:`read_window` are shared by the other
-tile-able kernels of this package.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from npu_sim.reference.kernel_api import KernelArgs, Region, full_region, register
+from npu_sim.reference.kernel_util import check_dtype, output_region, read_window, shape_values
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, Op
@@ -35,49 +33,6 @@ LAYOUT_DTYPES = frozenset({
 })
 #: IDENTITY also passes EXT-INT4 and int48 (EXT-INT16) values.
 IDENTITY_DTYPES = LAYOUT_DTYPES | {DType.INT4, DType.INT48}
-
-
-# --------------------------------------------------------------------------- tiling helpers
-def output_region(args: KernelArgs) -> Region:
-    """The region of the output this call computes (the whole output if untiled)."""
-    if args.out_region is not None:
-        return tuple((int(a), int(b)) for a, b in args.out_region)
-    return full_region(args.output_types[0].shape)
-
-
-def read_window(args: KernelArgs, index: int, region: Region) -> np.ndarray:
-    """Input ``index`` restricted to ``region`` (full-tensor coordinates).
-
-    Raises ``ValueError`` (a caller bug, not a TOSA error) if the window the caller
-    supplied does not cover ``region``.
-    """
-    data = args.inputs[index]
-    offsets = (args.input_offsets[index] if args.input_offsets is not None
-               else (0,) * data.ndim)
-    slices = []
-    for (start, stop), offset, size in zip(region, offsets, data.shape):
-        lo, hi = start - offset, stop - offset
-        if stop > start and (lo < 0 or hi > size):
-            raise ValueError(f"input {index} window at {tuple(offsets)} of shape {data.shape} "
-                             f"does not cover region {region}")
-        slices.append(slice(lo, hi) if stop > start else slice(0, 0))
-    return data[tuple(slices)]
-
-
-def shape_values(args: KernelArgs, index: int, name: str, length: int) -> list[int]:
-    """The SHAPE operand ``index`` as ints, with an ERROR_IF on its length."""
-    values = np.asarray(args.inputs[index]).reshape(-1)
-    args.require(values.size == length, f"{name} has {values.size} values, expected {length}")
-    return [int(v) for v in values]
-
-
-def check_dtype(args: KernelArgs, allowed: frozenset[DType]) -> DType:
-    """ERROR_IF the input and output element types differ or are not in ``allowed``."""
-    dtype = args.input_types[0].dtype
-    args.require(dtype in allowed, f"unsupported element type {dtype.name}")
-    args.require(args.output_types[0].dtype == dtype,
-                 f"output type {args.output_types[0].dtype.name} differs from input type {dtype.name}")
-    return dtype
 
 
 # --------------------------------------------------------------------------- IDENTITY
@@ -166,19 +121,28 @@ def pad_input_region(padding: Sequence[int], input_shape: Sequence[int],
     return tuple(region)
 
 
-def _pad_window(attribute: Attribute, input_types: Sequence[TensorType],
-                output_types: Sequence[TensorType], out_region: Region,
-                const_inputs: Sequence[np.ndarray | None] | None = None) -> list[Region]:
-    in_shape = input_types[0].shape
-    if const_inputs is not None and const_inputs[1] is not None:
-        padding = [int(v) for v in np.asarray(const_inputs[1]).reshape(-1)]
-        data_region = pad_input_region(padding, in_shape, out_region)
-    else:
-        # Without the padding values only dimensions that are not padded can be followed.
-        out_shape = output_types[0].shape
-        data_region = tuple(r if in_shape[d] == out_shape[d] else (0, in_shape[d])
-                            for d, r in enumerate(out_region))
-    return [data_region, full_region(input_types[1].shape), full_region(input_types[2].shape)]
+def _shape_operand_window(exact_region: Callable[[list[int], Sequence[int], Region], Region]):
+    """Window of PAD/SLICE: the data region from the SHAPE operand (input 1) when it is known
+    (``exact_region(values, input_shape, out_region)``); without it only dimensions whose size
+    is unchanged (so offset zero) are followed. The other operands are read whole."""
+
+    def window(attribute: Attribute, input_types: Sequence[TensorType],
+               output_types: Sequence[TensorType], out_region: Region,
+               const_inputs: Sequence[np.ndarray | None] | None = None) -> list[Region]:
+        in_shape = input_types[0].shape
+        if const_inputs is not None and const_inputs[1] is not None:
+            values = [int(v) for v in np.asarray(const_inputs[1]).reshape(-1)]
+            data_region = exact_region(values, in_shape, out_region)
+        else:
+            out_shape = output_types[0].shape
+            data_region = tuple(r if in_shape[d] == out_shape[d] else (0, in_shape[d])
+                                for d, r in enumerate(out_region))
+        return [data_region] + [full_region(t.shape) for t in input_types[1:]]
+
+    return window
+
+
+_pad_window = _shape_operand_window(pad_input_region)
 
 
 @register(Op.PAD, window=_pad_window)
@@ -256,19 +220,11 @@ def reverse(args: KernelArgs) -> list[np.ndarray]:
 
 
 # --------------------------------------------------------------------------- SLICE
-def _slice_window(attribute: Attribute, input_types: Sequence[TensorType],
-                  output_types: Sequence[TensorType], out_region: Region,
-                  const_inputs: Sequence[np.ndarray | None] | None = None) -> list[Region]:
-    in_shape = input_types[0].shape
-    if const_inputs is not None and const_inputs[1] is not None:
-        start = [int(v) for v in np.asarray(const_inputs[1]).reshape(-1)]
-        data_region = tuple((a + s, b + s) for (a, b), s in zip(out_region, start))
-    else:
-        # Without the start values only full-size dimensions (start 0) can be followed.
-        out_shape = output_types[0].shape
-        data_region = tuple(r if in_shape[d] == out_shape[d] else (0, in_shape[d])
-                            for d, r in enumerate(out_region))
-    return [data_region, full_region(input_types[1].shape), full_region(input_types[2].shape)]
+def _slice_input_region(start: Sequence[int], input_shape: Sequence[int], out_region: Region) -> Region:
+    return tuple((a + s, b + s) for (a, b), s in zip(out_region, start))
+
+
+_slice_window = _shape_operand_window(_slice_input_region)
 
 
 @register(Op.SLICE, window=_slice_window)
@@ -285,8 +241,7 @@ def slice_(args: KernelArgs) -> list[np.ndarray]:
         args.require(size[d] > 0, f"size[{d}] is not positive")
         args.require(start[d] + size[d] <= in_shape[d], f"slice exceeds input in dimension {d}")
         args.require(out_shape[d] == size[d], f"output dimension {d} differs from size[{d}]")
-    region = output_region(args)
-    in_region = tuple((a + s, b + s) for (a, b), s in zip(region, start))
+    in_region = _slice_input_region(start, in_shape, output_region(args))
     return [np.array(read_window(args, 0, in_region), dtype=dtype.numpy_dtype)]
 
 

@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
+from npu_sim.reference.kernel_util import as_output
 from npu_sim.reference.numerics import (
     all_in_range,
     count_leading_zeros_32,
@@ -93,15 +94,6 @@ def check_same_shape(args: KernelArgs) -> None:
                  "output shape must equal input shape")
 
 
-def _finish(args: KernelArgs, values: np.ndarray) -> list[np.ndarray]:
-    """The output array: storage dtype and the (region) shape."""
-    out_t = args.output_types[0]
-    values = np.asarray(values)
-    if values.dtype != out_t.dtype.numpy_dtype:
-        values = values.astype(out_t.dtype.numpy_dtype)
-    return [np.broadcast_to(values, args.out_shape).copy()]  # copy keeps rank 0 (ascontiguousarray would not)
-
-
 def _i64(a: np.ndarray) -> np.ndarray:
     return np.asarray(a).astype(np.int64)
 
@@ -151,10 +143,10 @@ def add_sub(args: KernelArgs) -> list[np.ndarray]:
     if dtype is DType.INT32:
         c = _i64(a) + sign * _i64(b)
         _require_range(args, c, dtype, helper)
-        return _finish(args, c)
+        return [as_output(args, c)]
     with np.errstate(all="ignore"):
         c = _f32(a) + _f32(b) if sign > 0 else _f32(a) - _f32(b)
-    return _finish(args, _fp_result(c, dtype))
+    return [as_output(args, _fp_result(c, dtype))]
 
 
 @register(Op.MUL, window=scalar_params_window(2))
@@ -171,14 +163,14 @@ def mul(args: KernelArgs) -> list[np.ndarray]:
     a, b = args.inputs[0], args.inputs[1]
     if dtype in FP_TYPES:
         with np.errstate(all="ignore"):
-            return _finish(args, _fp_result(_f32(a) * _f32(b), dtype))
+            return [as_output(args, _fp_result(_f32(a) * _f32(b), dtype))]
     product = _i64(a) * _i64(b)  # |int32 * int32| < 2**62: exact in int64
     if shift > 0:
         product = (product + (1 << (shift - 1))) >> shift
         args.require(all_in_range(product, -(1 << 31), (1 << 31) - 1),
                      "REQUIRE(product >= minimum_s<i32_t>() && product <= maximum_s<i32_t>())")
-        return _finish(args, product)
-    return _finish(args, wrap(product, 32))  # low 32 bits of the product
+        return [as_output(args, product)]
+    return [as_output(args, wrap(product, 32))]  # low 32 bits of the product
 
 
 @register(Op.INTDIV, window=broadcast_window)
@@ -190,7 +182,7 @@ def intdiv(args: KernelArgs) -> list[np.ndarray]:
     q = np.abs(a64) // np.abs(b64)
     q = np.where((a64 < 0) != (b64 < 0), -q, q)
     _require_range(args, q, dtype, "apply_intdiv_s")
-    return _finish(args, q)
+    return [as_output(args, q)]
 
 
 def _shift_amounts(args: KernelArgs, dtype: DType, b: np.ndarray) -> np.ndarray:
@@ -211,7 +203,7 @@ def arithmetic_right_shift(args: KernelArgs) -> list[np.ndarray]:
     if args.attribute.round:
         last_out = (a64 >> np.maximum(s - 1, 0)) & 1
         result = result + np.where(s > 0, last_out, 0)
-    return _finish(args, result)
+    return [as_output(args, result)]
 
 
 @register(Op.LOGICAL_LEFT_SHIFT, window=broadcast_window)
@@ -219,7 +211,7 @@ def logical_left_shift(args: KernelArgs) -> list[np.ndarray]:
     """value1 << value2, keeping the low bits of the type."""
     dtype, a, b = _binary(args, INT_TYPES)
     s = _shift_amounts(args, dtype, b)
-    return _finish(args, wrap(_i64(a) << s, dtype.bits))
+    return [as_output(args, wrap(_i64(a) << s, dtype.bits))]
 
 
 @register(Op.LOGICAL_RIGHT_SHIFT, window=broadcast_window)
@@ -228,7 +220,7 @@ def logical_right_shift(args: KernelArgs) -> list[np.ndarray]:
     dtype, a, b = _binary(args, INT_TYPES)
     s = _shift_amounts(args, dtype, b)
     unsigned = _i64(a) & ((1 << dtype.bits) - 1)
-    return _finish(args, wrap(unsigned >> s, dtype.bits))
+    return [as_output(args, wrap(unsigned >> s, dtype.bits))]
 
 
 _BITWISE = {Op.BITWISE_AND: np.bitwise_and, Op.BITWISE_OR: np.bitwise_or,
@@ -238,7 +230,7 @@ _BITWISE = {Op.BITWISE_AND: np.bitwise_and, Op.BITWISE_OR: np.bitwise_or,
 @register(*_BITWISE, window=broadcast_window)
 def bitwise(args: KernelArgs) -> list[np.ndarray]:
     dtype, a, b = _binary(args, INT_TYPES)
-    return _finish(args, _BITWISE[args.op](a, b))
+    return [as_output(args, _BITWISE[args.op](a, b))]
 
 
 _LOGICAL = {Op.LOGICAL_AND: np.logical_and, Op.LOGICAL_OR: np.logical_or,
@@ -248,7 +240,7 @@ _LOGICAL = {Op.LOGICAL_AND: np.logical_and, Op.LOGICAL_OR: np.logical_or,
 @register(*_LOGICAL, window=broadcast_window)
 def logical(args: KernelArgs) -> list[np.ndarray]:
     _, a, b = _binary(args, BOOL)
-    return _finish(args, _LOGICAL[args.op](np.asarray(a, bool), np.asarray(b, bool)))
+    return [as_output(args, _LOGICAL[args.op](np.asarray(a, bool), np.asarray(b, bool)))]
 
 
 @register(Op.MAXIMUM, Op.MINIMUM, window=broadcast_window)
@@ -258,12 +250,12 @@ def maximum_minimum(args: KernelArgs) -> list[np.ndarray]:
     mode = nan_mode_of(args)
     is_max = args.op == Op.MAXIMUM
     if dtype is DType.INT32:
-        return _finish(args, (np.maximum if is_max else np.minimum)(a, b))
+        return [as_output(args, (np.maximum if is_max else np.minimum)(a, b))]
     if mode == NanPropagationMode.PROPAGATE:
         fn = np.maximum if is_max else np.minimum
     else:
         fn = np.fmax if is_max else np.fmin
-    return _finish(args, fn(_f32(a), _f32(b)))  # exact: fp32 holds fp16/bf16 values
+    return [as_output(args, fn(_f32(a), _f32(b)))]  # exact: fp32 holds fp16/bf16 values
 
 
 @register(Op.POW, window=broadcast_window)
@@ -277,7 +269,7 @@ def power(args: KernelArgs) -> list[np.ndarray]:
     args.require(bool(np.all(x >= 0)), "REQUIRE(value1 >= 0)")
     args.require(bool(np.all((x > 0) | (y > 0))), "REQUIRE(value1 > 0 || value2 > 0)")
     with np.errstate(all="ignore"):
-        return _finish(args, _fp_result(np.power(x, y), dtype))
+        return [as_output(args, _fp_result(np.power(x, y), dtype))]
 
 
 # --------------------------------------------------------------------------- comparisons
@@ -290,7 +282,7 @@ def compare(args: KernelArgs) -> list[np.ndarray]:
     dtype, a, b = _binary(args, I32 | FP_TYPES, DType.BOOL)
     if dtype in FP_TYPES:
         a, b = _f32(a), _f32(b)  # exact; numpy comparisons with NaN are false
-    return _finish(args, _COMPARE[args.op](a, b))
+    return [as_output(args, _COMPARE[args.op](a, b))]
 
 
 # --------------------------------------------------------------------------- ternary
@@ -304,7 +296,7 @@ def select(args: KernelArgs) -> list[np.ndarray]:
     args.require(args.output_types[0].dtype is dtype, "output type must equal input2's type")
     check_broadcast(args, 3)
     cond, a, b = args.inputs
-    return _finish(args, np.where(np.asarray(cond, bool), a, b))
+    return [as_output(args, np.where(np.asarray(cond, bool), a, b))]
 
 
 # --------------------------------------------------------------------------- unary
@@ -328,26 +320,26 @@ def absolute(args: KernelArgs) -> list[np.ndarray]:
         x64 = _i64(x)
         args.require(not np.any(x64 == -(1 << 31)),
                      "apply_sub_s: REQUIRE(c >= minimum_s<in_t>() && c <= maximum_s<in_t>())")
-        return _finish(args, np.abs(x64))
-    return _finish(args, np.abs(x))
+        return [as_output(args, np.abs(x64))]
+    return [as_output(args, np.abs(x))]
 
 
 @register(Op.BITWISE_NOT, window=same_window)
 def bitwise_not(args: KernelArgs) -> list[np.ndarray]:
     _, x = _unary(args, INT_TYPES)
-    return _finish(args, np.invert(x))
+    return [as_output(args, np.invert(x))]
 
 
 @register(Op.LOGICAL_NOT, window=same_window)
 def logical_not(args: KernelArgs) -> list[np.ndarray]:
     _, x = _unary(args, BOOL)
-    return _finish(args, np.logical_not(np.asarray(x, bool)))
+    return [as_output(args, np.logical_not(np.asarray(x, bool)))]
 
 
 @register(Op.CLZ, window=same_window)
 def clz(args: KernelArgs) -> list[np.ndarray]:
     _, x = _unary(args, I32)
-    return _finish(args, count_leading_zeros_32(x))
+    return [as_output(args, count_leading_zeros_32(x))]
 
 
 @register(Op.CEIL, Op.FLOOR, window=same_window)
@@ -355,7 +347,7 @@ def ceil_floor(args: KernelArgs) -> list[np.ndarray]:
     """CEIL / FLOOR: exact in fp32 for every input type."""
     dtype, x = _unary(args, FP_TYPES)
     fn = np.ceil if args.op == Op.CEIL else np.floor
-    return _finish(args, _fp_result(fn(_f32(x)), dtype))
+    return [as_output(args, _fp_result(fn(_f32(x)), dtype))]
 
 
 def _sigmoid64(x: np.ndarray) -> np.ndarray:
@@ -381,7 +373,7 @@ FP64_UNARY: dict[Op, Callable[[np.ndarray], np.ndarray]] = {
 def fp64_unary(args: KernelArgs) -> list[np.ndarray]:
     dtype, x = _unary(args, FP_TYPES)
     with np.errstate(all="ignore"):
-        return _finish(args, _fp_result(FP64_UNARY[args.op](_f64(x)), dtype))
+        return [as_output(args, _fp_result(FP64_UNARY[args.op](_f64(x)), dtype))]
 
 
 @register(Op.RECIPROCAL, window=same_window)
@@ -389,7 +381,7 @@ def reciprocal(args: KernelArgs) -> list[np.ndarray]:
     """1.0 / x, correctly rounded (fp32 division; fp32 has > 2p+2 bits for fp16/bf16)."""
     dtype, x = _unary(args, FP_TYPES)
     with np.errstate(all="ignore"):
-        return _finish(args, _fp_result(np.float32(1.0) / _f32(x), dtype))
+        return [as_output(args, _fp_result(np.float32(1.0) / _f32(x), dtype))]
 
 
 @register(Op.NEGATE, window=scalar_params_window(1))
@@ -405,7 +397,7 @@ def negate(args: KernelArgs) -> list[np.ndarray]:
     args.require(dtype is DType.INT8 or in_zp == 0, "ERROR_IF(!is_same<in_out_t,i8_t>() && input1_zp != 0)")
     args.require(dtype is DType.INT8 or out_zp == 0, "ERROR_IF(!is_same<in_out_t,i8_t>() && output_zp != 0)")
     if dtype in FP_TYPES:
-        return _finish(args, np.negative(x))  # exact; -(+0) = -0 as the table says
+        return [as_output(args, np.negative(x))]  # exact; -(+0) = -0 as the table says
     value = _i64(x) - int(in_zp)
     _require_range(args, value, DType.INT32, "apply_sub_s")
     value = -value
@@ -413,7 +405,7 @@ def negate(args: KernelArgs) -> list[np.ndarray]:
     value = value + int(out_zp)
     _require_range(args, value, DType.INT32, "apply_add_s")
     lo, hi = signed_range(dtype)
-    return _finish(args, np.clip(value, lo, hi))
+    return [as_output(args, np.clip(value, lo, hi))]
 
 
 __all__ = [

@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
+from npu_sim.reference.kernel_util import input_offset, output_region
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, Op
@@ -51,16 +52,10 @@ def _fft_window(attribute: Attribute, input_types: Sequence[TensorType],
 
 
 def _batch(args: KernelArgs, index: int, n0: int, n1: int) -> np.ndarray:
-    offset = 0 if args.input_offsets is None else args.input_offsets[index][0]
+    offset = input_offset(args, index)[0]
     h, w = args.input_types[index].shape[1:]
     x = np.asarray(args.inputs[index])[n0 - offset:n1 - offset]
     return x[:, :h, :w].astype(np.float64)
-
-
-def _region(args: KernelArgs) -> Region:
-    if args.out_region is not None:
-        return tuple(args.out_region)
-    return tuple((0, int(d)) for d in args.output_types[0].shape)
 
 
 def _split(spectra: list[np.ndarray], region: Region) -> list[np.ndarray]:
@@ -77,7 +72,7 @@ def _split(spectra: list[np.ndarray], region: Region) -> list[np.ndarray]:
 def fft2d(args: KernelArgs) -> list[np.ndarray]:
     """FFT2D: unnormalised complex 2D DFT (inverse: exponent sign +) of real/imag planes."""
     _check(args, 0)
-    region = _region(args)
+    region = output_region(args)
     (n0, n1) = region[0]
     real, imag = _batch(args, 0, n0, n1), _batch(args, 1, n0, n1)
     spectra = []
@@ -101,7 +96,7 @@ def _rfft_window(attribute: Attribute, input_types: Sequence[TensorType],
 def rfft2d(args: KernelArgs) -> list[np.ndarray]:
     """RFFT2D: forward 2D DFT of a real input, columns 0 .. W/2 of the spectrum."""
     _, h, w = _check(args, args.input_types[0].shape[2] // 2 + 1)
-    region = _region(args)
+    region = output_region(args)
     (n0, n1) = region[0]
     real = _batch(args, 0, n0, n1)
     spectra = []

@@ -20,8 +20,8 @@ from typing import Sequence
 
 import numpy as np
 
-from npu_sim.reference.data_layout import output_region, read_window, shape_values
 from npu_sim.reference.kernel_api import KernelArgs, Region, full_region, register
+from npu_sim.reference.kernel_util import output_region, read_window, shape_values
 from npu_sim.reference.numerics import round_to_float
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType

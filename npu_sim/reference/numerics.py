@@ -130,6 +130,17 @@ def mul_add_shift(value: np.ndarray, multiplier: np.ndarray, add: np.ndarray,
     return np.asarray(big, dtype=object)
 
 
+def _scale_operands(helper: str, req: Require, value: np.ndarray, multiplier: np.ndarray,
+                    shift: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The operands of apply_scale_32/16 as int64 arrays; REQUIRE multiplier >= 0, 2 <= shift <= 62."""
+    value = np.asarray(value, dtype=np.int64)
+    multiplier = np.asarray(multiplier, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    req(bool(np.all(multiplier >= 0)), f"{helper}: REQUIRE(multiplier >= 0)")
+    req(bool(np.all((shift >= 2) & (shift <= 62))), f"{helper}: REQUIRE(2 <= shift && shift <= 62)")
+    return value, multiplier, shift
+
+
 def apply_scale_32(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
                    double_round: bool = False, require: Require | None = None) -> np.ndarray:
     """The spec's ``apply_scale_32`` on arrays (broadcast together); returns int32.
@@ -138,11 +149,7 @@ def apply_scale_32(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
     and value representable as int32_t (the helper's parameter type).
     """
     req = _requirer("apply_scale_32", require)
-    value = np.asarray(value, dtype=np.int64)
-    multiplier = np.asarray(multiplier, dtype=np.int64)
-    shift = np.asarray(shift, dtype=np.int64)
-    req(bool(np.all(multiplier >= 0)), "apply_scale_32: REQUIRE(multiplier >= 0)")
-    req(bool(np.all((shift >= 2) & (shift <= 62))), "apply_scale_32: REQUIRE(2 <= shift && shift <= 62)")
+    value, multiplier, shift = _scale_operands("apply_scale_32", req, value, multiplier, shift)
     req(all_in_range(value, -(1 << 31), (1 << 31) - 1), "apply_scale_32: value must fit int32_t")
     limit = np.left_shift(np.int64(1), shift - 1)
     req(bool(np.all((value >= -limit) & (value < limit))),
@@ -162,11 +169,7 @@ def apply_scale_16(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
     REQUIREs: multiplier >= 0, 2 <= shift <= 62, result in the int32 range.
     """
     req = _requirer("apply_scale_16", require)
-    value = np.asarray(value, dtype=np.int64)
-    multiplier = np.asarray(multiplier, dtype=np.int64)
-    shift = np.asarray(shift, dtype=np.int64)
-    req(bool(np.all(multiplier >= 0)), "apply_scale_16: REQUIRE(multiplier >= 0)")
-    req(bool(np.all((shift >= 2) & (shift <= 62))), "apply_scale_16: REQUIRE(2 <= shift && shift <= 62)")
+    value, multiplier, shift = _scale_operands("apply_scale_16", req, value, multiplier, shift)
     round_ = np.left_shift(np.int64(1), shift - 1)
     result = np.asarray(mul_add_shift(value, multiplier, round_, shift))
     req(all_in_range(result, -(1 << 31), (1 << 31) - 1),

@@ -19,6 +19,7 @@ import numpy as np
 
 from npu_sim.reference.conv import Axis
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
+from npu_sim.reference.kernel_util import input_offset, output_region
 from npu_sim.reference.numerics import apply_scale_32
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
@@ -73,15 +74,9 @@ def _pool_window(attribute: Attribute, input_types: Sequence[TensorType],
     return windows + [((0, 1),)] * (len(input_types) - 1)
 
 
-def _region(args: KernelArgs) -> Region:
-    if args.out_region is not None:
-        return tuple(args.out_region)
-    return tuple((0, int(d)) for d in args.output_types[0].shape)
-
-
 def _window_input(args: KernelArgs, region: Region) -> tuple[np.ndarray, tuple[int, ...]]:
     """The input restricted to the region's batch and channels, and its offsets."""
-    offsets = (0, 0, 0, 0) if args.input_offsets is None else tuple(args.input_offsets[0])
+    offsets = input_offset(args, 0)
     (n0, n1), _, _, (c0, c1) = region
     x = np.asarray(args.inputs[0])[n0 - offsets[0]:n1 - offsets[0], :, :, c0 - offsets[3]:c1 - offsets[3]]
     return x, offsets
@@ -151,7 +146,7 @@ def avg_pool2d(args: KernelArgs) -> list[np.ndarray]:
                      f"{name} must be zero for {dtype.name} (zero point only for int8)")
         zps.append(int(value) if dtype.is_integer else 0)
     input_zp, output_zp = zps
-    region = _region(args)
+    region = output_region(args)
     x, offsets = _window_input(args, region)
     out_shape = tuple(b - a for a, b in region)
     count = np.zeros(out_shape[1:3], dtype=np.int64)
@@ -199,7 +194,7 @@ def max_pool2d(args: KernelArgs) -> list[np.ndarray]:
     args.require(args.output_types[0].dtype is dtype, "output type must equal the input type")
     mode = _nan_mode(args, dtype)
     rows, cols = _pool_axes(args)
-    region = _region(args)
+    region = output_region(args)
     x, offsets = _window_input(args, region)
     out_shape = tuple(b - a for a, b in region)
     if dtype.is_float:
@@ -237,8 +232,8 @@ def argmax(args: KernelArgs) -> list[np.ndarray]:
     args.require(tuple(args.output_types[0].shape) == expected,
                  f"output shape {list(args.output_types[0].shape)} must be {list(expected)}")
     mode = _nan_mode(args, dtype)
-    region = _region(args)
-    offsets = (0,) * len(shape) if args.input_offsets is None else tuple(args.input_offsets[0])
+    region = output_region(args)
+    offsets = input_offset(args, 0)
     index = [slice(a - o, b - o) for (a, b), o in zip(region, offsets[:axis] + offsets[axis + 1:])]
     index.insert(axis, slice(0 - offsets[axis], shape[axis] - offsets[axis]))
     x = np.asarray(args.inputs[0])[tuple(index)]

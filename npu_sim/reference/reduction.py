@@ -20,8 +20,8 @@ from typing import Sequence
 
 import numpy as np
 
-from npu_sim.reference.data_layout import output_region, read_window
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
+from npu_sim.reference.kernel_util import check_dtype, output_region, read_window
 from npu_sim.reference.numerics import round_to_float
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
@@ -50,10 +50,8 @@ def _reduce_window(attribute: Attribute, input_types: Sequence[TensorType],
 def _prepare(args: KernelArgs) -> tuple[np.ndarray, int, DType]:
     """Check the ERROR_IFs; return the input rows for the output region, axis and dtype."""
     in_type, out_type = args.input_types[0], args.output_types[0]
-    dtype, rank, axis = in_type.dtype, len(in_type.shape), args.attribute.axis
-    args.require(dtype in SUPPORTED_DTYPES[args.op], f"unsupported element type {dtype.name}")
-    args.require(out_type.dtype == dtype,
-                 f"output type {out_type.dtype.name} differs from input type {dtype.name}")
+    dtype = check_dtype(args, SUPPORTED_DTYPES[args.op])
+    rank, axis = len(in_type.shape), args.attribute.axis
     args.require(0 <= axis < rank, f"axis {axis} out of range for rank {rank}")
     args.require(len(out_type.shape) == rank, "output rank differs from input rank")
     args.require(out_type.shape[axis] == 1, f"output dimension {axis} (the axis) is not 1")

@@ -18,8 +18,8 @@ from typing import Sequence
 
 import numpy as np
 
-from npu_sim.reference.data_layout import output_region, read_window
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
+from npu_sim.reference.kernel_util import output_region, read_window
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, Op

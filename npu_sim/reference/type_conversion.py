@@ -18,6 +18,7 @@ import numpy as np
 
 from npu_sim.reference.elementwise import check_same_shape, same_window
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
+from npu_sim.reference.kernel_util import as_output
 from npu_sim.reference.numerics import (
     apply_scale_16,
     apply_scale_32,
@@ -48,11 +49,6 @@ CAST_TYPES: frozenset[tuple[DType, DType]] = frozenset(
 )
 
 
-def _finish(args: KernelArgs, values: np.ndarray) -> list[np.ndarray]:
-    return [np.ascontiguousarray(values, dtype=args.output_types[0].dtype.numpy_dtype)
-            .reshape(args.out_shape)]
-
-
 # --------------------------------------------------------------------------- CAST
 @register(Op.CAST, window=same_window)
 def cast(args: KernelArgs) -> list[np.ndarray]:
@@ -61,21 +57,21 @@ def cast(args: KernelArgs) -> list[np.ndarray]:
     check_same_shape(args)
     x = np.asarray(args.inputs[0])
     if out_t is DType.BOOL:
-        return _finish(args, x != 0)
+        return [as_output(args, x != 0)]
     if is_float(out_t):
         if is_float(in_t):
-            return _finish(args, round_to_float(x, out_t))
-        return _finish(args, round_to_float(x.astype(np.float64), out_t))  # ints are exact in fp64
+            return [as_output(args, round_to_float(x, out_t))]
+        return [as_output(args, round_to_float(x.astype(np.float64), out_t))]  # ints are exact in fp64
     if in_t is DType.BOOL:
-        return _finish(args, x.astype(np.int64))
+        return [as_output(args, x.astype(np.int64))]
     if is_float(in_t):
         # round_to_nearest_int (ties to even), clip to out_t; NaN is unpredictable (we give 0).
         lo, hi = signed_range(out_t)
         with np.errstate(invalid="ignore"):
             r = np.rint(x.astype(np.float64))
             r = np.where(np.isnan(r), 0.0, np.clip(r, lo, hi))
-        return _finish(args, r.astype(np.int64))
-    return _finish(args, wrap(x.astype(np.int64), out_t.bits))  # sign_extend or truncate
+        return [as_output(args, r.astype(np.int64))]
+    return [as_output(args, wrap(x.astype(np.int64), out_t.bits))]  # sign_extend or truncate
 
 
 # --------------------------------------------------------------------------- RESCALE
@@ -167,7 +163,8 @@ def rescale(args: KernelArgs) -> list[np.ndarray]:
                  "apply_add_s: REQUIRE(c >= minimum_s<in_t>() && c <= maximum_s<in_t>())")
     lo, hi = unsigned_range(out_t) if out_u else signed_range(out_t)
     # static_cast<out_t>: unsigned results above the signed maximum wrap into the storage type
-    return _finish(args, wrap(np.clip(result, lo, hi), out_t.bits) if out_u else np.clip(result, lo, hi))
+    clipped = np.clip(result, lo, hi)
+    return [as_output(args, wrap(clipped, out_t.bits) if out_u else clipped)]
 
 
 __all__ = ["CAST_TYPES", "rescale_window"]

@@ -21,8 +21,9 @@ from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, Op, make_attribute
 from tests.fp_compliance_dot import TEST_DATA_B, assert_dot_compliant, bound_operand, pro_fp_data
-from tests.reference.dot_harness import (Operand, operand, oracle, oracle_fp64, ours, ours_tiled,
-                                         random_floats, random_ints, random_tiles, same_bits)
+from tests.kernel_testing import assert_same_bits, ours_tiled, random_tiles, run_ours
+from tests.oracle import Operand, run_op
+from tests.value_gen import fp_values, int_values
 
 INT_CONV = [k for k in CONV_TYPES if k[0].is_integer]
 FP_CONV = [k for k in CONV_TYPES if not k[0].is_integer]
@@ -66,26 +67,25 @@ def _fit(rng: np.random.Generator, size: int, kernel: int, stride: int, dilation
 
 
 def _values(rng: np.random.Generator, dtype: DType, shape, role: str) -> np.ndarray:
-    if dtype is DType.INT4:
-        return random_ints(rng, dtype, shape, lo=-7)        # int4_t is [-7, +7]
     if dtype.is_integer:
-        return random_ints(rng, dtype, shape)
+        lo = -7 if dtype is DType.INT4 else None             # int4_t is [-7, +7]
+        return int_values(dtype, shape, rng, lo, edge_fraction=0.1)
     scale = {DType.FP8E4M3: 4.0, DType.FP8E5M2: 4.0}.get(dtype, 1.0)
-    return random_floats(rng, dtype, shape, scale=scale)
+    return fp_values(dtype, shape, rng, scale=scale, specials=[0.0, -0.0], special_fraction=0.05)
 
 
 def _bias(rng: np.random.Generator, out_t: DType, count: int) -> np.ndarray:
     if out_t is DType.INT32:
-        return random_ints(rng, DType.INT32, (count,), lo=-(1 << 20), hi=1 << 20)
+        return int_values(DType.INT32, (count,), rng, -(1 << 20), 1 << 20, edge_fraction=0.1)
     if out_t is DType.INT48:
         return rng.integers(-(1 << 40), 1 << 40, size=count, dtype=np.int64)
-    return random_floats(rng, out_t, (count,))
+    return _values(rng, out_t, (count,), "bias")
 
 
 def _zero_points(rng: np.random.Generator, in_t: DType, weight_t: DType) -> list[Operand]:
     izp = int(rng.choice([-128, 127, *rng.integers(-128, 128, 2)])) if in_t is DType.INT8 else 0
     wzp = int(rng.choice([-128, 127, *rng.integers(-128, 128, 2)])) if weight_t is DType.INT8 else 0
-    return [operand([izp], in_t, True), operand([wzp], weight_t, True)]
+    return [Operand([izp], in_t, True), Operand([wzp], weight_t, True)]
 
 
 def conv_case(rng: np.random.Generator, op: Op, combo: tuple[DType, DType, DType],
@@ -128,8 +128,8 @@ def conv_case(rng: np.random.Generator, op: Op, combo: tuple[DType, DType, DType
         channels = oc
         ks = int(np.prod(kernel)) * ic
     bias_count = 1 if rng.random() < 0.25 else channels
-    operands = [operand(x, in_t), operand(weight, weight_t, True),
-                operand(_bias(rng, out_t, bias_count), out_t, True), *_zero_points(rng, in_t, weight_t)]
+    operands = [Operand(x, in_t), Operand(weight, weight_t, True),
+                Operand(_bias(rng, out_t, bias_count), out_t, True), *_zero_points(rng, in_t, weight_t)]
     local = bool(getattr(attribute, "local_bound", False))
     return Case(op, operands, attribute, TensorType((n, *out_sizes, channels), out_t), ks, acc_t, local)
 
@@ -140,24 +140,24 @@ def matmul_case(rng: np.random.Generator, in_t: DType, out_t: DType, max_size: i
     a = _values(rng, in_t, (n, h, c), "input")
     b = _values(rng, in_t, (n, c, w), "weight")
     zps = _zero_points(rng, in_t, in_t)
-    operands = [operand(a, in_t), operand(b, in_t), *zps]
+    operands = [Operand(a, in_t), Operand(b, in_t), *zps]
     return Case(Op.MATMUL, operands, make_attribute(Op.MATMUL), TensorType((n, h, w), out_t), c, out_t,
                 local_bound=True)
 
 
 def _fp_check(case: Case) -> None:
     """Our result against the spec's dot-product rule, with fp64 results from the model."""
-    result = ours(case.op, case.operands, case.attribute, case.outputs)[0]
-    ref = oracle_fp64(case.op, case.operands, case.attribute, case.outputs)[0]
+    result = run_ours(case.op, case.operands, case.attribute, case.outputs)[0]
+    ref = run_op(case.op, case.operands, case.attribute, case.outputs, precise=True)[0]
     in_t = case.operands[0].dtype
-    bound_ops = [operand(bound_operand(case.operands[0].value, in_t, case.local_bound), in_t),
-                 operand(bound_operand(case.operands[1].value, in_t), case.operands[1].dtype,
+    bound_ops = [Operand(bound_operand(case.operands[0].value, in_t, case.local_bound), in_t),
+                 Operand(bound_operand(case.operands[1].value, in_t), case.operands[1].dtype,
                          case.operands[1].const)]
     has_bias = case.op is not Op.MATMUL
     if has_bias:
-        bound_ops.append(operand(bound_operand(case.operands[2].value, in_t), case.output.dtype, True))
+        bound_ops.append(Operand(bound_operand(case.operands[2].value, in_t), case.output.dtype, True))
     bound_ops += case.operands[len(bound_ops):]
-    bnd = oracle_fp64(case.op, bound_ops, case.attribute, case.outputs)[0]
+    bnd = run_op(case.op, bound_ops, case.attribute, case.outputs, precise=True)[0]
     assert_dot_compliant(result, ref, bnd, case.output.dtype, case.acc_t, case.ks, has_bias)
 
 
@@ -168,8 +168,8 @@ def test_integer_convolutions_match_reference_model(op: Op, combo) -> None:
     rng = np.random.default_rng([op.value, *combo])
     for _ in range(4):
         case = conv_case(rng, op, combo)
-        expected = oracle(op, case.operands, case.attribute, case.outputs)[0]
-        assert same_bits(ours(op, case.operands, case.attribute, case.outputs)[0], expected), case
+        expected = run_op(op, case.operands, case.attribute, case.outputs)[0]
+        assert_same_bits(run_ours(op, case.operands, case.attribute, case.outputs)[0], expected, f"{case}")
 
 
 @pytest.mark.parametrize("combo", INT_MATMUL, ids=_name)
@@ -177,8 +177,8 @@ def test_integer_matmul_matches_reference_model(combo) -> None:
     rng = np.random.default_rng([7, *combo])
     for _ in range(4):
         case = matmul_case(rng, *combo)
-        expected = oracle(Op.MATMUL, case.operands, case.attribute, case.outputs)[0]
-        assert same_bits(ours(Op.MATMUL, case.operands, case.attribute, case.outputs)[0], expected)
+        expected = run_op(Op.MATMUL, case.operands, case.attribute, case.outputs)[0]
+        assert_same_bits(run_ours(Op.MATMUL, case.operands, case.attribute, case.outputs)[0], expected)
 
 
 def test_int8_extreme_values_and_zero_points_are_exact() -> None:
@@ -191,11 +191,11 @@ def test_int8_extreme_values_and_zero_points_are_exact() -> None:
                                acc_type=DType.INT32)
     bias = np.array([-(1 << 30), 0, (1 << 30)], np.int32)
     for izp, wzp in ((127, 127), (-128, -128), (127, -128)):
-        operands = [operand(x, DType.INT8), operand(w, DType.INT8, True), operand(bias, DType.INT32, True),
-                    operand([izp], DType.INT8, True), operand([wzp], DType.INT8, True)]
+        operands = [Operand(x, DType.INT8), Operand(w, DType.INT8, True), Operand(bias, DType.INT32, True),
+                    Operand([izp], DType.INT8, True), Operand([wzp], DType.INT8, True)]
         outputs = [TensorType((1, 5, 5, 3), DType.INT32)]
-        assert same_bits(ours(Op.CONV2D, operands, attribute, outputs)[0],
-                         oracle(Op.CONV2D, operands, attribute, outputs)[0])
+        assert_same_bits(run_ours(Op.CONV2D, operands, attribute, outputs)[0],
+                         run_op(Op.CONV2D, operands, attribute, outputs)[0])
 
 
 def test_int16_by_int8_uses_the_full_int48_accumulator() -> None:
@@ -203,15 +203,15 @@ def test_int16_by_int8_uses_the_full_int48_accumulator() -> None:
     x = np.full((1, 3, 3, 64), -32768, np.int16)
     w = np.full((2, 3, 3, 64), -128, np.int8)
     w[1] = 127
-    operands = [operand(x, DType.INT16), operand(w, DType.INT8, True),
-                operand(np.array([(1 << 46), -(1 << 46)], np.int64), DType.INT48, True),
-                operand([0], DType.INT16, True), operand([-128], DType.INT8, True)]
+    operands = [Operand(x, DType.INT16), Operand(w, DType.INT8, True),
+                Operand(np.array([(1 << 46), -(1 << 46)], np.int64), DType.INT48, True),
+                Operand([0], DType.INT16, True), Operand([-128], DType.INT8, True)]
     attribute = make_attribute(Op.CONV2D, pad=(0, 0, 0, 0), stride=(1, 1), dilation=(1, 1),
                                acc_type=DType.INT48)
     outputs = [TensorType((1, 1, 1, 2), DType.INT48)]
-    result = ours(Op.CONV2D, operands, attribute, outputs)[0]
+    result = run_ours(Op.CONV2D, operands, attribute, outputs)[0]
     assert result[0, 0, 0, 1] == -(1 << 46) + (-32768) * 255 * 576
-    assert same_bits(result, oracle(Op.CONV2D, operands, attribute, outputs)[0])
+    assert_same_bits(result, run_op(Op.CONV2D, operands, attribute, outputs)[0])
 
 
 def test_large_reduction_with_cancelling_terms_is_exact() -> None:
@@ -219,14 +219,14 @@ def test_large_reduction_with_cancelling_terms_is_exact() -> None:
     ic = 40000
     x = np.where(np.arange(ic) % 2 == 0, -128, 127).astype(np.int8).reshape(1, 1, 1, ic)
     w = np.full((1, 1, 1, ic), -128, np.int8)
-    operands = [operand(x, DType.INT8), operand(w, DType.INT8, True), operand([5], DType.INT32, True),
-                operand([0], DType.INT8, True), operand([127], DType.INT8, True)]
+    operands = [Operand(x, DType.INT8), Operand(w, DType.INT8, True), Operand([5], DType.INT32, True),
+                Operand([0], DType.INT8, True), Operand([127], DType.INT8, True)]
     attribute = make_attribute(Op.CONV2D, pad=(0, 0, 0, 0), stride=(1, 1), dilation=(1, 1),
                                acc_type=DType.INT32)
     outputs = [TensorType((1, 1, 1, 1), DType.INT32)]
-    result = ours(Op.CONV2D, operands, attribute, outputs)[0]
+    result = run_ours(Op.CONV2D, operands, attribute, outputs)[0]
     assert int(result.item()) == 5 + (ic // 2) * (-128 + 127) * (-255)
-    assert same_bits(result, oracle(Op.CONV2D, operands, attribute, outputs)[0])
+    assert_same_bits(result, run_op(Op.CONV2D, operands, attribute, outputs)[0])
 
 
 @pytest.mark.parametrize("op", [*CONV_OPS, Op.MATMUL], ids=lambda o: o.name)
@@ -239,8 +239,8 @@ def test_checked_integer_path_matches_reference_model(op: Op, monkeypatch) -> No
     rng = np.random.default_rng([13, op.value])
     for combo in (INT_CONV if op is not Op.MATMUL else INT_MATMUL):
         case = conv_case(rng, op, combo) if op is not Op.MATMUL else matmul_case(rng, *combo)
-        expected = oracle(op, case.operands, case.attribute, case.outputs)[0]
-        assert same_bits(ours(op, case.operands, case.attribute, case.outputs)[0], expected)
+        expected = run_op(op, case.operands, case.attribute, case.outputs)[0]
+        assert_same_bits(run_ours(op, case.operands, case.attribute, case.outputs)[0], expected)
 
 
 # --------------------------------------------------------------------------- REQUIRE: accumulator range
@@ -248,18 +248,18 @@ def test_accumulator_overflow_is_a_require_failure() -> None:
     """apply_add_s REQUIREs each partial sum in int32 (the reference model wraps instead)."""
     ic = 40000
     x = np.full((1, 1, 1, ic), -128, np.int8)
-    operands = [operand(x, DType.INT8), operand(x, DType.INT8, True), operand([0], DType.INT32, True),
-                operand([127], DType.INT8, True), operand([127], DType.INT8, True)]
+    operands = [Operand(x, DType.INT8), Operand(x, DType.INT8, True), Operand([0], DType.INT32, True),
+                Operand([127], DType.INT8, True), Operand([127], DType.INT8, True)]
     attribute = make_attribute(Op.CONV2D, pad=(0, 0, 0, 0), stride=(1, 1), dilation=(1, 1),
                                acc_type=DType.INT32)
     with pytest.raises(TosaRuntimeError, match="accumulator overflow"):
-        ours(Op.CONV2D, operands, attribute, [TensorType((1, 1, 1, 1), DType.INT32)])
+        run_ours(Op.CONV2D, operands, attribute, [TensorType((1, 1, 1, 1), DType.INT32)])
     a = np.full((1, 1, ic), -128, np.int8)
     b = np.full((1, ic, 1), -128, np.int8)
-    mm = [operand(a, DType.INT8), operand(b, DType.INT8), operand([127], DType.INT8, True),
-          operand([127], DType.INT8, True)]
+    mm = [Operand(a, DType.INT8), Operand(b, DType.INT8), Operand([127], DType.INT8, True),
+          Operand([127], DType.INT8, True)]
     with pytest.raises(TosaRuntimeError, match="accumulator overflow"):
-        ours(Op.MATMUL, mm, None, [TensorType((1, 1, 1), DType.INT32)])
+        run_ours(Op.MATMUL, mm, None, [TensorType((1, 1, 1), DType.INT32)])
 
 
 def test_partial_sum_overflow_is_detected_even_when_the_total_fits() -> None:
@@ -267,23 +267,23 @@ def test_partial_sum_overflow_is_detected_even_when_the_total_fits() -> None:
     half = 65800                       # 65800 * 255 * 128 > 2**31 - 1
     x = np.full((1, 1, 1, 2 * half), -128, np.int8)
     w = np.concatenate([np.full(half, -128), np.full(half, 127)]).astype(np.int8).reshape(1, 1, 1, -1)
-    operands = [operand(x, DType.INT8), operand(w, DType.INT8, True), operand([0], DType.INT32, True),
-                operand([127], DType.INT8, True), operand([0], DType.INT8, True)]
+    operands = [Operand(x, DType.INT8), Operand(w, DType.INT8, True), Operand([0], DType.INT32, True),
+                Operand([127], DType.INT8, True), Operand([0], DType.INT8, True)]
     attribute = make_attribute(Op.CONV2D, pad=(0, 0, 0, 0), stride=(1, 1), dilation=(1, 1),
                                acc_type=DType.INT32)
     with pytest.raises(TosaRuntimeError, match="accumulator overflow"):
-        ours(Op.CONV2D, operands, attribute, [TensorType((1, 1, 1, 1), DType.INT32)])
+        run_ours(Op.CONV2D, operands, attribute, [TensorType((1, 1, 1, 1), DType.INT32)])
 
 
 def test_bias_addition_overflow_is_a_require_failure() -> None:
     x = np.full((1, 1, 1, 1), 127, np.int8)
-    operands = [operand(x, DType.INT8), operand(x, DType.INT8, True),
-                operand([(1 << 31) - 10], DType.INT32, True), operand([0], DType.INT8, True),
-                operand([0], DType.INT8, True)]
+    operands = [Operand(x, DType.INT8), Operand(x, DType.INT8, True),
+                Operand([(1 << 31) - 10], DType.INT32, True), Operand([0], DType.INT8, True),
+                Operand([0], DType.INT8, True)]
     attribute = make_attribute(Op.CONV2D, pad=(0, 0, 0, 0), stride=(1, 1), dilation=(1, 1),
                                acc_type=DType.INT32)
     with pytest.raises(TosaRuntimeError, match="bias addition overflows"):
-        ours(Op.CONV2D, operands, attribute, [TensorType((1, 1, 1, 1), DType.INT32)])
+        run_ours(Op.CONV2D, operands, attribute, [TensorType((1, 1, 1, 1), DType.INT32)])
 
 
 # --------------------------------------------------------------------------- differential: floating point
@@ -312,10 +312,10 @@ def _appendix_a_conv2d(data_set: int, combo) -> Case:
     o, ky, kx, c = np.meshgrid(np.arange(oc), np.arange(kh), np.arange(kw), np.arange(ic), indexing="ij")
     w = pro_fp_data(data_set, ks, 1, (ky * kw + kx) * ic + c, ((o * kh + ky) * kw + kx) * ic + c, b)
     bias = pro_fp_data(data_set, ks, 2, np.zeros(oc), np.arange(oc), b)
-    operands = [operand(round_to_float(x, in_t).reshape(n, ih, iw, ic), in_t),
-                operand(round_to_float(w, weight_t), weight_t, True),
-                operand(round_to_float(bias, out_t), out_t, True),
-                operand([0], in_t, True), operand([0], weight_t, True)]
+    operands = [Operand(round_to_float(x, in_t).reshape(n, ih, iw, ic), in_t),
+                Operand(round_to_float(w, weight_t), weight_t, True),
+                Operand(round_to_float(bias, out_t), out_t, True),
+                Operand([0], in_t, True), Operand([0], weight_t, True)]
     attribute = make_attribute(Op.CONV2D, pad=(1, 1, 1, 1), stride=(1, 1), dilation=(1, 1),
                                acc_type=acc_t, local_bound=False)
     return Case(Op.CONV2D, operands, attribute, TensorType((n, ih, iw, oc), out_t), ks, acc_t)
@@ -327,14 +327,14 @@ def _appendix_a_conv2d(data_set: int, combo) -> Case:
 @pytest.mark.parametrize("data_set", range(6))
 def test_conv2d_passes_the_spec_test_data_sets(data_set: int, combo) -> None:
     case = _appendix_a_conv2d(data_set, combo)
-    result = ours(case.op, case.operands, case.attribute, case.outputs)[0]
-    ref = oracle_fp64(case.op, case.operands, case.attribute, case.outputs)[0]
+    result = run_ours(case.op, case.operands, case.attribute, case.outputs)[0]
+    ref = run_op(case.op, case.operands, case.attribute, case.outputs, precise=True)[0]
     in_t = case.operands[0].dtype
-    bound_ops = [operand(bound_operand(case.operands[0].value, in_t, False), in_t),
-                 operand(bound_operand(case.operands[1].value, in_t), in_t, True),
-                 operand(bound_operand(case.operands[2].value, in_t), case.output.dtype, True),
+    bound_ops = [Operand(bound_operand(case.operands[0].value, in_t, False), in_t),
+                 Operand(bound_operand(case.operands[1].value, in_t), in_t, True),
+                 Operand(bound_operand(case.operands[2].value, in_t), case.output.dtype, True),
                  *case.operands[3:]]
-    bnd = oracle_fp64(case.op, bound_ops, case.attribute, case.outputs)[0]
+    bnd = run_op(case.op, bound_ops, case.attribute, case.outputs, precise=True)[0]
     assert_dot_compliant(result, ref, bnd, case.output.dtype, case.acc_t, case.ks, True, data_set)
 
 
@@ -343,14 +343,14 @@ def test_fp16_accumulator_rounds_every_addition() -> None:
     x = np.array([2048, 1, 1], np.float16).reshape(1, 1, 1, 3)
     w = np.ones((1, 1, 1, 3), np.float16)
     for acc_t, expected in ((DType.FP16, 2048.0), (DType.FP32, 2050.0)):
-        operands = [operand(x, DType.FP16), operand(w, DType.FP16, True), operand([0], DType.FP16, True),
-                    operand([0], DType.FP16, True), operand([0], DType.FP16, True)]
+        operands = [Operand(x, DType.FP16), Operand(w, DType.FP16, True), Operand([0], DType.FP16, True),
+                    Operand([0], DType.FP16, True), Operand([0], DType.FP16, True)]
         attribute = make_attribute(Op.CONV2D, pad=(0, 0, 0, 0), stride=(1, 1), dilation=(1, 1),
                                    acc_type=acc_t)
         outputs = [TensorType((1, 1, 1, 1), DType.FP16)]
-        result = ours(Op.CONV2D, operands, attribute, outputs)[0]
+        result = run_ours(Op.CONV2D, operands, attribute, outputs)[0]
         assert float(result.item()) == expected
-        assert same_bits(result, oracle(Op.CONV2D, operands, attribute, outputs)[0])
+        assert_same_bits(result, run_op(Op.CONV2D, operands, attribute, outputs)[0])
 
 
 def test_padding_multiplies_are_skipped() -> None:
@@ -358,13 +358,13 @@ def test_padding_multiplies_are_skipped() -> None:
     w = np.full((1, 3, 3, 1), np.inf, np.float32)
     w[0, 1, 1, 0] = 2.0
     x = np.full((1, 1, 1, 1), 3.0, np.float32)
-    operands = [operand(x, DType.FP32), operand(w, DType.FP32, True), operand([1.0], DType.FP32, True),
-                operand([0], DType.FP32, True), operand([0], DType.FP32, True)]
+    operands = [Operand(x, DType.FP32), Operand(w, DType.FP32, True), Operand([1.0], DType.FP32, True),
+                Operand([0], DType.FP32, True), Operand([0], DType.FP32, True)]
     attribute = make_attribute(Op.CONV2D, pad=(1, 1, 1, 1), stride=(1, 1), dilation=(1, 1),
                                acc_type=DType.FP32)
     outputs = [TensorType((1, 1, 1, 1), DType.FP32)]
-    assert float(ours(Op.CONV2D, operands, attribute, outputs)[0].item()) == 7.0
-    assert float(oracle_fp64(Op.CONV2D, operands, attribute, outputs)[0].item()) == 7.0
+    assert float(run_ours(Op.CONV2D, operands, attribute, outputs)[0].item()) == 7.0
+    assert float(run_op(Op.CONV2D, operands, attribute, outputs, precise=True)[0].item()) == 7.0
 
 
 # --------------------------------------------------------------------------- tiling
@@ -381,9 +381,9 @@ def test_tiles_give_the_whole_tensor_bits(op: Op, combo) -> None:
     rng = np.random.default_rng([3, op.value, *combo])
     for _ in range(3):
         case = conv_case(rng, op, combo, max_size=10, max_channels=6)
-        whole = ours(op, case.operands, case.attribute, case.outputs)[0]
+        whole = run_ours(op, case.operands, case.attribute, case.outputs)[0]
         tiles = random_tiles(case.output.shape, rng, max_cuts=3)
-        assert same_bits(ours_tiled(op, case.operands, case.attribute, case.outputs, tiles)[0], whole)
+        assert_same_bits(ours_tiled(op, case.operands, case.attribute, case.outputs, tiles)[0], whole)
 
 
 @pytest.mark.parametrize("combo", [(DType.INT8, DType.INT32), (DType.INT16, DType.INT48),
@@ -392,25 +392,25 @@ def test_matmul_tiles_give_the_whole_tensor_bits(combo) -> None:
     rng = np.random.default_rng([5, *combo])
     for _ in range(3):
         case = matmul_case(rng, *combo, max_size=12)
-        whole = ours(Op.MATMUL, case.operands, case.attribute, case.outputs)[0]
+        whole = run_ours(Op.MATMUL, case.operands, case.attribute, case.outputs)[0]
         tiles = random_tiles(case.output.shape, rng)
-        assert same_bits(ours_tiled(Op.MATMUL, case.operands, case.attribute, case.outputs, tiles)[0], whole)
+        assert_same_bits(ours_tiled(Op.MATMUL, case.operands, case.attribute, case.outputs, tiles)[0], whole)
 
 
 def test_single_element_tiles_at_padded_borders() -> None:
     """Every output its own tile: each window is clipped at the borders and padded by the kernel."""
     rng = np.random.default_rng(17)
-    x = random_floats(rng, DType.FP16, (1, 5, 6, 3))
-    w = random_floats(rng, DType.FP16, (2, 3, 3, 3))
-    operands = [operand(x, DType.FP16), operand(w, DType.FP16, True),
-                operand(random_floats(rng, DType.FP16, (2,)), DType.FP16, True),
-                operand([0], DType.FP16, True), operand([0], DType.FP16, True)]
+    x = _values(rng, DType.FP16, (1, 5, 6, 3), "input")
+    w = _values(rng, DType.FP16, (2, 3, 3, 3), "weight")
+    operands = [Operand(x, DType.FP16), Operand(w, DType.FP16, True),
+                Operand(_values(rng, DType.FP16, (2,), "bias"), DType.FP16, True),
+                Operand([0], DType.FP16, True), Operand([0], DType.FP16, True)]
     attribute = make_attribute(Op.CONV2D, pad=(2, 2, 1, 2), stride=(1, 1), dilation=(2, 1),
                                acc_type=DType.FP16)
     outputs = [TensorType((1, 5, 7, 2), DType.FP16)]
     tiles = [((0, 1), (y, y + 1), (x_, x_ + 1), (c, c + 1)) for y in range(5) for x_ in range(7) for c in range(2)]
-    assert same_bits(ours_tiled(Op.CONV2D, operands, attribute, outputs, tiles)[0],
-                     ours(Op.CONV2D, operands, attribute, outputs)[0])
+    assert_same_bits(ours_tiled(Op.CONV2D, operands, attribute, outputs, tiles)[0],
+                     run_ours(Op.CONV2D, operands, attribute, outputs)[0])
 
 
 @pytest.mark.parametrize("dtype, acc_t", [(DType.INT8, DType.INT32), (DType.FP32, DType.FP32)],
@@ -421,16 +421,16 @@ def test_tiles_that_only_see_padding(dtype: DType, acc_t: DType) -> None:
     x = _values(rng, dtype, (1, 3, 4, 2), "input")
     w = _values(rng, dtype, (2, 1, 1, 2), "weight")
     out_t = CONV_TYPES[(dtype, dtype, acc_t)]
-    operands = [operand(x, dtype), operand(w, dtype, True), operand(_bias(rng, out_t, 2), out_t, True),
+    operands = [Operand(x, dtype), Operand(w, dtype, True), Operand(_bias(rng, out_t, 2), out_t, True),
                 *_zero_points(rng, dtype, dtype)]
     attribute = make_attribute(Op.CONV2D, pad=(3, 3, 4, 3), stride=(2, 2), dilation=(1, 1), acc_type=acc_t)
     outputs = [TensorType((1, 5, 6, 2), out_t)]
-    whole = ours(Op.CONV2D, operands, attribute, outputs)[0]
+    whole = run_ours(Op.CONV2D, operands, attribute, outputs)[0]
     if dtype.is_integer:
-        assert same_bits(whole, oracle(Op.CONV2D, operands, attribute, outputs)[0])
-    assert same_bits(whole[0, 0, :, 0], np.full(6, whole[0, 0, 0, 0]))      # row 0 reads only padding
+        assert_same_bits(whole, run_op(Op.CONV2D, operands, attribute, outputs)[0])
+    assert_same_bits(whole[0, 0, :, 0], np.full(6, whole[0, 0, 0, 0]))      # row 0 reads only padding
     tiles = [((0, 1), (y, y + 1), (0, 6), (0, 2)) for y in range(5)]
-    assert same_bits(ours_tiled(Op.CONV2D, operands, attribute, outputs, tiles)[0], whole)
+    assert_same_bits(ours_tiled(Op.CONV2D, operands, attribute, outputs, tiles)[0], whole)
 
 
 def test_conv2d_window_includes_the_halo() -> None:
@@ -455,9 +455,9 @@ def _int8_conv2d(**changes) -> tuple[list[Operand], Attribute, list[TensorType]]
     w = np.zeros((3, 3, 3, 2), np.int8)
     fields = dict(pad=(1, 1, 1, 1), stride=(1, 1), dilation=(1, 1), acc_type=DType.INT32)
     fields.update({k: v for k, v in changes.items() if k in fields})
-    operands = [operand(x, DType.INT8), operand(w, DType.INT8, True),
-                operand(np.zeros(changes.get("bias", 3), np.int32), DType.INT32, True),
-                operand([0], DType.INT8, True), operand([0], DType.INT8, True)]
+    operands = [Operand(x, DType.INT8), Operand(w, DType.INT8, True),
+                Operand(np.zeros(changes.get("bias", 3), np.int32), DType.INT32, True),
+                Operand([0], DType.INT8, True), Operand([0], DType.INT8, True)]
     out = TensorType(changes.get("out", (1, 4, 4, 3)), DType.INT32)
     return operands, make_attribute(Op.CONV2D, **fields), [out]
 
@@ -475,7 +475,7 @@ def _int8_conv2d(**changes) -> tuple[list[Operand], Attribute, list[TensorType]]
 def test_conv2d_error_ifs(changes: dict, message: str) -> None:
     operands, attribute, outputs = _int8_conv2d(**changes)
     with pytest.raises(TosaRuntimeError, match=message):
-        ours(Op.CONV2D, operands, attribute, outputs)
+        run_ours(Op.CONV2D, operands, attribute, outputs)
 
 
 @pytest.mark.parametrize("in_t, weight_t, acc_t, which", [
@@ -486,37 +486,37 @@ def test_conv2d_error_ifs(changes: dict, message: str) -> None:
 ])
 def test_zero_points_only_for_int8(in_t: DType, weight_t: DType, acc_t: DType, which: int) -> None:
     out_t = CONV_TYPES[(in_t, weight_t, acc_t)]
-    operands = [operand(np.zeros((1, 2, 2, 1)), in_t), operand(np.zeros((1, 1, 1, 1)), weight_t, True),
-                operand(np.zeros(1), out_t, True), operand([0], in_t, True), operand([0], weight_t, True)]
-    operands[which] = operand([1], operands[which].dtype, True)
+    operands = [Operand(np.zeros((1, 2, 2, 1)), in_t), Operand(np.zeros((1, 1, 1, 1)), weight_t, True),
+                Operand(np.zeros(1), out_t, True), Operand([0], in_t, True), Operand([0], weight_t, True)]
+    operands[which] = Operand([1], operands[which].dtype, True)
     attribute = make_attribute(Op.DEPTHWISE_CONV2D, pad=(0, 0, 0, 0), stride=(1, 1), dilation=(1, 1),
                                acc_type=acc_t)
     with pytest.raises(TosaRuntimeError, match="must be zero"):
-        ours(Op.DEPTHWISE_CONV2D, operands, attribute, [TensorType((1, 2, 2, 1), out_t)])
+        run_ours(Op.DEPTHWISE_CONV2D, operands, attribute, [TensorType((1, 2, 2, 1), out_t)])
 
 
 def test_int8_zero_points_are_allowed_for_matmul() -> None:
     """The 1.0.1 MATMUL pseudocode's ERROR_IF lacks a '!': int8 zero points are valid (as in the model)."""
     rng = np.random.default_rng(2)
-    a, b = random_ints(rng, DType.INT8, (1, 3, 4)), random_ints(rng, DType.INT8, (1, 4, 2))
-    operands = [operand(a, DType.INT8), operand(b, DType.INT8), operand([-7], DType.INT8, True),
-                operand([100], DType.INT8, True)]
+    a, b = _values(rng, DType.INT8, (1, 3, 4), "input"), _values(rng, DType.INT8, (1, 4, 2), "weight")
+    operands = [Operand(a, DType.INT8), Operand(b, DType.INT8), Operand([-7], DType.INT8, True),
+                Operand([100], DType.INT8, True)]
     outputs = [TensorType((1, 3, 2), DType.INT32)]
-    result = ours(Op.MATMUL, operands, None, outputs)[0]
+    result = run_ours(Op.MATMUL, operands, None, outputs)[0]
     expected = (a.astype(np.int64) + 7) @ (b.astype(np.int64) - 100)
     assert np.array_equal(result, expected)
-    assert same_bits(result, oracle(Op.MATMUL, operands, None, outputs)[0])
-    int16 = [operand(a, DType.INT16), operand(b, DType.INT16), operand([1], DType.INT16, True),
-             operand([0], DType.INT16, True)]
+    assert_same_bits(result, run_op(Op.MATMUL, operands, None, outputs)[0])
+    int16 = [Operand(a, DType.INT16), Operand(b, DType.INT16), Operand([1], DType.INT16, True),
+             Operand([0], DType.INT16, True)]
     with pytest.raises(TosaRuntimeError, match="A_zp must be zero"):
-        ours(Op.MATMUL, int16, None, [TensorType((1, 3, 2), DType.INT48)])
+        run_ours(Op.MATMUL, int16, None, [TensorType((1, 3, 2), DType.INT48)])
 
 
 def _transpose(out_pad, out_shape) -> Callable[[], list[np.ndarray]]:
-    operands = [operand(np.zeros((1, 2, 2, 1)), DType.FP32), operand(np.zeros((1, 2, 3, 1)), DType.FP32, True),
-                operand([0.0], DType.FP32, True), operand([0], DType.FP32, True), operand([0], DType.FP32, True)]
+    operands = [Operand(np.zeros((1, 2, 2, 1)), DType.FP32), Operand(np.zeros((1, 2, 3, 1)), DType.FP32, True),
+                Operand([0.0], DType.FP32, True), Operand([0], DType.FP32, True), Operand([0], DType.FP32, True)]
     attribute = make_attribute(Op.TRANSPOSE_CONV2D, out_pad=out_pad, stride=(2, 2), acc_type=DType.FP32)
-    return lambda: ours(Op.TRANSPOSE_CONV2D, operands, attribute, [TensorType(out_shape, DType.FP32)])
+    return lambda: run_ours(Op.TRANSPOSE_CONV2D, operands, attribute, [TensorType(out_shape, DType.FP32)])
 
 
 def test_transpose_conv2d_error_ifs() -> None:
@@ -530,11 +530,11 @@ def test_transpose_conv2d_error_ifs() -> None:
 
 
 def test_matmul_shape_and_type_errors() -> None:
-    a = operand(np.zeros((1, 2, 3)), DType.FP32)
-    zp = operand([0], DType.FP32, True)
+    a = Operand(np.zeros((1, 2, 3)), DType.FP32)
+    zp = Operand([0], DType.FP32, True)
     with pytest.raises(TosaRuntimeError, match="does not match A shape"):
-        ours(Op.MATMUL, [a, operand(np.zeros((1, 4, 2)), DType.FP32), zp, zp], None,
+        run_ours(Op.MATMUL, [a, Operand(np.zeros((1, 4, 2)), DType.FP32), zp, zp], None,
              [TensorType((1, 2, 2), DType.FP32)])
     with pytest.raises(TosaRuntimeError, match="unsupported type combination"):
-        ours(Op.MATMUL, [a, operand(np.zeros((1, 3, 2)), DType.FP32), zp, zp], None,
+        run_ours(Op.MATMUL, [a, Operand(np.zeros((1, 3, 2)), DType.FP32), zp, zp], None,
              [TensorType((1, 2, 2), DType.FP16)])

@@ -5,14 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.reference.movement_harness import (
-    LAYOUT_DTYPES, assert_same_bits, operand, oracle, oracle_cli, ours, ours_tiled, random_bits,
-    random_tiles, shape_operand, window_volume,
-)
 from npu_sim.errors import TosaRuntimeError
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op, make_attribute
+from tests.kernel_testing import (
+    assert_same_bits, ours_tiled, random_tiles, run_ours, shape_operand, window_volume,
+)
+from tests.oracle import Operand, OracleError, run_op
+from tests.value_gen import random_bits
+
+LAYOUT_DTYPES = (DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.FP8E4M3,
+                 DType.FP8E5M2, DType.FP16, DType.BF16, DType.FP32)
 
 CASES_PER_DTYPE = 3
 
@@ -31,9 +35,9 @@ def concat_case(dtype, rng):
     for _ in range(int(rng.integers(1, 4))):
         s = list(shape)
         s[axis] = int(rng.integers(1, 4))
-        parts.append(operand(random_bits(dtype, s, rng), dtype))
+        parts.append(Operand(random_bits(dtype, s, rng), dtype))
     out = list(shape)
-    out[axis] = sum(np.shape(p[0])[axis] for p in parts)
+    out[axis] = sum(p.value.shape[axis] for p in parts)
     return Op.CONCAT, parts, make_attribute(Op.CONCAT, axis=axis), TensorType(tuple(out), dtype)
 
 
@@ -42,8 +46,8 @@ def pad_case(dtype, rng):
     padding = [int(v) for v in rng.integers(0, 3, size=2 * len(shape))]
     out = tuple(s + padding[2 * d] + padding[2 * d + 1] for d, s in enumerate(shape))
     pad_const = random_bits(dtype, (1,), rng)
-    operands = [operand(random_bits(dtype, shape, rng), dtype), shape_operand(padding),
-                operand(pad_const, dtype, const=True)]
+    operands = [Operand(random_bits(dtype, shape, rng), dtype), shape_operand(padding),
+                Operand(pad_const, dtype, const=True)]
     return Op.PAD, operands, None, TensorType(out, dtype)
 
 
@@ -58,14 +62,14 @@ def reshape_case(dtype, rng):
         new.append(d)
         rest //= d
     new.append(rest)
-    operands = [operand(random_bits(dtype, shape, rng), dtype), shape_operand(new)]
+    operands = [Operand(random_bits(dtype, shape, rng), dtype), shape_operand(new)]
     return Op.RESHAPE, operands, None, TensorType(tuple(new), dtype)
 
 
 def reverse_case(dtype, rng):
     shape = _shape(rng)
     axis = int(rng.integers(0, len(shape)))
-    return (Op.REVERSE, [operand(random_bits(dtype, shape, rng), dtype)],
+    return (Op.REVERSE, [Operand(random_bits(dtype, shape, rng), dtype)],
             make_attribute(Op.REVERSE, axis=axis), TensorType(shape, dtype))
 
 
@@ -73,7 +77,7 @@ def slice_case(dtype, rng):
     shape = _shape(rng)
     start = [int(rng.integers(0, s)) for s in shape]
     size = [int(rng.integers(1, s - b + 1)) for s, b in zip(shape, start)]
-    operands = [operand(random_bits(dtype, shape, rng), dtype), shape_operand(start),
+    operands = [Operand(random_bits(dtype, shape, rng), dtype), shape_operand(start),
                 shape_operand(size)]
     return Op.SLICE, operands, None, TensorType(tuple(size), dtype)
 
@@ -82,7 +86,7 @@ def tile_case(dtype, rng):
     shape = _shape(rng, max_rank=4, max_dim=4)
     multiples = [int(v) for v in rng.integers(1, 4, size=len(shape))]
     out = tuple(s * m for s, m in zip(shape, multiples))
-    operands = [operand(random_bits(dtype, shape, rng), dtype), shape_operand(multiples)]
+    operands = [Operand(random_bits(dtype, shape, rng), dtype), shape_operand(multiples)]
     return Op.TILE, operands, None, TensorType(out, dtype)
 
 
@@ -90,7 +94,7 @@ def transpose_case(dtype, rng):
     shape = _shape(rng)
     perms = [int(p) for p in rng.permutation(len(shape))]
     out = tuple(shape[p] for p in perms)
-    return (Op.TRANSPOSE, [operand(random_bits(dtype, shape, rng), dtype)],
+    return (Op.TRANSPOSE, [Operand(random_bits(dtype, shape, rng), dtype)],
             make_attribute(Op.TRANSPOSE, perms=perms), TensorType(out, dtype))
 
 
@@ -100,7 +104,7 @@ def identity_case(dtype, rng):
         value = rng.integers(-(1 << 47), 1 << 47, size=shape, dtype=np.int64)
     else:
         value = random_bits(dtype, shape, rng)
-    return Op.IDENTITY, [operand(value, dtype)], None, TensorType(shape, dtype)
+    return Op.IDENTITY, [Operand(value, dtype)], None, TensorType(shape, dtype)
 
 
 BUILDERS = {
@@ -121,12 +125,10 @@ def _seed(op: Op, dtype: DType, salt: int = 0) -> int:
                          ids=lambda v: v.name)
 def test_matches_reference_model_bit_for_bit(op, dtype):
     rng = np.random.default_rng(_seed(op, dtype))
-    # The Python binding cannot pass INT4/INT48 tensors: use the command-line model.
-    run_reference = oracle_cli if dtype in (DType.INT4, DType.INT48) else oracle
     for _ in range(CASES_PER_DTYPE):
         op_, operands, attribute, out_type = BUILDERS[op](dtype, rng)
-        (expected,) = run_reference(op_, operands, attribute, [out_type])
-        (actual,) = ours(op_, operands, attribute, [out_type])
+        (expected,) = run_op(op_, operands, attribute, [out_type])  # INT4/INT48: the executable
+        (actual,) = run_ours(op_, operands, attribute, [out_type])
         # Data movement copies bits (zero signs included). The reference model keeps
         # fp16/bf16/fp32 in wider types internally and canonicalises NaN payloads, so
         # there a NaN only has to stay a NaN; test_nan_payloads_survive checks ours.
@@ -140,12 +142,12 @@ def test_nan_payloads_survive(op):
     for dtype, payload in ((DType.FP32, bits.view(np.float32)),
                            (DType.FP16, np.array([0x7E01, 0xFC01], np.uint16).view(np.float16))):
         op_, operands, attribute, out_type = BUILDERS[op](dtype, rng)
-        value = np.resize(payload, np.shape(operands[0][0])).astype(dtype.numpy_dtype)
-        operands = [operand(value, dtype), *operands[1:]]
+        value = np.resize(payload, operands[0].value.shape).astype(dtype.numpy_dtype)
+        operands = [Operand(value, dtype), *operands[1:]]
         if op_ == Op.CONCAT:
-            operands = [operand(np.resize(payload, np.shape(o[0])), dtype) for o in operands]
-        (actual,) = ours(op_, operands, attribute, [out_type])
-        sources = np.concatenate([np.asarray(o[0]).reshape(-1) for o in operands if o[1] == dtype])
+            operands = [Operand(np.resize(payload, o.value.shape), dtype) for o in operands]
+        (actual,) = run_ours(op_, operands, attribute, [out_type])
+        sources = np.concatenate([o.value.reshape(-1) for o in operands if o.dtype == dtype])
         assert set(np.unique(actual.view(f"u{actual.itemsize}"))) <= set(
             np.unique(sources.view(f"u{actual.itemsize}")))
 
@@ -154,8 +156,8 @@ def test_pad_right_padding_uses_pad_const():
     # The pseudocode's is_pad test reads `index[i] >= length(shape[i])` (never true); the
     # intent, and the reference model, pad after the input as well as before it.
     x = np.arange(1, 4, dtype=np.int8)
-    operands = [operand(x, DType.INT8), shape_operand([1, 2]), operand([-7], DType.INT8, True)]
-    (actual,) = ours(Op.PAD, operands, None, [TensorType((6,), DType.INT8)])
+    operands = [Operand(x, DType.INT8), shape_operand([1, 2]), Operand([-7], DType.INT8, True)]
+    (actual,) = run_ours(Op.PAD, operands, None, [TensorType((6,), DType.INT8)])
     assert actual.tolist() == [-7, 1, 2, 3, -7, -7]
 
 
@@ -169,26 +171,23 @@ def test_random_tilings_equal_whole_tensor(op):
     for dtype in TILED_DTYPES:
         for _ in range(3):
             op_, operands, attribute, out_type = BUILDERS[op](dtype, rng)
-            if attribute is None:
-                from npu_sim.tosa.ops import attribute_class
-                attribute = attribute_class(op_)()
-            (whole,) = ours(op_, operands, attribute, [out_type])
-            for precise in (False, True):
+            (whole,) = run_ours(op_, operands, attribute, [out_type])
+            for known_consts in (False, True):
                 tiles = random_tiles(out_type.shape, rng)
-                tiled = ours_tiled(op_, operands, attribute, out_type, tiles, precise=precise)
+                (tiled,) = ours_tiled(op_, operands, attribute, [out_type], tiles, known_consts=known_consts)
                 assert_same_bits(tiled, whole)
 
 
 def test_exact_windows_read_only_what_the_tile_needs():
     x = np.arange(8 * 6, dtype=np.int16).reshape(8, 6)
     out = TensorType((4, 2), DType.INT16)
-    operands = [operand(x, DType.INT16), shape_operand([2, 3]), shape_operand([4, 2])]
+    operands = [Operand(x, DType.INT16), shape_operand([2, 3]), shape_operand([4, 2])]
     attribute = make_attribute(Op.SLICE)
     # With the start values the window is the slice of the tile; without them it is whole.
     assert window_volume(Op.SLICE, operands, attribute, out, ((1, 3), (0, 2)), True) == 4
     assert window_volume(Op.SLICE, operands, attribute, out, ((1, 3), (0, 2)), False) == 48
     padded = TensorType((8, 9), DType.INT16)
-    pad_ops = [operand(x, DType.INT16), shape_operand([0, 0, 1, 2]), operand([0], DType.INT16, True)]
+    pad_ops = [Operand(x, DType.INT16), shape_operand([0, 0, 1, 2]), Operand([0], DType.INT16, True)]
     assert window_volume(Op.PAD, pad_ops, make_attribute(Op.PAD), padded, ((0, 4), (0, 3)), True) == 8
     # Unpadded dimension 0 is followed even without the padding values.
     assert window_volume(Op.PAD, pad_ops, make_attribute(Op.PAD), padded, ((0, 4), (0, 3)), False) == 24
@@ -196,26 +195,26 @@ def test_exact_windows_read_only_what_the_tile_needs():
 
 def test_tile_window_within_one_copy():
     x = np.arange(12, dtype=np.int32).reshape(3, 4)
-    operands = [operand(x, DType.INT32), shape_operand([2, 3])]
+    operands = [Operand(x, DType.INT32), shape_operand([2, 3])]
     out = TensorType((6, 12), DType.INT32)
     region = ((4, 6), (5, 7))  # rows 1..2, columns 1..2 of the second copies
     assert window_volume(Op.TILE, operands, make_attribute(Op.TILE), out, region, False) == 4
-    tiled = ours_tiled(Op.TILE, operands, make_attribute(Op.TILE), out,
-                       random_tiles(out.shape, np.random.default_rng(3), max_cuts=5))
+    (tiled,) = ours_tiled(Op.TILE, operands, make_attribute(Op.TILE), [out],
+                          random_tiles(out.shape, np.random.default_rng(3), max_cuts=5))
     assert_same_bits(tiled, np.tile(x, (2, 3)))
 
 
 # --------------------------------------------------------------------------- ERROR_IFs
 def _raises(op, operands, attribute, out_type, text):
     with pytest.raises(TosaRuntimeError, match=text):
-        ours(op, operands, attribute, [out_type])
+        run_ours(op, operands, attribute, [out_type])
 
 
 I8 = DType.INT8
 
 
 def _x(shape, dtype=I8):
-    return operand(np.zeros(shape, dtype=dtype.numpy_dtype), dtype)
+    return Operand(np.zeros(shape, dtype=dtype.numpy_dtype), dtype)
 
 
 @pytest.mark.parametrize("case", [
@@ -227,10 +226,10 @@ def _x(shape, dtype=I8):
     (Op.CONCAT, [_x((2, 3)), _x((2, 3))], {"axis": 0}, ((5, 3), I8), "not the sum"),
     (Op.CONCAT, [_x((2, 3)), _x((2, 3), DType.INT16)], {"axis": 0}, ((4, 3), I8), "different element types"),
     # PAD
-    (Op.PAD, [_x((2, 3)), shape_operand([0, -1, 0, 1]), operand([0], I8, True)], {}, ((1, 4), I8), "negative padding"),
-    (Op.PAD, [_x((2, 3)), shape_operand([0, 1, 0, 1]), operand([0], I8, True)], {}, ((3, 5), I8), "not input plus padding"),
-    (Op.PAD, [_x((2, 3)), shape_operand([0, 1]), operand([0], I8, True)], {}, ((3, 3), I8), "padding has 2 values"),
-    (Op.PAD, [_x((2, 3)), shape_operand([0, 0, 0, 0]), operand([0], I8, True)], {}, ((2, 3, 1), I8), "rank"),
+    (Op.PAD, [_x((2, 3)), shape_operand([0, -1, 0, 1]), Operand([0], I8, True)], {}, ((1, 4), I8), "negative padding"),
+    (Op.PAD, [_x((2, 3)), shape_operand([0, 1, 0, 1]), Operand([0], I8, True)], {}, ((3, 5), I8), "not input plus padding"),
+    (Op.PAD, [_x((2, 3)), shape_operand([0, 1]), Operand([0], I8, True)], {}, ((3, 3), I8), "padding has 2 values"),
+    (Op.PAD, [_x((2, 3)), shape_operand([0, 0, 0, 0]), Operand([0], I8, True)], {}, ((2, 3, 1), I8), "rank"),
     # RESHAPE
     (Op.RESHAPE, [_x((2, 3)), shape_operand([4, 2])], {}, ((4, 2), I8), "element counts differ"),
     (Op.RESHAPE, [_x((2, 3)), shape_operand([3, -1])], {}, ((3, 2), I8), "differs from the output shape"),
@@ -265,15 +264,13 @@ def test_error_if(case):
 def test_reference_model_refuses_the_same_shapes():
     """Some ERROR_IF cases above are refused by the reference model too (run in a
     subprocess: the model may abort on refused graphs)."""
-    from tests.reference.movement_harness import OracleError
-
     cases = [
         (Op.CONCAT, [_x((2, 3)), _x((2, 3))], {"axis": 0}, ((5, 3), I8)),
-        (Op.PAD, [_x((2, 3)), shape_operand([0, 1, 0, 1]), operand([0], I8, True)], {}, ((3, 5), I8)),
+        (Op.PAD, [_x((2, 3)), shape_operand([0, 1, 0, 1]), Operand([0], I8, True)], {}, ((3, 5), I8)),
         (Op.SLICE, [_x((4, 4)), shape_operand([3, 0]), shape_operand([2, 2])], {}, ((2, 2), I8)),
         (Op.TILE, [_x((2, 3)), shape_operand([2, 2])], {}, ((4, 5), I8)),
         (Op.TRANSPOSE, [_x((2, 3))], {"perms": [1, 0]}, ((2, 3), I8)),
     ]
     for op, operands, fields, (shape, dtype) in cases:
         with pytest.raises(OracleError):
-            oracle_cli(op, operands, make_attribute(op, **fields), [TensorType(shape, dtype)])
+            run_op(op, operands, make_attribute(op, **fields), [TensorType(shape, dtype)], isolated=True)

@@ -11,10 +11,9 @@ from npu_sim.errors import TosaRuntimeError
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import NanPropagationMode, Op, make_attribute
-from tests.fp_compliance import assert_fp_compliant, run_op_fp64
+from tests.fp_compliance import assert_fp_compliant
 from tests.kernel_testing import assert_both_refuse, assert_same_bits, check_tiling, run_ours
-from tests.kernel_testing import run_reference as run_op
-from tests.oracle import Operand
+from tests.oracle import Operand, run_op
 from tests.value_gen import fp_values, int_values
 
 I8, I16, I32, BOOL = DType.INT8, DType.INT16, DType.INT32, DType.BOOL
@@ -36,7 +35,7 @@ def _exact(op, operands, attribute, out_dtype, shape=SHAPE, **kw):
     outs = [TensorType(shape, out_dtype)]
     ref = run_op(op, operands, attribute, outs)[0]
     ours = run_ours(op, operands, attribute, outs)[0]
-    assert_same_bits(ours, ref, f"{op.name} {out_dtype.name}", **kw)
+    assert_same_bits(ours, ref, f"{op.name} {out_dtype.name}", nan_equal=True, **kw)
     return ours
 
 
@@ -189,10 +188,10 @@ def test_fp_arithmetic_within_bounds(op, dtype):
     operands = [Operand(a, dtype), Operand(b, dtype)] + ([_shift(0)] if op is Op.MUL else [])
     outs = [TensorType(SHAPE, dtype)]
     ours = run_ours(op, operands, None, outs)[0]
-    ref = run_op_fp64(op, operands, None, outs)[0]
+    ref = run_op(op, operands, None, outs, precise=True)[0]
     assert_fp_compliant(ours, ref, dtype, op, inputs=[a, b])
     # Our +, -, * are correctly rounded, as the reference model's are: same bits.
-    assert_same_bits(ours, run_op(op, operands, None, outs)[0], op.name, ignore_zero_sign=True)
+    assert_same_bits(ours, run_op(op, operands, None, outs)[0], op.name, nan_equal=True, ignore_zero_sign=True)
 
 
 @pytest.mark.parametrize("dtype", FP, ids=lambda t: t.name)
@@ -205,7 +204,7 @@ def test_pow_within_bounds(dtype):
     operands = [Operand(x, dtype), Operand(y, dtype)]
     outs = [TensorType(SHAPE, dtype)]
     ours = run_ours(Op.POW, operands, None, outs)[0]
-    ref = run_op_fp64(Op.POW, operands, None, outs)[0]
+    ref = run_op(Op.POW, operands, None, outs, precise=True)[0]
     assert_fp_compliant(ours, ref, dtype, Op.POW, inputs=[x, y])
 
 
@@ -235,10 +234,10 @@ def test_fp_unary_within_bounds(op, dtype):
     x = fp_values(dtype, (6, 40), rng, lo, hi)
     outs = [TensorType(x.shape, dtype)]
     ours = run_ours(op, [Operand(x, dtype)], None, outs)[0]
-    ref = run_op_fp64(op, [Operand(x, dtype)], None, outs)[0]
+    ref = run_op(op, [Operand(x, dtype)], None, outs, precise=True)[0]
     assert_fp_compliant(ours, ref, dtype, op, inputs=[x])
     if op in (Op.CEIL, Op.FLOOR):  # exact operations: same bits as the reference model
-        assert_same_bits(ours, run_op(op, [Operand(x, dtype)], None, outs)[0], op.name)
+        assert_same_bits(ours, run_op(op, [Operand(x, dtype)], None, outs)[0], op.name, nan_equal=True)
 
 
 @pytest.mark.parametrize("dtype", FP, ids=lambda t: t.name)

@@ -18,8 +18,9 @@ from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op, make_attribute
 from tests.fp_compliance import NORMAL_MIN
 from tests.fp_compliance_dot import assert_dot_compliant
-from tests.reference.dot_harness import (operand, oracle, oracle_fp64, ours, ours_tiled, random_floats,
-                                         random_tiles, same_bits)
+from tests.kernel_testing import assert_same_bits, ours_tiled, random_tiles, run_ours
+from tests.oracle import Operand, run_op
+from tests.value_gen import fp_values
 
 SHAPES = [(1, 1, 1), (2, 1, 8), (1, 4, 1), (2, 8, 4), (1, 16, 16), (1, 32, 8), (3, 2, 2)]
 
@@ -60,7 +61,8 @@ def _bound(planes: list[np.ndarray], rfft: bool, local_bound: bool) -> list[np.n
 
 def _inputs(rng: np.random.Generator, shape, count: int) -> list[np.ndarray]:
     scale = float(rng.choice([1e-3, 1.0, 1e4]))
-    return [random_floats(rng, DType.FP32, shape, scale=scale) for _ in range(count)]
+    return [fp_values(DType.FP32, shape, rng, scale=scale, specials=[0.0, -0.0], special_fraction=0.05)
+            for _ in range(count)]
 
 
 @pytest.mark.parametrize("inverse", [False, True], ids=["forward", "inverse"])
@@ -69,11 +71,11 @@ def test_fft2d_meets_dot_product_accuracy(shape, inverse: bool) -> None:
     rng = np.random.default_rng([61, *shape, inverse])
     planes = _inputs(rng, shape, 2)
     local_bound = bool(rng.integers(0, 2))
-    operands = [operand(p, DType.FP32) for p in planes]
+    operands = [Operand(p, DType.FP32) for p in planes]
     attribute = make_attribute(Op.FFT2D, inverse=inverse, local_bound=local_bound)
     outputs = [TensorType(shape, DType.FP32)] * 2
-    result = ours(Op.FFT2D, operands, attribute, outputs)
-    refs = oracle_fp64(Op.FFT2D, operands, attribute, outputs)
+    result = run_ours(Op.FFT2D, operands, attribute, outputs)
+    refs = run_op(Op.FFT2D, operands, attribute, outputs, precise=True)
     for ours_plane, ref, bnd in zip(result, refs, _bound(planes, False, local_bound)):
         assert_dot_compliant(ours_plane, ref, bnd, DType.FP32, DType.FP32, 2 * shape[1] * shape[2], False)
 
@@ -85,9 +87,9 @@ def test_rfft2d_meets_dot_product_accuracy(shape) -> None:
     n, h, w = shape
     attribute = make_attribute(Op.RFFT2D, local_bound=False)
     outputs = [TensorType((n, h, w // 2 + 1), DType.FP32)] * 2
-    operands = [operand(planes[0], DType.FP32)]
-    result = ours(Op.RFFT2D, operands, attribute, outputs)
-    refs = oracle_fp64(Op.RFFT2D, operands, attribute, outputs)
+    operands = [Operand(planes[0], DType.FP32)]
+    result = run_ours(Op.RFFT2D, operands, attribute, outputs)
+    refs = run_op(Op.RFFT2D, operands, attribute, outputs, precise=True)
     for ours_plane, ref, bnd in zip(result, refs, _bound(planes, True, False)):
         assert_dot_compliant(ours_plane, ref, bnd, DType.FP32, DType.FP32, h * w, False)
     # the skippable imaginary outputs are exactly zero
@@ -100,13 +102,13 @@ def test_fft2d_of_an_impulse_is_flat() -> None:
     """A unit impulse at the origin transforms to 1 + 0i everywhere (both directions), exactly."""
     real = np.zeros((1, 4, 8), np.float32)
     real[0, 0, 0] = 1.0
-    operands = [operand(real, DType.FP32), operand(np.zeros_like(real), DType.FP32)]
+    operands = [Operand(real, DType.FP32), Operand(np.zeros_like(real), DType.FP32)]
     outputs = [TensorType((1, 4, 8), DType.FP32)] * 2
     for inverse in (False, True):
         attribute = make_attribute(Op.FFT2D, inverse=inverse)
-        out_real, out_imag = ours(Op.FFT2D, operands, attribute, outputs)
+        out_real, out_imag = run_ours(Op.FFT2D, operands, attribute, outputs)
         assert np.all(out_real == 1.0) and np.all(out_imag == 0.0)
-        expected = oracle(Op.FFT2D, operands, attribute, outputs)
+        expected = run_op(Op.FFT2D, operands, attribute, outputs)
         assert np.array_equal(out_real, expected[0]) and np.array_equal(out_imag, expected[1])
 
 
@@ -115,14 +117,15 @@ def test_fft_tiles_give_the_whole_tensor_bits(op: Op) -> None:
     rng = np.random.default_rng([71, op])
     shape = (3, 8, 16)
     planes = _inputs(rng, shape, 2 if op is Op.FFT2D else 1)
-    operands = [operand(p, DType.FP32) for p in planes]
+    operands = [Operand(p, DType.FP32) for p in planes]
     attribute = make_attribute(op, inverse=True) if op is Op.FFT2D else make_attribute(op)
     out_shape = shape if op is Op.FFT2D else (3, 8, 9)
     outputs = [TensorType(out_shape, DType.FP32)] * 2
-    whole = ours(op, operands, attribute, outputs)
+    whole = run_ours(op, operands, attribute, outputs)
     for _ in range(3):
         tiled = ours_tiled(op, operands, attribute, outputs, random_tiles(out_shape, rng))
-        assert all(same_bits(a, b) for a, b in zip(tiled, whole))
+        for a, b in zip(tiled, whole):
+            assert_same_bits(a, b)
 
 
 @pytest.mark.parametrize("shape, dtype, out_shape, message", [
@@ -132,18 +135,18 @@ def test_fft_tiles_give_the_whole_tensor_bits(op: Op) -> None:
     ((1, 4, 4), DType.FP32, (1, 4, 2), "output shape"),
 ])
 def test_fft2d_error_ifs(shape, dtype: DType, out_shape, message: str) -> None:
-    operands = [operand(np.zeros(shape), dtype), operand(np.zeros(shape), dtype)]
+    operands = [Operand(np.zeros(shape), dtype), Operand(np.zeros(shape), dtype)]
     with pytest.raises(TosaRuntimeError, match=message):
-        ours(Op.FFT2D, operands, make_attribute(Op.FFT2D), [TensorType(out_shape, dtype)] * 2)
+        run_ours(Op.FFT2D, operands, make_attribute(Op.FFT2D), [TensorType(out_shape, dtype)] * 2)
 
 
 def test_fft2d_planes_must_have_one_shape() -> None:
-    operands = [operand(np.zeros((1, 4, 4)), DType.FP32), operand(np.zeros((1, 4, 2)), DType.FP32)]
+    operands = [Operand(np.zeros((1, 4, 4)), DType.FP32), Operand(np.zeros((1, 4, 2)), DType.FP32)]
     with pytest.raises(TosaRuntimeError, match="same shape"):
-        ours(Op.FFT2D, operands, make_attribute(Op.FFT2D), [TensorType((1, 4, 4), DType.FP32)] * 2)
+        run_ours(Op.FFT2D, operands, make_attribute(Op.FFT2D), [TensorType((1, 4, 4), DType.FP32)] * 2)
 
 
 def test_rfft2d_output_width_is_half_plus_one() -> None:
-    operands = [operand(np.zeros((1, 4, 8)), DType.FP32)]
+    operands = [Operand(np.zeros((1, 4, 8)), DType.FP32)]
     with pytest.raises(TosaRuntimeError, match="output shape"):
-        ours(Op.RFFT2D, operands, make_attribute(Op.RFFT2D), [TensorType((1, 4, 4), DType.FP32)] * 2)
+        run_ours(Op.RFFT2D, operands, make_attribute(Op.RFFT2D), [TensorType((1, 4, 4), DType.FP32)] * 2)

@@ -10,12 +10,12 @@ from npu_sim.errors import TosaRuntimeError
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op, ResizeMode, make_attribute
-from tests import oracle as oracle_module
-from tests.fp_compliance import abs_error_bound, assert_fp_compliant, run_op_fp64
-from tests.reference.movement_harness import (
-    assert_same_bits, operand, oracle, oracle_cli, ours, ours_tiled, random_tiles,
-    random_values, shape_operand, window_volume,
+from tests.fp_compliance import abs_error_bound, assert_fp_compliant
+from tests.kernel_testing import (
+    assert_same_bits, ours_tiled, random_tiles, run_ours, shape_operand, window_volume,
 )
+from tests.oracle import Operand, run_op
+from tests.value_gen import random_values
 
 NEAREST, BILINEAR = ResizeMode.NEAREST, ResizeMode.BILINEAR
 OUT_TYPE = {(DType.INT8, BILINEAR): DType.INT32, (DType.INT8, NEAREST): DType.INT8,
@@ -41,7 +41,7 @@ def resize_case(dtype, mode, rng, big_scale=False, max_in=7, edges=True):
     yn, yd, yo, yb, oh = _axis_params(ih, rng, big_scale)
     xn, xd, xo, xb, ow = _axis_params(iw, rng, big_scale)
     x = random_values(dtype, (n, ih, iw, c), rng, edges=edges)
-    operands = [operand(x, dtype), shape_operand([yn, yd, xn, xd]), shape_operand([yo, xo]),
+    operands = [Operand(x, dtype), shape_operand([yn, yd, xn, xd]), shape_operand([yo, xo]),
                 shape_operand([yb, xb])]
     out_dtype = OUT_TYPE.get((dtype, mode), dtype)
     return operands, make_attribute(Op.RESIZE, mode=mode), TensorType((n, oh, ow, c), out_dtype)
@@ -49,7 +49,7 @@ def resize_case(dtype, mode, rng, big_scale=False, max_in=7, edges=True):
 
 def _fixed_case(x, dtype, mode, scale, offset, border, out_hw):
     n, _, _, c = x.shape
-    operands = [operand(x, dtype), shape_operand(scale), shape_operand(offset), shape_operand(border)]
+    operands = [Operand(x, dtype), shape_operand(scale), shape_operand(offset), shape_operand(border)]
     out_dtype = OUT_TYPE.get((dtype, mode), dtype)
     return operands, make_attribute(Op.RESIZE, mode=mode), TensorType((n, *out_hw, c), out_dtype)
 
@@ -61,13 +61,13 @@ def test_integer_matches_reference_model(dtype, mode):
     rng = np.random.default_rng(int(dtype) * 10 + int(mode))
     for case in range(8):
         operands, attribute, out_type = resize_case(dtype, mode, rng, big_scale=case % 2 == 1)
-        (expected,) = oracle(Op.RESIZE, operands, attribute, [out_type])
-        (actual,) = ours(Op.RESIZE, operands, attribute, [out_type])
+        (expected,) = run_op(Op.RESIZE, operands, attribute, [out_type])
+        (actual,) = run_ours(Op.RESIZE, operands, attribute, [out_type])
         assert_same_bits(actual, expected)
 
 
 def test_int16_bilinear_int48_matches_reference_model():
-    # INT48 outputs only come out of the command-line model.
+    # INT48 outputs only come out of the command-line model (run_op uses it).
     rng = np.random.default_rng(48)
     cases = [resize_case(DType.INT16, BILINEAR, rng, big_scale=True) for _ in range(2)]
     extreme = np.array([[-32768, 32767], [32767, -32768]], np.int16).reshape(1, 2, 2, 1)
@@ -75,8 +75,8 @@ def test_int16_bilinear_int48_matches_reference_model():
     cases.append(_fixed_case(extreme, DType.INT16, BILINEAR, [2048, 1024, 2047, 89], [0, 0],
                              [0, 0], (3, 24)))
     for operands, attribute, out_type in cases:
-        (expected,) = oracle_cli(Op.RESIZE, operands, attribute, [out_type])
-        (actual,) = ours(Op.RESIZE, operands, attribute, [out_type])
+        (expected,) = run_op(Op.RESIZE, operands, attribute, [out_type])
+        (actual,) = run_ours(Op.RESIZE, operands, attribute, [out_type])
         assert_same_bits(actual, expected)
     assert actual.max() == 32767 * 2048 * 2047  # beyond int32: the int48 range is needed
 
@@ -86,7 +86,7 @@ def test_power_of_two_half_pixel_upscale():
     x = np.array([[10, 20], [30, 40]], np.int8).reshape(1, 2, 2, 1)
     operands, attribute, out_type = _fixed_case(x, DType.INT8, BILINEAR, [4, 2, 4, 2], [-1, -1],
                                                 [1, 1], (4, 4))
-    (actual,) = ours(Op.RESIZE, operands, attribute, [out_type])
+    (actual,) = run_ours(Op.RESIZE, operands, attribute, [out_type])
     # Scaled by scale_y_n * scale_x_n = 16; first row: 10 | 10*3/4+20/4 | ... | 20
     assert actual[0, 0, :, 0].tolist() == [160, 200, 280, 320]
     assert actual[0, :, 0, 0].tolist() == [160, 240, 400, 480]
@@ -102,8 +102,8 @@ def test_fp_nearest_picks_the_reference_models_pixels(dtype):
     for case in range(6):
         # Large scale_n makes dy = ry / scale_n round in resize_t, which decides the pixel.
         operands, attribute, out_type = resize_case(dtype, NEAREST, rng, big_scale=case % 2 == 1)
-        (expected,) = oracle(Op.RESIZE, operands, attribute, [out_type])
-        (actual,) = ours(Op.RESIZE, operands, attribute, [out_type])
+        (expected,) = run_op(Op.RESIZE, operands, attribute, [out_type])
+        (actual,) = run_ours(Op.RESIZE, operands, attribute, [out_type])
         assert_same_bits(actual, expected, nan_equal=True)
 
 
@@ -112,8 +112,8 @@ def test_bf16_nearest_rounds_dy_in_bf16():
     x = np.arange(2, dtype=np.float32).astype(DType.BF16.numpy_dtype).reshape(1, 1, 2, 1)
     operands, attribute, out_type = _fixed_case(x, DType.BF16, NEAREST, [1, 1, 2047, 1023],
                                                 [0, 1023], [0, -1], (1, 2))
-    (actual,) = ours(Op.RESIZE, operands, attribute, [out_type])
-    (expected,) = oracle(Op.RESIZE, operands, attribute, [out_type])
+    (actual,) = run_ours(Op.RESIZE, operands, attribute, [out_type])
+    (expected,) = run_op(Op.RESIZE, operands, attribute, [out_type])
     assert actual[0, 0, :, 0].astype(np.float32).tolist() == [1.0, 1.0]
     assert_same_bits(actual, expected)
 
@@ -124,13 +124,12 @@ def test_fp_bilinear_meets_spec_bound(dtype):
     for case in range(3):
         operands, attribute, out_type = resize_case(dtype, BILINEAR, rng, big_scale=case == 2,
                                                     edges=False)
-        x = operands[0][0]
-        ref = run_op_fp64(Op.RESIZE, [oracle_module.Operand(v, d, const=c) for v, d, c in operands],
-                          attribute, [out_type])[0]
+        x = operands[0].value
+        (ref,) = run_op(Op.RESIZE, operands, attribute, [out_type], precise=True)
         max_input = float(np.max(np.abs(x.astype(np.float64))))
         err_bnd = max(float(abs_error_bound(np.array(max_input), 20.0, 0.0, 1, dtype)),
                       max_input * 0.006)
-        (actual,) = ours(Op.RESIZE, operands, attribute, [out_type])
+        (actual,) = run_ours(Op.RESIZE, operands, attribute, [out_type])
         assert_fp_compliant(actual, ref, dtype, err_bnd=np.full(ref.shape, err_bnd))
 
 
@@ -138,7 +137,7 @@ def test_fp_bilinear_interpolates():
     x = np.array([[0.0, 1.0], [2.0, 3.0]], np.float32).reshape(1, 2, 2, 1)
     operands, attribute, out_type = _fixed_case(x, DType.FP32, BILINEAR, [2, 1, 2, 1], [0, 0],
                                                 [0, 0], (3, 3))
-    (actual,) = ours(Op.RESIZE, operands, attribute, [out_type])
+    (actual,) = run_ours(Op.RESIZE, operands, attribute, [out_type])
     assert actual[0, :, :, 0].tolist() == [[0.0, 0.5, 1.0], [1.0, 1.5, 2.0], [2.0, 2.5, 3.0]]
 
 
@@ -151,10 +150,10 @@ def test_random_tilings_equal_whole_tensor(dtype, mode):
     for case in range(4):
         operands, attribute, out_type = resize_case(dtype, mode, rng, big_scale=case % 2 == 1,
                                                     max_in=9)
-        (whole,) = ours(Op.RESIZE, operands, attribute, [out_type])
-        for precise in (False, True):
+        (whole,) = run_ours(Op.RESIZE, operands, attribute, [out_type])
+        for known_consts in (False, True):
             tiles = random_tiles(out_type.shape, rng, max_cuts=4)
-            tiled = ours_tiled(Op.RESIZE, operands, attribute, out_type, tiles, precise=precise)
+            (tiled,) = ours_tiled(Op.RESIZE, operands, attribute, [out_type], tiles, known_consts=known_consts)
             assert_same_bits(tiled, whole)
 
 
@@ -172,7 +171,7 @@ def test_window_follows_the_sampled_rows_when_scale_is_known():
 def _error_case(scale=(2, 1, 2, 1), offset=(0, 0), border=(0, 0), in_hw=(3, 3), out_hw=(5, 5),
                 dtype=DType.INT8, mode=NEAREST, out_dtype=None):
     x = np.zeros((1, *in_hw, 1), dtype=dtype.numpy_dtype)
-    operands = [operand(x, dtype), shape_operand(scale), shape_operand(offset), shape_operand(border)]
+    operands = [Operand(x, dtype), shape_operand(scale), shape_operand(offset), shape_operand(border)]
     out_dtype = out_dtype or OUT_TYPE.get((dtype, mode), dtype)
     return operands, make_attribute(Op.RESIZE, mode=mode), TensorType((1, *out_hw, 1), out_dtype)
 
@@ -196,13 +195,13 @@ def _error_case(scale=(2, 1, 2, 1), offset=(0, 0), border=(0, 0), in_hw=(3, 3), 
 def test_error_if(kwargs, text):
     operands, attribute, out_type = _error_case(**kwargs)
     with pytest.raises(TosaRuntimeError, match=text):
-        ours(Op.RESIZE, operands, attribute, [out_type])
+        run_ours(Op.RESIZE, operands, attribute, [out_type])
 
 
 def test_valid_limits_are_accepted():
     # The edges of each range are legal: offset = -scale_n, border = scale_n - 1.
     operands, attribute, out_type = _error_case(scale=(2, 1, 2, 1), offset=(-2, 0),
                                                 border=(1, 0), in_hw=(3, 3), out_hw=(8, 5))
-    (actual,) = ours(Op.RESIZE, operands, attribute, [out_type])
-    (expected,) = oracle(Op.RESIZE, operands, attribute, [out_type])
+    (actual,) = run_ours(Op.RESIZE, operands, attribute, [out_type])
+    (expected,) = run_op(Op.RESIZE, operands, attribute, [out_type])
     assert_same_bits(actual, expected)

@@ -10,12 +10,11 @@ from npu_sim.reference.reduction import SUPPORTED_DTYPES
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import NanPropagationMode, Op, make_attribute
-from tests import oracle as oracle_module
-from tests.fp_compliance import NORMAL_FRAC, NORMAL_MIN, assert_fp_compliant, run_op_fp64
+from tests.fp_compliance import NORMAL_FRAC, NORMAL_MIN, assert_fp_compliant
 from tests.fp_compliance_dot import assert_dot_compliant
-from tests.reference.movement_harness import (
-    assert_same_bits, operand, oracle, ours, ours_tiled, random_tiles, random_values,
-)
+from tests.kernel_testing import assert_same_bits, ours_tiled, random_tiles, run_ours, window_volume
+from tests.oracle import Operand, run_op
+from tests.value_gen import random_values
 
 FP = (DType.FP16, DType.BF16, DType.FP32)
 #: acc_t of REDUCE_SUM (tosa.xml)
@@ -31,7 +30,7 @@ def _case(op, dtype, rng, max_rank=4, max_dim=6, values=None, nan_mode=NanPropag
     if op in (Op.REDUCE_MAX, Op.REDUCE_MIN):
         fields["nan_mode"] = nan_mode
     out_shape = tuple(1 if d == axis else s for d, s in enumerate(shape))
-    return [operand(x, dtype)], make_attribute(op, **fields), TensorType(out_shape, dtype)
+    return [Operand(x, dtype)], make_attribute(op, **fields), TensorType(out_shape, dtype)
 
 
 def _small_int32(rng):
@@ -58,8 +57,8 @@ def test_exact_results_match_reference_model(op, dtype):
         for _ in range(4):
             values = _small_int32(rng) if (op, dtype) == (Op.REDUCE_SUM, DType.INT32) else None
             operands, attribute, out_type = _case(op, dtype, rng, values=values, nan_mode=nan_mode)
-            (expected,) = oracle(op, operands, attribute, [out_type])
-            (actual,) = ours(op, operands, attribute, [out_type])
+            (expected,) = run_op(op, operands, attribute, [out_type])
+            (actual,) = run_ours(op, operands, attribute, [out_type])
             # Max/min are exact; the reference model also agrees on the zero sign.
             assert_same_bits(actual, expected, nan_equal=True)
 
@@ -72,7 +71,7 @@ def test_max_min_nan_modes_and_zero_signs():
             [[0.0, -0.0, 1.0], [-0.0, 0.0, 1.0]]
         x = np.array(zeros + rows, dtype=np.float32)
         attribute = make_attribute(op, axis=1, nan_mode=mode)
-        (out,) = ours(op, [operand(x, DType.FP32)], attribute, [TensorType((5, 1), DType.FP32)])
+        (out,) = run_ours(op, [Operand(x, DType.FP32)], attribute, [TensorType((5, 1), DType.FP32)])
         return out.reshape(-1)
 
     high = run(Op.REDUCE_MAX, NanPropagationMode.PROPAGATE)
@@ -100,27 +99,21 @@ def _fp_sum_or_product_case(op, dtype, rng):
     return _case(op, dtype, rng, max_rank=3, max_dim=12, values=values)
 
 
-def _fp64_reference(op, operands, attribute, out_type):
-    # (run_op_fp64 needs a runtime input: a graph of constants only is refused.)
-    ops = [oracle_module.Operand(v, d, const=False) for v, d, _ in operands]
-    return run_op_fp64(op, ops, attribute, [out_type])[0]
-
-
 @pytest.mark.parametrize("dtype", FP, ids=lambda v: v.name)
 def test_sum_meets_dot_product_accuracy(dtype):
     rng = np.random.default_rng(40 + int(dtype))
     for _ in range(2):
         operands, attribute, out_type = _fp_sum_or_product_case(Op.REDUCE_SUM, dtype, rng)
-        x = operands[0][0]
+        x = operands[0].value
         axis = attribute.axis
-        ref = _fp64_reference(Op.REDUCE_SUM, operands, attribute, out_type)
+        (ref,) = run_op(Op.REDUCE_SUM, operands, attribute, [out_type], precise=True)
         # The bound: the same sum of max(|x|, normal_min) (weights are all one).
         bnd = np.sum(np.maximum(np.abs(x.astype(np.float64)), NORMAL_MIN[dtype]), axis=axis,
                      keepdims=True)
-        (actual,) = ours(Op.REDUCE_SUM, operands, attribute, [out_type])
+        (actual,) = run_ours(Op.REDUCE_SUM, operands, attribute, [out_type])
         assert_dot_compliant(actual, ref, bnd, dtype, SUM_ACC[dtype], x.shape[axis], False)
         # Our fp64 accumulation rounds once: never further than the reference model's result.
-        (theirs,) = oracle(Op.REDUCE_SUM, operands, attribute, [out_type])
+        (theirs,) = run_op(Op.REDUCE_SUM, operands, attribute, [out_type])
         assert np.all(np.abs(actual.astype(np.float64) - ref) <= np.abs(theirs.astype(np.float64) - ref))
 
 
@@ -129,11 +122,11 @@ def test_product_meets_spec_bound(dtype):
     rng = np.random.default_rng(50 + int(dtype))
     for _ in range(2):
         operands, attribute, out_type = _fp_sum_or_product_case(Op.REDUCE_PRODUCT, dtype, rng)
-        n = operands[0][0].shape[attribute.axis]
-        ref = _fp64_reference(Op.REDUCE_PRODUCT, operands, attribute, out_type)
+        n = operands[0].value.shape[attribute.axis]
+        (ref,) = run_op(Op.REDUCE_PRODUCT, operands, attribute, [out_type], precise=True)
         err_bnd = np.maximum(np.abs(ref), NORMAL_MIN[dtype]) * (
             (1 + 2.0 ** (-NORMAL_FRAC[dtype] - 1)) ** n - 1)
-        (actual,) = ours(Op.REDUCE_PRODUCT, operands, attribute, [out_type])
+        (actual,) = run_ours(Op.REDUCE_PRODUCT, operands, attribute, [out_type])
         assert_fp_compliant(actual, ref, dtype, err_bnd=err_bnd)
 
 
@@ -141,7 +134,7 @@ def test_product_meets_spec_bound(dtype):
 def test_fp_special_values_follow_ieee(op):
     x = np.array([[np.nan, 1.0], [np.inf, 2.0], [np.inf, -np.inf], [-0.0, -0.0],
                   [65504.0, 65504.0]], dtype=np.float16)
-    (actual,) = ours(op, [operand(x, DType.FP16)], make_attribute(op, axis=1),
+    (actual,) = run_ours(op, [Operand(x, DType.FP16)], make_attribute(op, axis=1),
                      [TensorType((5, 1), DType.FP16)])
     a = actual.reshape(-1).astype(np.float64)
     assert np.isnan(a[0]) and a[1] == np.inf
@@ -157,15 +150,15 @@ def test_int32_sum_requires_every_partial_sum_to_fit():
     top = (1 << 31) - 1
     fits = np.array([[top, 1, -2]], dtype=np.int32)  # top + 1 overflows before the -2
     with pytest.raises(TosaRuntimeError, match="overflow"):
-        ours(Op.REDUCE_SUM, [operand(fits, DType.INT32)], make_attribute(Op.REDUCE_SUM, axis=1),
+        run_ours(Op.REDUCE_SUM, [Operand(fits, DType.INT32)], make_attribute(Op.REDUCE_SUM, axis=1),
              [TensorType((1, 1), DType.INT32)])
     ok = np.array([[top, -2, 1]], dtype=np.int32)
-    (out,) = ours(Op.REDUCE_SUM, [operand(ok, DType.INT32)], make_attribute(Op.REDUCE_SUM, axis=1),
+    (out,) = run_ours(Op.REDUCE_SUM, [Operand(ok, DType.INT32)], make_attribute(Op.REDUCE_SUM, axis=1),
                   [TensorType((1, 1), DType.INT32)])
     assert out.tolist() == [[top - 1]]
     low = np.array([[-(1 << 31), -1]], dtype=np.int32)
     with pytest.raises(TosaRuntimeError, match="overflow"):
-        ours(Op.REDUCE_SUM, [operand(low, DType.INT32)], make_attribute(Op.REDUCE_SUM, axis=1),
+        run_ours(Op.REDUCE_SUM, [Operand(low, DType.INT32)], make_attribute(Op.REDUCE_SUM, axis=1),
              [TensorType((1, 1), DType.INT32)])
 
 
@@ -175,18 +168,16 @@ def test_random_tilings_equal_whole_tensor(op):
     for dtype in sorted(SUPPORTED_DTYPES[op]):
         values = _small_int32(rng) if (op, dtype) == (Op.REDUCE_SUM, DType.INT32) else None
         operands, attribute, out_type = _case(op, dtype, rng, max_dim=9, values=values)
-        (whole,) = ours(op, operands, attribute, [out_type])
-        tiled = ours_tiled(op, operands, attribute, out_type, random_tiles(out_type.shape, rng))
+        (whole,) = run_ours(op, operands, attribute, [out_type])
+        (tiled,) = ours_tiled(op, operands, attribute, [out_type], random_tiles(out_type.shape, rng))
         assert_same_bits(tiled, whole)
 
 
 def test_window_keeps_the_reduced_axis_whole():
-    from tests.reference.movement_harness import window_volume
-
     x = np.zeros((4, 5, 6), dtype=np.float32)
     attribute = make_attribute(Op.REDUCE_SUM, axis=1)
     out = TensorType((4, 1, 6), DType.FP32)
-    assert window_volume(Op.REDUCE_SUM, [operand(x, DType.FP32)], attribute, out,
+    assert window_volume(Op.REDUCE_SUM, [Operand(x, DType.FP32)], attribute, out,
                          ((1, 3), (0, 1), (2, 3)), False) == 2 * 5 * 1
 
 
@@ -204,4 +195,4 @@ def test_window_keeps_the_reduced_axis_whole():
 def test_error_if(op, dtype, in_shape, axis, out_shape, text):
     x = np.zeros(in_shape, dtype=dtype.numpy_dtype)
     with pytest.raises(TosaRuntimeError, match=text):
-        ours(op, [operand(x, dtype)], make_attribute(op, axis=axis), [TensorType(out_shape, dtype)])
+        run_ours(op, [Operand(x, dtype)], make_attribute(op, axis=axis), [TensorType(out_shape, dtype)])

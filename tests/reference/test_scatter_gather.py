@@ -10,9 +10,9 @@ from npu_sim.reference.scatter_gather import SUPPORTED_DTYPES
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op
-from tests.reference.movement_harness import (
-    assert_same_bits, operand, oracle, ours, ours_tiled, random_bits, random_tiles, window_volume,
-)
+from tests.kernel_testing import assert_same_bits, ours_tiled, random_tiles, run_ours, window_volume
+from tests.oracle import Operand, run_op
+from tests.value_gen import random_bits
 
 DTYPES = sorted(SUPPORTED_DTYPES)
 I32 = DType.INT32
@@ -22,7 +22,7 @@ def gather_case(dtype, rng, max_dim=7):
     n, k, w, c = (int(v) for v in rng.integers(1, max_dim + 1, size=4))
     indices = rng.integers(0, k, size=(n, w)).astype(np.int32)
     indices.reshape(-1)[:1] = k - 1  # the last valid index in every case
-    operands = [operand(random_bits(dtype, (n, k, c), rng), dtype), operand(indices, I32)]
+    operands = [Operand(random_bits(dtype, (n, k, c), rng), dtype), Operand(indices, I32)]
     return operands, TensorType((n, w, c), dtype)
 
 
@@ -30,8 +30,8 @@ def scatter_case(dtype, rng, max_dim=7):
     n, k, c = (int(v) for v in rng.integers(1, max_dim + 1, size=3))
     w = int(rng.integers(1, k + 1))  # each index at most once per batch: W <= K
     indices = np.stack([rng.permutation(k)[:w] for _ in range(n)]).astype(np.int32)
-    operands = [operand(random_bits(dtype, (n, k, c), rng), dtype), operand(indices, I32),
-                operand(random_bits(dtype, (n, w, c), rng), dtype)]
+    operands = [Operand(random_bits(dtype, (n, k, c), rng), dtype), Operand(indices, I32),
+                Operand(random_bits(dtype, (n, w, c), rng), dtype)]
     return operands, TensorType((n, k, c), dtype)
 
 
@@ -44,8 +44,8 @@ def test_matches_reference_model_bit_for_bit(op, dtype):
     rng = np.random.default_rng(int(op) * 100 + int(dtype))
     for _ in range(3):
         operands, out_type = CASES[op](dtype, rng)
-        (expected,) = oracle(op, operands, None, [out_type])
-        (actual,) = ours(op, operands, None, [out_type])
+        (expected,) = run_op(op, operands, None, [out_type])
+        (actual,) = run_ours(op, operands, None, [out_type])
         # The reference model canonicalises NaN payloads of wide float types.
         assert_same_bits(actual, expected, nan_equal=True)
 
@@ -56,8 +56,8 @@ def test_scatter_keeps_unwritten_values_and_payloads():
     values[1, 3, 0] = payload
     indices = np.array([[2, 0], [1, 2]], dtype=np.int32)
     data = np.array([[[10], [11]], [[12], [13]]], dtype=np.float32)
-    (out,) = ours(Op.SCATTER, [operand(values, DType.FP32), operand(indices, I32),
-                               operand(data, DType.FP32)], None, [TensorType((2, 4, 1), DType.FP32)])
+    (out,) = run_ours(Op.SCATTER, [Operand(values, DType.FP32), Operand(indices, I32),
+                               Operand(data, DType.FP32)], None, [TensorType((2, 4, 1), DType.FP32)])
     expected = np.array([[11, 1, 10, 3], [4, 12, 13, payload]], dtype=np.float32).reshape(2, 4, 1)
     assert_same_bits(out, expected)
 
@@ -70,8 +70,8 @@ def test_random_tilings_equal_whole_tensor(op):
             operands, out_type = CASES[op](dtype, rng, max_dim=9)
             from npu_sim.tosa.ops import attribute_class
             attribute = attribute_class(op)()
-            (whole,) = ours(op, operands, attribute, [out_type])
-            tiled = ours_tiled(op, operands, attribute, out_type, random_tiles(out_type.shape, rng))
+            (whole,) = run_ours(op, operands, attribute, [out_type])
+            (tiled,) = ours_tiled(op, operands, attribute, [out_type], random_tiles(out_type.shape, rng))
             assert_same_bits(tiled, whole)
 
 
@@ -80,25 +80,25 @@ def test_windows():
 
     values = np.zeros((3, 8, 5), np.int8)
     indices = np.zeros((3, 4), np.int32)
-    gather_ops = [operand(values, DType.INT8), operand(indices, I32)]
+    gather_ops = [Operand(values, DType.INT8), Operand(indices, I32)]
     region = ((1, 2), (0, 2), (1, 3))
     # GATHER: one batch, all K, two channels of values.
     assert window_volume(Op.GATHER, gather_ops, attribute_class(Op.GATHER)(),
                          TensorType((3, 4, 5), DType.INT8), region, False) == 1 * 8 * 2
-    scatter_ops = [operand(values, DType.INT8), operand(indices, I32),
-                   operand(np.zeros((3, 4, 5), np.int8), DType.INT8)]
+    scatter_ops = [Operand(values, DType.INT8), Operand(indices, I32),
+                   Operand(np.zeros((3, 4, 5), np.int8), DType.INT8)]
     assert window_volume(Op.SCATTER, scatter_ops, attribute_class(Op.SCATTER)(),
                          TensorType((3, 8, 5), DType.INT8), region, False) == 1 * 2 * 2
 
 
 # --------------------------------------------------------------------------- REQUIRE / ERROR_IF
 def _gather(values, indices, out_shape, dtype=DType.INT8, index_dtype=I32):
-    return ours(Op.GATHER, [operand(values, dtype), operand(indices, index_dtype)], None,
+    return run_ours(Op.GATHER, [Operand(values, dtype), Operand(indices, index_dtype)], None,
                 [TensorType(out_shape, dtype)])
 
 
 def _scatter(values, indices, data, dtype=DType.INT8):
-    return ours(Op.SCATTER, [operand(values, dtype), operand(indices, I32), operand(data, dtype)],
+    return run_ours(Op.SCATTER, [Operand(values, dtype), Operand(indices, I32), Operand(data, dtype)],
                 None, [TensorType(np.shape(values), dtype)])
 
 
@@ -126,12 +126,12 @@ def test_scatter_requires_each_position_written_once():
 def test_scatter_duplicate_is_caught_by_every_tiling():
     # A tile whose k range misses the duplicated index still checks its batch rows.
     values = np.zeros((1, 6, 1), np.int8)
-    operands = [operand(values, DType.INT8), operand(np.array([[5, 5]], np.int32), I32),
-                operand(np.ones((1, 2, 1), np.int8), DType.INT8)]
+    operands = [Operand(values, DType.INT8), Operand(np.array([[5, 5]], np.int32), I32),
+                Operand(np.ones((1, 2, 1), np.int8), DType.INT8)]
     from npu_sim.tosa.ops import attribute_class
     with pytest.raises(TosaRuntimeError, match="written twice"):
         ours_tiled(Op.SCATTER, operands, attribute_class(Op.SCATTER)(),
-                   TensorType((1, 6, 1), DType.INT8), [((0, 1), (0, 3), (0, 1)), ((0, 1), (3, 6), (0, 1))])
+                   [TensorType((1, 6, 1), DType.INT8)], [((0, 1), (0, 3), (0, 1)), ((0, 1), (3, 6), (0, 1))])
 
 
 @pytest.mark.parametrize("call,text", [
