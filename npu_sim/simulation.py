@@ -63,9 +63,11 @@ def _hw(hw: HwConfig | str | Path) -> HwConfig:
 
 def compile_graph(graph: Graph, hw: HwConfig) -> Program:
     """The scheduler's Program for ``graph`` on ``hw`` (ScheduleError / UnsupportedFeatureError if it cannot)."""
+    from npu_sim.simulator import gc_paused
     from scheduler.schedule import schedule
 
-    return schedule(graph, hw)
+    with gc_paused():
+        return schedule(graph, hw)
 
 
 def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
@@ -76,7 +78,7 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     ``stack``: return outputs stacked along a leading invocation axis (else those
     of the single invocation).
     """
-    from npu_sim.simulator import simulate_program
+    from npu_sim.simulator import gc_paused, simulate_program
     from reports.summary import build_summary
 
     graph, path_label = _graph(graph)
@@ -87,15 +89,16 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
         raise InputError(f"{len(per_invocation)} invocations: their outputs must be stacked")
     checked = [check_inputs(graph, dict(inputs)) for inputs in per_invocation]
     wall: dict[str, float] = {}
-    start = time.perf_counter()
-    program = compile_graph(graph, hw)
-    wall["schedule"] = time.perf_counter() - start
-    start = time.perf_counter()
-    result = simulate_program(program, hw, checked)
-    wall["simulate"] = time.perf_counter() - start
-    start = time.perf_counter()
-    summary = build_summary(result.trace, hw, program, graph=graph_label or path_label or program.graph_name)
-    wall["summary"] = time.perf_counter() - start
+    with gc_paused():
+        start = time.perf_counter()
+        program = compile_graph(graph, hw)
+        wall["schedule"] = time.perf_counter() - start
+        start = time.perf_counter()
+        result = simulate_program(program, hw, checked)
+        wall["simulate"] = time.perf_counter() - start
+        start = time.perf_counter()
+        summary = build_summary(result.trace, hw, program, graph=graph_label or path_label or program.graph_name)
+        wall["summary"] = time.perf_counter() - start
     summary["wall_seconds"] = wall
     names = list(graph.output_types)
     if stack:

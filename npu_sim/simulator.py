@@ -19,9 +19,11 @@ invocation ``k`` has finished.
 Issue and dependencies: a command starts when it heads its unit's queue, the unit is
 idle and every command in ``deps`` is done *in this invocation* (a dependency on a
 command that is never issued in it, e.g. one in a branch not taken, waits forever:
-depend on the CondCommand/LoopCommand instead). The sequencer issues plain commands
-without delay; at a control command it stops issuing until the command's deps are done,
-then decides from the condition view's first element (non-zero: true):
+depend on the CondCommand/LoopCommand instead). A DMA engine is idle again once its
+descriptor's last burst is issued; the DMA is *done* (its bytes land and its
+dependents may start) a DDR latency later (:mod:`npu_sim.hw.dma`). The sequencer
+issues plain commands without delay; at a control command it stops issuing until the
+command's deps are done, then decides from the condition view's first element (non-zero: true):
 
 * ``CondCommand``: issues the chosen branch; the command is done when the branch is.
 * ``LoopCommand``: ``cond_commands`` run to completion, the condition is read; if
@@ -84,14 +86,15 @@ def simulate_program(program: Program, hw: Union[HwConfig, str],
     """Run ``program`` once per element of ``invocations_inputs`` on the machine ``hw`` describes."""
     if isinstance(hw, str):
         hw = load_hw_config(hw)
-    with _gc_paused():
+    with gc_paused():
         return Simulator(program, hw).run(invocations_inputs)
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector: a big Program creates millions of long-lived
-    objects, and generational collections scanning them cost more than the simulation."""
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector: compiling and simulating a big Program create
+    millions of long-lived objects, and generational collections scanning them (and every
+    object the process already holds) cost more than the work itself. Nested pauses are fine."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -372,7 +375,8 @@ class Simulator:
                                           f"{node.command.max_iterations}")
                 yield from self._sequence(second)
                 yield from self._wait(second, f"the body of {node.label}")
-        self.recorder.raw.append((node, self.invocation, int(start), int(self.env.now)))
+        now = int(self.env.now)
+        self.recorder.raw.append((node, self.invocation, int(start), now, now))
         self._mark_done(node)
 
     @staticmethod
@@ -390,8 +394,9 @@ class Simulator:
                 waiter.dep_done()
 
     def finish(self, op: QueuedCommand) -> None:
-        """Called by a DMA or compute command when it ends (the unit becomes free)."""
-        self.recorder.raw.append((op, self.invocation, op.start_cycle, self.env.now))
+        """Called by a command that is done and leaves its unit now (compute, on-chip DMA)."""
+        now = self.env.now
+        self.recorder.raw.append((op, self.invocation, op.start_cycle, now, now))
         op.done = True
         waiters = op.waiters
         if waiters:
@@ -399,6 +404,16 @@ class Simulator:
             for waiter in waiters:
                 waiter.dep_done()
         op.unit.release()
+
+    def complete(self, op: QueuedCommand) -> None:
+        """Called by a DMA whose data has landed; it released its engine at ``busy_end_cycle``."""
+        self.recorder.raw.append((op, self.invocation, op.start_cycle, self.env.now, op.busy_end_cycle))
+        op.done = True
+        waiters = op.waiters
+        if waiters:
+            op.waiters = None
+            for waiter in waiters:
+                waiter.dep_done()
 
     # --- host side ----------------------------------------------------------------------------
     def _write_inputs(self, inputs: dict[str, np.ndarray], k: int) -> None:

@@ -8,7 +8,12 @@ readable. Bottom panel: bytes in use over time in the TCM, the variable SRAM and
 the DDR spill space (allocations of kind ``spill`` in DDR).
 
 With many invocations only the first :data:`MAX_INVOCATIONS_SHOWN` are drawn (they
-repeat). Reads only the trace's allocation records (matplotlib, Agg backend).
+repeat). Reads only the trace's allocation records.
+
+Drawn with matplotlib's object API on an Agg canvas (no pyplot: no global figure
+registry, fewer imports), with a fixed layout that leaves room for the legends (one
+draw; ``bbox_inches="tight"`` would draw twice), one PatchCollection for all the
+rectangles, label widths summed from cached glyph widths, and fast PNG compression.
 """
 
 from __future__ import annotations
@@ -16,19 +21,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable
 
-import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PatchCollection
+from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import FuncFormatter, MultipleLocator
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.collections import PatchCollection  # noqa: E402
-from matplotlib.font_manager import FontProperties  # noqa: E402
-from matplotlib.patches import Patch, Rectangle  # noqa: E402
-from matplotlib.ticker import FuncFormatter, MultipleLocator  # noqa: E402
-
-from npu_sim.hw.trace import AllocationRecord, Trace  # noqa: E402
-from npu_sim.program import MemorySpace  # noqa: E402
-from reports.occupancy import occupancy_steps, selected  # noqa: E402
+from npu_sim.hw.trace import AllocationRecord, Trace
+from npu_sim.program import MemorySpace
+from reports.occupancy import occupancy_steps, selected
 
 #: Colour of each allocation kind (Program.Allocation.kind); other kinds are grey.
 KIND_COLOURS = {
@@ -44,6 +47,13 @@ OTHER_COLOUR = "#bcbd22"
 #: At most this many rectangles get a text label (the largest ones that have room).
 MAX_LABELS = 40
 DPI = 110
+FIGSIZE_INCHES = (15.5, 9.0)
+#: Fixed subplot margins (figure fractions): room on the right for the legends.
+MARGINS = {"left": 0.06, "right": 0.855, "top": 0.955, "bottom": 0.06}
+#: zlib level of the PNG (1: fast; the image is mostly flat colour, so it compresses well anyway).
+PNG_COMPRESS_LEVEL = 1
+#: Summed glyph widths ignore kerning; a label must fit with this much to spare.
+KERNING_MARGIN = 1.05
 #: Later invocations repeat the first ones: only this many are drawn (the title says so).
 MAX_INVOCATIONS_SHOWN = 4
 
@@ -127,8 +137,10 @@ def plot_memory_timeline(trace: Trace, path: str | Path, *, tcm_size_bytes: int 
     x_range = max(1, span_hi - span_lo)
     min_width = x_range * 0.002
 
-    fig, (ax_map, ax_use) = plt.subplots(
-        2, 1, figsize=(14, 9), sharex=True, gridspec_kw={"height_ratios": [3, 1.3], "hspace": 0.08})
+    fig = Figure(figsize=FIGSIZE_INCHES, dpi=DPI)
+    FigureCanvasAgg(fig)
+    ax_map, ax_use = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.3], "hspace": 0.08})
+    fig.subplots_adjust(**MARGINS)
     top = max((a.offset_bytes + a.size_bytes for a in all_tcm), default=0)
     y_max = max(top, 1) * 1.06
 
@@ -174,7 +186,7 @@ def plot_memory_timeline(trace: Trace, path: str | Path, *, tcm_size_bytes: int 
     window = (f" (invocations 0-{len(shown) - 1} of {len(trace.invocations)} shown)"
               if len(trace.invocations) > len(shown) else "")
     ax_map.set_title(f"{heading}: {len(all_tcm)} TCM allocations, footprint {_kib(top)}{capacity}{window}",
-                     loc="left", fontsize=10)
+                     loc="left", fontsize=10, y=1.0)  # a fixed y: no tight-bbox pass to place it
     if not tcm:
         ax_map.text(0.5, 0.5, "no TCM allocation was used", transform=ax_map.transAxes,
                     ha="center", va="center", color="grey")
@@ -182,25 +194,32 @@ def plot_memory_timeline(trace: Trace, path: str | Path, *, tcm_size_bytes: int 
     _plot_use(ax_use, allocations, (span_lo, span_hi))
     ax_use.set_xlabel("cycle")
     ax_use.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{int(v):,}"))
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
+    fig.savefig(path, dpi=DPI, pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
     return path
 
 
-def _text_measure(fig: plt.Figure) -> tuple[Callable[[str], float], float]:
-    """Width in pixels of a label as the figure's renderer draws it, and the label height."""
+def _text_measure(fig: Figure) -> tuple[Callable[[str], float], float]:
+    """Width in pixels of a label (the sum of its glyphs' widths as the figure's renderer
+    draws them, measured once per character), and the label height."""
     renderer = fig.canvas.get_renderer()
     font = FontProperties(size=LABEL_FONT_SIZE)
     scale = DPI / fig.dpi  # the renderer measures at the figure's dpi; we save at DPI
+    glyphs: dict[str, float] = {}
 
     def measure(text: str) -> float:
-        return renderer.get_text_width_height_descent(text, font, ismath=False)[0] * scale
+        width = 0.0
+        for char in text:
+            w = glyphs.get(char)
+            if w is None:
+                w = glyphs[char] = renderer.get_text_width_height_descent(char, font, ismath=False)[0] * scale
+            width += w
+        return width * KERNING_MARGIN
 
     height = renderer.get_text_width_height_descent("Ag", font, ismath=False)[1] * scale
     return measure, height
 
 
-def _plot_use(ax: plt.Axes, allocations: Iterable[AllocationRecord], span: tuple[int, int]) -> None:
+def _plot_use(ax: Axes, allocations: Iterable[AllocationRecord], span: tuple[int, int]) -> None:
     allocations = list(allocations)
     curves = [
         ("TCM", occupancy_steps(allocations, MemorySpace.TCM), "#4c72b0"),

@@ -3,11 +3,11 @@
 Two views of the same question:
 
 * :func:`occupancy_steps` reads the trace's :class:`~npu_sim.hw.trace.AllocationRecord` s
-  (an allocation is in use from the start of the first command that touched it to
-  the end of the last one) and returns a step curve for plots and counter tracks.
-  A buffer whose last use ends at cycle c and one whose first use starts at c do
-  not coexist (commands read and write their bytes when they end), so ends count
-  before starts at the same cycle;
+  and returns a step curve for plots and counter tracks, with the trace's own
+  convention and implementation (:func:`npu_sim.hw.trace.usage_steps`): an
+  allocation is in use over ``[first_cycle, last_cycle)``, so a buffer whose last
+  use ends at cycle c and one whose first use starts at c do not coexist
+  (commands read and write their bytes when they end);
 * :func:`planned_live_bytes_bound` reads the Program's allocation lifetimes (in
   command ids) and returns the most bytes live at one command: no placement of
   those allocations can use less of the memory.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from npu_sim.hw.trace import AllocationRecord
+from npu_sim.hw.trace import AllocationRecord, usage_steps
 from npu_sim.program import MemorySpace, Program
 
 #: Memories whose allocations persist across invocations (live from the first to the last cycle).
@@ -56,24 +56,8 @@ def occupancy_steps(allocations: Iterable[AllocationRecord], memory: MemorySpace
         return [], []
     lo = min(a.first_cycle for a in records) if span is None else span[0]
     hi = max(a.last_cycle for a in records) if span is None else span[1]
-    events: list[tuple[int, int]] = []
-    for a in records:
-        first, last = (lo, hi) if persistent else (a.first_cycle, a.last_cycle)
-        if last > first:
-            events.append((first, a.size_bytes))
-            events.append((last, -a.size_bytes))
-    events.sort()
-    cycles: list[int] = []
-    values: list[int] = []
-    live = 0
-    for cycle, delta in events:  # one point per cycle: the bytes in use after it
-        live += delta
-        if cycles and cycles[-1] == cycle:
-            values[-1] = live
-        else:
-            cycles.append(cycle)
-            values.append(live)
-    return cycles, values
+    return usage_steps((lo, hi, a.size_bytes) if persistent else (a.first_cycle, a.last_cycle, a.size_bytes)
+                       for a in records)
 
 
 def peak(values: list[int]) -> int:

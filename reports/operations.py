@@ -47,7 +47,7 @@ class OperationSpan:
     ddr_read_bytes: int = 0
     ddr_write_bytes: int = 0
     compute_cycles: int = 0  # summed busy cycles of its compute commands
-    dma_cycles: int = 0  # summed busy cycles of its DMA commands
+    dma_cycles: int = 0  # summed busy cycles of its DMA commands (engine time; latency excluded)
     compute_commands: int = 0  # tiles (a command in a loop counts once per iteration)
     dma_commands: int = 0
     graph_ops: tuple[str, ...] = ()
@@ -142,13 +142,14 @@ def _span(name: str, invocation: int, records: list[CommandRecord],
         span.macs += r.macs
         span.ddr_read_bytes += r.ddr_read_bytes
         span.ddr_write_bytes += r.ddr_write_bytes
-        busy[r.unit] += r.cycles
+        busy_cycles = r.busy_cycles
+        busy[r.unit] += busy_cycles
         if r.kind == "compute":
-            span.compute_cycles += r.cycles
+            span.compute_cycles += busy_cycles
             span.compute_commands += 1
             compute_ops.append(r.op)
         elif r.kind == "dma":
-            span.dma_cycles += r.cycles
+            span.dma_cycles += busy_cycles
             span.dma_commands += 1
     span.units = dict(busy)
     span.op = (info.op if info and info.op else None) or _most_common(compute_ops) \

@@ -3,7 +3,11 @@
 Layout (trace-event format: a JSON object with ``traceEvents``):
 
 * process 1 "NPU units": one thread (track) per DMA engine and compute unit,
-  in the trace's unit order, each command a complete event ("X");
+  in the trace's unit order, each command a complete event ("X") over the cycles
+  it occupied its unit. A DMA frees its engine when its last burst is issued and
+  is done when the data has landed (``end_cycle`` in its args); that latency tail
+  is drawn on "DMA data in flight" tracks after the units (tails of pipelined
+  DMAs overlap, so they are packed onto as few lanes as needed);
 * process 2 "NPU operations": the scheduler's operations (all commands of one
   operation in one invocation: a span); operations overlap when the schedule
   pipelines them, so they are packed onto as few lanes as needed (a lane never
@@ -103,17 +107,30 @@ def trace_events(trace: Trace, clock_hz: int, program: Program | None = None, *,
         events += _metadata("thread", UNITS_PID, tid, unit, tid)
 
     slices: list[dict[str, Any]] = []
+    tails: list[tuple[Any, int]] = []  # (record, busy end) of DMAs done after they left the engine
     for r in trace.commands:
+        busy_end = r.end_cycle if r.busy_end_cycle is None else r.busy_end_cycle
         args = {"id": r.id, "op": r.op, "kind": r.kind, "invocation": r.invocation,
                 "start_cycle": r.start_cycle, "end_cycle": r.end_cycle, "cycles": r.cycles,
-                "bytes": r.bytes}
+                "busy_cycles": busy_end - r.start_cycle, "bytes": r.bytes}
         if r.macs:
             args["macs"] = r.macs
         if r.ddr_read_bytes or r.ddr_write_bytes:
             args["ddr_read_bytes"] = r.ddr_read_bytes
             args["ddr_write_bytes"] = r.ddr_write_bytes
         slices.append(_complete(r.name or r.op, UNITS_PID, unit_tid[r.unit], r.start_cycle,
-                                r.end_cycle, clock_hz, r.kind, args))
+                                busy_end, clock_hz, r.kind, args))
+        if r.end_cycle > busy_end:
+            tails.append((r, busy_end))
+    tail_lanes = pack_lanes((busy_end, r.end_cycle) for r, busy_end in tails)
+    first_tail_tid = len(units) + 1
+    for lane in range(max(tail_lanes, default=-1) + 1):
+        events += _metadata("thread", UNITS_PID, first_tail_tid + lane, f"DMA data in flight {lane}",
+                            first_tail_tid + lane)
+    for (r, busy_end), lane in zip(tails, tail_lanes):
+        slices.append(_complete(r.name or r.op, UNITS_PID, first_tail_tid + lane, busy_end, r.end_cycle,
+                                clock_hz, "latency", {"id": r.id, "unit": r.unit,
+                                                      "latency_cycles": r.end_cycle - busy_end}))
 
     events += _metadata("thread", OPERATIONS_PID, INVOCATIONS_TID, "invocations", 0)
     for inv in trace.invocations:
@@ -160,7 +177,7 @@ def _counters(trace: Trace, clock_hz: int) -> list[dict[str, Any]]:
 
 def ddr_bandwidth_bins(trace: Trace, bins: int = BANDWIDTH_BINS) -> tuple[list[int], list[float]]:
     """``(window start cycles, DDR bytes/cycle in each window)``: each DMA's DDR payload
-    spread evenly over its duration."""
+    spread evenly over the cycles it occupied its engine (its bursts cross the bus then)."""
     records = [r for r in trace.commands if r.ddr_read_bytes or r.ddr_write_bytes]
     if not records:
         return [], []
@@ -171,15 +188,16 @@ def ddr_bandwidth_bins(trace: Trace, bins: int = BANDWIDTH_BINS) -> tuple[list[i
     totals = [0.0] * count
     for r in records:
         payload = r.ddr_read_bytes + r.ddr_write_bytes
-        if r.end_cycle == r.start_cycle:
+        end = r.end_cycle if r.busy_end_cycle is None else r.busy_end_cycle
+        if end == r.start_cycle:
             totals[min(count - 1, (r.start_cycle - lo) // width)] += payload
             continue
-        rate = payload / (r.end_cycle - r.start_cycle)
+        rate = payload / (end - r.start_cycle)
         first = (r.start_cycle - lo) // width
-        last = min(count - 1, (r.end_cycle - 1 - lo) // width)
+        last = min(count - 1, (end - 1 - lo) // width)
         for b in range(first, last + 1):
             a0 = max(r.start_cycle, lo + b * width)
-            a1 = min(r.end_cycle, lo + (b + 1) * width)
+            a1 = min(end, lo + (b + 1) * width)
             totals[b] += rate * max(0, a1 - a0)
     starts = [lo + b * width for b in range(count)]
     rates = [t / (min(hi, s + width) - s) for t, s in zip(totals, starts)]

@@ -14,11 +14,14 @@ Fields (ARCHITECTURE.md lists the required ones):
   ``ddr_gigabytes_per_second``: achieved payload bandwidth over the run;
   ``ddr_bandwidth_utilization``: burst bytes over what the DDR could move in that time;
 * ``peak_tcm_bytes``: the TCM footprint of the plan (end of the topmost allocation);
+  ``tcm_compact_bytes``: the footprint of the scheduler's compact placement (the plan
+  may spread buffers wider when the TCM has room, to avoid false dependencies);
   ``tcm_lower_bound_bytes``: the most bytes live at once by the plan's lifetimes
   (the bound no planner can beat); ``peak_live_tcm_bytes``: the most bytes in use at
   one cycle in the simulation;
 * ``ops``: one row per NPU operation and invocation (see :mod:`reports.operations`);
-* ``utilization``: busy fraction of each unit; ``mac_utilization``: MACs done over
+* ``utilization``: busy fraction of each unit (a DMA engine is busy while it issues a
+  descriptor, not while the data is in flight); ``mac_utilization``: MACs done over
   the MAC array's int8 peak for the whole run;
 * ``inputs`` (name -> where the data came from) and ``outputs`` (graph output
   name -> file): filled in by whoever reads and writes the files (``npu-sim run``).
@@ -66,6 +69,9 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
     tcm_footprint = _note_int(notes, "peak_tcm_bytes")
     if tcm_footprint is None:
         tcm_footprint = footprint_bytes(program, MemorySpace.TCM) if program else 0
+    tcm_compact = _note_int(notes, "tcm_compact_bytes")
+    if tcm_compact is None:
+        tcm_compact = tcm_footprint
     tcm_bound = _note_int(notes, "tcm_lower_bound_bytes")
     if tcm_bound is None:
         tcm_bound = planned_live_bytes_bound(program, MemorySpace.TCM) if program else 0
@@ -94,6 +100,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
         "macs": counters.macs,
         "mac_utilization": _ratio(counters.macs, cycles * mac_peak),
         "peak_tcm_bytes": tcm_footprint,
+        "tcm_compact_bytes": tcm_compact,
         "tcm_lower_bound_bytes": tcm_bound,
         "tcm_size_bytes": hw.tcm.size_bytes,
         "peak_live_tcm_bytes": peak(occupancy_steps(trace.allocations, MemorySpace.TCM)[1]),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 from typing import Protocol
 
-from scheduler.liveness import LiveRange
+from scheduler.liveness import LiveRange, max_live_bytes
 
 
 def align_up(value: int, alignment: int) -> int:
@@ -37,23 +37,25 @@ def footprint(ranges: list[LiveRange], offsets: dict[int, int]) -> int:
 
 def _first_fit(order: list[LiveRange], alignment: int, best_fit: bool = False) -> dict[int, int]:
     """Place ranges in ``order``, each at the lowest (or tightest) aligned gap free for its live range."""
-    placed: list[tuple[int, int, LiveRange]] = []   # (offset, end offset, range) sorted by offset
+    placed: list[tuple[int, int, int, int]] = []   # (offset, end offset, start, end) sorted by offset
     offsets: dict[int, int] = {}
     for r in order:
-        busy = [(lo, hi) for lo, hi, other in placed if r.overlaps(other)]
+        start, end, size = r.start, r.end, r.size_bytes
         offset, chosen, gap_size = 0, None, None
-        for lo, hi in busy:
-            if lo >= offset + r.size_bytes:
+        for lo, hi, other_start, other_end in placed:
+            if other_start > end or start > other_end:   # not live at the same time
+                continue
+            if lo >= offset + size:
                 if not best_fit:
                     break
                 if gap_size is None or lo - offset < gap_size:
                     chosen, gap_size = offset, lo - offset
             if hi > offset:
-                offset = align_up(hi, alignment)
+                offset = -(-hi // alignment) * alignment if alignment > 1 else hi
         if best_fit and chosen is not None:
             offset = chosen
         offsets[r.key] = offset
-        bisect.insort(placed, (offset, offset + r.size_bytes, r), key=lambda p: (p[0], p[1]))
+        bisect.insort(placed, (offset, offset + size, start, end))
     return offsets
 
 
@@ -69,7 +71,8 @@ class GreedyBySize:
 
 class BestOfGreedy:
     """Several greedy orders (size, size x lifetime, lifetime, start; first and best fit):
-    the placement with the smallest footprint wins (``last`` names the winner)."""
+    the placement with the smallest footprint wins (``last`` names the winner). A placement
+    reaching the max-live lower bound ends the search (nothing can beat it)."""
 
     name = "best_of_greedy"
     ORDERS = {
@@ -81,9 +84,11 @@ class BestOfGreedy:
 
     def __init__(self) -> None:
         self.last = ""
+        self._winner: tuple[str, bool] | None = None
 
     def place(self, ranges: list[LiveRange], alignment: int) -> dict[int, int]:
-        best: tuple[int, str, dict[int, int]] | None = None
+        best: tuple[int, str, dict[int, int], tuple[str, bool]] | None = None
+        bound = max_live_bytes(ranges)   # no placement can beat it: stop when one reaches it
         for name, key in self.ORDERS.items():
             order = sorted(ranges, key=key)
             for fit in (False, True):
@@ -91,11 +96,23 @@ class BestOfGreedy:
                 size = footprint(ranges, offsets)
                 label = f"{name}/{'best' if fit else 'first'}_fit"
                 if best is None or size < best[0]:
-                    best = (size, label, offsets)
+                    best = (size, label, offsets, (name, fit))
+                if best[0] <= bound:
+                    break
+            if best is not None and best[0] <= bound:
+                break
         if best is None:
             return {}
         self.last = best[1]
+        self._winner = best[3]
         return best[2]
+
+    def place_like_last(self, ranges: list[LiveRange], alignment: int) -> dict[int, int]:
+        """Place with the order and fit that won the last :meth:`place` (one greedy run)."""
+        if self._winner is None:
+            return self.place(ranges, alignment)
+        name, fit = self._winner
+        return _first_fit(sorted(ranges, key=self.ORDERS[name]), alignment, best_fit=fit)
 
 
 class BumpAllocator:

@@ -20,6 +20,9 @@ def view_ranges(view: View) -> Ranges:
     """The bytes ``view`` touches."""
     if view.element_count == 0:
         return EMPTY
+    if view.strides_bytes is None:  # contiguous: one range (the common case)
+        lo, hi = view.span
+        return np.array([[lo, hi]], dtype=np.int64)
     eb = view.element_bytes
     dims = [(n, s) for n, s in zip(view.shape, view.strides) if n != 1]
     # merge dimensions that are contiguous with the next one
@@ -99,7 +102,13 @@ def covered(a: Ranges, by: Ranges) -> bool:
 
 def pages(ranges: Ranges, page_bytes: int) -> set[int]:
     """Page numbers the ranges touch."""
+    if len(ranges) == 1:
+        return set(range(int(ranges[0, 0]) // page_bytes, (int(ranges[0, 1]) - 1) // page_bytes + 1))
+    first = ranges[:, 0] // page_bytes
+    last = (ranges[:, 1] - 1) // page_bytes
+    if len(ranges) and int((last - first).max()) <= 1:  # short runs: each on one or two pages
+        return set(first.tolist()) | set(last.tolist())
     out: set[int] = set()
-    for start, end in ranges:
-        out.update(range(int(start) // page_bytes, (int(end) - 1) // page_bytes + 1))
+    for start, end in zip(first.tolist(), last.tolist()):
+        out.update(range(start, end + 1))
     return out

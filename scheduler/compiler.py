@@ -26,7 +26,7 @@ import numpy as np
 from npu_sim.errors import ScheduleError
 from npu_sim.program import MemorySpace
 from scheduler.buffers import Buffer, Placement
-from scheduler.cost_model import dma_command_cycles
+from scheduler.cost_model import dma_issue_cycles
 from scheduler.emit import Emitter, staging_need_bytes
 from scheduler.lowering import LoweredBlock
 from scheduler.npu_ops import NpuOp, OpKind, Value, ValueKind
@@ -279,7 +279,8 @@ class _BlockCompiler:
     def _hoist_target(self, i: int, done: list["_Emitted"], result, extra: dict[int, int],
                       loads: list[ACommand]) -> "_Emitted | None":
         """The earliest operation (going back) that the loads of operation ``i`` may move into."""
-        need = sum(dma_command_cycles(self.ctx.emitter.hw, c.src.size_bytes) for c in loads)
+        hw = self.ctx.emitter.hw   # the loads pipeline on their engines: one latency for all
+        need = sum(dma_issue_cycles(hw, c.src.size_bytes) for c in loads) + hw.ddr.read_latency_cycles
         ws = self._ws(i, result)
         covered = 0.0
         target = None

@@ -56,10 +56,16 @@ def mac_array_supports(hw, dtype: DType) -> bool:
     return dtype.name.lower() in hw.mac_array.macs_per_cycle
 
 
+def dma_issue_cycles(hw, size_bytes: float) -> float:
+    """Cycles a DMA occupies its engine: setup, then its bytes at the DDR rate (the latency
+    overlaps the engine's next descriptor, see :mod:`npu_sim.hw.dma`)."""
+    return hw.dma.setup_cycles + size_bytes / hw.ddr.bandwidth_bytes_per_cycle
+
+
 def dma_command_cycles(hw, size_bytes: float, write: bool = False) -> float:
-    """One DMA on its engine: setup, data at the DDR rate, then the DDR latency (engines do not overlap them)."""
+    """One DMA alone, from its start until its data has landed: issue, then the DDR latency."""
     latency = hw.ddr.write_latency_cycles if write else hw.ddr.read_latency_cycles
-    return hw.dma.setup_cycles + size_bytes / hw.ddr.bandwidth_bytes_per_cycle + latency
+    return dma_issue_cycles(hw, size_bytes) + latency
 
 
 def tile_loop_cycles(hw, invariant_load_bytes: list[int], varying_load_bytes: int, varying_load_count: int,
@@ -69,17 +75,28 @@ def tile_loop_cycles(hw, invariant_load_bytes: list[int], varying_load_bytes: in
     Operands whose window never changes are loaded once before the first tile;
     the others are loaded per tile, overlapping the previous tile's compute; stores
     overlap the next tile. Loads share the DMA engines (stores keep one to
-    themselves); everything shares the DDR bandwidth. The loop runs at its slowest
-    stage, plus filling (first load) and draining (last compute and store).
+    themselves); everything shares the DDR bandwidth. Engines pipeline their
+    descriptors, so the DDR latency is paid once to fill the loop and once to drain
+    it, except that a ping-pong buffer is refilled only after the tile before last
+    used it: two tiles take at least one load, its latency and one compute (and
+    likewise for the stores). The loop runs at its slowest stage.
     """
     t = max(1, tile_count)
     engines = max(1, hw.dma.engine_count)
     load_engines = max(1, engines - (1 if store_count and engines > 1 else 0))
-    first = sum(dma_command_cycles(hw, b) for b in invariant_load_bytes) / load_engines
-    per_load = (varying_load_count * (hw.dma.setup_cycles + hw.ddr.read_latency_cycles)
-                + varying_load_bytes / hw.ddr.bandwidth_bytes_per_cycle) / t / load_engines
-    per_store = (store_count * (hw.dma.setup_cycles + hw.ddr.write_latency_cycles)
-                 + store_bytes / hw.ddr.bandwidth_bytes_per_cycle) / t
-    per_bus = (varying_load_bytes + store_bytes) / hw.ddr.bandwidth_bytes_per_cycle / t
-    step = max(compute_cycles_per_tile, per_load, per_store, per_bus)
-    return first + per_load + (t - 1) * step + compute_cycles_per_tile + per_store
+    bandwidth = hw.ddr.bandwidth_bytes_per_cycle
+    read_latency, write_latency = hw.ddr.read_latency_cycles, hw.ddr.write_latency_cycles
+    first = sum(dma_issue_cycles(hw, b) for b in invariant_load_bytes) / load_engines
+    per_load = (varying_load_count * hw.dma.setup_cycles + varying_load_bytes / bandwidth) / t / load_engines
+    per_store = (store_count * hw.dma.setup_cycles + store_bytes / bandwidth) / t
+    per_bus = (varying_load_bytes + store_bytes) / bandwidth / t
+    compute = compute_cycles_per_tile
+    step = max(compute, per_load, per_store, per_bus)
+    if t > 1:
+        if varying_load_count:
+            step = max(step, (per_load + read_latency + compute) / 2)
+        if store_count:
+            step = max(step, (compute + per_store + write_latency) / 2)
+    fill = (read_latency if invariant_load_bytes or varying_load_count else 0) + per_load
+    drain = compute + (per_store + write_latency if store_count else 0)
+    return first + fill + (t - 1) * step + drain

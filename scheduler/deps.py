@@ -17,24 +17,26 @@ it starts), and every later command of the enclosing list waits for it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from npu_sim.program import MemorySpace
 from scheduler.byte_ranges import Ranges, covered, overlaps, pages, union
 
 PAGE_BYTES = 1024
 
 
-@dataclass
 class _Record:
-    cmd: int
-    ranges: Ranges
-    write: bool
-    alive: bool = True
+    """One command's access to some bytes of one memory (and the index pages it is filed under)."""
 
-    def __post_init__(self) -> None:
-        self.lo = int(self.ranges[0, 0]) if len(self.ranges) else 0
-        self.hi = int(self.ranges[-1, 1]) if len(self.ranges) else 0
+    __slots__ = ("cmd", "ranges", "write", "alive", "lo", "hi", "pages", "single")
+
+    def __init__(self, cmd: int, ranges: Ranges, write: bool, pages: set[int]):
+        self.cmd = cmd
+        self.ranges = ranges
+        self.write = write
+        self.alive = True
+        self.lo = int(ranges[0, 0]) if len(ranges) else 0
+        self.hi = int(ranges[-1, 1]) if len(ranges) else 0
+        self.pages = pages
+        self.single = len(ranges) == 1  # one contiguous range: its bounding box is exact
 
 
 class AccessTracker:
@@ -51,17 +53,19 @@ class AccessTracker:
     def _pages(self, memory: MemorySpace, ranges: Ranges) -> set[int]:
         return pages(ranges, self.page_bytes.get(memory, PAGE_BYTES))
 
-    def _scan(self, index: dict, memory: MemorySpace, ranges: Ranges, found: dict[int, _Record]) -> None:
+    def _scan(self, index: dict, memory: MemorySpace, ranges: Ranges, page_set: set[int],
+              found: dict[int, _Record]) -> None:
         """Add to ``found`` the live records of ``index`` whose bounding box meets ``ranges``."""
         lo, hi = int(ranges[0, 0]), int(ranges[-1, 1])
-        for page in self._pages(memory, ranges):
+        dead = self.dead
+        for page in page_set:
             key = (memory, page)
             recs = index.get(key)
             if not recs:
                 continue
-            if self.dead.get(key, 0) * 2 > len(recs):
+            if dead.get(key, 0) * 2 > len(recs):
                 recs = index[key] = [r for r in recs if r.alive]
-                self.dead[key] = 0
+                dead[key] = 0
             for rec in recs:
                 if rec.alive and rec.lo < hi and lo < rec.hi:
                     found[id(rec)] = rec
@@ -70,37 +74,50 @@ class AccessTracker:
                writes: list[tuple[MemorySpace, Ranges]]) -> set[int]:
         """Record ``cmd``'s accesses; return the commands it must wait for."""
         deps: set[int] = set()
-        for memory, r in reads:
+        read_pages = [self._pages(memory, r) for memory, r in reads]
+        for (memory, r), page_set in zip(reads, read_pages):
             found: dict[int, _Record] = {}
-            self._scan(self.writes, memory, r, found)
-            deps.update(rec.cmd for rec in found.values() if overlaps(rec.ranges, r))
+            self._scan(self.writes, memory, r, page_set, found)
+            single = len(r) == 1
+            deps.update(rec.cmd for rec in found.values()
+                        if (single and rec.single) or overlaps(rec.ranges, r))
         written: dict[MemorySpace, Ranges] = {}
         for memory, w in writes:
-            written[memory] = union(written.get(memory, w[:0]), w)
+            written[memory] = union(written[memory], w) if memory in written else w
+        written_pages = {memory: self._pages(memory, w) for memory, w in written.items()}
         for memory, w in written.items():
             found = {}
-            self._scan(self.writes, memory, w, found)
-            self._scan(self.reads, memory, w, found)
+            page_set = written_pages[memory]
+            self._scan(self.writes, memory, w, page_set, found)
+            self._scan(self.reads, memory, w, page_set, found)
+            single = len(w) == 1
+            w_lo, w_hi = int(w[0, 0]), int(w[-1, 1])
             for rec in found.values():
-                if overlaps(rec.ranges, w):
+                both = single and rec.single   # bounding boxes met in _scan: they overlap
+                if both or overlaps(rec.ranges, w):
                     deps.add(rec.cmd)
-                    if covered(rec.ranges, w):
+                    if (w_lo <= rec.lo and rec.hi <= w_hi) if both else covered(rec.ranges, w):
                         rec.alive = False
-                        for page in self._pages(memory, rec.ranges):
+                        for page in rec.pages:
                             self.dead[(memory, page)] = self.dead.get((memory, page), 0) + 1
         deps.discard(cmd)
-        for memory, r in reads:
-            self._add(self.reads, memory, _Record(cmd, r, False))
+        for (memory, r), page_set in zip(reads, read_pages):
+            self._add(self.reads, memory, _Record(cmd, r, False, page_set))
         for memory, w in written.items():
-            self._add(self.writes, memory, _Record(cmd, w, True))
+            self._add(self.writes, memory, _Record(cmd, w, True, written_pages[memory]))
         return deps
 
     def _add(self, index: dict, memory: MemorySpace, rec: _Record) -> None:
         if len(rec.ranges) == 0:
             return
         self.records.append(rec)
-        for page in self._pages(memory, rec.ranges):
-            index.setdefault((memory, page), []).append(rec)
+        for page in rec.pages:
+            key = (memory, page)
+            recs = index.get(key)
+            if recs is None:
+                index[key] = [rec]
+            else:
+                recs.append(rec)
 
     def live_commands(self) -> set[int]:
         return {rec.cmd for rec in self.records if rec.alive}

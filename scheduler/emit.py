@@ -24,7 +24,7 @@ from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op, make_attribute
 from scheduler import support
 from scheduler.buffers import Buffer, BufView, Placement, tile_view
-from scheduler.cost_model import dma_command_cycles, step_macs
+from scheduler.cost_model import dma_issue_cycles, step_macs
 from scheduler.npu_ops import NpuOp
 from scheduler.stream import ACommand, ACompute, ADma, dma_pieces
 from scheduler.tiling import TilePlan, align_up
@@ -40,7 +40,8 @@ class Emitter:
 
     DMA engines: stores (TCM to DDR or variable SRAM) go to the last engine, so a
     store waiting for its tile never holds up loads; loads go to the engine with
-    the least DMA work queued so far (by the cost model's estimate).
+    the least DMA work queued so far (by the cost model's estimate of the cycles
+    each occupies its engine).
     """
 
     def __init__(self, hw, alignment: int):
@@ -51,7 +52,7 @@ class Emitter:
 
     def _engine(self, src: BufView, dst: BufView) -> int:
         store = src.memory is TCM and dst.memory is not TCM
-        cost = dma_command_cycles(self.hw, src.size_bytes, write=dst.memory is DDR)
+        cost = dma_issue_cycles(self.hw, src.size_bytes)
         if store:
             engine = self.dma_engines - 1
         else:

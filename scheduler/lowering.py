@@ -10,7 +10,11 @@
 * an operator writing a variable-flagged tensor (tosa-opt's encoding of a
   variable write) writes a fresh intermediate, followed by a COPY into the
   variable, so tiles never overwrite what later tiles still read;
-* COND_IF / WHILE_LOOP lower their blocks recursively.
+* COND_IF / WHILE_LOOP lower their blocks recursively;
+* a graph output that later operations of the main block read is computed into
+  a fresh intermediate (which may stay in TCM), copied out to the output right
+  after, and the readers read the intermediate: they need not wait for the store
+  to DDR and its latency (:func:`read_outputs_through_tcm`).
 
 Value keys are the tensor names in the main block, ``block/name`` in other
 blocks, and ``var:uid`` for variables (shared by every block).
@@ -18,6 +22,7 @@ blocks, and ``var:uid`` for variables (shared by every block).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -236,9 +241,48 @@ def _as_array(tensor: Tensor) -> np.ndarray:
     return data.reshape(tensor.shape)
 
 
+def read_outputs_through_tcm(block: LoweredBlock, lowerer: "_Lowerer") -> None:
+    """Outputs of compute operations that later compute/copy operations read: write a
+    fresh intermediate, copy it to the output, let the readers read the intermediate.
+
+    Outputs read by control flow are left alone (control flow reads DDR values)."""
+    values = lowerer.values
+    readers: dict[str, list[int]] = {}
+    for i, op in enumerate(block.ops):
+        for key in op.inputs:
+            if values[key].kind is ValueKind.OUTPUT:
+                readers.setdefault(key, []).append(i)
+    if not readers:
+        return
+    renamed: dict[str, str] = {}
+    ops: list[NpuOp] = []
+    for i, op in enumerate(block.ops):
+        if renamed and op.kind in (OpKind.COMPUTE, OpKind.COPY):
+            op.steps = tuple(dataclasses.replace(s, operands=tuple(renamed.get(o, o) if isinstance(o, str) else o
+                                                                     for o in s.operands)) for s in op.steps)
+            op.sources = tuple(renamed.get(k, k) for k in op.sources)
+        ops.append(op)
+        if op.kind is not OpKind.COMPUTE:
+            continue
+        outputs = list(op.outputs)
+        for k, key in enumerate(outputs):
+            later = [j for j in readers.get(key, ()) if j > i]
+            if not later or key in renamed or \
+                    any(block.ops[j].kind not in (OpKind.COMPUTE, OpKind.COPY) for j in later):
+                continue
+            temp = lowerer.temp(values[key])
+            outputs[k] = temp
+            renamed[key] = temp
+            ops.append(NpuOp(f"{op.name}:output {values[key].name}", OpKind.COPY, sources=(temp,),
+                             outputs=(key,), graph_ops=op.graph_ops))
+        op.outputs = tuple(outputs)
+    block.ops = ops
+
+
 def lower(graph: Graph, rules: tuple[FusionRule, ...] = DEFAULT_RULES) -> LoweredGraph:
     """Fuse and lower every block reachable from the main block."""
     support.check_graph(graph)
     lowerer = _Lowerer(graph, rules)
     main = lowerer.lower_block(graph.main, True, 0)
+    read_outputs_through_tcm(main, lowerer)
     return LoweredGraph(main, lowerer.values, set(main.outputs))

@@ -3,7 +3,14 @@
 1. Command ids in walk order (a control-flow command before its nested ones).
 2. Live ranges of buffers from the ids of the commands touching them.
 3. Offsets: TCM by the planner (buffers live at the same time never overlap),
-   DDR and the variable SRAM by bump allocation (no reuse).
+   DDR and the variable SRAM by bump allocation (no reuse). Bytes a buffer frees
+   are not handed to a buffer first used soon after, when the TCM has room for
+   that: reusing them would make the new buffer's writer wait for the old one's
+   last reader (a false write-after-read dependency that serializes independent
+   work, e.g. a prefetch behind the previous operation). The planner first places
+   the exact live ranges (the compact placement: its footprint is what the graph
+   needs, ``tcm_compact_bytes``), then live ranges extended by
+   :data:`REUSE_DISTANCES` commands, and keeps the longest distance that fits.
 4. Views resolved; dependencies from exact byte accesses (:mod:`scheduler.deps`).
 """
 
@@ -31,6 +38,9 @@ from scheduler.liveness import LiveRange, max_live_bytes
 from scheduler.stream import ACommand, ACompute, ACond, ADma, ALoop
 
 DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
+
+#: Command distances tried, longest first, before which freed TCM bytes are not reused.
+REUSE_DISTANCES = (256, 32)
 
 
 def walk(cmds: list[ACommand]):
@@ -111,6 +121,7 @@ class MemoryPlan:
     ranges: dict[int, LiveRange]             # serial -> TCM live range
     buffers: dict[int, Buffer]               # serial -> buffer (every memory)
     first_last: dict[int, tuple[int, int]]   # serial -> live range in ids (non whole-program buffers)
+    tcm_compact_bytes: int = 0               # footprint of the placement of the exact live ranges
 
 
 def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer], hw, planner: Planner,
@@ -127,8 +138,20 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
     tcm = [b for b in buffers.values() if b.memory is TCM and (b.whole_program or b.serial in first_last)]
     ranges = {b.serial: LiveRange(b.serial, b.size_bytes, *((0, last_id) if b.whole_program else first_last[b.serial]))
               for b in tcm}
-    offsets = planner.place(list(ranges.values()), tcm_alignment)
     capacity = hw.tcm.size_bytes
+    exact = list(ranges.values())
+    offsets = planner.place(exact, tcm_alignment)
+    compact = footprint(exact, offsets)
+    if compact <= capacity:
+        for distance in REUSE_DISTANCES:
+            spaced = [LiveRange(r.key, r.size_bytes, r.start, min(last_id, r.end + distance)) for r in exact]
+            if spaced == exact:
+                break
+            place = getattr(planner, "place_like_last", planner.place)   # fitting is enough here
+            spaced_offsets = place(spaced, tcm_alignment)
+            if footprint(spaced, spaced_offsets) <= capacity:
+                offsets = spaced_offsets
+                break
     for b in tcm:
         b.offset_bytes = offsets[b.serial]
     peak = footprint(list(ranges.values()), offsets)
@@ -141,8 +164,8 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
         bump = BumpAllocator().place([LiveRange(b.serial, b.size_bytes, 0, 0) for b in group], alignment)
         for b in group:
             b.offset_bytes = bump[b.serial]
-    return MemoryPlan(not overflow, peak, max_live_bytes(list(ranges.values())), overflow, ranges, buffers,
-                      first_last)
+    return MemoryPlan(not overflow, peak, max_live_bytes(exact), overflow, ranges, buffers,
+                      first_last, compact)
 
 
 _KIND_ORDER = {"input": 0, "output": 1, "constant": 2, "variable": 3}
@@ -175,8 +198,16 @@ def allocations(plan: MemoryPlan) -> list[Allocation]:
     return out
 
 
-def _accesses(views: list[View]) -> list[tuple[MemorySpace, object]]:
-    return [(v.memory, view_ranges(v)) for v in views if v.element_count > 0]
+def _accesses(views: list[View], cache: dict[View, object]) -> list[tuple[MemorySpace, object]]:
+    """``(memory, byte ranges)`` of each non-empty view (``cache``: ranges by view; tiles repeat)."""
+    out = []
+    for v in views:
+        if v.element_count > 0:
+            ranges = cache.get(v)
+            if ranges is None:
+                ranges = cache[v] = view_ranges(v)
+            out.append((v.memory, ranges))
+    return out
 
 
 def _read_only(view: BufView) -> bool:
@@ -194,6 +225,7 @@ def build_commands(cmds: list[ACommand], numbering: Numbering,
                    memory_sizes: dict[MemorySpace, int] | None = None) -> list[Command]:
     """Program commands with resolved views and dependencies (control flow as barriers)."""
     paging = page_sizes(memory_sizes or {})
+    cache: dict[View, object] = {}
 
     def build(lst: list[ACommand]) -> list[Command]:
         tracker = AccessTracker(paging)
@@ -203,7 +235,8 @@ def build_commands(cmds: list[ACommand], numbering: Numbering,
             cid = numbering.ids[id(cmd)]
             if isinstance(cmd, ADma):
                 src, dst = cmd.src.resolve(), cmd.dst.resolve()
-                deps = tracker.access(cid, [] if _read_only(cmd.src) else _accesses([src]), _accesses([dst]))
+                reads = [] if _read_only(cmd.src) else _accesses([src], cache)
+                deps = tracker.access(cid, reads, _accesses([dst], cache))
                 if barrier is not None:
                     deps.add(barrier)
                 out.append(DmaCommand(cid, cmd.engine, src, dst, tuple(sorted(deps)), cmd.name))
@@ -215,7 +248,7 @@ def build_commands(cmds: list[ACommand], numbering: Numbering,
                     steps.append(KernelStep(step.op, step.attribute, operands, step.input_types, step.output_types,
                                             step.out_region, step.input_offsets, step.name))
                 outputs = tuple(v.resolve() for v in cmd.outputs)
-                deps = tracker.access(cid, _accesses(reads), _accesses(list(outputs)))
+                deps = tracker.access(cid, _accesses(reads, cache), _accesses(list(outputs), cache))
                 if barrier is not None:
                     deps.add(barrier)
                 out.append(ComputeCommand(cid, cmd.unit, tuple(steps), outputs, tuple(sorted(deps)), cmd.name,

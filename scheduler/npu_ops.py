@@ -11,11 +11,13 @@ value comes from, which decides where it may live.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 
 import numpy as np
 
+from npu_sim.program import element_size_bytes
 from npu_sim.tosa.ir import Operator, TensorType
 from npu_sim.tosa.ops import Attribute, Op
 
@@ -41,8 +43,7 @@ class Value:
 
     @property
     def size_bytes(self) -> int:
-        from npu_sim.program import element_size_bytes
-        return self.type.element_count * element_size_bytes(self.type.dtype)
+        return math.prod(self.type.shape) * element_size_bytes(self.type.dtype)
 
 
 @dataclass(frozen=True)

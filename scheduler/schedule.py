@@ -2,6 +2,7 @@
 
     support check -> fusion -> lowering            (support, fusion, lowering)
     -> constant folding -> unit choice -> staging   (folding, assign_units below, staging)
+    -> operation order: list scheduling per block   (ordering)
     -> fixed placements: inputs, outputs and constants in DDR; small constants in a
        TCM pool loaded chunk by chunk before their first reader; variables in the
        variable SRAM (ScheduleError naming them if they do not fit)
@@ -39,6 +40,7 @@ from scheduler.lowering import LoweredBlock, LoweredGraph, lower
 from scheduler.materialize import allocations, build_commands, check_capacity, number, plan_memories, walk
 from scheduler.memory_layout import memory_bytes
 from scheduler.npu_ops import NpuOp, OpKind, ValueKind
+from scheduler.ordering import reorder_block
 from scheduler.staging import stage
 from scheduler.stream import ACommand, OpRecord
 from scheduler.tiling import Tiler
@@ -50,8 +52,10 @@ POOL_ITEM_MAX_BYTES = 2048
 #: The pool takes at most this share of the TCM, and never more than POOL_MAX_BYTES.
 POOL_TCM_SHARE = 1 / 16
 POOL_MAX_BYTES = 65536
-#: Pool chunks smaller than this (or than the DDR's bandwidth x latency, if larger: the
-#: bytes one DMA's latency could have moved) are loaded together with the next operation's.
+#: Pool chunks smaller than this (or than the bytes the DDR moves during one DMA's setup,
+#: if larger) are loaded together with the next operation's. DMA engines pipeline their
+#: descriptors (the DDR latency overlaps the next descriptor), so small chunks only cost
+#: their setup.
 POOL_MIN_CHUNK_BYTES = 256
 MAX_ATTEMPTS = 64
 DDR_ALIGNMENT = 64
@@ -106,6 +110,12 @@ def assign_units(lowered: LoweredGraph, hw) -> None:
             if op.kind is OpKind.COMPUTE and op.unit == support.MAC and \
                     not mac_array_supports(hw, op.steps[0].input_types[0].dtype):
                 op.unit = support.VECTOR
+
+
+def order_blocks(lowered: LoweredGraph, hw) -> None:
+    """List-schedule the operations of every block (:mod:`scheduler.ordering`)."""
+    for block in _blocks(lowered.main):
+        block.ops = reorder_block(block.ops, lowered.values, hw, hw.tcm.size_bytes)
 
 
 def fixed_placements(lowered: LoweredGraph, hw, tcm_alignment: int) -> Fixed:
@@ -171,7 +181,7 @@ def fixed_placements(lowered: LoweredGraph, hw, tcm_alignment: int) -> Fixed:
         for key, offset in pooled.items():
             lo_hi = spans.setdefault(first_use[key], [offset, offset])
             lo_hi[1] = offset + align_up(values[key].size_bytes, 8)
-        min_chunk = max(POOL_MIN_CHUNK_BYTES, hw.ddr.read_latency_cycles * hw.ddr.bandwidth_bytes_per_cycle)
+        min_chunk = max(POOL_MIN_CHUNK_BYTES, hw.dma.setup_cycles * hw.ddr.bandwidth_bytes_per_cycle)
         current: list[int] | None = None   # [first op index, start, end]
         for index in sorted(spans):
             lo, hi = spans[index]
@@ -191,6 +201,7 @@ def schedule(graph: Graph, hw, *, planner: Planner | None = None, rules=DEFAULT_
     fold_constants(lowered)
     assign_units(lowered, hw)
     stage(lowered, POOL_ITEM_MAX_BYTES)
+    order_blocks(lowered, hw)
     tcm_alignment = max(16, hw.tcm.port_bytes_per_cycle)
     fixed = fixed_placements(lowered, hw, tcm_alignment)
     pool_bytes = fixed.pool_tcm.size_bytes if fixed.pool_tcm is not None else 0
@@ -289,8 +300,11 @@ def _notes(program: Program, cmds: list[ACommand], ctx: CompileContext, numberin
            planner) -> dict[str, object]:
     """Statistics for reports.
 
-    ``peak_tcm_bytes`` (the TCM plan's footprint), ``tcm_lower_bound_bytes`` (most
-    bytes live at once), ``tcm_planner``; ``compulsory_ddr_{read,write,}_bytes``
+    ``peak_tcm_bytes`` (the TCM plan's footprint), ``tcm_compact_bytes`` (the footprint
+    of the planner's placement of the exact live ranges: the TCM the schedule needs;
+    the plan may spread buffers wider when the TCM has room, see
+    :mod:`scheduler.materialize`), ``tcm_lower_bound_bytes`` (most bytes live at
+    once), ``tcm_planner``; ``compulsory_ddr_{read,write,}_bytes``
     (inputs and constants read, outputs written, once each) and
     ``planned_ddr_{read,write}_bytes`` (by the DMA commands, loop bodies once);
     ``macs``; ``ops`` (per NPU operation: name, op, unit, graph_ops, macs, block,
@@ -339,6 +353,7 @@ def _notes(program: Program, cmds: list[ACommand], ctx: CompileContext, numberin
     spilled = sorted({ctx.values[k].name for k in ctx.evicted if k in ctx.values})
     return {
         "peak_tcm_bytes": plan.tcm_peak_bytes,
+        "tcm_compact_bytes": plan.tcm_compact_bytes,
         "tcm_lower_bound_bytes": plan.tcm_lower_bound_bytes,
         "tcm_planner": planner.name + (f" ({planner.last})" if getattr(planner, "last", "") else ""),
         "compulsory_ddr_read_bytes": compulsory_read,

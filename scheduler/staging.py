@@ -62,12 +62,11 @@ def stage(lowered: LoweredGraph, pooled_max_bytes: int) -> None:
     def want(key: str) -> bool:
         if key not in wanted:
             value = values[key]
-            readers = _readers(block.ops, key, aliases)
             if value.kind is ValueKind.INPUT:
-                wanted[key] = value.size_bytes > 0 and rereads(readers)
+                wanted[key] = value.size_bytes > 0 and rereads(_readers(block.ops, key, aliases))
             else:   # a constant one operation reads is loaded once by its tiles (weights)
                 wanted[key] = value.kind is ValueKind.CONSTANT and value.size_bytes > pooled_max_bytes \
-                    and len(readers) > 1
+                    and len(_readers(block.ops, key, aliases)) > 1
         return wanted[key]
 
     staged: dict[str, str] = {}

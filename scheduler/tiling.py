@@ -28,7 +28,8 @@ from npu_sim.program import element_size_bytes
 from npu_sim.reference.kernel_api import Region, full_region
 from scheduler import cost_model
 from scheduler.npu_ops import NpuOp
-from scheduler.windows import StepTile, can_tile, chain_tile, region_shape, region_size, whole_tile
+from scheduler.windows import (StepTile, can_tile, chain_tile, region_shape, region_size, whole_tile,
+                               window_reads_constants)
 
 Slot = tuple[int, int]  # (step index, operand index): one streamed operand of an operation
 
@@ -289,26 +290,56 @@ def _rank(plan: TilePlan) -> tuple:
 class Tiler:
     """Chooses tile plans: a coarse grid of tile shapes, then a local search around the best.
 
-    Evaluations are cached per operation and residency of its operands.
+    Windows and evaluations are cached per operation *signature* (what each step
+    computes on which types, which operands are the same value, and the values of
+    constant operands the window functions read) and residency of its operands:
+    networks repeat layers, and identical layers get identical plans.
     """
 
     def __init__(self, hw, const_lookup: Callable[[str], np.ndarray | None], alignment: int = 16):
         self.hw = hw
         self.const_lookup = const_lookup
         self.alignment = alignment
-        self._tilings: dict[int, OpTiling] = {}
+        self._signatures: dict[int, tuple] = {}
+        self._tilings: dict[tuple, OpTiling] = {}
         self._evals: dict[tuple, TilePlan] = {}
         self._coarse: dict[tuple, list[TilePlan]] = {}
         self._exact: dict[tuple, TilePlan] = {}
 
+    def signature(self, op: NpuOp) -> tuple:
+        """A key equal for operations whose tiling is the same (``(id,)`` if not hashable)."""
+        sig = self._signatures.get(id(op))
+        if sig is None:
+            first: dict[str, int] = {}
+            steps = []
+            for step in op.steps:
+                exact = window_reads_constants(step.op)
+                pattern = []
+                for operand in step.operands:
+                    if isinstance(operand, int):
+                        pattern.append(operand)
+                        continue
+                    value = self.const_lookup(operand) if exact else None
+                    pattern.append((first.setdefault(operand, len(first)),
+                                    None if value is None else (value.dtype.str, value.shape, value.tobytes())))
+                steps.append((step.op, step.attribute, step.input_types, step.output_types, tuple(pattern)))
+            sig = (op.unit, tuple(steps))
+            try:
+                hash(sig)
+            except TypeError:
+                sig = (id(op),)
+            self._signatures[id(op)] = sig
+        return sig
+
     def tiling(self, op: NpuOp) -> OpTiling:
-        t = self._tilings.get(id(op))
+        sig = self.signature(op)
+        t = self._tilings.get(sig)
         if t is None:
-            t = self._tilings[id(op)] = OpTiling(op, self.const_lookup)
+            t = self._tilings[sig] = OpTiling(op, self.const_lookup)
         return t
 
     def _key(self, op: NpuOp, resident: Callable[[str], bool]) -> tuple:
-        return (id(op), tuple(resident(k) for k in (*op.inputs, *op.outputs)))
+        return (self.signature(op), tuple(resident(k) for k in (*op.inputs, *op.outputs)))
 
     def _eval(self, problem: TilingProblem, key: tuple, tile: tuple[int, ...]) -> TilePlan:
         plan = self._evals.get(key + (tile,))

@@ -1,21 +1,22 @@
 """Input windows of NPU operations: which part of each operand a tile reads.
 
-Wraps the kernels' window functions (:data:`kernel_api.INPUT_WINDOWS`),
-passing the values of constant operands to those that accept ``const_inputs``
-(PAD and SLICE give exact windows only when they know their SHAPE operands),
-and walks a fused chain backwards: the last step computes the tile, each
-earlier step computes the window its consumer reads.
+Asks the kernels' window functions through :func:`kernel_api.input_window`,
+with the values of constant operands in ``args_like.inputs`` (None for the
+others): windows that accept ``const_inputs`` use them to be exact (PAD and
+SLICE know their SHAPE operands). Walks a fused chain backwards: the last step
+computes the tile, each earlier step computes the window its consumer reads.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
-from npu_sim.reference.kernel_api import INPUT_WINDOWS, Region, full_region
+from npu_sim.reference.kernel_api import INPUT_WINDOWS, KernelArgs, Region, full_region, input_window
 from scheduler.npu_ops import Step
 
 
@@ -32,29 +33,19 @@ def can_tile(steps: Sequence[Step]) -> bool:
     return all(step.op in INPUT_WINDOWS for step in steps)
 
 
-_ACCEPTS_CONST: dict[Callable, bool] = {}
-
-
-def _accepts_const_inputs(fn: Callable) -> bool:
-    known = _ACCEPTS_CONST.get(fn)
-    if known is None:
-        try:
-            known = "const_inputs" in inspect.signature(fn).parameters
-        except (TypeError, ValueError):
-            known = False
-        _ACCEPTS_CONST[fn] = known
-    return known
+@functools.lru_cache(maxsize=None)
+def window_reads_constants(op) -> bool:
+    """True if ``op``'s window function reads the values of constant operands (``const_inputs``)."""
+    window = INPUT_WINDOWS.get(op)
+    return window is not None and "const_inputs" in inspect.signature(window).parameters
 
 
 def step_windows(step: Step, out_region: Region,
                  const_values: Sequence[np.ndarray | None]) -> tuple[Region, ...]:
     """Window of each operand of ``step`` for ``out_region`` of its output(s)."""
-    fn = INPUT_WINDOWS[step.op]
-    if _accepts_const_inputs(fn):
-        regions = fn(step.attribute, step.input_types, step.output_types, out_region,
-                     const_inputs=list(const_values))
-    else:
-        regions = fn(step.attribute, step.input_types, step.output_types, out_region)
+    args_like = KernelArgs(step.op, step.attribute, list(const_values), list(step.input_types),
+                           list(step.output_types), step.name)
+    regions = input_window(args_like, out_region)
     return tuple(tuple((int(a), int(b)) for a, b in r) for r in regions)
 
 

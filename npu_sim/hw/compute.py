@@ -8,6 +8,16 @@ from memory, runs each :class:`~npu_sim.program.KernelStep` through
 reference executor), passing step outputs on to later steps (``int`` operands: a
 fused epilogue kept inside the unit), and writes the last step's outputs.
 Reads and writes happen at the end of the command, after its cycles have elapsed.
+
+CUSTOM steps run the implementation registered for their (domain, name) in
+:mod:`npu_sim.reference.custom`, as the reference executor does.
+
+Every step's results are checked against what the command declares: the step's
+output types (the ``out_region`` shape when tiled), and for the last step the
+output views. A built-in kernel returning anything else is a bug in npu-sim
+(:class:`KernelResultError`, exit code 1); a CUSTOM implementation doing so is
+the implementation's fault (:class:`~npu_sim.errors.TosaRuntimeError`, as in the
+reference executor). Nothing wrong is ever written silently.
 """
 
 from __future__ import annotations
@@ -15,11 +25,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-from npu_sim.errors import MemoryAccessError, ProgramError
+import numpy as np
+
+from npu_sim.errors import MemoryAccessError, ProgramError, SimulationError, TosaRuntimeError
 from npu_sim.hw.memory import Memory, ViewAccess
 from npu_sim.hw.units import Machine, QueuedCommand, Unit
 from npu_sim.program import ComputeCommand, KernelStep, MemorySpace, View
+from npu_sim.reference.custom import custom_implementation
 from npu_sim.reference.kernel_api import KernelArgs, run_kernel
+from npu_sim.tosa.ops import Op
+
+
+class KernelResultError(SimulationError):
+    """A built-in kernel returned results other than the command declares: a bug in npu-sim."""
+
+    exit_code = 1
 
 
 @dataclass
@@ -32,6 +52,7 @@ class CompiledStep:
     output_types: list
     input_offsets: list | None
     name: str
+    expected: tuple[tuple[tuple[int, ...], np.dtype], ...] = ()  # (shape, storage dtype) per output
 
 
 def compile_step(step: KernelStep, index: int, tcm: Memory, where: str) -> CompiledStep:
@@ -51,8 +72,11 @@ def compile_step(step: KernelStep, index: int, tcm: Memory, where: str) -> Compi
         raise ProgramError(f"{where}: step {index} has {len(step.operands)} operands but "
                            f"{len(step.input_types)} input types")
     offsets = None if step.input_offsets is None else [tuple(o) for o in step.input_offsets]
+    region = None if step.out_region is None else tuple(b - a for a, b in step.out_region)
+    expected = tuple((tuple(t.shape) if region is None else region, t.dtype.numpy_dtype)
+                     for t in step.output_types)
     return CompiledStep(step, operands, list(step.input_types), list(step.output_types), offsets,
-                        step.name)
+                        step.name, expected)
 
 
 def compile_compute(command: ComputeCommand, tcm: Memory, where: str
@@ -99,16 +123,51 @@ class ComputeOp(QueuedCommand):
     def execute(self) -> None:
         """Read operands, run the kernels, write the results (the functional half of the command)."""
         results: list[list] = []
-        for cs in self.steps:
+        for index, cs in enumerate(self.steps):
             inputs = [operand.read() if isinstance(operand, ViewAccess) else results[operand][0]
                       for operand in cs.operands]
             step = cs.step
             args = KernelArgs(step.op, step.attribute, inputs, cs.input_types, cs.output_types,
                               cs.name or self.label, step.out_region, cs.input_offsets)
-            results.append(run_kernel(args))
+            if step.op is Op.CUSTOM:
+                attribute = step.attribute
+                out = custom_implementation(attribute.domain_name, attribute.operator_name)(args)
+            else:
+                out = run_kernel(args)
+            self._check(index, cs, out)
+            results.append(out)
         last = results[-1]
         if len(last) < len(self.outputs):
             raise ProgramError(f"{self.label}: the last step produced {len(last)} outputs, "
                                f"the command writes {len(self.outputs)}")
-        for access, array in zip(self.outputs, last):
+        for k, (access, array) in enumerate(zip(self.outputs, last)):
+            if array.shape != access.shape or array.dtype != access.storage:
+                self._fail(len(self.steps) - 1, f"output {k} is {_describe(array)}, but the command "
+                                                f"writes it to {access.view}")
             access.write(array)
+
+    def _check(self, index: int, cs: CompiledStep, out: object) -> None:
+        """The step returned one array per declared output, of the declared shape and dtype."""
+        expected = cs.expected
+        if not isinstance(out, (list, tuple)) or len(out) != len(expected):
+            count = len(out) if isinstance(out, (list, tuple)) else type(out).__name__
+            self._fail(index, f"returned {count} output(s), expected a list of {len(expected)}")
+        for k, (array, (shape, dtype)) in enumerate(zip(out, expected)):
+            if type(array) is not np.ndarray or array.shape != shape or array.dtype != dtype:
+                self._fail(index, f"output {k} is {_describe(array)}, expected {dtype.name} of "
+                                  f"shape {list(shape)}")
+
+    def _fail(self, index: int, problem: str) -> None:
+        step = self.steps[index].step
+        what = f"step {index} ({step.op.name}{': ' + step.name if step.name else ''})"
+        if step.op is Op.CUSTOM:
+            attribute = step.attribute
+            raise TosaRuntimeError(self.label, f"{what}: CUSTOM implementation "
+                                               f"{attribute.domain_name}::{attribute.operator_name} {problem}")
+        raise KernelResultError(f"{self.label}: {what}: kernel {problem} (a bug in npu-sim)")
+
+
+def _describe(array: object) -> str:
+    if isinstance(array, np.ndarray):
+        return f"{array.dtype.name} of shape {list(array.shape)}"
+    return type(array).__name__

@@ -6,19 +6,40 @@ destination views are merged dimension by dimension into at most three levels
 strided DMA programs. A copy that needs more than three levels must be split by
 the scheduler: it is rejected with a :class:`ProgramError`.
 
-Timing of one command on its engine (see :mod:`npu_sim.hw.ddr` for sharing):
+Timing: descriptors are pipelined
+---------------------------------
+An engine works through its queue in order, but it does not wait for a
+descriptor's data to land before it takes the next one (as real DMA engines
+do: they issue the next descriptor's bursts while earlier bursts are in flight):
 
-    start -> setup_cycles -> data phase on the arbitrating channel -> latency -> end
+    start -> setup_cycles -> issue phase on the arbitrating channel  [engine busy]
+                                   last burst issued -> latency -> done  [engine free]
 
-* The arbitrating channel is the DDR if either side is in DDR (the transfer moves
-  :func:`ddr_burst_bytes` there: every contiguous run costs the whole bursts it
-  touches), else the variable SRAM, else the TCM.
-* The rate cap is the other side's port rate (TCM ``port_bytes_per_cycle``, variable
-  SRAM ``bytes_per_cycle``) and, for DDR, the engine's outstanding-burst limit.
-* Latency: DDR ``read_latency_cycles`` if the source is DDR, plus
-  ``write_latency_cycles`` if the destination is; on-chip copies have none.
+* The *issue phase* is the fluid data phase of :mod:`npu_sim.hw.ddr`: the bytes the
+  transfer moves on its channel (for DDR :func:`ddr_burst_bytes`: every contiguous
+  run costs the whole bursts it touches), at the channel's max-min fair share,
+  capped. When its last byte has moved (rounded up to a whole cycle) the engine is
+  free and starts its next ready descriptor.
+* The command is *done* ``latency_cycles`` later: its bytes are copied then, and
+  only then are the commands that depend on it released. Latency: DDR
+  ``read_latency_cycles`` if the source is DDR, plus ``write_latency_cycles`` if
+  the destination is; on-chip copies have none (they are done when issued).
+* The arbitrating channel is the DDR if either side is in DDR, else the variable
+  SRAM, else the TCM. The rate cap is the other side's port rate (TCM
+  ``port_bytes_per_cycle``, variable SRAM ``bytes_per_cycle``) and, for DDR, the
+  outstanding-burst limit by Little's law: a burst is outstanding for its round
+  trip ``latency + burst_size_bytes / bandwidth``, so an engine never issuing
+  faster than ``max_outstanding_bursts * burst_size_bytes / round trip`` never has
+  more than ``max_outstanding_bursts`` bursts in flight. The cap holds for the
+  engine's one issuing descriptor at a time, so in-flight bursts of earlier
+  descriptors (still in their latency) count against the limit too: the bytes in
+  flight at any cycle were issued in the last round trip, at most cap x round trip.
 
-The bytes move when the command ends (a read of never-written bytes fails there).
+With one descriptor and an idle machine this is ``setup + ceil(bytes / rate) +
+latency`` (:func:`npu_sim.hw.cost.dma_cycles`); a chain of small descriptors on one
+engine pays the latency once, not once per descriptor.
+
+The bytes move when the command is done (a read of never-written bytes fails there).
 """
 
 from __future__ import annotations
@@ -238,13 +259,32 @@ class DmaOp(QueuedCommand):
         timing = self.timing
         if timing.channel_bytes:
             self.channel.start(now + timing.setup_cycles, timing.channel_bytes,
-                               timing.cap_bytes_per_cycle, timing.latency_cycles, self._end)
+                               timing.cap_bytes_per_cycle, 0, self._issued)
         else:  # an empty copy: nothing crosses a memory
-            env.timeout(timing.setup_cycles).callbacks.append(self._end)
+            env.timeout(timing.setup_cycles).callbacks.append(self._done_now)
+
+    def _issued(self, _event: object) -> None:
+        """The last burst is issued: the engine is free; the data lands ``latency`` later."""
+        latency = self.timing.latency_cycles
+        if latency:
+            self.busy_end_cycle = self.machine.env.now
+            self.unit.release()
+            self.machine.env.timeout(latency).callbacks.append(self._end)
+        else:
+            self._done_now(_event)
+
+    def _done_now(self, _event: object) -> None:
+        """Issued and done in one cycle (on-chip or empty copies): done first, then the engine."""
+        self.busy_end_cycle = self.machine.env.now
+        self._copy()
+        self.machine.finish(self)
 
     def _end(self, _event: object) -> None:
+        self._copy()
+        self.machine.complete(self)
+
+    def _copy(self) -> None:
         try:
             self.dst.copy_from(self.src)
         except MemoryAccessError as exc:
             raise MemoryAccessError(f"{self.label}: {exc}") from None
-        self.machine.finish(self)

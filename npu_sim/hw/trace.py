@@ -1,8 +1,20 @@
 """What a simulation recorded: every command, every allocation's use, and counters.
 
-The simulator's hot path only appends ``(command, invocation, start, end)`` tuples
-(:class:`TraceRecorder`); :class:`Trace` turns them into the typed records below
-when they are first asked for. Reports read only these.
+The simulator's hot path only appends ``(command, invocation, start, end, busy_end)``
+tuples (:class:`TraceRecorder`; ``busy_end``: when the unit was free again, before
+``end`` for a pipelined DMA whose data was still in flight); :class:`Trace` turns
+them into the typed records below when they are first asked for. Reports read only
+these.
+
+When an allocation is in use: over ``[first_cycle, last_cycle)``, from the start of
+the first command touching it to the end of the last one, half open. The simulator
+moves bytes when a command ends (a DMA copies, a compute command reads its operands
+and writes its results at its end cycle), so the last reader of a buffer ending at
+cycle ``c`` and a new writer starting at ``c`` never hold the bytes at the same
+time: at ``c`` the old buffer is free. Counting from the *start* of the first
+command keeps the bytes reserved while the command that fills them runs (as the
+hardware's transfer would occupy them). :func:`usage_steps` is the one
+implementation of this convention; the reports build on it.
 """
 
 from __future__ import annotations
@@ -12,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 from npu_sim.program import Allocation, Command, DmaCommand, MemorySpace, View, command_views
 
@@ -32,10 +44,20 @@ class CommandRecord(NamedTuple):
     macs: int
     ddr_read_bytes: int  # payload
     ddr_write_bytes: int
+    #: when the unit was free again; a DMA frees its engine when its last burst is issued
+    #: and is done (``end_cycle``) when the data has landed. None: at ``end_cycle``.
+    busy_end_cycle: int | None = None
 
     @property
     def cycles(self) -> int:
+        """From start to done."""
         return self.end_cycle - self.start_cycle
+
+    @property
+    def busy_cycles(self) -> int:
+        """Cycles the command occupied its unit."""
+        end = self.end_cycle if self.busy_end_cycle is None else self.busy_end_cycle
+        return end - self.start_cycle
 
 
 class AllocationRecord(NamedTuple):
@@ -70,7 +92,7 @@ class Counters:
     ddr_read_burst_bytes: int = 0  # bytes the DDR actually moved (whole bursts)
     ddr_write_burst_bytes: int = 0
     macs: int = 0
-    busy_cycles: dict[str, int] = field(default_factory=dict)  # per unit
+    busy_cycles: dict[str, int] = field(default_factory=dict)  # per unit (DMAs: until issued)
     command_counts: dict[str, int] = field(default_factory=dict)  # per unit
 
     def utilization(self, total_cycles: int) -> dict[str, float]:
@@ -80,10 +102,10 @@ class Counters:
 
 
 class Trace:
-    """The record of a run. The hot path stores raw ``(command, invocation, start, end)``
-    tuples; the typed tables below are built from them on first access."""
+    """The record of a run. The hot path stores raw ``(command, invocation, start, end,
+    busy_end)`` tuples; the typed tables below are built from them on first access."""
 
-    def __init__(self, raw: list[tuple[Any, int, int, int]], invocations: list[InvocationRecord],
+    def __init__(self, raw: list[tuple[Any, int, int, int, int]], invocations: list[InvocationRecord],
                  static_info: Callable[[Any], "StaticInfo"], allocations: list[Allocation],
                  units: list[str]):
         self._raw = raw
@@ -112,32 +134,44 @@ class Trace:
         return self._tables[2]
 
     def peak_live_bytes(self, memory: MemorySpace | str, invocation: int | None = None) -> int:
-        """Most bytes of ``memory`` allocations in use at one cycle (used: first..last cycle)."""
+        """Most bytes of ``memory`` allocations in use at one cycle (see :func:`peak_live_bytes`)."""
         return peak_live_bytes(self.allocations, memory, invocation)
 
 
-def peak_live_bytes(self, memory: MemorySpace | str, invocation: int | None = None) -> int:
-        """Most bytes of ``memory`` allocations in use at one cycle (used: first..last cycle)."""
-        return peak_live_bytes(self.allocations, memory, invocation)
+def usage_steps(intervals: Iterable[tuple[int, int, int]]) -> tuple[list[int], list[int]]:
+    """Step curve ``(cycles, bytes)`` of ``(first_cycle, last_cycle, size_bytes)`` intervals.
 
-
-def peak_live_bytes(allocations: list[AllocationRecord], memory: MemorySpace | str,
-                    invocation: int | None = None) -> int:
-    """Maximum over cycles of the summed sizes of allocations whose use spans that cycle."""
-    name = memory.value if isinstance(memory, MemorySpace) else memory
-    events: list[tuple[int, int, int]] = []
-    for a in allocations:
-        if a.memory != name or a.first_cycle is None:
-            continue
-        if invocation is not None and a.invocation != invocation:
-            continue
-        events.append((a.first_cycle, 1, a.size_bytes))  # allocations live at [first, last]
-        events.append((a.last_cycle, 2, -a.size_bytes))
-    live = peak = 0
-    for _, _, delta in sorted(events):
+    ``bytes[i]`` is in use from ``cycles[i]`` until the next point. Each interval is in
+    use over ``[first_cycle, last_cycle)`` (the convention of the module doc); intervals
+    of zero cycles are left out.
+    """
+    events: list[tuple[int, int]] = []
+    for first, last, size in intervals:
+        if last > first:
+            events.append((first, size))
+            events.append((last, -size))
+    events.sort()  # at one cycle releases (negative) come before acquisitions
+    cycles: list[int] = []
+    values: list[int] = []
+    live = 0
+    for cycle, delta in events:  # one point per cycle: the bytes in use after it
         live += delta
-        peak = max(peak, live)
-    return peak
+        if cycles and cycles[-1] == cycle:
+            values[-1] = live
+        else:
+            cycles.append(cycle)
+            values.append(live)
+    return cycles, values
+
+
+def peak_live_bytes(allocations: Iterable[AllocationRecord], memory: MemorySpace | str,
+                    invocation: int | None = None) -> int:
+    """Most bytes of ``memory`` allocations in use at one cycle, each over ``[first, last)``."""
+    name = memory.value if isinstance(memory, MemorySpace) else memory
+    intervals = [(a.first_cycle, a.last_cycle, a.size_bytes) for a in allocations
+                 if a.memory == name and a.first_cycle is not None
+                 and (invocation is None or a.invocation == invocation)]
+    return max(usage_steps(intervals)[1], default=0)
 
 
 class StaticInfo(NamedTuple):
@@ -156,14 +190,14 @@ class StaticInfo(NamedTuple):
 
 
 class TraceRecorder:
-    """Collects raw ``(command, invocation, start, end)`` tuples during a run."""
+    """Collects raw ``(command, invocation, start, end, busy_end)`` tuples during a run."""
 
     def __init__(self) -> None:
-        self.raw: list[tuple[Any, int, int, int]] = []
+        self.raw: list[tuple[Any, int, int, int, int]] = []
         self.invocations: list[InvocationRecord] = []
 
 
-def build_tables(raw: list[tuple[Any, int, int, int]], invocations: list[InvocationRecord],
+def build_tables(raw: list[tuple[Any, int, int, int, int]], invocations: list[InvocationRecord],
                  static_info: Callable[[Any], StaticInfo], allocations: list[Allocation],
                  units: list[str]) -> tuple[list[CommandRecord], list[AllocationRecord], Counters]:
     """Typed command records, allocation uses and counters from the raw tuples."""
@@ -174,20 +208,20 @@ def build_tables(raw: list[tuple[Any, int, int, int]], invocations: list[Invocat
     new_record = tuple.__new__
     commands = []
     append = commands.append
-    for command, invocation, start, end in raw:
+    for command, invocation, start, end, busy_end in raw:
         cid = command.cid
         entry = info.get(cid)
         if entry is None:
             s = static_info(command)
             entry = info[cid] = (s, (cid, command.name, s.kind, s.unit, s.op),
                                  (s.bytes, s.macs, s.ddr_read_bytes, s.ddr_write_bytes))
-        append(new_record(CommandRecord, entry[1] + (invocation, start, end) + entry[2]))
+        append(new_record(CommandRecord, entry[1] + (invocation, start, end) + entry[2] + (busy_end,)))
         use = usage.get((cid, invocation))
         if use is None:
-            usage[(cid, invocation)] = [1, end - start, start, end]
+            usage[(cid, invocation)] = [1, busy_end - start, start, end]
         else:
             use[0] += 1
-            use[1] += end - start
+            use[1] += busy_end - start
             if start < use[2]:
                 use[2] = start
             if end > use[3]:

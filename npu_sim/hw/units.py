@@ -4,7 +4,9 @@ Every DMA engine and compute unit is a :class:`Unit`: a FIFO of issued commands
 that runs one at a time, in issue order. A :class:`QueuedCommand` starts when it
 is at the head of its unit's queue, the unit is idle, and every command it depends
 on is done (``pending == 0``). When it finishes, the :class:`Machine` marks it
-done, wakes the commands waiting for it and lets its unit take the next one.
+done, wakes the commands waiting for it and lets its unit take the next one. A
+DMA frees its engine before it is done (its last bursts are still in flight,
+see :mod:`npu_sim.hw.dma`): it releases the unit itself and is completed later.
 
 These classes are the simulator's hot path: plain attributes and ``__slots__``,
 no per-command simpy processes (callbacks on simpy events instead).
@@ -30,7 +32,11 @@ class Machine(Protocol):
 
     env: "simpy.Environment"
 
-    def finish(self, command: "QueuedCommand") -> None: ...
+    def finish(self, command: "QueuedCommand") -> None:
+        """The command is done and its unit free (compute commands, on-chip copies)."""
+
+    def complete(self, command: "QueuedCommand") -> None:
+        """The command is done; its unit was freed earlier (a pipelined DMA's data landing)."""
 
 
 class Unit:
@@ -67,7 +73,7 @@ class QueuedCommand:
     """A compiled command (DMA or compute) with its run-time dependency state."""
 
     __slots__ = ("cid", "name", "unit", "deps", "pending", "done", "waiters", "start_cycle",
-                 "machine", "issued")
+                 "busy_end_cycle", "machine", "issued")
 
     def __init__(self, cid: int, name: str, unit: Unit, machine: Machine):
         self.cid = cid
@@ -80,6 +86,7 @@ class QueuedCommand:
         self.issued = False
         self.waiters: list | None = None
         self.start_cycle = 0
+        self.busy_end_cycle = 0  # when the unit was free again (a DMA may be done later)
 
     def dep_done(self) -> None:
         self.pending -= 1

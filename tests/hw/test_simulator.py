@@ -22,50 +22,92 @@ SETUP, W, READ_LATENCY, WRITE_LATENCY = 10, 16, 100, 50  # make_hw()'s DMA and D
 
 # --- double-buffered pipeline against a hand-written recurrence -------------------------------
 
-def pipeline_ends(n: int, compute_cycles: int, tile_bytes: int, shared: bool):
-    """End cycles of load/compute/store per tile. ``shared``: load i+2 and store i start together
-    (both wait for compute i) and split the DDR, each moving its bytes at W/2."""
+def pipeline_ends(n: int, compute_cycles: int, tile_bytes: int):
+    """End cycles of load/compute/store per tile, and when each DMA left its engine.
+
+    DMAs are pipelined: an engine is free once its descriptor's last burst is issued
+    (setup + data phase) and the data lands a latency later (the command's end).
+    Load i+2 and store i both wait for compute i, so from tile 2 on they start
+    together and split the DDR, each moving its bytes at W/2."""
     solo, both = tile_bytes // W, 2 * tile_bytes // W
-    le, ce, se = [0] * n, [0] * n, [0] * n
+    li, le, ce, si, se = ([0] * n for _ in range(5))
     for i in range(n):
-        load_start = max(le[i - 1] if i else 0, ce[i - 2] if i >= 2 else 0)
-        le[i] = load_start + SETUP + (both if shared and i >= 2 else solo) + READ_LATENCY
+        load_start = max(li[i - 1] if i else 0, ce[i - 2] if i >= 2 else 0)
+        li[i] = load_start + SETUP + (both if i >= 2 else solo)
+        le[i] = li[i] + READ_LATENCY
         ce[i] = max(le[i], ce[i - 1] if i else 0, se[i - 2] if i >= 2 else 0) + compute_cycles
-        store_start = max(ce[i], se[i - 1] if i else 0)
-        se[i] = store_start + SETUP + (both if shared and i + 2 < n else solo) + WRITE_LATENCY
-    return le, ce, se
+        store_start = max(ce[i], si[i - 1] if i else 0)
+        si[i] = store_start + SETUP + (both if i + 2 < n else solo)
+        se[i] = si[i] + WRITE_LATENCY
+    return li, le, ce, si, se
 
 
-def _ends(result, prefix: str, n: int) -> list[int]:
+def _ends(result, prefix: str, n: int, attribute: str = "end_cycle") -> list[int]:
     by_name = {c.name: c for c in result.trace.commands}
-    return [by_name[f"{prefix}{i}"].end_cycle for i in range(n)]
+    return [getattr(by_name[f"{prefix}{i}"], attribute) for i in range(n)]
 
 
-@pytest.mark.parametrize("vector_setup, shared", [(8, False), (176, True)])
-def test_double_buffered_pipeline_matches_the_recurrence(vector_setup, shared):
+@pytest.mark.parametrize("vector_setup", [8, 176])
+def test_double_buffered_pipeline_matches_the_recurrence(vector_setup):
     n, elements = 12, 64  # 256-byte tiles: 4 bursts, 16 cycles alone on the bus
     hw = make_hw(vector={"setup_cycles": vector_setup})
     program, x = pipeline_program(n, elements)
     compute = compute_command_cycles(hw, program.commands[1])
     assert compute == vector_setup + max(64 // 8, 3 * 256 // 32)  # lanes vs TCM bound (24)
     result = simulate_program(program, hw, [{"x": x}])
-    le, ce, se = pipeline_ends(n, compute, 256, shared)
+    li, le, ce, si, se = pipeline_ends(n, compute, 256)
+    assert _ends(result, "load", n, "busy_end_cycle") == li
     assert _ends(result, "load", n) == le
     assert _ends(result, "add", n) == ce
+    assert _ends(result, "store", n, "busy_end_cycle") == si
     assert _ends(result, "store", n) == se
     assert result.total_cycles == se[-1] == result.per_invocation_cycles[0]
     np.testing.assert_array_equal(result.outputs[0]["y"], 2 * x)
     starts = {c.name: c.start_cycle for c in result.trace.commands}
-    if shared:  # the regime the recurrence assumes: load i+2 and store i start together
-        assert all(starts[f"load{i + 2}"] == starts[f"store{i}"] for i in range(n - 2))
-    else:  # and here no two data phases overlap
-        phases = sorted((c.start_cycle + SETUP, c.start_cycle + SETUP + 16)
-                        for c in result.trace.commands if c.kind == "dma")
-        assert all(a[1] <= b[0] for a, b in zip(phases, phases[1:]))
+    # the regime the recurrence assumes: load i+2 and store i start together
+    assert all(starts[f"load{i + 2}"] == starts[f"store{i}"] for i in range(n - 2))
+    assert starts["load1"] == li[0] < le[0]  # the second load was issued while the first was in flight
     counters = result.counters
     assert counters.ddr_read_bytes == counters.ddr_write_bytes == n * 256
     assert counters.busy_cycles["vector"] == n * compute
+    assert counters.busy_cycles["dma0"] == sum(li[i] - starts[f"load{i}"] for i in range(n))
     assert counters.command_counts == {"dma0": n, "dma1": n, "mac_array": 0, "vector": n, "lut": 0}
+
+
+def _chain_program(count: int, tile_bytes: int) -> Program:
+    """``count`` independent loads of ``tile_bytes`` on dma0, each into its own TCM bytes."""
+    elements = tile_bytes // 4
+    commands = [DmaCommand(k, 0, i32(DDR, k * tile_bytes, elements), i32(TCM, k * tile_bytes, elements),
+                           name=f"load{k}") for k in range(count)]
+    return Program({DDR: count * tile_bytes, TCM: count * tile_bytes}, [], commands,
+                   inputs={"x": i32(DDR, 0, count * elements)})
+
+
+def test_a_chain_of_small_dmas_on_one_engine_pays_the_latency_once():
+    n, tile = 6, 256  # each: setup 10 + 16 cycles of data, then 100 cycles of read latency
+    result = simulate_program(_chain_program(n, tile), make_hw(), [{"x": np.arange(n * 64, dtype=np.int32)}])
+    loads = sorted(result.trace.commands, key=lambda c: c.id)
+    assert [c.start_cycle for c in loads] == [26 * k for k in range(n)]
+    assert [c.busy_end_cycle for c in loads] == [26 * (k + 1) for k in range(n)]
+    assert [c.end_cycle for c in loads] == [26 * (k + 1) + READ_LATENCY for k in range(n)]
+    assert result.total_cycles == n * 26 + READ_LATENCY  # not n * (26 + 100)
+    assert result.counters.busy_cycles["dma0"] == n * 26
+
+
+def test_the_outstanding_burst_limit_holds_across_pipelined_descriptors():
+    # 2 outstanding 64-byte bursts, round trip 100 + 64/16 = 104 cycles: at most 128/104 B/cycle
+    hw = make_hw(dma={"max_outstanding_bursts": 2})
+    n, tile = 3, 256
+    result = simulate_program(_chain_program(n, tile), hw, [{"x": np.arange(n * 64, dtype=np.int32)}])
+    loads = sorted(result.trace.commands, key=lambda c: c.id)
+    issue = 10 + 256 * 104 // 128  # 218: setup + 256 bytes at 128/104 B/cycle
+    assert [c.busy_end_cycle for c in loads] == [issue * (k + 1) for k in range(n)]
+    assert [c.end_cycle for c in loads] == [issue * (k + 1) + READ_LATENCY for k in range(n)]
+    # bytes in flight (issued within the last round trip) never exceed the 2 bursts
+    phases = [(c.start_cycle + 10, c.busy_end_cycle) for c in loads]
+    for t in range(0, result.total_cycles + 1):
+        in_flight = sum(tile * max(0, min(b, t) - max(a, t - 104)) / (b - a) for a, b in phases)
+        assert in_flight <= 2 * 64 + 1e-9, t
 
 
 def test_allocation_uses_and_peak_bytes():

@@ -93,3 +93,17 @@ def test_write_trace_file(tmp_path):
     doc = json.loads(path.read_text())
     check_trace_document(doc)
     assert doc["otherData"]["clock_hz"] == 10**9
+
+
+def test_pipelined_dmas_leave_the_engine_track_when_issued_and_their_latency_is_drawn_apart():
+    # two DMAs on dma0: each issues for 10 cycles, its data lands 100 cycles later
+    commands = [CommandRecord(i, f"load{i}", "dma", "dma0", "copy", 0, 10 * i, 10 * i + 110, 64, 0, 64, 0,
+                              busy_end_cycle=10 * i + 10) for i in range(2)]
+    trace = Trace(commands, [], [InvocationRecord(0, 0, 120)], Counters(), ["dma0"])
+    doc = trace_events(trace, 10**9, None)
+    names = check_trace_document(doc)
+    engine = [e for e in _x(doc, pid=1) if names[(1, e["tid"])] == "dma0"]
+    assert [(e["ts"], e["dur"], e["args"]["end_cycle"]) for e in engine] == [(0.0, 0.01, 110), (0.01, 0.01, 120)]
+    tails = [e for e in _x(doc, pid=1) if e["cat"] == "latency"]
+    assert sorted(names[(1, e["tid"])] for e in tails) == ["DMA data in flight 0", "DMA data in flight 1"]
+    assert [(e["ts"], e["dur"]) for e in sorted(tails, key=lambda e: e["ts"])] == [(0.01, 0.1), (0.02, 0.1)]

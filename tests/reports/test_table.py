@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
 from rich.console import Console
 
 from npu_sim.hw.config import load_hw_config
@@ -10,10 +13,8 @@ from reports.table import human_bytes, ops_table, print_report, totals_line
 from tests.reports.synthetic import many_tiles_case, tiny_case
 
 
-def _render(table) -> str:
-    console = Console(width=160, record=True)
-    console.print(table)
-    return console.export_text()
+def _render(table: str) -> str:
+    return table
 
 
 def test_rows_of_the_tiny_case():
@@ -36,6 +37,31 @@ def test_long_tables_are_cut_and_other_invocations_hidden():
     assert "busy: dma0" in console.export_text()
 
 
+def test_the_box_is_aligned_and_long_names_fold():
+    program, trace = tiny_case()
+    s = build_summary(trace, load_hw_config("edge"), program, graph="tiny.tosa")
+    s["ops"][0]["name"] = "x" * 50
+    lines = ops_table(s).splitlines()
+    assert lines[0] == "tiny.tosa on edge: 2 NPU operations"
+    assert len({len(line) for line in lines[1:]}) == 1          # every line of the box as wide
+    assert lines[1].startswith("┏") and lines[-1].startswith("└")
+    folded = [line for line in lines if "xxxx" in line]
+    assert [line.count("x") for line in folded] == [44, 6]      # the operation column is 44 wide
+    assert lines[2].split("┃")[1:3] == ["# ", " operation" + " " * 36]  # 44 wide + 1 space each side
+    assert lines[2].split("┃")[8] == "  MACs "                    # headers aligned like their column
+
+
 def test_human_bytes():
     assert [human_bytes(n) for n in (0, 1023, 1024, 1536, 3 << 20, 5 << 30)] == [
         "0 B", "1023 B", "1 KiB", "1.5 KiB", "3 MiB", "5 GiB"]
+
+
+def test_outputs_without_box_characters_get_ascii(monkeypatch):
+    program, trace = tiny_case()
+    s = build_summary(trace, load_hw_config("edge"), program, graph="tiny.tosa")
+    ascii_out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", ascii_out)
+    print_report(s)
+    ascii_out.seek(0)
+    text = ascii_out.read()
+    assert text.splitlines()[1].startswith("+==") and "busy: dma0" in text

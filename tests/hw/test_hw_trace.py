@@ -1,0 +1,34 @@
+"""The trace's allocation-use convention: in use over [first_cycle, last_cycle)."""
+
+from __future__ import annotations
+
+from npu_sim.hw.trace import AllocationRecord, peak_live_bytes, usage_steps
+from reports.occupancy import occupancy_steps
+
+
+def _record(name: str, size: int, first: int | None, last: int | None, invocation: int = 0,
+            memory: str = "tcm") -> AllocationRecord:
+    return AllocationRecord(name, memory, 0, size, "tile", invocation, first, last)
+
+
+def test_back_to_back_uses_do_not_coexist():
+    # a's last command ends at 10, b's first starts at 10: the bytes change hands at 10
+    records = [_record("a", 100, 0, 10), _record("b", 60, 10, 20)]
+    assert peak_live_bytes(records, "tcm") == 100
+    assert usage_steps([(0, 10, 100), (10, 20, 60)]) == ([0, 10, 20], [100, 60, 0])
+
+
+def test_overlapping_uses_add_up_and_filters_apply():
+    records = [_record("a", 100, 0, 11), _record("b", 60, 10, 20), _record("c", 1000, 30, 35, invocation=1),
+               _record("d", 7, 0, 30, memory="ddr"), _record("never", 500, None, None)]
+    assert peak_live_bytes(records, "tcm", invocation=0) == 160
+    assert peak_live_bytes(records, "tcm") == 1000
+    assert peak_live_bytes(records, "ddr") == 7
+
+
+def test_zero_cycle_uses_are_left_out_and_reports_agree():
+    records = [_record("a", 100, 5, 5), _record("b", 40, 0, 8), _record("c", 8, 8, 9)]
+    assert peak_live_bytes(records, "tcm") == 40
+    cycles, values = occupancy_steps(records, "tcm")
+    assert (cycles, values) == ([0, 8, 9], [40, 8, 0])
+    assert max(values) == peak_live_bytes(records, "tcm")
