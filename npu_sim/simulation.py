@@ -61,18 +61,22 @@ def _hw(hw: HwConfig | str | Path) -> HwConfig:
     return hw if isinstance(hw, HwConfig) else load_hw_config(hw)
 
 
-def compile_graph(graph: Graph, hw: HwConfig) -> Program:
-    """The scheduler's Program for ``graph`` on ``hw`` (ScheduleError / UnsupportedFeatureError if it cannot)."""
+def compile_graph(graph: Graph, hw: HwConfig, *, spread_tcm: bool = False) -> Program:
+    """The scheduler's Program for ``graph`` on ``hw`` (ScheduleError / UnsupportedFeatureError if it cannot).
+
+    ``spread_tcm``: trade free TCM for fewer false dependencies (see :func:`scheduler.schedule.schedule`).
+    """
     from npu_sim.simulator import gc_paused
     from scheduler.schedule import schedule
 
     with gc_paused():
-        return schedule(graph, hw)
+        return schedule(graph, hw, spread_tcm=spread_tcm)
 
 
 def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
                          per_invocation: Sequence[Mapping[str, np.ndarray]], *,
-                         graph_label: str = "", stack: bool = False) -> SimulationResult:
+                         graph_label: str = "", stack: bool = False,
+                         spread_tcm: bool = False) -> SimulationResult:
     """Schedule ``graph`` for ``hw`` and simulate one invocation per element of ``per_invocation``.
 
     ``stack``: return outputs stacked along a leading invocation axis (else those
@@ -91,7 +95,7 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     wall: dict[str, float] = {}
     with gc_paused():
         start = time.perf_counter()
-        program = compile_graph(graph, hw)
+        program = compile_graph(graph, hw, spread_tcm=spread_tcm)
         wall["schedule"] = time.perf_counter() - start
         start = time.perf_counter()
         result = simulate_program(program, hw, checked)
@@ -111,19 +115,20 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
 
 def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
              inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray] | None = None,
-             invocations: int = 1) -> SimulationResult:
+             invocations: int = 1, *, spread_tcm: bool = False) -> SimulationResult:
     """Run ``graph`` on the simulated NPU ``hw`` (a HwConfig, preset name or YAML path).
 
     ``inputs``: input name -> array (or arrays in the graph's input order). With
     ``invocations`` N > 1 each array has a leading axis of length N, invocation k
     uses slice k, variables persist between invocations, and outputs come back
-    stacked the same way.
+    stacked the same way. ``spread_tcm``: see :func:`compile_graph`.
     """
     if not isinstance(invocations, int) or isinstance(invocations, bool) or invocations < 1:
         raise InputError(f"invocations must be an integer >= 1, got {invocations!r}")
     graph, label = _graph(graph)
     if invocations == 1:
-        return simulate_invocations(graph, hw, [check_inputs(graph, inputs)], graph_label=label)
+        return simulate_invocations(graph, hw, [check_inputs(graph, inputs)], graph_label=label,
+                                    spread_tcm=spread_tcm)
     names = list(graph.input_types)
     if inputs is None:
         inputs = {}
@@ -136,4 +141,4 @@ def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
                              f"axis of {invocations}, got shape {list(value.shape)}")
     per = [{name: (value[k] if isinstance(value, np.ndarray) else value)
             for name, value in inputs.items()} for k in range(invocations)]
-    return simulate_invocations(graph, hw, per, graph_label=label, stack=True)
+    return simulate_invocations(graph, hw, per, graph_label=label, stack=True, spread_tcm=spread_tcm)

@@ -3,14 +3,15 @@
 1. Command ids in walk order (a control-flow command before its nested ones).
 2. Live ranges of buffers from the ids of the commands touching them.
 3. Offsets: TCM by the planner (buffers live at the same time never overlap),
-   DDR and the variable SRAM by bump allocation (no reuse). Bytes a buffer frees
-   are not handed to a buffer first used soon after, when the TCM has room for
-   that: reusing them would make the new buffer's writer wait for the old one's
-   last reader (a false write-after-read dependency that serializes independent
-   work, e.g. a prefetch behind the previous operation). The planner first places
-   the exact live ranges (the compact placement: its footprint is what the graph
-   needs, ``tcm_compact_bytes``), then live ranges extended by
-   :data:`REUSE_DISTANCES` commands, and keeps the longest distance that fits.
+   DDR and the variable SRAM by bump allocation (no reuse). The planner places
+   the exact live ranges: the compact placement, whose footprint is what the
+   graph needs (``tcm_compact_bytes``). With ``spread`` (``schedule(...,
+   spread_tcm=True)``), bytes a buffer frees are not handed to a buffer first used
+   soon after when the TCM has room for that: reusing them makes the new buffer's
+   writer wait for the old one's last reader (a false write-after-read dependency
+   that serializes independent work, e.g. a prefetch behind the previous
+   operation). Live ranges are then extended by :data:`SPREAD_REUSE_DISTANCES`
+   commands, keeping the longest distance that fits: fewer cycles for more TCM.
 4. Views resolved; dependencies from exact byte accesses (:mod:`scheduler.deps`).
 """
 
@@ -39,8 +40,8 @@ from scheduler.stream import ACommand, ACompute, ACond, ADma, ALoop
 
 DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
 
-#: Command distances tried, longest first, before which freed TCM bytes are not reused.
-REUSE_DISTANCES = (256, 32)
+#: With spreading: command distances tried, longest first, before which freed TCM bytes are not reused.
+SPREAD_REUSE_DISTANCES = (256, 32)
 
 
 def walk(cmds: list[ACommand]):
@@ -125,7 +126,8 @@ class MemoryPlan:
 
 
 def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer], hw, planner: Planner,
-                  tcm_alignment: int, ddr_alignment: int, var_alignment: int) -> MemoryPlan:
+                  tcm_alignment: int, ddr_alignment: int, var_alignment: int,
+                  spread: bool = False) -> MemoryPlan:
     usage = live_ranges(cmds, numbering)
     last_id = max(0, numbering.count - 1)
     buffers: dict[int, Buffer] = {b.serial: b for b in fixed}
@@ -142,8 +144,8 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
     exact = list(ranges.values())
     offsets = planner.place(exact, tcm_alignment)
     compact = footprint(exact, offsets)
-    if compact <= capacity:
-        for distance in REUSE_DISTANCES:
+    if spread and compact <= capacity:
+        for distance in SPREAD_REUSE_DISTANCES:
             spaced = [LiveRange(r.key, r.size_bytes, r.start, min(last_id, r.end + distance)) for r in exact]
             if spaced == exact:
                 break

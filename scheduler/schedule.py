@@ -194,8 +194,13 @@ def fixed_placements(lowered: LoweredGraph, hw, tcm_alignment: int) -> Fixed:
     return Fixed(placements, const_ddr, buffers, pool_ddr, pool_tcm, chunks)
 
 
-def schedule(graph: Graph, hw, *, planner: Planner | None = None, rules=DEFAULT_RULES) -> Program:
-    """Compile ``graph`` for ``hw`` (a :class:`npu_sim.hw.config.HwConfig`) into a Program."""
+def schedule(graph: Graph, hw, *, planner: Planner | None = None, rules=DEFAULT_RULES,
+             spread_tcm: bool = False) -> Program:
+    """Compile ``graph`` for ``hw`` (a :class:`npu_sim.hw.config.HwConfig`) into a Program.
+
+    ``spread_tcm``: use free TCM to avoid reusing freed bytes soon (fewer false
+    dependencies, so fewer cycles, but ``peak_tcm_bytes`` above the compact plan).
+    """
     planner = planner or BestOfGreedy()
     lowered = lower(graph, rules)
     fold_constants(lowered)
@@ -226,7 +231,7 @@ def schedule(graph: Graph, hw, *, planner: Planner | None = None, rules=DEFAULT_
             continue
         numbering = number(cmds)
         plan = plan_memories(cmds, numbering, fixed.buffers, hw, planner, tcm_alignment, DDR_ALIGNMENT,
-                             VAR_ALIGNMENT)
+                             VAR_ALIGNMENT, spread=spread_tcm)
         if plan.offsets_ok:
             return _program(graph, lowered, fixed, ctx, cmds, numbering, plan, hw, planner)
         victim = _victim(plan, ctx)

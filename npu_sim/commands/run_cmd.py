@@ -29,8 +29,8 @@ REPORT_FILES = ("summary.json", "memory_timeline.png", "trace.json")
 
 
 def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_dir: Path, *,
-                   invocations: int | None = None, random_seed: int | None = None
-                   ) -> dict[str, Any]:
+                   invocations: int | None = None, random_seed: int | None = None,
+                   spread_tcm: bool = False) -> dict[str, Any]:
     """Do what ``npu-sim run`` does; returns the summary written to ``summary.json``."""
     from npu_sim.api import load_graph, load_hw_config
     from npu_sim.errors import InputError
@@ -45,7 +45,7 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
     graph = load_graph(graph_path)
     loaded = load_inputs(graph, input_specs, invocations=invocations, random_seed=random_seed)
     result = simulate_invocations(graph, hw, loaded.invocations, graph_label=str(graph_path),
-                                  stack=invocations is not None)
+                                  stack=invocations is not None, spread_tcm=spread_tcm)
 
     start = time.perf_counter()
     names = list(graph.output_types)
@@ -66,17 +66,21 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
     return summary
 
 
-def plan_text(graph_path: str, hw_config: str) -> tuple[str, dict[str, Any]]:
+def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False) -> tuple[str, dict[str, Any]]:
     """The Program listing and the memory-plan statistics of ``npu-sim plan``."""
     from npu_sim.api import load_graph, load_hw_config
     from npu_sim.simulation import compile_graph
     from reports.plan_stats import plan_stats
 
     hw = load_hw_config(hw_config)
-    program = compile_graph(load_graph(graph_path), hw)
+    program = compile_graph(load_graph(graph_path), hw, spread_tcm=spread_tcm)
     stats = plan_stats(program, hw)
     stats["graph"] = str(graph_path)
     return program.listing(), stats
+
+
+SPREAD_HELP = ("Use free TCM to avoid reusing freed bytes soon: fewer false dependencies "
+               "(fewer cycles) for a larger peak_tcm_bytes.")
 
 
 def register(app: typer.Typer) -> None:
@@ -95,12 +99,13 @@ def register(app: typer.Typer) -> None:
                                           "and trace.json go."),
         random_inputs: int | None = typer.Option(
             None, "--random-inputs", metavar="SEED", help="Seeded random data for missing inputs."),
+        spread_tcm: bool = typer.Option(False, "--spread-tcm", help=SPREAD_HELP),
     ) -> None:
         """Simulate GRAPH on the NPU that CONFIG describes; write outputs and a timing report."""
         from reports.table import print_report
 
         summary = run_simulation(graph, hw, inputs, out_dir, invocations=invocations,
-                                 random_seed=random_inputs)
+                                 random_seed=random_inputs, spread_tcm=spread_tcm)
         print_report(summary)
         typer.echo(f"report: {out_dir / 'summary.json'}, {out_dir / 'memory_timeline.png'}, "
                    f"{out_dir / 'trace.json'} (open in https://ui.perfetto.dev); "
@@ -111,11 +116,12 @@ def register(app: typer.Typer) -> None:
         graph: str = typer.Argument(..., help="A .tosa flatbuffer or its JSON form."),
         hw: str = typer.Option(..., "--hw", help="Hardware config: a preset name or a YAML file."),
         as_json: bool = typer.Option(False, "--json", help="Print only the statistics, as JSON."),
+        spread_tcm: bool = typer.Option(False, "--spread-tcm", help=SPREAD_HELP),
     ) -> None:
         """Compile GRAPH for CONFIG and print the Program (memory plan + commands) and plan statistics."""
         from reports.plan_stats import format_plan_stats
 
-        listing, stats = plan_text(graph, hw)
+        listing, stats = plan_text(graph, hw, spread_tcm=spread_tcm)
         if as_json:
             typer.echo(json.dumps(stats, indent=2))
             return

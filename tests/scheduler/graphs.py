@@ -186,17 +186,19 @@ def conv3d_graph() -> Graph:
     return b.build()
 
 
-def check_end_to_end(graph: Graph, hw, invocations: int = 1, seed: int = 0, inputs=None):
+def check_end_to_end(graph: Graph, hw, invocations: int = 1, seed: int = 0, inputs=None,
+                     **schedule_options):
     """Schedule, verify the plan, simulate and compare with the reference executor bit for bit.
 
     Returns (program, simulation result). Variables persist across invocations on both sides.
+    ``schedule_options`` go to :func:`scheduler.schedule.schedule`.
     """
     from npu_sim.reference.session import Session
     from npu_sim.simulator import simulate_program
     from scheduler.schedule import schedule
     from scheduler.verify import verify_program
 
-    program = schedule(graph, hw)
+    program = schedule(graph, hw, **schedule_options)
     verify_program(program)
     if inputs is None:
         inputs = [random_inputs(graph, seed=seed + k) for k in range(invocations)]

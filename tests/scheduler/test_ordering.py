@@ -14,7 +14,7 @@ from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op
 from scheduler import ordering
 from scheduler.lowering import lower
-from scheduler.materialize import REUSE_DISTANCES
+from scheduler.materialize import SPREAD_REUSE_DISTANCES
 from scheduler.npu_ops import NpuOp, OpKind, Value, ValueKind
 from scheduler.ordering import reorder_block
 from tests.scheduler.graphs import _rescale, check_end_to_end, machine, small_cnn
@@ -51,7 +51,8 @@ def _compute_order(program):
 
 def test_list_scheduling_moves_independent_work_ahead_and_saves_cycles(monkeypatch):
     hw = machine("edge")
-    program, result = check_end_to_end(two_chains(), hw)
+    # with spreading, so that reuse of freed TCM bytes adds no false dependencies of its own
+    program, result = check_end_to_end(two_chains(), hw, spread_tcm=True)
     mac = [n for n in _compute_order(program) if n.startswith("CONV2D")]
     assert len(mac) == 3
     graph_order = [o.name for o in lower(two_chains()).main.ops if o.kind is OpKind.COMPUTE
@@ -60,7 +61,7 @@ def test_list_scheduling_moves_independent_work_ahead_and_saves_cycles(monkeypat
     assert mac == [graph_order[0], graph_order[2], graph_order[1]]
     monkeypatch.setattr(importlib.import_module("scheduler.schedule"), "reorder_block",
                         lambda ops, *args: list(ops))
-    original, slow = check_end_to_end(two_chains(), hw)
+    original, slow = check_end_to_end(two_chains(), hw, spread_tcm=True)
     assert [n for n in _compute_order(original) if n.startswith("CONV2D")] == graph_order
     assert result.total_cycles < slow.total_cycles
 
@@ -107,18 +108,25 @@ def _tcm_reuses(program):
     return gaps
 
 
-def test_freed_tcm_bytes_are_not_reused_soon_when_the_tcm_has_room():
+def test_by_default_the_tcm_plan_is_compact():
     program, _ = check_end_to_end(small_cnn(), machine("edge"))
     notes = program.notes
-    assert min(_tcm_reuses(program), default=10**9) > REUSE_DISTANCES[0]
+    assert notes["peak_tcm_bytes"] == notes["tcm_compact_bytes"] == notes["tcm_lower_bound_bytes"]
+    assert min(_tcm_reuses(program)) <= SPREAD_REUSE_DISTANCES[-1]
+
+
+def test_spreading_does_not_reuse_freed_tcm_bytes_soon_when_the_tcm_has_room():
+    program, _ = check_end_to_end(small_cnn(), machine("edge"), spread_tcm=True)
+    notes = program.notes
+    assert min(_tcm_reuses(program), default=10**9) > SPREAD_REUSE_DISTANCES[0]
     assert notes["tcm_compact_bytes"] < notes["peak_tcm_bytes"] <= 512 * 1024
 
 
-def test_a_tight_tcm_gets_the_compact_placement():
-    program, _ = check_end_to_end(small_cnn(), machine("tiny", tcm_bytes=2048))
+def test_spreading_in_a_tight_tcm_gets_the_compact_placement():
+    program, _ = check_end_to_end(small_cnn(), machine("tiny", tcm_bytes=2048), spread_tcm=True)
     notes = program.notes
     assert notes["peak_tcm_bytes"] == notes["tcm_compact_bytes"] <= 2048
-    assert min(_tcm_reuses(program)) <= REUSE_DISTANCES[-1]
+    assert min(_tcm_reuses(program)) <= SPREAD_REUSE_DISTANCES[-1]
 
 
 # --- a graph output that later operations read ----------------------------------------------
