@@ -160,15 +160,19 @@ def raw_simpy(tiles: int, hw: HwConfig, x: np.ndarray) -> tuple[int, np.ndarray]
     computed = [env.event() for _ in range(tiles)]
     stored = [env.event() for _ in range(tiles)]
 
+    def land(delay: int, action, done: simpy.Event):
+        """Pipelined DMA: the engine moves on; the data lands ``delay`` cycles later."""
+        yield env.timeout(delay)
+        action()
+        done.succeed()
+
     def loader():
         for i in range(tiles):
             if i >= 2:
                 yield computed[i - 2]
             yield env.timeout(setup)
             yield bus.transfer(tile_bytes)
-            yield env.timeout(rlat)
-            tcm_in[i % 2] = ddr_in[i]
-            loaded[i].succeed()
+            env.process(land(rlat, lambda i=i: tcm_in.__setitem__(i % 2, ddr_in[i]), loaded[i]))
 
     def computer():
         for i in range(tiles):
@@ -187,9 +191,7 @@ def raw_simpy(tiles: int, hw: HwConfig, x: np.ndarray) -> tuple[int, np.ndarray]
             yield computed[i]
             yield env.timeout(setup)
             yield bus.transfer(tile_bytes)
-            yield env.timeout(wlat)
-            ddr_out[i] = tcm_out[i % 2]
-            stored[i].succeed()
+            env.process(land(wlat, lambda i=i: ddr_out.__setitem__(i, tcm_out[i % 2]), stored[i]))
 
     env.process(loader())
     env.process(computer())
