@@ -1,0 +1,58 @@
+"""The full conformance selection (``make conformance``): tosa_verif_conformance_generator's
+TOSA 1.0.2 positive tests, every one through our reader and executor.
+
+Generation takes a long while the first time (cached afterwards); set
+``NPU_SIM_CONFORMANCE_DIR`` to use an already generated tree, and
+``NPU_SIM_CONFORMANCE_JOBS`` for parallelism (default 2). Writes the per-operator
+table to ``conformance_report.md`` at the repository root; outcomes stream into
+``full_outcomes.jsonl`` in the conformance cache while it runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tests.conformance.harness import (
+    OPERATORS,
+    cached_tests,
+    find_cases,
+    generate_full,
+    outcome_line,
+    run_cases,
+    write_report,
+)
+
+pytestmark = pytest.mark.conformance
+REPORT = Path(__file__).resolve().parents[2] / "conformance_report.md"
+
+
+@pytest.fixture(scope="session")
+def full_outcomes(conformance_cache):
+    jobs = int(os.environ.get("NPU_SIM_CONFORMANCE_JOBS", "2"))
+    given = os.environ.get("NPU_SIM_CONFORMANCE_DIR")
+    source = ("tosa_verif_conformance_generator --tosa-version 1.0.2 --test-type positive, "
+              "every TOSA 1.0 extension")
+    if given:
+        root, source = Path(given), f"{source} (pre-generated in {given})"
+    else:
+        root = cached_tests(conformance_cache, "full", lambda out: generate_full(out, jobs))
+    log = conformance_cache / "full_outcomes.jsonl"  # follow a long run with tail -f
+    outcomes = run_cases(find_cases(root), jobs, log)
+    write_report(outcomes, REPORT, "npu-sim conformance report", source)
+    by_op = defaultdict(list)
+    for outcome in outcomes:
+        by_op[outcome.operator].append(outcome)
+    return by_op
+
+
+@pytest.mark.parametrize("operator", OPERATORS)
+def test_operator_conformance(operator, full_outcomes):
+    outcomes = full_outcomes.get(operator)
+    if not outcomes:
+        pytest.skip(f"no conformance test for {operator}")
+    bad = [o for o in outcomes if o.status in ("fail", "error")]
+    assert not bad, f"{len(bad)}/{len(outcomes)} failed:\n" + "\n".join(map(outcome_line, bad[:20]))

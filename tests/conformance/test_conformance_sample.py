@@ -1,0 +1,91 @@
+"""A representative sample of tosa-tools' per-operator conformance tests (part of ``make test``).
+
+About one generated test per operator and data type, small tensors (plus a few
+floating-point dot-product tests big enough for their compliance checks),
+generated once into the pytest cache; see harness.py for how they are judged.
+The full selection runs under ``make conformance`` (test_conformance_full.py).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+import numpy as np
+
+from npu_sim.reference.executor import execute
+from npu_sim.tosa.flatbuffer_io import read_graph
+from tests.conformance.harness import (
+    OPERATORS,
+    _as_storage,
+    _compare,
+    cached_tests,
+    find_cases,
+    generate_sample,
+    outcome_line,
+    reference_result,
+    run_cases,
+    write_report,
+)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def sample_root(conformance_cache):
+    return cached_tests(conformance_cache, "sample", generate_sample)
+
+
+@pytest.fixture(scope="session")
+def sample_outcomes(conformance_cache, sample_root):
+    outcomes = run_cases(find_cases(sample_root))
+    write_report(outcomes, conformance_cache / "sample_report.md",
+                 "npu-sim conformance (sample)", "tosa_verif_build_tests sample")
+    by_op = defaultdict(list)
+    for outcome in outcomes:
+        by_op[outcome.operator].append(outcome)
+    return by_op
+
+
+def test_sample_covers_most_operators(sample_outcomes):
+    assert len(sample_outcomes) >= len(OPERATORS) - 4, sorted(set(OPERATORS) - set(sample_outcomes))
+
+
+@pytest.mark.parametrize("operator", OPERATORS)
+def test_operator_sample(operator, sample_outcomes):
+    outcomes = sample_outcomes.get(operator)
+    if not outcomes:
+        pytest.skip(f"the sample has no generated test for {operator}")
+    bad = [o for o in outcomes if o.status in ("fail", "error")]
+    assert not bad, f"{len(bad)}/{len(outcomes)} failed:\n" + "\n".join(map(outcome_line, bad))
+
+
+@pytest.mark.parametrize("operator, kind", [("ADD", "i"), ("EXP", "f"), ("CONV2D", "i"),
+                                            ("CONV2D", "f"), ("RESCALE", "i")])
+def test_the_harness_rejects_a_wrong_answer(operator, kind, sample_root, tmp_path):
+    """One value a little off must fail: the comparison is not vacuous (exact for integers,
+    tosa_verify for floating point and RESCALE_INEXACT)."""
+    for case in find_cases(sample_root):
+        if case.operator != operator or case.expected_failure:
+            continue
+        graph = read_graph((case.path / case.desc["tosa_file"]).read_bytes())
+        name = case.desc["ofm_name"][0]
+        if graph.output_types[name].dtype.numpy_dtype.kind != kind:
+            continue
+        break
+    else:
+        pytest.skip(f"no {operator} test with {kind} output in the sample")
+    assert reference_result(case) is None
+    inputs = {n: _as_storage(np.load(case.path / f), graph.input_types[n].dtype).reshape(
+        graph.input_types[n].shape) for n, f in zip(case.desc["ifm_name"], case.desc["ifm_file"])}
+    outputs = execute(graph, inputs)
+    assert _compare(case, graph, outputs, tmp_path) is None  # the right answer passes
+    wrong = outputs[name].copy()
+    flat = wrong.reshape(-1)
+    if kind == "f":
+        flat[0] = flat[0] * 1.01 + 1  # well outside any ulp bound
+    else:
+        flat[0] = flat[0] + 3 if flat[0] < np.iinfo(wrong.dtype).max - 3 else flat[0] - 3
+    problem = _compare(case, graph, {**outputs, name: wrong}, tmp_path)
+    assert problem is not None and name in problem
