@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from npu_sim.errors import InputError
-from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.dtype import DType, outside_storage_range
 from npu_sim.tosa.ir import Graph, TensorType
 
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
@@ -107,11 +107,10 @@ def load_npy(name: str, path: Path, expected: TensorType, leading: int | None) -
         hint = "" if leading is None else f" (with -n {leading}, a leading axis of {leading})"
         raise InputError(f"input {name!r}: {str(path)!r} holds {array.dtype.name} of shape "
                          f"{list(array.shape)}, expected {want}{hint}")
-    if expected.dtype in (DType.INT4, DType.INT48) and array.size:
-        lo, hi = expected.dtype.int_range
-        if int(array.min()) < lo or int(array.max()) > hi:
-            raise InputError(f"input {name!r}: {str(path)!r} has values outside the "
-                             f"{expected.dtype.name} range [{lo}, {hi}]")
+    bounds = outside_storage_range(array, expected.dtype)
+    if bounds is not None:
+        raise InputError(f"input {name!r}: {str(path)!r} has values outside the "
+                         f"{expected.dtype.name} range [{bounds[0]}, {bounds[1]}]")
     return array
 
 

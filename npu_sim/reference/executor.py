@@ -39,7 +39,7 @@ import npu_sim.reference  # noqa: F401  (registers every kernel)
 from npu_sim.errors import GraphValidationError, InputError, TosaRuntimeError
 from npu_sim.reference.custom import custom_implementation
 from npu_sim.reference.kernel_api import KernelArgs, run_kernel
-from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.dtype import DType, outside_storage_range
 from npu_sim.tosa.ir import Block, Graph, Operator, Tensor, TensorType
 from npu_sim.tosa.ops import Op
 
@@ -105,11 +105,10 @@ def check_input_array(name: str, value: object, expected: TensorType, *,
     if array.dtype != want or tuple(array.shape) != tuple(expected.shape):
         raise InputError(f"{what} {name!r}: expected {describe_type(expected)}, "
                          f"got {array.dtype.name} of shape {list(array.shape)}")
-    if expected.dtype in (DType.INT4, DType.INT48) and array.size:
-        lo, hi = expected.dtype.int_range
-        if int(array.min()) < lo or int(array.max()) > hi:
-            raise InputError(f"{what} {name!r}: {expected.dtype.name} values must lie in "
-                             f"[{lo}, {hi}], got [{int(array.min())}, {int(array.max())}]")
+    bounds = outside_storage_range(array, expected.dtype)
+    if bounds is not None:
+        raise InputError(f"{what} {name!r}: {expected.dtype.name} values must lie in "
+                         f"[{bounds[0]}, {bounds[1]}], got [{int(array.min())}, {int(array.max())}]")
     return array
 
 

@@ -133,6 +133,15 @@ _FLOAT = {DType.FP16, DType.BF16, DType.FP32, DType.FP8E4M3, DType.FP8E5M2, DTyp
           DType.FP6E3M2, DType.FP4E2M1, DType.FP8UE8M0}
 
 
+def outside_storage_range(array: np.ndarray, dtype: DType) -> tuple[int, int] | None:
+    """The (min, max) of ``dtype`` when ``array`` holds values its numpy storage allows but the
+    type does not (INT4 in int8, INT48 in int64); None when every value fits."""
+    if dtype not in (DType.INT4, DType.INT48) or not array.size:
+        return None
+    lo, hi = dtype.int_range
+    return None if lo <= int(array.min()) and int(array.max()) <= hi else (lo, hi)
+
+
 def encode(array: np.ndarray, dtype: DType) -> bytes:
     """Bytes of ``array`` (any shape, row-major) in the TOSA flatbuffer layout."""
     flat = np.ascontiguousarray(array, dtype=dtype.numpy_dtype).reshape(-1)
