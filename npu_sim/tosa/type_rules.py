@@ -297,68 +297,59 @@ def _bias(bias: TensorType, channels: int) -> None:
                                              f"{channels} output channels")
 
 
-@_rule(Op.CONV2D)
-def _conv2d(attr, ins, values):
-    inp, weight, bias = ins[0], ins[1], ins[2]
-    _rank(inp, 4, "input")
-    _rank(weight, 4, "weight")
-    _length(attr.pad, 4, "pad")
-    _length(attr.stride, 2, "stride")
-    _length(attr.dilation, 2, "dilation")
-    n, ih, iw, ic = inp.shape
-    oc, kh, kw, wic = weight.shape
-    _require(wic == ic, f"weight {list(weight.shape)} expects {wic} input channels, the input "
-                        f"{list(inp.shape)} has {ic}")
+def _forward_conv_sizes(attr, inp: TensorType, weight: TensorType, kernel: Sequence[int]) -> list[int]:
+    """Checks shared by CONV2D, CONV3D and DEPTHWISE_CONV2D; the output's spatial sizes.
+
+    ``kernel`` holds the kernel's spatial sizes (their place in the weight differs by op).
+    """
+    spatial = len(kernel)
+    _rank(inp, spatial + 2, "input")
+    _rank(weight, spatial + 2, "weight")
+    _length(attr.pad, 2 * spatial, "pad")
+    _length(attr.stride, spatial, "stride")
+    _length(attr.dilation, spatial, "dilation")
     _require(min(attr.pad) >= 0, f"pad {list(attr.pad)} is negative")
     _require(min(attr.dilation) >= 1, f"dilation {list(attr.dilation)} must be >= 1")
-    top, bottom, left, right = attr.pad
-    oh = _exact_size(ih - 1 + top + bottom - (kh - 1) * attr.dilation[0], attr.stride[0], "height")
-    ow = _exact_size(iw - 1 + left + right - (kw - 1) * attr.dilation[1], attr.stride[1], "width")
+    names = ("depth", "height", "width")[-spatial:]
+    return [_exact_size(inp.shape[1 + i] - 1 + attr.pad[2 * i] + attr.pad[2 * i + 1]
+                        - (k - 1) * attr.dilation[i], attr.stride[i], names[i])
+            for i, k in enumerate(kernel)]
+
+
+def _same_input_channels(inp: TensorType, weight: TensorType, weight_channels: int) -> None:
+    _require(weight_channels == inp.shape[-1],
+             f"weight {list(weight.shape)} expects {weight_channels} input channels, the input "
+             f"{list(inp.shape)} has {inp.shape[-1]}")
+
+
+def _forward_conv(attr, ins, spatial: int):
+    inp, weight, bias = ins[0], ins[1], ins[2]
+    sizes = _forward_conv_sizes(attr, inp, weight, weight.shape[1:1 + spatial])
+    oc = weight.shape[0]
+    _same_input_channels(inp, weight, weight.shape[-1])
     _bias(bias, oc)
-    return [((n, oh, ow, oc), _conv_out_dtype(inp.dtype) or inp.dtype)]
+    return [((inp.shape[0], *sizes, oc), _conv_out_dtype(inp.dtype) or inp.dtype)]
+
+
+@_rule(Op.CONV2D)
+def _conv2d(attr, ins, values):
+    return _forward_conv(attr, ins, spatial=2)
 
 
 @_rule(Op.CONV3D)
 def _conv3d(attr, ins, values):
-    inp, weight, bias = ins[0], ins[1], ins[2]
-    _rank(inp, 5, "input")
-    _rank(weight, 5, "weight")
-    _length(attr.pad, 6, "pad")
-    _length(attr.stride, 3, "stride")
-    _length(attr.dilation, 3, "dilation")
-    n, idd, ih, iw, ic = inp.shape
-    oc, kd, kh, kw, wic = weight.shape
-    _require(wic == ic, f"weight {list(weight.shape)} expects {wic} input channels, the input "
-                        f"{list(inp.shape)} has {ic}")
-    _require(min(attr.pad) >= 0, f"pad {list(attr.pad)} is negative")
-    _require(min(attr.dilation) >= 1, f"dilation {list(attr.dilation)} must be >= 1")
-    p = attr.pad
-    od = _exact_size(idd - 1 + p[0] + p[1] - (kd - 1) * attr.dilation[0], attr.stride[0], "depth")
-    oh = _exact_size(ih - 1 + p[2] + p[3] - (kh - 1) * attr.dilation[1], attr.stride[1], "height")
-    ow = _exact_size(iw - 1 + p[4] + p[5] - (kw - 1) * attr.dilation[2], attr.stride[2], "width")
-    _bias(bias, oc)
-    return [((n, od, oh, ow, oc), _conv_out_dtype(inp.dtype) or inp.dtype)]
+    return _forward_conv(attr, ins, spatial=3)
 
 
 @_rule(Op.DEPTHWISE_CONV2D)
 def _depthwise(attr, ins, values):
     inp, weight, bias = ins[0], ins[1], ins[2]
-    _rank(inp, 4, "input")
-    _rank(weight, 4, "weight")
-    _length(attr.pad, 4, "pad")
-    _length(attr.stride, 2, "stride")
-    _length(attr.dilation, 2, "dilation")
-    n, ih, iw, c = inp.shape
-    kh, kw, wc, m = weight.shape
-    _require(wc == c, f"weight {list(weight.shape)} expects {wc} channels, the input "
-                      f"{list(inp.shape)} has {c}")
-    _require(min(attr.pad) >= 0, f"pad {list(attr.pad)} is negative")
-    _require(min(attr.dilation) >= 1, f"dilation {list(attr.dilation)} must be >= 1")
-    top, bottom, left, right = attr.pad
-    oh = _exact_size(ih - 1 + top + bottom - (kh - 1) * attr.dilation[0], attr.stride[0], "height")
-    ow = _exact_size(iw - 1 + left + right - (kw - 1) * attr.dilation[1], attr.stride[1], "width")
-    _bias(bias, c * m)
-    return [((n, oh, ow, c * m), _conv_out_dtype(inp.dtype) or inp.dtype)]
+    sizes = _forward_conv_sizes(attr, inp, weight, weight.shape[:2])
+    wc, m = weight.shape[2:]
+    _require(wc == inp.shape[-1], f"weight {list(weight.shape)} expects {wc} channels, the input "
+                                  f"{list(inp.shape)} has {inp.shape[-1]}")
+    _bias(bias, wc * m)
+    return [((inp.shape[0], *sizes, wc * m), _conv_out_dtype(inp.dtype) or inp.dtype)]
 
 
 @_rule(Op.TRANSPOSE_CONV2D)
@@ -370,8 +361,7 @@ def _transpose_conv(attr, ins, values):
     _length(attr.stride, 2, "stride")
     n, ih, iw, ic = inp.shape
     oc, kh, kw, wic = weight.shape
-    _require(wic == ic, f"weight {list(weight.shape)} expects {wic} input channels, the input "
-                        f"{list(inp.shape)} has {ic}")
+    _same_input_channels(inp, weight, wic)
     _require(min(attr.stride) >= 1, f"stride {list(attr.stride)} must be >= 1")
     top, bottom, left, right = attr.out_pad
     oh = (ih - 1) * attr.stride[0] + top + bottom + kh
