@@ -47,6 +47,18 @@ def compute_cycles(hw, unit: str, step, out_region) -> float:
     return cost.step_cycles(hw, unit, kstep)
 
 
+def command_cycles(hw, unit: str, steps, out_regions) -> float:
+    """Cycles of a compute command's ``steps`` computing ``out_regions`` (setup excluded), as the
+    simulator charges them: summed on the vector and LUT units, the epilogue pipelined behind
+    the MAC array (:func:`npu_sim.hw.cost.mac_array_body_cycles`)."""
+    from npu_sim.hw import cost
+    if unit == cost.MAC_ARRAY:
+        return cost.mac_array_body_cycles(hw, tuple(
+            KernelStep(s.op, s.attribute, (), tuple(s.input_types), tuple(s.output_types), out_region=r)
+            for s, r in zip(steps, out_regions)))
+    return sum(compute_cycles(hw, unit, s, r) for s, r in zip(steps, out_regions))
+
+
 def unit_setup_cycles(hw, unit: str) -> int:
     return hw.unit_setup_cycles(unit)
 

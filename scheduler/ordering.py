@@ -52,12 +52,11 @@ def _timing(op: NpuOp, values: dict[str, Value], hw) -> tuple[float, float]:
     if op.kind is not OpKind.COMPUTE:
         return 0.0, 0.0
     busy = float(cost_model.unit_setup_cycles(hw, op.unit))
-    for step in op.steps:
-        region = full_region(step.output_types[0].shape) if step.output_types else ()
-        try:
-            busy += cost_model.compute_cycles(hw, op.unit, step, region)
-        except (NpuSimError, ValueError, IndexError, TypeError):  # the kernel reports it when it runs
-            pass
+    regions = [full_region(step.output_types[0].shape) if step.output_types else () for step in op.steps]
+    try:
+        busy += cost_model.command_cycles(hw, op.unit, op.steps, regions)
+    except (NpuSimError, ValueError, IndexError, TypeError):  # the kernel reports it when it runs
+        pass
     return busy, 0.0
 
 

@@ -147,8 +147,7 @@ def _thin(lists: list[list[int]], limit: int) -> list[list[int]]:
 def _compute_cycles(problem: TilingProblem, tiles: Sequence[StepTile]) -> float:
     """Cycles of one compute command computing ``tiles`` (setup excluded)."""
     op = problem.op
-    return sum(cost_model.compute_cycles(problem.hw, op.unit, step, tile.out_region)
-               for step, tile in zip(op.steps, tiles))
+    return cost_model.command_cycles(problem.hw, op.unit, op.steps, [tile.out_region for tile in tiles])
 
 
 def whole_plan(problem: TilingProblem) -> TilePlan:

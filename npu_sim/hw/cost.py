@@ -12,16 +12,19 @@ Compute units (``ComputeCommand.unit``):
   cycles, ``k_step = rows*cols // macs_per_cycle[dtype]`` (1 for int8; a dtype the
   config does not list cannot run on the array); see :func:`mac_dims` for M, N, K of
   each operator (FFT2D/RFFT2D run as DFT matrix products). Other steps of the command are the
-  fused epilogue (RESCALE, CLAMP, ...): the array drains ``cols`` results a cycle, so
-  each costs ``ceil(out_elements / cols)``.
+  fused epilogue (RESCALE, CLAMP, ADD): the array drains ``cols`` results a cycle, so
+  each costs ``ceil(out_elements / cols)``. The epilogue is pipelined with the array
+  (see :func:`mac_array_body_cycles`): it costs only its drain beyond the MAC time,
+  unless it is the slower stage.
 * ``vector`` - ``ceil(work / elements_per_cycle[dtype])`` per step; ``work`` is the
   output elements, the input elements for reductions, ``out * kernel window`` for
   pooling and M*N*K for a MAC operator (see :func:`vector_work_elements`).
 * ``lut`` - ``ceil(out_elements / elements_per_cycle)`` per step.
 
-A command costs ``setup_cycles + max(sum of step cycles, TCM cycles)``: its operands
-and results cross the TCM ports at ``tcm.bandwidth_bytes_per_cycle`` (a bound that
-stops a tiny-K tile from looking free).
+A command costs ``setup_cycles + max(body, TCM cycles)``: its operands and results
+cross the TCM ports at ``tcm.bandwidth_bytes_per_cycle`` (a bound that stops a tiny-K
+tile from looking free). ``body`` is the sum of the step cycles on the vector and LUT
+units, and :func:`mac_array_body_cycles` on the MAC array.
 """
 
 from __future__ import annotations
@@ -202,11 +205,48 @@ def command_tcm_bytes(steps: tuple[KernelStep, ...], outputs: tuple[View, ...]) 
     return read + sum(v.size_bytes for v in outputs if v.memory is MemorySpace.TCM)
 
 
+def mac_array_body_cycles(hw: HwConfig, steps: tuple[KernelStep, ...]) -> int:
+    """Cycles of a MAC-array command's steps, the epilogue pipelined behind the array.
+
+    The array works through ``ceil(M/rows) * ceil(N/cols)`` output blocks of
+    ``rows x cols`` results; each block drains into the epilogue as soon as it is done,
+    so the two run as a two-stage pipeline over those blocks:
+
+        body = max(mac + epilogue_block, mac_block + epilogue)
+
+    ``mac`` is the MAC step cycles and ``epilogue`` the sum of the epilogue step cycles
+    (the output stage applies the fused operators in turn, ``cols`` results a cycle).
+    ``epilogue_block`` is the epilogue cycles of one output block,
+    ``sum(ceil(min(rows*cols, out_elements) / cols))`` over the epilogue steps: the
+    drain of the last block after the array is done. ``mac_block`` is the array cycles
+    of one block, ``K*k_step + rows + cols - 2``: the fill before the first results
+    reach the epilogue. For equal blocks this is exactly a two-stage pipeline; in the
+    usual MAC-bound case it is ``mac + epilogue_block``. Without epilogue, ``body = mac``.
+    """
+    rows, cols = hw.mac_array.rows, hw.mac_array.cols
+    mac = mac_block = epilogue = epilogue_block = 0
+    for step in steps:
+        if step.op in MAC_OPS:
+            mac += step_cycles(hw, MAC_ARRAY, step)
+            m, n, k = mac_dims(step)
+            mac_block = max(mac_block, mac_array_cycles(min(m, rows), min(n, cols), k, rows, cols,
+                                                        mac_k_step_cycles(hw, step.input_types[0].dtype)))
+        else:
+            epilogue += step_cycles(hw, MAC_ARRAY, step)  # ceil(out_elements / cols)
+            epilogue_block += ceil_div(min(rows * cols, out_elements(step)), cols)
+    if not epilogue:
+        return mac
+    return max(mac + epilogue_block, mac_block + epilogue)
+
+
 def compute_command_cycles(hw: HwConfig, command: ComputeCommand) -> int:
-    """Cycles of a compute command: ``setup + max(sum of step cycles, TCM cycles)``."""
+    """Cycles of a compute command: ``setup + max(body, TCM cycles)`` (see the module doc)."""
     where = f"command {command.id} ({command.name})" if command.name else f"command {command.id}"
     check_unit_can_run(command.unit, command.steps, where)
-    body = sum(step_cycles(hw, command.unit, step) for step in command.steps)
+    if command.unit == MAC_ARRAY:
+        body = mac_array_body_cycles(hw, command.steps)
+    else:
+        body = sum(step_cycles(hw, command.unit, step) for step in command.steps)
     tcm = tcm_cycles(command_tcm_bytes(command.steps, command.outputs), hw)
     return hw.unit_setup_cycles(command.unit) + max(body, tcm)
 

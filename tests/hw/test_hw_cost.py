@@ -14,11 +14,12 @@ from npu_sim.tosa.ops import Op, make_attribute
 from tests.hw.hw_programs import TCM, add_step, i32, make_hw
 
 
-def conv_step(out_region=None, dtype=DType.INT8) -> KernelStep:
-    """CONV2D [1,4,4,8] * [16,3,3,8] pad 1 -> [1,4,4,16] int32."""
-    types = (TensorType((1, 4, 4, 8), dtype), TensorType((16, 3, 3, 8), dtype), TensorType((16,), DType.INT32),
-             TensorType((1,), dtype), TensorType((1,), dtype))
-    attr = make_attribute(Op.CONV2D, pad=(1, 1, 1, 1), stride=(1, 1), dilation=(1, 1), acc_type=DType.INT32)
+def conv_step(out_region=None, dtype=DType.INT8, kernel=3) -> KernelStep:
+    """CONV2D [1,4,4,8] * [16,k,k,8] 'same' padding -> [1,4,4,16] int32 (k = 3 or 1)."""
+    types = (TensorType((1, 4, 4, 8), dtype), TensorType((16, kernel, kernel, 8), dtype),
+             TensorType((16,), DType.INT32), TensorType((1,), dtype), TensorType((1,), dtype))
+    pad = (kernel // 2,) * 4
+    attr = make_attribute(Op.CONV2D, pad=pad, stride=(1, 1), dilation=(1, 1), acc_type=DType.INT32)
     views = tuple(View(TCM, 0, t.shape, t.dtype) for t in types)
     return KernelStep(Op.CONV2D, attr, views, types, (TensorType((1, 4, 4, 16), DType.INT32),),
                       out_region=out_region)
@@ -46,6 +47,37 @@ def test_mac_array_command_cycles_and_macs():
     # operands in the TCM: 128 + 1152 + 64 + 1 + 1 bytes, output 1024: 2370 / 32 -> 75 cycles < 656
     assert compute_command_cycles(hw, command) == 5 + 4 * 2 * (72 + 4 + 8 - 2)
     assert command_macs(command) == 16 * 16 * 72
+
+
+def epilogue_steps() -> tuple[KernelStep, KernelStep]:
+    """CLAMP then ADD of a residual in the TCM, both on the [1,4,4,16] int32 accumulator."""
+    acc = TensorType((1, 4, 4, 16), DType.INT32)
+    clamp = KernelStep(Op.CLAMP, make_attribute(Op.CLAMP), (0,), (acc,), (acc,))
+    add = KernelStep(Op.ADD, make_attribute(Op.ADD), (0, View(TCM, 4096, acc.shape, DType.INT32)), (acc, acc), (acc,))
+    return clamp, add
+
+
+def test_epilogue_is_pipelined_behind_the_mac_array():
+    hw = make_hw()  # 4 x 8 array, setup 5
+    command = ComputeCommand(0, "mac_array", (conv_step(), *epilogue_steps()),
+                             (View(TCM, 8192, (1, 4, 4, 16), DType.INT32),))
+    # MAC: 4 * 2 blocks of 72 + 4 + 8 - 2 = 82 cycles = 656; epilogue: 2 steps of 256 / 8 = 32.
+    # MAC-bound: the array, then the last 4 x 8 block through both epilogue steps (2 * 32 / 8).
+    # TCM: 1346 + 1024 residual + 1024 out = 3394 B / 32 -> 107 cycles, not the bound.
+    assert compute_command_cycles(hw, command) == 5 + max(656 + 2 * 4, 82 + 2 * 32)
+    assert compute_command_cycles(hw, command) == 5 + 664
+
+
+def test_a_slow_epilogue_is_the_bottleneck_after_the_first_block():
+    # a 16 x 2 array (32 MACs/cycle): 16 output rows per block drain at only 2 a cycle
+    hw = make_hw(mac_array={"rows": 16, "cols": 2, "macs_per_cycle": {"int8": 32}})
+    command = ComputeCommand(0, "mac_array", (conv_step(kernel=1), *epilogue_steps()),
+                             (View(TCM, 8192, (1, 4, 4, 16), DType.INT32),))
+    # 1x1 conv: M = 16, N = 16, K = 8 -> 1 * 8 blocks of 8 + 16 + 2 - 2 = 24 cycles = 192.
+    # epilogue: 2 steps of 256 / 2 = 128 = 256 > 192, so the first block fills the pipeline
+    # (24) and the epilogue streams after it. TCM: 322 + 1024 + 1024 = 2370 B / 32 -> 75.
+    assert compute_command_cycles(hw, command) == 5 + max(192 + 2 * (32 // 2), 24 + 2 * 128)
+    assert compute_command_cycles(hw, command) == 5 + 280
 
 
 def test_int16_runs_at_its_stated_rate():
