@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
+from pathlib import Path
 import time
-from typing import Callable
 
 import numpy as np
 
@@ -29,6 +28,8 @@ try:
 except ImportError as exc:  # pragma: no cover
     raise SystemExit(f"error: bench_conv needs tosa-tools (pip install -e '.[test]'): {exc}")
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import median_seconds  # noqa: E402
 from npu_sim.reference import KernelArgs, run_kernel
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
@@ -75,15 +76,6 @@ def our_args(values: dict[str, np.ndarray]) -> KernelArgs:
     return KernelArgs(Op.CONV2D, attribute, [values[n] for n in names],
                       [TensorType(values[n].shape, d) for n, d in zip(names, dtypes)],
                       [TensorType((1, SHAPE[1], SHAPE[2], OUT_CHANNELS), DType.INT32)], name="conv")
-
-
-def median_seconds(fn: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,11 +16,8 @@ Needs tosa-tools (a test dependency); prints a table and the ratios.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -30,6 +27,8 @@ try:
 except ImportError as exc:  # pragma: no cover
     raise SystemExit(f"error: bench_executor needs tosa-tools (pip install -e '.[test]'): {exc}")
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import median_seconds, reference_outputs  # noqa: E402
 from npu_sim.inputs import random_array
 from npu_sim.reference.session import Session
 from npu_sim.tosa.dtype import DType
@@ -78,28 +77,11 @@ def conv_layer_int8(h: int = 112, w: int = 112, cin: int = 32, cout: int = 64) -
     return bytes(ser.serialize())
 
 
-def _median_seconds(fn: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def _reference_outputs(binary: bytes, inputs: list[np.ndarray], types) -> list[np.ndarray]:
     results, status = trm.run(binary, inputs)
     if status != trm.GraphStatus.TOSA_VALID:
         raise RuntimeError(f"reference model status {status.name}")
-    converted = []
-    for array, t in zip(results, types):
-        array = np.asarray(array)
-        storage = t.dtype.numpy_dtype
-        if array.dtype != storage:
-            array = array.view(storage) if array.dtype.kind in "uV" and array.dtype.itemsize == \
-                storage.itemsize else array.astype(storage)
-        converted.append(array.reshape(t.shape))
-    return converted
+    return reference_outputs(results, types)
 
 
 def _inputs_for(graph, seed: int) -> list[np.ndarray]:
@@ -134,10 +116,10 @@ def bench_graph(name: str, binary: bytes, repeats: int) -> dict:
         np.array_equal(g, w) if not t.dtype.is_float else np.allclose(
             g.astype(np.float64), w.astype(np.float64), rtol=1e-5, atol=1e-6)
         for g, w, t in zip(got.values(), want, types))
-    ours_s = _median_seconds(ours, repeats)
+    ours_s = median_seconds(ours, repeats)
     ours_invoke_only()
-    invoke_s = _median_seconds(ours_invoke_only, repeats)
-    ref_s = _median_seconds(reference, repeats)
+    invoke_s = median_seconds(ours_invoke_only, repeats)
+    ref_s = median_seconds(reference, repeats)
     ops = sum(len(b.operators) for b in graph.blocks())
     return {"graph": name, "operators": ops, "ours_ms": ours_s * 1e3, "invoke_ms": invoke_s * 1e3,
             "reference_ms": ref_s * 1e3, "ratio": ours_s / ref_s, "invoke_ratio": invoke_s / ref_s,

@@ -52,7 +52,7 @@ try:
 except ImportError as exc:  # pragma: no cover
     raise SystemExit(f"error: bench_run_speed needs tosa-tools (pip install -e '.[test]'): {exc}")
 
-from benchmarks.common import ROOT, goal_mark, table, write_result  # noqa: E402
+from benchmarks.common import ROOT, goal_mark, reference_outputs, table, write_result  # noqa: E402
 from benchmarks.graphs import BenchGraph, benchmark_graphs, random_inputs, tosa_file  # noqa: E402
 from npu_sim.api import load_graph, load_hw_config  # noqa: E402
 from npu_sim.inputs import load_inputs, output_file_names  # noqa: E402
@@ -69,21 +69,6 @@ PRESETS = ("tiny", "edge", "server")
 GOAL = 1.0
 CORE_STAGES = ("load", "schedule", "simulate", "summary", "write", "table")
 REPORT_STAGES = ("png", "trace")
-
-
-def reference_outputs(results: list[np.ndarray], types: list[TensorType]) -> list[np.ndarray]:
-    """The reference model's outputs (arrays of bytes or values) in our storage dtypes."""
-    converted = []
-    for array, t in zip(results, types):
-        array = np.asarray(array)
-        storage = t.dtype.numpy_dtype
-        if array.dtype != storage:
-            if array.dtype.itemsize == storage.itemsize and array.dtype.kind in "uV":
-                array = array.view(storage)
-            else:
-                array = array.astype(storage)
-        converted.append(array.reshape(t.shape))
-    return converted
 
 
 @contextlib.contextmanager

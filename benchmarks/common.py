@@ -10,13 +10,42 @@ from __future__ import annotations
 import json
 import os
 import platform
+import statistics
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
+
+
+def median_seconds(fn: Callable[[], object], repeats: int) -> float:
+    """Median wall time of ``repeats`` calls of ``fn``."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def reference_outputs(results: Sequence[Any], types: Sequence[Any]) -> list:
+    """The reference model's outputs (raw words for bf16/fp8, wider ints) in our storage dtypes
+    and shapes (``types``: TensorTypes)."""
+    import numpy as np
+
+    converted = []
+    for array, t in zip(results, types):
+        array = np.asarray(array)
+        storage = t.dtype.numpy_dtype
+        if array.dtype != storage:
+            if array.dtype.itemsize == storage.itemsize and array.dtype.kind in "uV":
+                array = array.view(storage)
+            else:
+                array = array.astype(storage)
+        converted.append(array.reshape(t.shape))
+    return converted
 
 
 def environment() -> dict[str, Any]:
