@@ -386,6 +386,7 @@ class Simulator:
         return bool(values.reshape(-1)[0]) if values.size else False
 
     def _mark_done(self, node: Node) -> None:
+        """``node`` is done: release the commands waiting on it."""
         node.done = True
         waiters = node.waiters
         if waiters:
@@ -397,23 +398,13 @@ class Simulator:
         """Called by a command that is done and leaves its unit now (compute, on-chip DMA)."""
         now = self.env.now
         self.recorder.raw.append((op, self.invocation, op.start_cycle, now, now))
-        op.done = True
-        waiters = op.waiters
-        if waiters:
-            op.waiters = None
-            for waiter in waiters:
-                waiter.dep_done()
+        self._mark_done(op)
         op.unit.release()
 
     def complete(self, op: QueuedCommand) -> None:
         """Called by a DMA whose data has landed; it released its engine at ``busy_end_cycle``."""
         self.recorder.raw.append((op, self.invocation, op.start_cycle, self.env.now, op.busy_end_cycle))
-        op.done = True
-        waiters = op.waiters
-        if waiters:
-            op.waiters = None
-            for waiter in waiters:
-                waiter.dep_done()
+        self._mark_done(op)
 
     # --- host side ----------------------------------------------------------------------------
     def _write_inputs(self, inputs: dict[str, np.ndarray], k: int) -> None:
