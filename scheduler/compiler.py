@@ -6,14 +6,16 @@ group each intermediate with its aliases, decide which groups stay in TCM
 place the groups (TCM activation buffers or DDR spill buffers) and emit the
 commands (:mod:`scheduler.emit`).
 
-Control flow keeps it simple and correct: every value a COND_IF/WHILE_LOOP
-reads or writes lives in DDR. Branch blocks are compiled recursively with
-their inputs bound (by position) to the operator's operands and their outputs
-to the operator's results; a result that is not computed in place (a block
-input passed through, a constant, a repeat) is copied. A WHILE_LOOP keeps its
-loop-carried values in its result buffers: the operands are copied in before
-the loop, the condition block reads them, the body writes fresh buffers that
-are copied back at the end of each iteration.
+Control flow: the values a COND_IF/WHILE_LOOP reads and writes are planned
+like any other (TCM if they fit, else DDR). Branch blocks are compiled
+recursively with their inputs bound (by position) to the operator's operands
+and their outputs to the operator's results; a result that is not computed in
+place (a block input passed through, a constant, a repeat) is copied. A
+WHILE_LOOP keeps its loop-carried state in TCM buffers when they leave room
+for the body (else in DDR): the operands are copied in before the loop, the
+condition block reads the state and writes the condition, the body writes
+fresh buffers that are copied back at the end of each iteration, and the state
+is copied to the results after the loop (unless the results are the state).
 """
 
 from __future__ import annotations
@@ -159,7 +161,7 @@ class _BlockCompiler:
                     size = align_up(self.ctx.values[root].size_bytes, self.ctx.alignment)
                     group = groups[root] = Group(root, max(size, self.ctx.alignment))
                 group.users.add(i)
-                if op.kind in (OpKind.COND_IF, OpKind.WHILE_LOOP) or root in self.ctx.evicted:
+                if root in self.ctx.evicted:
                     forced.add(root)
         return groups, forced
 
@@ -329,43 +331,108 @@ class _BlockCompiler:
                               rec, budget)
         return cmds
 
+    def _tcm_or_ddr(self, key: str, attempt: Callable[[str | None], list[ACommand]]) -> list[ACommand]:
+        """``attempt(key)`` (control-flow buffers in TCM, registered under ``key``) unless those
+        were spilled or leave too little room (ScheduleError), then ``attempt(None)``."""
+        if key not in self.ctx.evicted:
+            records = len(self.ctx.records)
+            try:
+                return attempt(key)
+            except ScheduleError:
+                del self.ctx.records[records:]
+        return attempt(None)
+
+    def _tcm_buffer(self, name: str, key: str, tcm_key: str) -> Placement:
+        """A TCM buffer for value ``key`` that spills with the others of ``tcm_key``."""
+        ctx = self.ctx
+        b = Buffer(name, TCM, align_up(max(1, ctx.values[key].size_bytes), ctx.alignment), kind="activation")
+        ctx.group_buffers[b.serial] = tcm_key
+        return Placement(b, 0, ctx.values[key].type)
+
     def cond_if(self, op: NpuOp, budget: int, rec: int) -> list[ACommand]:
+        """The branches; operands in DDR that both branches read are loaded into TCM before the
+        decision when that leaves room for the branches (the loads overlap the condition's)."""
+        return self._tcm_or_ddr(f"{op.name}:operands", lambda key: self._cond_if(op, budget, rec, key))
+
+    def _cond_if(self, op: NpuOp, budget: int, rec: int, tcm_key: str | None) -> list[ACommand]:
+        values = self.ctx.values
         condition = self.ddr_place(op.sources[0]).whole()
         args = [self.ddr_place(k) for k in op.sources[1:]]
         results = [self.place(k) for k in op.outputs]
-        branches = [self.compile_branch(block, args, results, budget, rec) for block in op.blocks]
-        return [ACond(condition, branches[0], branches[1], op.name, rec)]
+        cmds: list[ACommand] = []
+        inner = budget
+        if tcm_key is not None:
+            for i, (key, arg) in enumerate(zip(op.sources[1:], args)):
+                if arg.memory is DDR and all(_reads(block, block.inputs[i]) for block in op.blocks):
+                    staged = self._tcm_buffer(f"{op.name}: operand {values[key].name}", key, tcm_key)
+                    inner -= staged.buffer.size_bytes
+                    cmds += self.copy(arg, staged, f"{op.name}: load {values[key].name}", rec, inner)
+                    args[i] = staged
+            if not cmds:
+                raise ScheduleError(f"{op.name}: no operand to load before the decision")
+            if inner < budget // 2:
+                raise ScheduleError(f"{op.name}: loaded operands do not leave room for the branches")
+        branches = [self.compile_branch(block, args, results, inner, rec) for block in op.blocks]
+        return cmds + [ACond(condition, branches[0], branches[1], op.name, rec)]
 
     def while_loop(self, op: NpuOp, budget: int, rec: int) -> list[ACommand]:
+        """The loop with its carried state in TCM if it fits beside the body, else in DDR."""
+        return self._tcm_or_ddr(loop_state_key(op), lambda key: self._while_loop(op, budget, rec, key))
+
+    def _while_loop(self, op: NpuOp, budget: int, rec: int, tcm_key: str | None) -> list[ACommand]:
+        """``tcm_key``: keep the state, the body's fresh results and the condition in TCM
+        buffers registered under this key (spilled as one if the TCM plan overflows);
+        None: keep them in DDR."""
         ctx = self.ctx
         values = ctx.values
         cond_block, body_block = op.blocks
-        state = [self.place(k) for k in op.outputs]
+        memory = DDR if tcm_key is None else TCM
+        reserved: list[Buffer] = []
+
+        def buffer(name: str, key: str) -> Placement:
+            if tcm_key is not None:
+                placement = self._tcm_buffer(f"{op.name}:{name}", key, tcm_key)
+                reserved.append(placement.buffer)
+                return placement
+            size = align_up(max(1, values[key].size_bytes), ctx.alignment)
+            return Placement(Buffer(f"{op.name}:{name}", DDR, size, kind="spill"), 0, values[key].type)
+
+        results = [self.place(k) for k in op.outputs]
+        # the state: the results' own buffers when they are in the chosen memory
+        state = [r if r.memory is memory else buffer(f"state{i}", k)
+                 for i, (k, r) in enumerate(zip(op.outputs, results))]
+        cond_target = buffer("condition", cond_block.outputs[0])
+        fresh = [None if key == inp else buffer(f"next{i}", key)   # None: passed through unchanged
+                 for i, (key, inp) in enumerate(zip(body_block.outputs, body_block.inputs))]
+        inner = budget - sum(b.size_bytes for b in reserved)
+        if tcm_key is not None and inner < budget // 2:
+            raise ScheduleError(f"{op.name}: loop state does not leave room for the body")
         cmds: list[ACommand] = []
         for key, target in zip(op.sources, state):
-            cmds += self.copy(self.ddr_place(key), target, f"{op.name}: init {values[key].name}", rec, budget)
+            cmds += self.copy(self.ddr_place(key), target, f"{op.name}: init {values[key].name}", rec, inner)
         # condition block: reads the state, writes a one-element BOOL
-        cond_out = cond_block.outputs[0]
-        cond_buffer = Buffer(f"{op.name}:condition", DDR, align_up(max(1, values[cond_out].size_bytes),
-                                                                   ctx.alignment), kind="spill")
-        cond_target = Placement(cond_buffer, 0, values[cond_out].type)
-        cond_cmds = self.compile_branch(cond_block, state, [cond_target], budget, rec)
+        cond_cmds = self.compile_branch(cond_block, state, [cond_target], inner, rec)
         # body: writes fresh buffers, copied back into the state at the end of each iteration
-        fresh: list[Placement | None] = []
-        for i, (key, inp) in enumerate(zip(body_block.outputs, body_block.inputs)):
-            if key == body_block.inputs[i]:
-                fresh.append(None)   # passed through unchanged
-            else:
-                t = values[key].type
-                size = align_up(max(1, values[key].size_bytes), ctx.alignment)
-                fresh.append(Placement(Buffer(f"{op.name}:next{i}", DDR, size, kind="spill"), 0, t))
         targets = [f if f is not None else s for f, s in zip(fresh, state)]
-        body_cmds = self.compile_branch(body_block, state, targets, budget, rec)
+        body_cmds = self.compile_branch(body_block, state, targets, inner, rec)
         for i, f in enumerate(fresh):
             if f is not None:
-                body_cmds += self.copy(f, state[i], f"{op.name}: carry {values[op.outputs[i]].name}", rec, budget)
+                body_cmds += self.copy(f, state[i], f"{op.name}: carry {values[op.outputs[i]].name}", rec, inner)
         cmds.append(ALoop(cond_cmds, cond_target.whole(), body_cmds, ctx.max_iterations, op.name, rec))
+        for k, s, r in zip(op.outputs, state, results):
+            if s is not r:
+                cmds += self.copy(s, r, f"{op.name}: result {values[k].name}", rec, budget)
         return cmds
+
+
+def _reads(block, key: str) -> bool:
+    """True if an operation of ``block`` reads value ``key``."""
+    return any(key in op.inputs for op in block.ops)
+
+
+def loop_state_key(op: NpuOp) -> str:
+    """The key under which a WHILE_LOOP's TCM state buffers spill (as one) when the TCM overflows."""
+    return f"{op.name}:loop state"
 
 
 def _is_load(cmd: ACommand) -> bool:

@@ -5,17 +5,30 @@ rules such as the LSTM-cell composite slot in beside the epilogue rule). Each
 rule looks at an anchor operator and returns the indices of the operators it
 would fuse, or None; operators no rule claims stay alone.
 
+Rules claim operators in priority order: each rule runs over the whole block
+before the next one (the epilogue rule first, so a vector chain never takes the
+epilogue of a convolution).
+
 The epilogue rule: a MAC-array operator (CONV2D, CONV3D, DEPTHWISE_CONV2D,
 TRANSPOSE_CONV2D, MATMUL) followed by a chain of RESCALE, CLAMP and
 elementwise ADD becomes one NPU operation whose steps hand their result to the
 next inside the unit. A link is fused only if the intermediate has exactly one
 consumer, is no block output and no variable, keeps its shape, and the
 epilogue operator can be tiled like its producer.
+
+The elementwise rule: a tree of elementwise operators on the vector unit
+(RESCALE, ADD, MUL, CLAMP, ...) whose intermediate results each feed exactly
+one other member, with the shape of that member's result, becomes one vector
+operation: one command setup per tile instead of one per operator, and the
+intermediates stay in the unit instead of crossing the TCM ports (as the
+chained elementwise operations of NPUs such as Ethos-U85 do). The tree grows
+from its first operator along its sole consumers, taking in on the way the
+other operands' producers that qualify the same way.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
 from npu_sim.reference.kernel_api import INPUT_WINDOWS
@@ -30,14 +43,18 @@ class FusionContext:
     block: Block
     consumers: dict[str, list[int]]   # tensor name -> indices of operators reading it (one per use)
     claimed: set[int]                 # operator indices already in a group
+    producer: dict[str, int] = field(default_factory=dict)   # tensor name -> index of its operator
 
     @classmethod
     def of(cls, block: Block) -> "FusionContext":
         consumers: dict[str, list[int]] = {}
+        producer: dict[str, int] = {}
         for index, operator in enumerate(block.operators):
             for name in operator.inputs:
                 consumers.setdefault(name, []).append(index)
-        return cls(block, consumers, set())
+            for name in operator.outputs:
+                producer[name] = index
+        return cls(block, consumers, set(), producer)
 
     def sole_consumer(self, tensor: str) -> int | None:
         """Index of the only operator reading ``tensor`` once, if the tensor may stay in the unit."""
@@ -104,7 +121,77 @@ class EpilogueRule:
         return t is not None and not t.variable
 
 
-DEFAULT_RULES: tuple[FusionRule, ...] = (EpilogueRule(),)
+#: Elementwise operators the vector unit can chain (each output element from the same
+#: element of its operands, up to broadcasting of the other operands).
+VECTOR_ELEMENTWISE = frozenset({
+    Op.ADD, Op.SUB, Op.MUL, Op.RESCALE, Op.CLAMP, Op.MAXIMUM, Op.MINIMUM, Op.ABS, Op.NEGATE,
+    Op.CAST, Op.ARITHMETIC_RIGHT_SHIFT, Op.LOGICAL_LEFT_SHIFT, Op.LOGICAL_RIGHT_SHIFT,
+    Op.BITWISE_AND, Op.BITWISE_OR, Op.BITWISE_XOR, Op.BITWISE_NOT, Op.LOGICAL_AND, Op.LOGICAL_OR,
+    Op.LOGICAL_XOR, Op.LOGICAL_NOT, Op.EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.SELECT, Op.CEIL, Op.FLOOR,
+    Op.CLZ, Op.INTDIV})
+
+
+@dataclass(frozen=True)
+class ElementwiseRule:
+    """A tree of vector elementwise operators (see the module doc)."""
+
+    name: str = "elementwise"
+    members: frozenset[Op] = VECTOR_ELEMENTWISE
+    max_length: int = 8
+
+    def match(self, index: int, ctx: FusionContext) -> list[int] | None:
+        block = ctx.block
+        if not self._member(index, ctx):
+            return None
+        group = {index}
+        current = index
+        while len(group) < self.max_length:
+            nxt = self._consumer(current, ctx)
+            if nxt is None or nxt in ctx.claimed or not self._member(nxt, ctx):
+                break
+            added = {nxt}
+            for name in block.operators[nxt].inputs:
+                producer = ctx.producer.get(name)
+                if producer is not None and producer not in group:
+                    added |= self._subtree(producer, nxt, ctx, group, self.max_length - len(group) - 1)
+            if len(group) + len(added) > self.max_length:
+                break
+            group |= added
+            current = nxt
+        return sorted(group) if len(group) > 1 else None
+
+    def _member(self, index: int, ctx: FusionContext) -> bool:
+        operator = ctx.block.operators[index]
+        if operator.op not in self.members or operator.op not in INPUT_WINDOWS or len(operator.outputs) != 1:
+            return False
+        tensors = ctx.block.tensors   # moving a variable read past other operators could change what it sees
+        return not any(tensors.get(n) is not None and tensors[n].variable for n in operator.inputs)
+
+    def _consumer(self, index: int, ctx: FusionContext) -> int | None:
+        """The sole consumer of operator ``index``'s result if that result may stay in the unit."""
+        block = ctx.block
+        out = block.operators[index].outputs[0]
+        nxt = ctx.sole_consumer(out)
+        if nxt is None or nxt <= index:
+            return None
+        if block.tensor(block.operators[nxt].outputs[0]).shape != block.tensor(out).shape:
+            return None
+        return nxt
+
+    def _subtree(self, index: int, consumer: int, ctx: FusionContext, group: set[int], room: int) -> set[int]:
+        """Operator ``index`` and its qualifying producers, if it may join ``consumer``'s tree."""
+        if room <= 0 or index in ctx.claimed or index in group or not self._member(index, ctx) \
+                or self._consumer(index, ctx) != consumer:
+            return set()
+        taken = {index}
+        for name in ctx.block.operators[index].inputs:
+            producer = ctx.producer.get(name)
+            if producer is not None:
+                taken |= self._subtree(producer, index, ctx, group | taken, room - len(taken))
+        return taken
+
+
+DEFAULT_RULES: tuple[FusionRule, ...] = (EpilogueRule(), ElementwiseRule())
 
 
 def fuse(block: Block, rules: Sequence[FusionRule] = DEFAULT_RULES) -> list[list[int]]:
@@ -115,17 +202,13 @@ def fuse(block: Block, rules: Sequence[FusionRule] = DEFAULT_RULES) -> list[list
     """
     ctx = FusionContext.of(block)
     groups: list[list[int]] = []
-    for index in range(len(block.operators)):
-        if index in ctx.claimed:
-            continue
-        for rule in rules:
-            group = rule.match(index, ctx)
-            if group:
-                ctx.claimed.update(group)
-                groups.append(group)
-                break
-        else:
-            ctx.claimed.add(index)
-            groups.append([index])
+    for rule in rules:
+        for index in range(len(block.operators)):
+            if index not in ctx.claimed:
+                group = rule.match(index, ctx)
+                if group:
+                    ctx.claimed.update(group)
+                    groups.append(group)
+    groups += [[index] for index in range(len(block.operators)) if index not in ctx.claimed]
     groups.sort(key=lambda g: g[-1])
     return groups

@@ -110,7 +110,26 @@ def live_ranges(cmds: list[ACommand], numbering: Numbering) -> dict[int, tuple[B
         if b.op is not None and b.op in op_span:   # ping-pong partners must coexist
             lo, hi = op_span[b.op]
             usage[serial] = (b, min(first, lo), max(last, hi))
+    _span_loops(cmds, numbering, usage)
     return usage
+
+
+def _span_loops(cmds: list[ACommand], numbering: Numbering, usage: dict[int, tuple[Buffer, int, int]]) -> None:
+    """A buffer a loop touches that lives beyond the loop (the carried state, values read
+    every iteration) is live for the whole loop, not only up to its last touch in
+    command order: the next iteration reads it again. Buffers touched only inside the
+    loop live within one iteration (each iteration writes them before reading)."""
+    for cmd in walk(cmds):
+        if not isinstance(cmd, ALoop):
+            continue
+        lo = numbering.ids[id(cmd)]
+        hi = numbering.last_nested[lo]
+        inside = {view.buffer.serial for nested in walk(cmd.cond + cmd.body) for view in views_of(nested)
+                  if view.buffer is not None}
+        for serial in inside:
+            b, first, last = usage[serial]
+            if first < lo or last > hi:
+                usage[serial] = (b, min(first, lo), max(last, hi))
 
 
 @dataclass

@@ -9,16 +9,19 @@
    is live at that command (graph input/output/variable views inside
    whole-program allocations);
 4. compute commands read and write only TCM; DMAs use paths the hardware has;
-5. no command writes a DDR input or constant; every byte read was written
-   before (in stream order), by a command or by the host: initial data, graph
-   inputs and variables count as written; after a
-   COND_IF only what both branches wrote counts; after a loop what its
-   condition commands wrote;
+5. no command writes a DDR input or constant; every byte read was last
+   written (in stream order) through the allocation the read goes through, by a
+   command or by the host (initial data, graph inputs and variables): a read
+   never sees bytes another allocation overwrote. After a COND_IF a byte counts
+   only if both branches leave it the same; a loop is followed for two
+   iterations (so a value carried to the next iteration must survive the body)
+   and after it a byte counts only if zero and two iterations leave it the same;
 6. every two accesses to a byte, one of them a write, are ordered by the
    dependencies (transitively; a control command's nested commands run after
-   its dependencies and before whoever depends on it; the body of a loop after
-   its condition commands). Loop iterations are assumed to be barriers, as the
-   sequencer runs them.
+   its dependencies and before whoever depends on it; a branch and a loop body
+   run after the condition is read, the body of a loop after its condition
+   commands). Loop iterations are assumed to be barriers, as the sequencer runs
+   them.
 
 Accesses are exact byte sets of the views, not their spans.
 """
@@ -46,6 +49,7 @@ from scheduler.byte_ranges import Ranges, covered, overlaps, pages, view_ranges
 DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
 DMA_PATHS = frozenset({(DDR, TCM), (TCM, DDR), (DDR, VAR), (VAR, DDR), (TCM, VAR), (VAR, TCM)})
 PAGE_BYTES = 1024
+UNWRITTEN, MIXED = -1, -2   # byte owners: never written; written through different allocations
 
 
 class PlanError(ProgramError):
@@ -192,12 +196,14 @@ class _Verifier:
         self.done: dict[int, int] = {}        # command id -> bitset of commands ordered before anyone after it
         sizes = {m: max((a.end_bytes for a in program.allocations if a.memory is m), default=0)
                  for m in MemorySpace}
-        self.written = {m: np.zeros(sizes[m], dtype=bool) for m in MemorySpace}
-        for a in program.allocations:
+        self.index = {id(a): k for k, a in enumerate(program.allocations)}
+        # per byte: the index of the allocation through which it was last written
+        self.owner = {m: np.full(sizes[m], UNWRITTEN, dtype=np.int32) for m in MemorySpace}
+        for k, a in enumerate(program.allocations):
             if a.initial_data is not None:
-                self.written[a.memory][a.offset_bytes:a.offset_bytes + len(a.initial_data)] = True
+                self.owner[a.memory][a.offset_bytes:a.offset_bytes + len(a.initial_data)] = k
             if a.kind in ("input", "variable"):
-                self.written[a.memory][a.offset_bytes:a.end_bytes] = True
+                self.owner[a.memory][a.offset_bytes:a.end_bytes] = k
 
     # -- happens-before
     def _before(self, deps: tuple[int, ...], start: int) -> int:
@@ -225,7 +231,7 @@ class _Verifier:
                         raise PlanError(f"{_label(cmd)}: writes the {a.kind} {a.name}")
                 self.check_initialised(cmd, reads)
                 self.check_order(cmd, before, [v for v in reads if not self._read_only(v, cmd)], writes, records)
-                self.mark_written(writes)
+                self.mark_written(cmd, writes)
                 self.done[cmd.id] = before
                 finished |= before | (1 << cmd.id)
             else:
@@ -234,23 +240,30 @@ class _Verifier:
                 if isinstance(cmd, CondCommand):
                     self.check_order(cmd, before, [cmd.condition], [], records)
                     self.check_initialised(cmd, [cmd.condition])
-                    saved = {m: w.copy() for m, w in self.written.items()}
+                    saved = self._owners()
                     then_records = records.copy()
-                    inner |= self.run_list(cmd.then_commands, before, then_records)
-                    then_written = self.written
-                    self.written = saved
+                    decided = before | (1 << cmd.id)   # the branch runs after the condition is read
+                    inner |= self.run_list(cmd.then_commands, decided, then_records)
+                    then_owner = self.owner
+                    self.owner = saved
                     else_records = records.copy()
-                    inner |= self.run_list(cmd.else_commands, before, else_records)
-                    self.written = {m: then_written[m] & self.written[m] for m in MemorySpace}
+                    inner |= self.run_list(cmd.else_commands, decided, else_records)
+                    self._merge(then_owner)
                     records.replace_with_union(then_records, else_records)
                 else:
                     cond_done = self.run_list(cmd.cond_commands, before, records)
                     self.check_order(cmd, cond_done, [cmd.condition], [], records)
                     self.check_initialised(cmd, [cmd.condition])
-                    saved = {m: w.copy() for m, w in self.written.items()}
-                    body_done = self.run_list(cmd.body_commands, cond_done, records)
-                    self.written = saved
+                    no_iteration = self._owners()
+                    body_done = self.run_list(cmd.body_commands, cond_done | (1 << cmd.id), records)
                     inner |= cond_done | body_done
+                    # a second iteration: what it reads must have survived the first
+                    # (iterations are barriers, so every command of the first is before it)
+                    again = self.run_list(cmd.cond_commands, inner | (1 << cmd.id), records)
+                    self.check_initialised(cmd, [cmd.condition])
+                    again = self.run_list(cmd.body_commands, again | (1 << cmd.id), records)
+                    self.run_list(cmd.cond_commands, again, records)
+                    self._merge(no_iteration)
                 self.done[cmd.id] = inner
                 finished |= inner | (1 << cmd.id)
         return finished
@@ -273,19 +286,45 @@ class _Verifier:
         for v in views:
             self.containment.check(v, cmd.id, _label(cmd))
 
+    def _owners(self) -> dict[MemorySpace, np.ndarray]:
+        return {m: o.copy() for m, o in self.owner.items()}
+
+    def _merge(self, other: dict[MemorySpace, np.ndarray]) -> None:
+        """Bytes after one of two paths: kept where both agree, else unwritten or mixed."""
+        for m, mine in self.owner.items():
+            theirs = other[m]
+            differ = mine != theirs
+            mine[differ] = np.where((mine[differ] == UNWRITTEN) | (theirs[differ] == UNWRITTEN), UNWRITTEN, MIXED)
+
     def check_initialised(self, cmd: Command, reads: list[View]) -> None:
+        """Every byte read was last written through the allocation it is read through."""
         for v in reads:
-            w = self.written[v.memory]
+            a = self.containment.find(v, cmd.id, _label(cmd))
+            if a is None:
+                continue
+            mine = self.index[id(a)]
+            owner = self.owner[v.memory]
             for start, end in view_ranges(v):
-                if not w[start:end].all():
-                    first = start + int(np.argmin(w[start:end]))
+                wrong = np.flatnonzero(owner[start:end] != mine)
+                if not len(wrong):
+                    continue
+                first = start + int(wrong[0])
+                who = int(owner[first])
+                if who == UNWRITTEN:
                     raise PlanError(f"{_label(cmd)}: reads {v.memory.value} byte {first} of {v} "
                                     "before anything writes it")
+                by = "a write that depends on the branch taken" if who == MIXED else \
+                    f"allocation {self.program.allocations[who].name!r}"
+                raise PlanError(f"{_label(cmd)}: reads {v.memory.value} byte {first} of {v} "
+                                f"(allocation {a.name!r}) after {by} overwrote it")
 
-    def mark_written(self, writes: list[View]) -> None:
+    def mark_written(self, cmd: Command, writes: list[View]) -> None:
         for v in writes:
+            a = self.containment.find(v, cmd.id, _label(cmd))
+            if a is None:
+                continue
             for start, end in view_ranges(v):
-                self.written[v.memory][start:end] = True
+                self.owner[v.memory][start:end] = self.index[id(a)]
 
     def check_order(self, cmd: Command, before: int, reads: list[View], writes: list[View],
                     records: _Records) -> None:
@@ -320,5 +359,6 @@ def verify_program(program: Program) -> None:
     verifier.run_list(program.commands, 0, _Records(dict(program.memory_sizes)))
     for name, view in program.outputs.items():
         for start, end in view_ranges(view):
-            if not verifier.written[view.memory][start:end].all():
+            a = verifier.containment.find(view, None, f"graph output {name!r}")
+            if (verifier.owner[view.memory][start:end] != verifier.index[id(a)]).any():
                 raise PlanError(f"graph output {name!r}: some bytes are never written")

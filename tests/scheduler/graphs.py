@@ -174,6 +174,22 @@ def int_graph() -> Graph:
     return b.build()
 
 
+def elementwise_tree(shape=(1, 8), broadcast=False, shared=False) -> Graph:
+    """MUL(ADD(RESCALE(a), RESCALE(c)), d) -> output: an LSTM gate's arithmetic (int8 -> int32).
+
+    ``broadcast``: ``c`` is (1, 1), broadcast by the ADD; ``shared``: the MUL reads
+    RESCALE(a) instead of ``d`` (a result with two readers)."""
+    b = GraphBuilder()
+    a = b.input("a", shape, DType.INT8)
+    c = b.input("c", (1,) * len(shape) if broadcast else shape, DType.INT8)
+    ra = _rescale(b, a, out_dtype=DType.INT32, shift=30)
+    rc = _rescale(b, c, out_dtype=DType.INT32, shift=31)
+    s = b.op(Op.ADD, [ra, rc], shape, DType.INT32)
+    d = ra if shared else b.input("d", shape, DType.INT32)
+    b.output(b.op(Op.MUL, [s, d, b.const(None, np.array([3], np.int8))], shape, DType.INT32))
+    return b.build()
+
+
 def conv3d_graph() -> Graph:
     rng = np.random.default_rng(11)
     b = GraphBuilder()

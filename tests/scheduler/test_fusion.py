@@ -3,8 +3,8 @@ import numpy as np
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op
-from scheduler.fusion import EpilogueRule, fuse
-from tests.scheduler.graphs import conv_block, small_cnn
+from scheduler.fusion import ElementwiseRule, EpilogueRule, fuse
+from tests.scheduler.graphs import conv_block, elementwise_tree, small_cnn
 
 
 def _ops(block, group):
@@ -51,7 +51,9 @@ def test_no_fusion_through_a_graph_output():
     chains = [_ops(block, g) for g in fuse(block) if len(g) > 1]
     assert chains == [[Op.CONV2D, Op.RESCALE]]
     block = _conv_graph(output_intermediate=True).main
-    assert [g for g in fuse(block) if len(g) > 1] == []
+    assert [g for g in fuse(block, rules=(EpilogueRule(),)) if len(g) > 1] == []
+    # the convolution's result leaves the unit; its RESCALE and CLAMP chain on the vector unit
+    assert [_ops(block, g) for g in fuse(block) if len(g) > 1] == [[Op.RESCALE, Op.CLAMP]]
 
 
 def test_rules_are_pluggable():
@@ -73,3 +75,27 @@ def test_no_fusion_when_intermediate_has_two_readers():
     b.output(s)
     block = b.build().main
     assert all(len(g) == 1 for g in fuse(block))
+
+
+def _tree_graph(broadcast=False, shared=False):
+    return elementwise_tree((1, 8), broadcast=broadcast, shared=shared).main
+
+
+def test_elementwise_tree_becomes_one_vector_group():
+    block = _tree_graph()
+    assert [_ops(block, g) for g in fuse(block) if len(g) > 1] == [[Op.RESCALE, Op.RESCALE, Op.ADD, Op.MUL]]
+
+
+def test_elementwise_tree_stops_at_broadcasts_and_shared_results():
+    # the (1, 1) operand's rescale would be broadcast by the ADD: it stays a separate operation
+    block = _tree_graph(broadcast=True)
+    assert [_ops(block, g) for g in fuse(block) if len(g) > 1] == [[Op.RESCALE, Op.ADD, Op.MUL]]
+    # MUL reads the first rescale's result besides the ADD: it must be stored
+    block = _tree_graph(shared=True)
+    assert [_ops(block, g) for g in fuse(block) if len(g) > 1] == [[Op.RESCALE, Op.ADD, Op.MUL]]
+
+
+def test_elementwise_tree_length_is_bounded():
+    block = _tree_graph()
+    assert [_ops(block, g) for g in fuse(block, rules=(ElementwiseRule(max_length=2),)) if len(g) > 1] \
+        == [[Op.RESCALE, Op.ADD]]

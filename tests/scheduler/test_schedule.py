@@ -259,3 +259,28 @@ def test_value_live_across_a_loop(tcm_bytes):
     b.output(b.op(Op.SUB, [y, v]))
     inputs = [{"x": np.arange(64, dtype=np.int32).reshape(1, 64), "n": np.array([3], np.int32)}]
     check_end_to_end(b.build(), machine("tiny", tcm_bytes=tcm_bytes), inputs=inputs)
+
+
+def test_loop_state_stays_in_tcm():
+    """The example loop's carried values, condition and fresh results live in TCM: DDR moves
+    only the inputs, constants and outputs once, and the loop body has no DMA."""
+    program, _ = check_end_to_end(load_graph("examples/while_loop_int32.tosa"), machine("edge"),
+                                  inputs=[{"x": np.arange(4, dtype=np.int32), "n": np.array(k, np.int32)}
+                                          for k in (0, 3)])
+    notes = program.notes
+    assert (notes["planned_ddr_read_bytes"], notes["planned_ddr_write_bytes"]) == (48, 20)
+    assert (notes["compulsory_ddr_read_bytes"], notes["compulsory_ddr_write_bytes"]) == (48, 20)
+    (loop,) = [c for c in program.commands if c.__class__.__name__ == "LoopCommand"]
+    assert loop.condition.memory is MemorySpace.TCM
+    assert not [c for c in (*loop.cond_commands, *loop.body_commands) if isinstance(c, DmaCommand)]
+    assert not notes["spilled_values"]
+
+
+def test_fused_elementwise_tree_tiles():
+    """The vector chain RESCALE+RESCALE+ADD+MUL runs as one operation, in finer tiles in a small TCM."""
+    counts = []
+    for tcm_bytes in (None, 768):
+        program, _ = check_end_to_end(graphs.elementwise_tree((6, 40)), machine("tiny", tcm_bytes=tcm_bytes))
+        (op,) = [o for o in program.notes["ops"] if o["op"] == "RESCALE+RESCALE+ADD+MUL"]
+        counts.append(op["tile_count"])
+    assert counts[1] > counts[0] >= 1 and counts[1] > 2

@@ -69,3 +69,35 @@ def test_compute_outside_tcm_is_caught(program):
     ddr_out = _first(program, DmaCommand, lambda c: c.dst.memory is MemorySpace.DDR).dst
     with pytest.raises(PlanError, match="not in TCM"):
         verify_program(_replace(program, compute.id, outputs=(ddr_out,)))
+
+
+def _loop_program(monkeypatch=None):
+    import scheduler.materialize as materialize
+    from npu_sim.tosa.loader import load_graph
+    if monkeypatch is not None:   # forget that the carried state is live for the whole loop
+        monkeypatch.setattr(materialize, "_span_loops", lambda *args: None)
+    return schedule(load_graph("examples/while_loop_int32.tosa"), machine("edge"))
+
+
+def test_loop_carried_value_clobbered_by_the_body_is_caught(monkeypatch):
+    """With lifetimes cut at their last touch in command order, the loop bound ``n`` (read by
+    the condition every iteration) shares bytes with a buffer the body writes: the second
+    iteration reads the body's bytes."""
+    verify_program(_loop_program())
+    with pytest.raises(PlanError, match=r"GREATER\(keep_going\).*allocation 'n_final'\) after allocation "
+                                        r"'WHILE_LOOP\(i_final\):next0' overwrote it"):
+        verify_program(_loop_program(monkeypatch))
+
+
+def test_branch_may_reuse_the_bytes_of_its_condition():
+    """The sequencer reads a COND_IF condition before the branch runs: the branch may overwrite it."""
+    from npu_sim.program import CondCommand
+    from npu_sim.tosa.loader import load_graph
+    program = schedule(load_graph("examples/cond_if_int32.tosa"), machine("edge"))
+    cond = _first(program, CondCommand)
+    assert cond.condition.memory is MemorySpace.TCM
+    lo, hi = cond.condition.span
+    written = [v for c in cond.then_commands
+               for v in ((c.dst,) if isinstance(c, DmaCommand) else c.outputs) if v.memory is MemorySpace.TCM]
+    assert any(v.span[0] < hi and lo < v.span[1] for v in written)
+    verify_program(program)
