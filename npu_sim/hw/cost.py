@@ -13,8 +13,9 @@ Compute units (``ComputeCommand.unit``):
   config does not list cannot run on the array); see :func:`mac_dims` for M, N, K of
   each operator (FFT2D/RFFT2D run as DFT matrix products). Other steps of the command are the
   fused epilogue (RESCALE, CLAMP, ADD): the array drains ``cols`` results a cycle, so
-  each costs ``ceil(out_elements / cols)``. The epilogue is pipelined with the array
-  (see :func:`mac_array_body_cycles`): it costs only its drain beyond the MAC time,
+  the epilogue streams ``ceil(out_elements / cols)`` cycles plus one per extra fused
+  operator (its stages form one output pipeline), pipelined with the array (see
+  :func:`mac_array_body_cycles`): it costs only its drain beyond the MAC time,
   unless it is the slower stage.
 * ``vector`` - ``ceil(work / elements_per_cycle[dtype])`` per step; ``work`` is the
   output elements, the input elements for reductions, ``out * kernel window`` for
@@ -208,23 +209,30 @@ def command_tcm_bytes(steps: tuple[KernelStep, ...], outputs: tuple[View, ...]) 
 def mac_array_body_cycles(hw: HwConfig, steps: tuple[KernelStep, ...]) -> int:
     """Cycles of a MAC-array command's steps, the epilogue pipelined behind the array.
 
+    The fused epilogue operators are stages of one output pipeline: every result goes
+    through all of them in turn, ``cols`` results a cycle (each stage keeps that rate),
+    so the epilogue streams an output of ``out`` elements in ``ceil(out / cols)`` cycles
+    plus one cycle per stage after the first (its depth), not once per operator. (Vela's
+    Ethos-U model likewise takes the slowest of its output and activation stages per
+    element, not their sum.)
+
     The array works through ``ceil(M/rows) * ceil(N/cols)`` output blocks of
     ``rows x cols`` results; each block drains into the epilogue as soon as it is done,
     so the two run as a two-stage pipeline over those blocks:
 
         body = max(mac + epilogue_block, mac_block + epilogue)
 
-    ``mac`` is the MAC step cycles and ``epilogue`` the sum of the epilogue step cycles
-    (the output stage applies the fused operators in turn, ``cols`` results a cycle).
-    ``epilogue_block`` is the epilogue cycles of one output block,
-    ``sum(ceil(min(rows*cols, out_elements) / cols))`` over the epilogue steps: the
-    drain of the last block after the array is done. ``mac_block`` is the array cycles
-    of one block, ``K*k_step + rows + cols - 2``: the fill before the first results
-    reach the epilogue. For equal blocks this is exactly a two-stage pipeline; in the
-    usual MAC-bound case it is ``mac + epilogue_block``. Without epilogue, ``body = mac``.
+    ``mac`` is the MAC step cycles, ``epilogue`` the epilogue's cycles over the whole
+    output and ``epilogue_block`` over one output block (``min(rows*cols, out)``
+    results): the drain of the last block after the array is done. ``mac_block`` is the
+    array cycles of one block, ``K*k_step + rows + cols - 2``: the fill before the first
+    results reach the epilogue. For equal blocks this is exactly a two-stage pipeline;
+    in the usual MAC-bound case it is ``mac + epilogue_block``. Without epilogue,
+    ``body = mac``.
     """
     rows, cols = hw.mac_array.rows, hw.mac_array.cols
-    mac = mac_block = epilogue = epilogue_block = 0
+    mac = mac_block = 0
+    stages = out = 0
     for step in steps:
         if step.op in MAC_OPS:
             mac += step_cycles(hw, MAC_ARRAY, step)
@@ -232,10 +240,13 @@ def mac_array_body_cycles(hw: HwConfig, steps: tuple[KernelStep, ...]) -> int:
             mac_block = max(mac_block, mac_array_cycles(min(m, rows), min(n, cols), k, rows, cols,
                                                         mac_k_step_cycles(hw, step.input_types[0].dtype)))
         else:
-            epilogue += step_cycles(hw, MAC_ARRAY, step)  # ceil(out_elements / cols)
-            epilogue_block += ceil_div(min(rows * cols, out_elements(step)), cols)
-    if not epilogue:
+            stages += 1
+            out = max(out, out_elements(step))
+    if not stages:
         return mac
+    depth = stages - 1
+    epilogue = ceil_div(out, cols) + depth
+    epilogue_block = ceil_div(min(rows * cols, out), cols) + depth
     return max(mac + epilogue_block, mac_block + epilogue)
 
 

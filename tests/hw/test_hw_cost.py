@@ -61,23 +61,23 @@ def test_epilogue_is_pipelined_behind_the_mac_array():
     hw = make_hw()  # 4 x 8 array, setup 5
     command = ComputeCommand(0, "mac_array", (conv_step(), *epilogue_steps()),
                              (View(TCM, 8192, (1, 4, 4, 16), DType.INT32),))
-    # MAC: 4 * 2 blocks of 72 + 4 + 8 - 2 = 82 cycles = 656; epilogue: 2 steps of 256 / 8 = 32.
-    # MAC-bound: the array, then the last 4 x 8 block through both epilogue steps (2 * 32 / 8).
+    # MAC: 4 * 2 blocks of 72 + 4 + 8 - 2 = 82 cycles = 656; epilogue: CLAMP and ADD are two
+    # stages of one output pipeline, 256 results / 8 a cycle + 1 stage deep = 33.
+    # MAC-bound: the array, then the last 4 x 8 block through the pipeline (32 / 8 + 1).
     # TCM: 1346 + 1024 residual + 1024 out = 3394 B / 32 -> 107 cycles, not the bound.
-    assert compute_command_cycles(hw, command) == 5 + max(656 + 2 * 4, 82 + 2 * 32)
-    assert compute_command_cycles(hw, command) == 5 + 664
+    assert compute_command_cycles(hw, command) == 5 + max(656 + 4 + 1, 82 + 33)
+    assert compute_command_cycles(hw, command) == 5 + 661
 
 
-def test_a_slow_epilogue_is_the_bottleneck_after_the_first_block():
-    # a 16 x 2 array (32 MACs/cycle): 16 output rows per block drain at only 2 a cycle
+def test_each_extra_epilogue_operator_adds_one_pipeline_stage():
     hw = make_hw(mac_array={"rows": 16, "cols": 2, "macs_per_cycle": {"int8": 32}})
-    command = ComputeCommand(0, "mac_array", (conv_step(kernel=1), *epilogue_steps()),
-                             (View(TCM, 8192, (1, 4, 4, 16), DType.INT32),))
-    # 1x1 conv: M = 16, N = 16, K = 8 -> 1 * 8 blocks of 8 + 16 + 2 - 2 = 24 cycles = 192.
-    # epilogue: 2 steps of 256 / 2 = 128 = 256 > 192, so the first block fills the pipeline
-    # (24) and the epilogue streams after it. TCM: 322 + 1024 + 1024 = 2370 B / 32 -> 75.
-    assert compute_command_cycles(hw, command) == 5 + max(192 + 2 * (32 // 2), 24 + 2 * 128)
-    assert compute_command_cycles(hw, command) == 5 + 280
+    out = (View(TCM, 8192, (1, 4, 4, 16), DType.INT32),)
+    clamp, add = epilogue_steps()
+    one = compute_command_cycles(hw, ComputeCommand(0, "mac_array", (conv_step(kernel=1), clamp), out))
+    two = compute_command_cycles(hw, ComputeCommand(0, "mac_array", (conv_step(kernel=1), clamp, add), out))
+    # 1x1 conv: M = 16, N = 16, K = 8 -> 1 * 8 blocks of 8 + 16 + 2 - 2 = 24 cycles = 192; the
+    # last 16 x 2 block drains in 32 / 2 = 16 cycles (+1 with a second stage).
+    assert (one, two) == (5 + 192 + 16, 5 + 192 + 17)
 
 
 def test_int16_runs_at_its_stated_rate():
