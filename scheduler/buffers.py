@@ -123,6 +123,10 @@ class Placement:
         """The same bytes seen as another tensor type of the same size (RESHAPE aliasing)."""
         return Placement(self.buffer, self.offset_bytes, type_)
 
+    def shifted(self, offset_bytes: int, type_: TensorType) -> "Placement":
+        """The value of type ``type_`` starting ``offset_bytes`` into this one (SLICE aliasing)."""
+        return Placement(self.buffer, self.offset_bytes + offset_bytes, type_)
+
 
 def tile_view(buffer: Buffer, shape: tuple[int, ...], dtype: DType) -> BufView:
     """A contiguous view of ``shape`` at the start of a tile buffer."""

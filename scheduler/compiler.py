@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 
 from npu_sim.errors import ScheduleError
-from npu_sim.program import MemorySpace
+from npu_sim.program import MemorySpace, element_size_bytes
 from scheduler.buffers import Buffer, Placement
 from scheduler.cost_model import dma_issue_cycles
 from scheduler.emit import Emitter, staging_need_bytes
@@ -104,6 +104,7 @@ class _BlockCompiler:
         self.bindings = dict(bindings)
         self.capacity = capacity_bytes
         self.alias: dict[str, str] = {}
+        self.alias_offset: dict[str, int] = {}   # bytes into the aliased value (SLICE)
         self.skip: set[int] = set()
         self.buffers: dict[str, Buffer] = {}
         self.pool_chunks: Callable[[int], list[ACommand]] | None = None   # main block: constant pool loads
@@ -114,6 +115,14 @@ class _BlockCompiler:
             key = self.alias[key]
         return key
 
+    def offset(self, key: str) -> int:
+        """Bytes from the start of ``key``'s root to ``key`` (aliased slices)."""
+        total = 0
+        while key in self.alias:
+            total += self.alias_offset.get(key, 0)
+            key = self.alias[key]
+        return total
+
     def is_local(self, key: str) -> bool:
         """A value this block computes and places (not bound, not fixed)."""
         return key not in self.bindings and key not in self.ctx.fixed and \
@@ -123,18 +132,31 @@ class _BlockCompiler:
         type_ = self.ctx.values[key].type
         root = self.root(key)
         if root in self.buffers:
-            return Placement(self.buffers[root], 0, type_)
+            return Placement(self.buffers[root], self.offset(key), type_)
         if root in self.bindings:
-            return self.bindings[root].retyped(type_)
+            return self.bindings[root].shifted(self.offset(key), type_)
         if root in self.ctx.fixed:
-            return self.ctx.fixed[root].retyped(type_)
+            return self.ctx.fixed[root].shifted(self.offset(key), type_)
         raise ScheduleError(f"block {self.block.name!r}: value {key!r} is read before it is computed")
 
     def ddr_place(self, key: str) -> Placement:
         root = self.root(key)
         if root in self.ctx.const_ddr:
-            return self.ctx.const_ddr[root].retyped(self.ctx.values[key].type)
+            return self.ctx.const_ddr[root].shifted(self.offset(key), self.ctx.values[key].type)
         return self.place(key)
+
+    def copy_source(self, op: NpuOp) -> Placement:
+        """What a COPY operation reads: its source, or the slice of it (SLICE copies)."""
+        src, dst = op.sources[0], op.outputs[0]
+        return self.place(src).shifted(_slice_offset_bytes(op, self.ctx.values[src]), self.ctx.values[dst].type) \
+            if "offset_elements" in op.extra else self.place(src)
+
+    def make_alias(self, i: int, op: NpuOp) -> None:
+        """COPY operation ``i`` moves nothing: its result is (a slice of) its source's bytes."""
+        dst, src = op.outputs[0], op.sources[0]
+        self.alias[dst] = src
+        self.alias_offset[dst] = _slice_offset_bytes(op, self.ctx.values[src])
+        self.skip.add(i)
 
     # -- passes
     def find_aliases(self) -> None:
@@ -142,8 +164,7 @@ class _BlockCompiler:
             if op.kind is OpKind.COPY and op.extra.get("alias_ok") and not op.extra.get("stage"):
                 dst, src = op.outputs[0], op.sources[0]
                 if self.is_local(dst) and self.ctx.values[src].kind is not ValueKind.VARIABLE:
-                    self.alias[dst] = src
-                    self.skip.add(i)
+                    self.make_alias(i, op)
 
     def groups(self) -> tuple[dict[str, Group], set[str]]:
         """Groups of local values (by root) and the roots that must live in DDR."""
@@ -195,8 +216,7 @@ class _BlockCompiler:
         for i, op in enumerate(ops):   # staged inputs that did not fit: read the input where it is
             if op.kind is OpKind.COPY and op.extra.get("stage") and self.root(op.outputs[0]) not in result.resident:
                 groups.pop(self.root(op.outputs[0]), None)
-                self.alias[op.outputs[0]] = op.sources[0]
-                self.skip.add(i)
+                self.make_alias(i, op)
         for root, group in groups.items():
             memory = TCM if root in result.resident else DDR
             kind = "activation" if memory is TCM else "spill"
@@ -241,7 +261,7 @@ class _BlockCompiler:
                 own += ctx.emitter.compute(op, plan, self.place, ctx.tiler.tiling(op).windows, rec)
             elif op.kind is OpKind.COPY:
                 rec = ctx.record(op, self.block.name)
-                own += ctx.emitter.copy(self.place(op.sources[0]), self.place(op.outputs[0]), op.name, rec, budget,
+                own += ctx.emitter.copy(self.copy_source(op), self.place(op.outputs[0]), op.name, rec, budget,
                                         bands=self._bands(op))
             else:
                 rec = ctx.record(op, self.block.name)
@@ -423,6 +443,10 @@ class _BlockCompiler:
             if s is not r:
                 cmds += self.copy(s, r, f"{op.name}: result {values[k].name}", rec, budget)
         return cmds
+
+
+def _slice_offset_bytes(op: NpuOp, source: Value) -> int:
+    return int(op.extra.get("offset_elements", 0)) * element_size_bytes(source.type.dtype)
 
 
 def _reads(block, key: str) -> bool:

@@ -39,7 +39,9 @@ def _fold(op: NpuOp, values: dict[str, Value]) -> list[np.ndarray] | None:
         data = _constant(values, op.sources[0])
         if data is None or values[op.sources[0]].type.dtype != outputs[0].type.dtype:
             return None
-        return [np.asarray(data).reshape(outputs[0].type.shape)]
+        start = int(op.extra.get("offset_elements", 0))   # a SLICE copy: a run of the source
+        run = np.asarray(data).reshape(-1)[start:start + outputs[0].type.element_count]
+        return [run.reshape(outputs[0].type.shape)]
     if op.kind is not OpKind.COMPUTE or any(s.op == Op.CUSTOM for s in op.steps):
         return None
     results: list[list[np.ndarray]] = []

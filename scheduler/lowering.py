@@ -4,9 +4,10 @@
   unit of their first operator (see :mod:`scheduler.support`);
 * CONST / CONST_SHAPE / VARIABLE need no operation (constants are placed in
   memory at load time, variables in the variable SRAM);
-* VARIABLE_READ / VARIABLE_WRITE, and IDENTITY / RESHAPE whose result is
-  just the same bytes, become COPY operations (a RESHAPE copy may later alias
-  its source);
+* VARIABLE_READ / VARIABLE_WRITE, IDENTITY / RESHAPE whose result is
+  just the same bytes, and a SLICE whose result is a contiguous run of its
+  input's bytes become COPY operations (a RESHAPE or SLICE copy may later alias
+  its source: the SLICE at an offset);
 * an operator writing a variable-flagged tensor (tosa-opt's encoding of a
   variable write) writes a fresh intermediate, followed by a COPY into the
   variable, so tiles never overwrite what later tiles still read;
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from npu_sim.errors import GraphValidationError
+from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import Block, Graph, Operator, Tensor
 from npu_sim.tosa.ops import Op
 from scheduler import support
@@ -147,6 +149,12 @@ class _Lowerer:
             return self.with_variable_outputs(NpuOp(
                 first.name, OpKind.COPY, sources=(key(first.inputs[0]),), outputs=(key(first.outputs[0]),),
                 graph_ops=names, extra={"alias_ok": True}))
+        if op == Op.SLICE and len(operators) == 1:
+            offset = contiguous_slice_offset(block, first)
+            if offset is not None:
+                return self.with_variable_outputs(NpuOp(
+                    first.name, OpKind.COPY, sources=(key(first.inputs[0]),), outputs=(key(first.outputs[0]),),
+                    graph_ops=names, extra={"alias_ok": True, "offset_elements": offset}))
         steps: list[Step] = []
         produced: dict[str, int] = {}
         for index, operator in enumerate(operators):
@@ -277,6 +285,41 @@ def read_outputs_through_tcm(block: LoweredBlock, lowerer: "_Lowerer") -> None:
                              outputs=(key,), graph_ops=op.graph_ops))
         op.outputs = tuple(outputs)
     block.ops = ops
+
+
+def contiguous_slice_offset(block: Block, operator: Operator) -> int | None:
+    """Element offset of a SLICE whose result is one contiguous run of its input's bytes
+    (every dimension after the last partly taken one is whole, every one before it has
+    extent 1), else None. The result is then the
+    input's bytes at that offset: a copy that may alias them, like a RESHAPE. Slices the
+    kernel would refuse (bad start or size, a dtype it does not take) stay kernel calls."""
+    if len(operator.inputs) != 3 or len(operator.outputs) != 1:
+        return None
+    src, dst = block.tensor(operator.inputs[0]), block.tensor(operator.outputs[0])
+    start_t, size_t = block.tensor(operator.inputs[1]), block.tensor(operator.inputs[2])
+    if start_t.data is None or size_t.data is None or src.dtype != dst.dtype \
+            or src.dtype not in SLICE_ALIAS_DTYPES:
+        return None
+    shape = tuple(src.shape)
+    start = [int(v) for v in np.asarray(start_t.data).reshape(-1)]
+    size = [int(v) for v in np.asarray(size_t.data).reshape(-1)]
+    if not (len(start) == len(size) == len(shape) == len(dst.shape)) or tuple(dst.shape) != tuple(size):
+        return None
+    if any(a < 0 or n <= 0 or a + n > d for a, n, d in zip(start, size, shape)):
+        return None
+    partial = [k for k in range(len(shape)) if size[k] != shape[k]]
+    if partial and any(size[k] != 1 for k in range(partial[-1])):
+        return None
+    offset, stride = 0, 1
+    for a, d in zip(reversed(start), reversed(shape)):
+        offset += a * stride
+        stride *= d
+    return offset
+
+
+#: Dtypes whose SLICE may alias its input (whole-byte elements the SLICE kernel takes).
+SLICE_ALIAS_DTYPES = frozenset({DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.FP8E4M3, DType.FP8E5M2,
+                                DType.FP16, DType.BF16, DType.FP32})
 
 
 def lower(graph: Graph, rules: tuple[FusionRule, ...] = DEFAULT_RULES) -> LoweredGraph:

@@ -6,7 +6,7 @@ from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import Operator
 from npu_sim.tosa.ops import Op
-from scheduler.lowering import lower
+from scheduler.lowering import contiguous_slice_offset, lower
 from scheduler.npu_ops import OpKind, ValueKind
 from tests.scheduler.graphs import small_cnn
 
@@ -60,3 +60,34 @@ def test_unsupported_operator_named():
     g.main.operators.append(Operator(Op.DIM, [x], ["d"]))
     with pytest.raises(UnsupportedFeatureError, match=r"DIM\(d\)"):
         lower(g)
+
+
+# --- SLICE as an alias ------------------------------------------------------------------------------
+
+def _slice_graph(shape, start, size, dtype=DType.INT8):   # unvalidated: bad slices reach the scheduler
+    b = GraphBuilder()
+    x = b.input("x", shape, dtype)
+    y = b.op(Op.SLICE, [x, b.const_shape(None, list(start)), b.const_shape(None, list(size))], tuple(size), dtype)
+    b.output(y)
+    return b.build(validate=False)
+
+
+@pytest.mark.parametrize("shape, start, size, offset", [
+    ((1, 1, 1, 64), (0, 0, 0, 16), (1, 1, 1, 16), 16),       # an LSTM gate
+    ((4, 6, 8), (2, 0, 0), (2, 6, 8), 96),                    # whole rows of the outer dimension
+    ((4, 6, 8), (1, 3, 0), (1, 2, 8), 48 + 24),               # inner rows of one outer index
+    ((4, 6, 8), (0, 0, 0), (4, 6, 8), 0),                     # everything
+])
+def test_contiguous_slice_offset(shape, start, size, offset):
+    g = _slice_graph(shape, start, size)
+    assert contiguous_slice_offset(g.main, g.main.operators[-1]) == offset
+
+
+@pytest.mark.parametrize("shape, start, size", [
+    ((4, 6, 8), (0, 0, 2), (4, 6, 2)),     # a channel slice: strided
+    ((4, 6, 8), (1, 1, 0), (2, 2, 8)),     # two outer indices of a partial middle
+    ((4, 6, 8), (3, 0, 0), (2, 6, 8)),     # out of bounds: the kernel reports it at run time
+])
+def test_non_contiguous_or_invalid_slices_stay_kernels(shape, start, size):
+    g = _slice_graph(shape, start, size)
+    assert contiguous_slice_offset(g.main, g.main.operators[-1]) is None

@@ -284,3 +284,30 @@ def test_fused_elementwise_tree_tiles():
         (op,) = [o for o in program.notes["ops"] if o["op"] == "RESCALE+RESCALE+ADD+MUL"]
         counts.append(op["tile_count"])
     assert counts[1] > counts[0] >= 1 and counts[1] > 2
+
+
+def _slices_graph():
+    """SLICEs that alias: of an input (DDR), of an intermediate (TCM), of a slice, of a constant,
+    and one that is a graph output (copied); plus a channel slice that stays a kernel."""
+    b = GraphBuilder()
+    x = b.input("x", (4, 6, 8), DType.INT32)
+
+    def cut(t, start, size):
+        return b.op(Op.SLICE, [t, b.const_shape(None, list(start)), b.const_shape(None, list(size))],
+                    tuple(size), DType.INT32)
+    rows = cut(x, (1, 0, 0), (2, 6, 8))                       # input bytes 192..575
+    doubled = b.op(Op.ADD, [x, x])
+    inner = cut(cut(doubled, (2, 0, 0), (2, 6, 8)), (1, 2, 0), (1, 3, 8))   # a slice of a slice
+    k = b.const("k", np.arange(4 * 6 * 8, dtype=np.int32).reshape(4, 6, 8))
+    kslice = cut(k, (3, 5, 0), (1, 1, 8))
+    channels = cut(x, (0, 0, 2), (4, 6, 3))                   # strided: the SLICE kernel
+    b.output(b.op(Op.ADD, [rows, rows]), b.op(Op.SUB, [inner, kslice]), cut(doubled, (0, 1, 0), (1, 2, 8)),
+             channels)
+    return b.build()
+
+
+@pytest.mark.parametrize("tcm_bytes", [None, 1024])
+def test_contiguous_slices_alias_their_source(tcm_bytes):
+    program, _ = check_end_to_end(_slices_graph(), machine("tiny", tcm_bytes=tcm_bytes))
+    slices = [c for c in program.walk() if getattr(c, "steps", None) and c.steps[0].op is Op.SLICE]
+    assert {c.name.split("(")[0] for c in slices} == {"SLICE"} and len({c.name for c in slices}) == 1
