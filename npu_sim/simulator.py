@@ -163,7 +163,6 @@ class Simulator:
         self.recorder = TraceRecorder()
         self.invocation = 0
         self.nodes: dict[int, Node] = {}
-        self._compute_cache: dict[tuple, tuple] = {}
         self._dma_model = DmaModel(hw)
         self.top = self._compile_block(program.commands)
         self.all_nodes = list(self.nodes.values())
@@ -208,18 +207,9 @@ class Simulator:
             if cmd.unit not in self.compute_units:
                 raise ProgramError(f"{where}: unknown compute unit {cmd.unit!r} "
                                    f"(units: {', '.join(COMPUTE_UNITS)})")
-            # commands differing only in id, name and deps (tiles of one loop) cost the same
-            key = (cmd.unit, cmd.steps, cmd.outputs)
-            try:
-                static = self._compute_cache.get(key)
-            except TypeError:  # unhashable parts (lists): compile it on its own
-                key, static = (cmd.id,), None
-            if static is None:
-                steps, outputs = compile_compute(cmd, self.memories[MemorySpace.TCM], where)
-                static = self._compute_cache[key] = (
-                    steps, outputs, compute_command_cycles(self.hw, cmd), command_macs(cmd),
-                    "+".join(s.op.name for s in cmd.steps), command_tcm_bytes(cmd.steps, cmd.outputs))
-            steps, outputs, cycles, macs, _, _ = static
+            # (no cache of equal commands: schedulers emit each tile once; hashing them cost more)
+            steps, outputs = compile_compute(cmd, self.memories[MemorySpace.TCM], where)
+            cycles, macs = compute_command_cycles(self.hw, cmd), command_macs(cmd)
             node = ComputeOp(cmd, self.compute_units[cmd.unit], self, steps, outputs, cycles, macs)
         elif isinstance(cmd, (CondCommand, LoopCommand)):
             with named(f"{where} condition"):
@@ -255,12 +245,8 @@ class Simulator:
                               t.ddr_write_burst_bytes, touched)
         if isinstance(node, ComputeOp):
             cmd = node.command
-            try:
-                static = self._compute_cache[(cmd.unit, cmd.steps, cmd.outputs)]
-            except (TypeError, KeyError):
-                static = self._compute_cache[(cmd.id,)]
-            _, _, _, macs, op_names, tcm_bytes = static
-            return StaticInfo("compute", cmd.unit, op_names, tcm_bytes, macs, 0, 0, 0, 0, touched)
+            return StaticInfo("compute", cmd.unit, "+".join(s.op.name for s in cmd.steps),
+                              command_tcm_bytes(cmd.steps, cmd.outputs), node.macs, 0, 0, 0, 0, touched)
         kind, op = ("cond", "if") if isinstance(node.command, CondCommand) else ("loop", "while")
         return StaticInfo(kind, "sequencer", op, 0, 0, 0, 0, 0, 0, touched)
 

@@ -10,7 +10,7 @@ the per-op table and the Perfetto trace share.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -94,17 +94,19 @@ def command_operations(program: Program | None) -> tuple[dict[int, str], dict[st
         return {}, {}
     notes = program.notes or {}
     listed = notes.get("ops", notes.get("operations")) or []
-    entries = [e if isinstance(e, Mapping) else vars(e) for e in listed]
-    names = Counter(str(e["name"]) for e in entries)
-    keys = [str(e["name"]) if names[str(e["name"])] == 1 else f"{e['name']}#{i}"
-            for i, e in enumerate(entries)]
+    entries = [e if type(e) is dict or isinstance(e, Mapping) else vars(e) for e in listed]
+    names = [str(e["name"]) for e in entries]
+    counts = Counter(names)
+    keys = [name if counts[name] == 1 else f"{e['name']}#{i}"
+            for i, (name, e) in enumerate(zip(names, entries))]
     by_command: dict[int, str] = {}
     infos: dict[str, OperationInfo] = {}
     for key, entry in zip(keys, entries):
-        extra = {k: entry[k] for k in EXTRA_KEYS if entry.get(k) is not None}
-        infos[key] = OperationInfo(key, str(entry.get("op") or ""), str(entry.get("unit") or ""),
-                                   tuple(entry.get("graph_ops") or ()), extra)
-        for cid in entry.get("commands") or ():
+        get = entry.get
+        extra = {k: entry[k] for k in EXTRA_KEYS if get(k) is not None}
+        infos[key] = OperationInfo(key, str(get("op") or ""), str(get("unit") or ""),
+                                   tuple(get("graph_ops") or ()), extra)
+        for cid in get("commands") or ():
             by_command[int(cid)] = key
     for cid, index in (notes.get("command_op") or {}).items():
         if isinstance(index, int) and 0 <= index < len(keys):
@@ -121,10 +123,15 @@ def operation_spans(commands: Iterable[CommandRecord], program: Program | None =
                     ) -> list[OperationSpan]:
     """Commands grouped by (operation, invocation), sorted by invocation then start cycle."""
     by_command, infos = command_operations(program)
-    groups: dict[tuple[int, str], list[CommandRecord]] = defaultdict(list)
+    groups: dict[tuple[int, str], list[CommandRecord]] = {}
     for record in commands:
         name = by_command.get(record.id) or fallback_operation_name(record)
-        groups[(record.invocation, name)].append(record)
+        key = (record.invocation, name)
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [record]
+        else:
+            group.append(record)
     spans = [_span(name, invocation, records, infos.get(name))
              for (invocation, name), records in groups.items()]
     spans.sort(key=lambda s: (s.invocation, s.start_cycle, s.end_cycle, s.name))
@@ -133,39 +140,59 @@ def operation_spans(commands: Iterable[CommandRecord], program: Program | None =
 
 def _span(name: str, invocation: int, records: list[CommandRecord],
           info: OperationInfo | None) -> OperationSpan:
-    span = OperationSpan(name, "", "", invocation,
-                         start_cycle=min(r.start_cycle for r in records),
-                         end_cycle=max(r.end_cycle for r in records))
-    busy: Counter[str] = Counter()
+    """One pass over the operation's records: extent, totals, busy cycles per unit."""
+    start = records[0].start_cycle
+    end = records[0].end_cycle
+    macs = ddr_read = ddr_write = 0
+    compute_cycles = dma_cycles = compute_commands = dma_commands = 0
+    busy: dict[str, int] = {}  # unit -> busy cycles, in first-seen order
     compute_ops: list[str] = []
+    compute_units: list[str] = []
     for r in records:
-        span.macs += r.macs
-        span.ddr_read_bytes += r.ddr_read_bytes
-        span.ddr_write_bytes += r.ddr_write_bytes
-        busy_cycles = r.busy_cycles
-        busy[r.unit] += busy_cycles
-        if r.kind == "compute":
-            span.compute_cycles += busy_cycles
-            span.compute_commands += 1
+        if r.start_cycle < start:
+            start = r.start_cycle
+        if r.end_cycle > end:
+            end = r.end_cycle
+        macs += r.macs
+        ddr_read += r.ddr_read_bytes
+        ddr_write += r.ddr_write_bytes
+        busy_cycles = (r.end_cycle if r.busy_end_cycle is None else r.busy_end_cycle) - r.start_cycle
+        unit = r.unit
+        busy[unit] = busy.get(unit, 0) + busy_cycles
+        kind = r.kind
+        if kind == "compute":
+            compute_cycles += busy_cycles
+            compute_commands += 1
             compute_ops.append(r.op)
-        elif r.kind == "dma":
-            span.dma_cycles += busy_cycles
-            span.dma_commands += 1
-    span.units = dict(busy)
-    span.op = (info.op if info and info.op else None) or _most_common(compute_ops) \
+            compute_units.append(unit)
+        elif kind == "dma":
+            dma_cycles += busy_cycles
+            dma_commands += 1
+    op = (info.op if info and info.op else None) or _most_common(compute_ops) \
         or _most_common([r.op for r in records]) or "?"
-    compute_units = [r.unit for r in records if r.kind == "compute"]
     if info and info.unit:
-        span.unit = info.unit
+        unit = info.unit
     elif compute_units:
-        span.unit = _most_common(compute_units)
+        unit = _most_common(compute_units)
     else:
-        span.unit = "+".join(sorted(busy)) or "?"
-    span.graph_ops = info.graph_ops if info else ()
-    span.extra = dict(info.extra) if info else {}
-    return span
+        unit = "+".join(sorted(busy)) or "?"
+    return OperationSpan(name, op, unit, invocation, start, end, macs, ddr_read, ddr_write,
+                         compute_cycles, dma_cycles, compute_commands, dma_commands,
+                         info.graph_ops if info else (), busy, dict(info.extra) if info else {})
 
 
 def _most_common(values: list[str]) -> str:
     """The most frequent value (first seen on ties), or ``""``."""
-    return Counter(values).most_common(1)[0][0] if values else ""
+    if not values:
+        return ""
+    first = values[0]
+    if len(values) == 1 or values.count(first) == len(values):  # the usual case: all alike
+        return first
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    best, most = first, 0
+    for value, count in counts.items():  # insertion order: the first seen wins a tie
+        if count > most:
+            best, most = value, count
+    return best

@@ -64,14 +64,22 @@ def _boxed(headers: list[str], rows: list[list[str]]) -> list[str]:
     limits = [limit for _, _, limit in COLUMNS]
     right = [r for _, r, _ in COLUMNS]
     widths = [len(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], min(len(cell), limits[i] or len(cell)))
+    for i, column in enumerate(zip(*rows)):  # the longest cell, capped at the column's limit
+        longest = max(map(len, column))
+        widths[i] = max(widths[i], min(longest, limits[i]) if limits[i] else longest)
     pads = [(0 if i == 0 else 1, 0 if i == len(widths) - 1 else 1) for i in range(len(widths))]
     spans = [w + a + b for w, (a, b) in zip(widths, pads)]
 
+    lefts = [" " * a for a, _ in pads]
+    rights = [" " * b for _, b in pads]
+    columns = range(len(widths))
+
     def line(cells: list[str], bar: str, align: bool) -> list[str]:
         """One row, folded onto several lines where a cell is wider than its column."""
+        if all(len(cells[i]) <= widths[i] for i in columns):  # the usual case: one line
+            return [bar + bar.join([lefts[i] + (cells[i].rjust(widths[i]) if align and right[i]
+                                                else cells[i].ljust(widths[i])) + rights[i]
+                                    for i in columns]) + bar]
         folded = [[cell[k:k + w] for k in range(0, len(cell), w)] or [""] for cell, w in zip(cells, widths)]
         out = []
         for j in range(max(len(f) for f in folded)):
@@ -131,5 +139,15 @@ def print_report(summary: Mapping[str, Any], console: "Console | None" = None) -
         except (UnicodeEncodeError, LookupError):  # a terminal without the box characters
             text = text.translate(ASCII_BOX)
         print(text)
-    else:
+    elif not any(c in text for c in _SPECIAL):
+        # What console.out(text, highlight=False) writes, without rich parsing the text into a
+        # Text and wrapping each line (~2 ms for a full table): the same two segments, uncropped.
+        from rich.segment import Segment, Segments
+
+        console.print(Segments([Segment(text), Segment("\n")]), end="", crop=False)
+    else:  # tabs or control codes, which rich expands or strips
         console.out(text, highlight=False)
+
+
+#: Characters console.out treats specially (tab expansion, stripped control codes).
+_SPECIAL = "\t\x07\x08\x0b\x0c\r"

@@ -55,11 +55,14 @@ class CompiledStep:
     expected: tuple[tuple[tuple[int, ...], np.dtype], ...] = ()  # (shape, storage dtype) per output
 
 
+_TCM = MemorySpace.TCM
+
+
 def compile_step(step: KernelStep, index: int, tcm: Memory, where: str) -> CompiledStep:
     operands: list[Union[ViewAccess, int]] = []
     for i, operand in enumerate(step.operands):
-        if isinstance(operand, View):
-            if operand.memory is not MemorySpace.TCM:
+        if type(operand) is View or isinstance(operand, View):
+            if operand.memory is not _TCM:
                 raise ProgramError(f"{where}: step {index} operand {i} is in {operand.memory.value}; "
                                    "compute units read only the TCM")
             operands.append(tcm.access(operand))
@@ -68,15 +71,16 @@ def compile_step(step: KernelStep, index: int, tcm: Memory, where: str) -> Compi
         else:
             raise ProgramError(f"{where}: step {index} operand {i} is {operand!r}; expected a View "
                                f"or the index of an earlier step (0..{index - 1})")
-    if len(step.input_types) != len(step.operands):
+    input_types = list(step.input_types)
+    if len(input_types) != len(operands):
         raise ProgramError(f"{where}: step {index} has {len(step.operands)} operands but "
                            f"{len(step.input_types)} input types")
     offsets = None if step.input_offsets is None else [tuple(o) for o in step.input_offsets]
-    region = None if step.out_region is None else tuple(b - a for a, b in step.out_region)
-    expected = tuple((tuple(t.shape) if region is None else region, t.dtype.numpy_dtype)
-                     for t in step.output_types)
-    return CompiledStep(step, operands, list(step.input_types), list(step.output_types), offsets,
-                        step.name, expected)
+    region = None if step.out_region is None else tuple([b - a for a, b in step.out_region])
+    output_types = list(step.output_types)
+    expected = tuple([(tuple(t.shape) if region is None else region, t.dtype.numpy_dtype)
+                      for t in output_types])
+    return CompiledStep(step, operands, input_types, output_types, offsets, step.name, expected)
 
 
 def compile_compute(command: ComputeCommand, tcm: Memory, where: str

@@ -39,16 +39,21 @@ class Memory:
         self.size_bytes = size_bytes
         self.data = np.zeros(size_bytes, dtype=np.uint8)
         self.written = np.zeros(size_bytes, dtype=np.bool_)
-        self._accesses: dict[View, ViewAccess] = {}
+        # (offset, shape, dtype, strides) of a view of this memory -> its binding: the view's
+        # fields but its memory, hashed and compared in C (a View's own hash and == are Python)
+        self._accesses: dict[tuple, ViewAccess] = {}
 
     def access(self, view: View) -> "ViewAccess":
         """``view`` bound to this memory (bounds checked once; equal views share the binding)."""
+        if view.memory is not self.space:  # (a view of another memory never shares a binding)
+            return ViewAccess(self, view)  # raises
+        key = (view.offset_bytes, view.shape, view.dtype, view.strides_bytes)
         try:
-            access = self._accesses.get(view)
+            access = self._accesses.get(key)
         except TypeError:  # an unhashable view (a list shape): bind it without sharing
             return ViewAccess(self, view)
         if access is None:
-            access = self._accesses[view] = ViewAccess(self, view)
+            access = self._accesses[key] = ViewAccess(self, view)
         return access
 
     def load(self, offset_bytes: int, data: bytes) -> None:

@@ -227,78 +227,156 @@ def build_tables(raw: list[tuple[Any, int, int, int, int]], invocations: list[In
             if end > use[3]:
                 use[3] = end
     counters = Counters(busy_cycles={u: 0 for u in units}, command_counts={u: 0 for u in units})
-    first: dict[tuple[int, int], int] = {}
-    last: dict[tuple[int, int], int] = {}
+    busy_cycles, command_counts = counters.busy_cycles, counters.command_counts
+    ddr_read = ddr_write = ddr_read_burst = ddr_write_burst = macs = 0
+    # Per (allocation index, invocation): [first start, last end] of the commands touching it.
+    used: dict[tuple[int, int], list[int]] = {}
     for (cid, invocation), (runs, busy, start, end) in usage.items():
         s = info[cid][0]
         if s.kind == "dma" or s.kind == "compute":
-            counters.busy_cycles[s.unit] = counters.busy_cycles.get(s.unit, 0) + busy
-            counters.command_counts[s.unit] = counters.command_counts.get(s.unit, 0) + runs
-            counters.ddr_read_bytes += runs * s.ddr_read_bytes
-            counters.ddr_write_bytes += runs * s.ddr_write_bytes
-            counters.ddr_read_burst_bytes += runs * s.ddr_read_burst_bytes
-            counters.ddr_write_burst_bytes += runs * s.ddr_write_burst_bytes
-            counters.macs += runs * s.macs
+            unit = s.unit
+            busy_cycles[unit] = busy_cycles.get(unit, 0) + busy
+            command_counts[unit] = command_counts.get(unit, 0) + runs
+            ddr_read += runs * s.ddr_read_bytes
+            ddr_write += runs * s.ddr_write_bytes
+            ddr_read_burst += runs * s.ddr_read_burst_bytes
+            ddr_write_burst += runs * s.ddr_write_burst_bytes
+            macs += runs * s.macs
         for index in s.allocations:
             key = (index, invocation)
-            if key not in first or start < first[key]:
-                first[key] = start
-            if key not in last or end > last[key]:
-                last[key] = end
+            extent = used.get(key)
+            if extent is None:
+                used[key] = [start, end]
+            else:
+                if start < extent[0]:
+                    extent[0] = start
+                if end > extent[1]:
+                    extent[1] = end
+    counters.ddr_read_bytes, counters.ddr_write_bytes = ddr_read, ddr_write
+    counters.ddr_read_burst_bytes, counters.ddr_write_burst_bytes = ddr_read_burst, ddr_write_burst
+    counters.macs = macs
+    names = {id(space): space.value for space in MemorySpace}
+    prefixes = [(a.name, names.get(id(a.memory)) or a.memory.value, a.offset_bytes, a.size_bytes, a.kind)
+                for a in allocations]
+    unused = (None, None)
     records = []
     for inv in invocations:
-        for index, a in enumerate(allocations):
-            key = (index, inv.index)
-            records.append(AllocationRecord(a.name, a.memory.value, a.offset_bytes, a.size_bytes,
-                                            a.kind, inv.index, first.get(key), last.get(key)))
+        k = inv.index
+        for index, prefix in enumerate(prefixes):
+            extent = used.get((index, k))
+            records.append(new_record(AllocationRecord,
+                                      prefix + (k,) + (unused if extent is None else tuple(extent))))
     commands.sort(key=attrgetter("start_cycle", "end_cycle", "id"))
     return commands, records, counters
 
 
 class AllocationIndex:
-    """Which allocations a command's views touch (address overlap, and lifetime covering its id)."""
+    """Which allocations a command's views touch (address overlap, and lifetime covering its id).
+
+    Per memory, the allocation boundaries cut the addresses into segments; each
+    segment lists the allocations (``size_bytes > 0``) covering it, built in one pass
+    over the allocations. A view spanning ``[lo, hi)`` overlaps the allocations of the
+    segments it intersects: those with ``offset_bytes < hi`` and ``end_bytes > lo``
+    (an empty view at ``x`` intersects a segment only if ``x`` is strictly inside it).
+    """
 
     def __init__(self, allocations: list[Allocation]):
         self.allocations = allocations
         self.bounds: dict[MemorySpace, list[int]] = {}
         self.covering: dict[MemorySpace, list[tuple[int, ...]]] = {}
+        # per memory (keyed by id(): a str Enum hashes in Python): bounds, covering, lookup cache
+        self._by_space: dict[int, tuple[list[int], list[tuple[int, ...]], dict]] = {}
+        ranges: dict[int, list[tuple[int, int, int]]] = {id(space): [] for space in MemorySpace}
+        for i, a in enumerate(allocations):
+            size = a.size_bytes
+            if size > 0:
+                ranges[id(a.memory)].append((i, a.offset_bytes, a.offset_bytes + size))
         for space in MemorySpace:
-            mine = [(i, a) for i, a in enumerate(allocations) if a.memory is space and a.size_bytes > 0]
-            bounds = sorted({a.offset_bytes for _, a in mine} | {a.end_bytes for _, a in mine})
-            self.bounds[space] = bounds
-            self.covering[space] = [
-                tuple(i for i, a in mine if a.offset_bytes <= lo and a.end_bytes >= hi)
-                for lo, hi in zip(bounds, bounds[1:])]
-        self._cache: dict[tuple[MemorySpace, int, int], tuple[int, ...]] = {}
+            mine = ranges[id(space)]
+            bounds = sorted({lo for _, lo, _ in mine} | {hi for _, _, hi in mine})
+            position = {b: k for k, b in enumerate(bounds)}
+            segments: list[list[int]] = [[] for _ in range(len(bounds) - 1)] if bounds else []
+            for i, lo, hi in mine:  # in index order: every segment's list comes out sorted
+                for k in range(position[lo], position[hi]):
+                    segments[k].append(i)
+            covering = [tuple(s) for s in segments]
+            self.bounds[space], self.covering[space] = bounds, covering
+            self._by_space[id(space)] = (bounds, covering, {})
         self.life = [(-math.inf if a.first_use is None else a.first_use,
                       math.inf if a.last_use is None else a.last_use) for a in allocations]
+        self._lives = [(first, i, last) for i, (first, last) in enumerate(self.life)]
 
-    def overlapping(self, view: View) -> tuple[int, ...]:
-        """Indices of the allocations whose bytes overlap the view's span."""
-        lo, hi = view.span
-        key = (view.memory, lo, hi)
-        found = self._cache.get(key)
+    def _space(self, memory: MemorySpace | str) -> tuple[list[int], list[tuple[int, ...]], dict]:
+        space = self._by_space.get(id(memory))
+        if space is None:  # a plain string naming the memory
+            space = self._by_space[id(MemorySpace(memory))]
+        return space
+
+    #: Candidate lists longer than this are searched by bisection on first use (else scanned).
+    SCAN_LIMIT = 16
+
+    def _candidates(self, memory: MemorySpace | str, lo: int, hi: int) -> tuple:
+        """The allocations overlapping ``[lo, hi)`` of ``memory`` (computed once per span):
+        ``(entries, first_uses, running_max_last_use)`` with ``entries`` the
+        ``(first_use, index, last_use)`` of each; a long list is sorted by first use, for
+        :meth:`touched` to bisect (the last two are None for a short one, scanned whole)."""
+        bounds, covering, cache = self._space(memory)
+        found = cache.get((lo, hi))
         if found is None:
-            bounds, covering = self.bounds[view.memory], self.covering[view.memory]
             first = max(bisect.bisect_right(bounds, lo) - 1, 0)
             last = min(bisect.bisect_left(bounds, hi), len(covering))
-            hits: set[int] = set()
-            for segment in range(first, last):
-                if bounds[segment] < hi and bounds[segment + 1] > lo:
-                    hits.update(covering[segment])
-            found = self._cache[key] = tuple(sorted(hits))
+            if last == first + 1 and bounds[first] < hi and bounds[first + 1] > lo:  # one segment
+                hits: Iterable[int] = covering[first]
+            else:
+                union: set[int] = set()
+                for segment in range(first, last):
+                    if bounds[segment] < hi and bounds[segment + 1] > lo:
+                        union.update(covering[segment])
+                hits = sorted(union)
+            lives = self._lives
+            entries = [lives[i] for i in hits]
+            if len(entries) <= self.SCAN_LIMIT:
+                found = (entries, None, None)
+            else:
+                entries.sort()
+                running, most = [], -math.inf
+                for _, _, end in entries:
+                    if end > most:
+                        most = end
+                    running.append(most)
+                found = (entries, [e[0] for e in entries], running)
+            cache[(lo, hi)] = found
         return found
+
+    def overlapping(self, view: View) -> tuple[int, ...]:
+        """Indices of the allocations whose bytes overlap the view's span (sorted)."""
+        lo, hi = view.span
+        return tuple(sorted(index for _, index, _ in self._candidates(view.memory, lo, hi)[0]))
 
     def touched(self, command: Command) -> tuple[int, ...]:
         """Allocations the command's views overlap whose lifetime (command ids) covers it."""
         views = (command.src, command.dst) if type(command) is DmaCommand else command_views(command)
-        cid, life = command.id, self.life
+        cid = command.id
+        by_space = self._by_space
         hits: list[int] = []
         for view in views:
-            for index in self.overlapping(view):
-                first, last = life[index]
-                if first <= cid <= last and index not in hits:
+            lo, hi = view.span
+            space = by_space.get(id(view.memory))
+            found = None if space is None else space[2].get((lo, hi))
+            if found is None:
+                found = self._candidates(view.memory, lo, hi)
+            entries, firsts, running = found
+            if firsts is None:
+                for first, index, last in entries:
+                    if first <= cid <= last and index not in hits:
+                        hits.append(index)
+                continue
+            k = bisect.bisect_right(firsts, cid) - 1  # entries[:k + 1] started at or before cid
+            while k >= 0 and running[k] >= cid:  # and one of them at least lives on at cid
+                _, index, last = entries[k]
+                if last >= cid and index not in hits:
                     hits.append(index)
+                k -= 1
         if len(hits) > 1:
             hits.sort()
         return tuple(hits)

@@ -32,3 +32,41 @@ def test_zero_cycle_uses_are_left_out_and_reports_agree():
     cycles, values = occupancy_steps(records, "tcm")
     assert (cycles, values) == ([0, 8, 9], [40, 8, 0])
     assert max(values) == peak_live_bytes(records, "tcm")
+
+
+def test_allocation_index_matches_the_definition():
+    """touched(): allocations overlapping a view's bytes whose [first_use, last_use] covers the id."""
+    import random
+
+    from npu_sim.hw.trace import AllocationIndex
+    from npu_sim.program import Allocation, DmaCommand, MemorySpace, View
+    from npu_sim.tosa.dtype import DType
+
+    rng = random.Random(7)
+    spaces = list(MemorySpace)
+    for _ in range(150):
+        allocations = [Allocation(f"a{i}", rng.choice(spaces), rng.randint(0, 200),
+                                  rng.choice([0, 1, 4, 16, 40, 100]), "tile",
+                                  rng.choice([None, rng.randint(0, 50)]),
+                                  rng.choice([None, rng.randint(0, 50)]))
+                       for i in range(rng.randint(0, 30))]
+        index = AllocationIndex(allocations)
+        bisected = AllocationIndex(allocations)
+        bisected.SCAN_LIMIT = 0  # every candidate list searched by bisection
+
+        def overlapping(view: View) -> list[int]:
+            lo, hi = view.span
+            return [i for i, a in enumerate(allocations) if a.memory is view.memory and a.size_bytes > 0
+                    and a.offset_bytes < hi and a.end_bytes > lo]
+
+        for _ in range(40):
+            src, dst = (View(rng.choice(spaces), rng.randint(0, 260), (rng.choice([1, 3, 8, 20]),),
+                             DType.INT8) for _ in range(2))
+            cid = rng.randint(0, 55)
+            alive = [i for i, a in enumerate(allocations)
+                     if (a.first_use is None or a.first_use <= cid)
+                     and (a.last_use is None or cid <= a.last_use)]
+            expected = sorted(set(overlapping(src) + overlapping(dst)) & set(alive))
+            for idx in (index, bisected):
+                assert idx.overlapping(src) == tuple(overlapping(src))
+                assert idx.touched(DmaCommand(cid, 0, src, dst)) == tuple(expected)

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from npu_sim.hw.config import load_hw_config
 from reports.summary import build_summary
-from reports.table import human_bytes, ops_table, print_report, totals_line
+from reports.table import human_bytes, ops_table, print_report, report_text, totals_line
 from tests.reports.synthetic import many_tiles_case, tiny_case
 
 
@@ -65,3 +65,27 @@ def test_outputs_without_box_characters_get_ascii(monkeypatch):
     ascii_out.seek(0)
     text = ascii_out.read()
     assert text.splitlines()[1].startswith("+==") and "busy: dma0" in text
+
+
+def test_a_console_gets_what_console_out_would_write():
+    # print_report writes the text as two segments (no per-line Text layout): byte for byte
+    # what console.out(text, highlight=False) writes, whatever the console's settings
+    program, trace = many_tiles_case(layers=8, tiles=2, invocations=1)
+    s = build_summary(trace, load_hw_config("edge"), program)
+    text = report_text(s)
+    settings = [dict(width=132), dict(width=40),
+                dict(width=80, force_terminal=True, color_system="truecolor"),
+                dict(style="bold", force_terminal=True, color_system="256"), dict(soft_wrap=True, width=20),
+                dict(width=60, record=True)]
+    for tabs in (False, True):  # tabs (or control codes) in a name: console.out's own path
+        if tabs:
+            s["ops"][0]["name"] = "a\tname\rwith\x07codes"
+            text = report_text(s)
+        for kwargs in settings:
+            ours, theirs = io.StringIO(), io.StringIO()
+            ours_console, theirs_console = Console(file=ours, **kwargs), Console(file=theirs, **kwargs)
+            print_report(s, ours_console)
+            theirs_console.out(text, highlight=False)
+            assert ours.getvalue() == theirs.getvalue(), kwargs
+            if kwargs.get("record"):
+                assert ours_console.export_text(styles=True) == theirs_console.export_text(styles=True)
