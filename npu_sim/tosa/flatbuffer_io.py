@@ -18,6 +18,9 @@ element count against the bytes that remain, and the total amount of decoded
 items is bounded by the buffer size, so truncated, random or malicious bytes
 raise :class:`~npu_sim.errors.TosaFormatError` (never ``struct.error``,
 ``IndexError``, ``UnicodeDecodeError``, a hang or a huge allocation).
+It is also quick: what to do per field is planned once per table from the schema,
+and what a vtable says (which fields a table has, and where) is checked once per
+buffer and shared by all the tables using it, so per field little work remains.
 
 Versions: files written by tosa-tools 2026.8 (schema 1.1.0 draft) and files
 declaring TOSA 1.0.x read alike: the 1.0 schema of the serialization library is
@@ -33,7 +36,8 @@ reading right.
 from __future__ import annotations
 
 import struct
-from typing import Any
+from functools import cache, lru_cache
+from typing import Any, Callable, NamedTuple
 
 import flatbuffers
 from flatbuffers import number_types
@@ -46,8 +50,94 @@ Tree = dict[str, Any]
 
 
 # --- reading ------------------------------------------------------------------
+# The reader works from a plan per table, derived once from the schema description:
+# per field its slot, what it holds (one of the codes below) and how to unpack it.
+_SCALAR, _BOOL, _STRING, _TABLE, _UNION, _BYTES, _SCALARS, _STRINGS, _TABLES, _OTHER = range(10)
+
+_I32 = struct.Struct("<i").unpack_from
+_U16_PAIR = struct.Struct("<HH").unpack_from
+_U32 = struct.Struct("<I").unpack_from
+
+
+class _FieldPlan(NamedTuple):
+    """How to read one field of a table (derived from its :class:`Field`)."""
+
+    name: str
+    slot: int
+    code: int
+    #: bytes the field takes inside its table (4 for an offset)
+    inline_size: int
+    #: ``Table.field``, the name errors give the field
+    where: str
+    #: _SCALAR/_BOOL: the struct unpacker; _SCALARS: the struct format letter
+    unpack: Any = None
+    #: _TABLE/_TABLES: the table; _UNION: the union; _SCALARS: (element size, type name);
+    #: _OTHER: the element kind
+    detail: Any = None
+    #: _UNION: the key of its type tag (``<name>_type``)
+    tag_key: str = ""
+
+
+def _field_plan(table: str, field: Field) -> _FieldPlan:
+    name, slot, where, kind = field.name, field.slot, f"{table}.{field.name}", field.kind
+    if kind in ("scalar", "enum", "union_type"):
+        type_name = fb_schema.scalar_type(field)
+        fmt, size = fb_schema.SCALARS[type_name]
+        return _FieldPlan(name, slot, _BOOL if type_name == "bool" else _SCALAR, size, where,
+                          struct.Struct(fmt).unpack_from)
+    if kind == "string":
+        return _FieldPlan(name, slot, _STRING, 4, where)
+    if kind == "table":
+        return _FieldPlan(name, slot, _TABLE, 4, where, detail=field.type)
+    if kind == "union":
+        return _FieldPlan(name, slot, _UNION, 4, where, detail=field.type,
+                          tag_key=f"{name}_type")
+    element = field.element_kind
+    if element in ("scalar", "enum"):
+        type_name = fb_schema.ENUM_BASE if element == "enum" else field.type
+        fmt, size = fb_schema.SCALARS[type_name]
+        if size == 1 and type_name in ("ubyte", "uint8"):
+            return _FieldPlan(name, slot, _BYTES, 4, where)
+        return _FieldPlan(name, slot, _SCALARS, 4, where, fmt[1], (size, type_name))
+    if element == "string":
+        return _FieldPlan(name, slot, _STRINGS, 4, where)
+    if element == "table":
+        return _FieldPlan(name, slot, _TABLES, 4, where, detail=field.type)
+    return _FieldPlan(name, slot, _OTHER, 4, where, detail=element)  # pragma: no cover
+
+
+@cache
+def _table_plan(table: str) -> tuple[_FieldPlan, ...]:
+    """The field plans of ``table`` in slot order."""
+    return tuple(_field_plan(table, f) for f in fb_schema.fields(table))
+
+
+@lru_cache(maxsize=256)
+def _vector_unpacker(count: int, letter: str) -> Callable:
+    """``unpack_from`` of ``count`` little-endian elements of struct type ``letter``."""
+    return struct.Struct(f"<{count}{letter}").unpack_from
+
+
+class _Layout(NamedTuple):
+    """What a vtable says about a table of a given type (shared by all tables using it)."""
+
+    #: the table's size in bytes
+    obj_size: int
+    #: (offset in the table, plan) of the fields present, in slot order, up to ``bad``
+    fields: tuple[tuple[int, _FieldPlan], ...]
+    #: the first present field that does not lie inside the table, if any
+    bad: _FieldPlan | None
+
+
 class _Reader:
-    """Bounds-checked access to a flatbuffer; raises TosaFormatError on any inconsistency."""
+    """Bounds-checked access to a flatbuffer; raises TosaFormatError on any inconsistency.
+
+    Every offset is checked before it is used (``struct`` would read a negative
+    position from the end of the buffer). Checks that an earlier check implies are
+    left out: a field inside a table inside the buffer needs no check of its own,
+    nor do the elements of a vector whose extent was checked. Tables sharing a
+    vtable (flatbuffers deduplicates them) share its checked :class:`_Layout`.
+    """
 
     def __init__(self, data: bytes):
         self.data = data
@@ -57,117 +147,166 @@ class _Reader:
         # in a crafted buffer could otherwise amplify a small file into a huge tree.
         self.items_left = 4 * self.size + 1024
         self.bytes_left = 2 * self.size + 1024
+        self.layouts: dict[tuple[int, str], _Layout] = {}
 
     def fail(self, what: str) -> TosaFormatError:
         return TosaFormatError(f"corrupt or truncated TOSA flatbuffer: {what}")
 
-    def need(self, pos: int, size: int, what: str) -> None:
-        if pos < 0 or size < 0 or pos + size > self.size:
-            raise self.fail(f"{what} at byte {pos} (+{size}) lies outside the "
-                            f"{self.size}-byte buffer")
+    def outside(self, pos: int, size: int, what: str) -> TosaFormatError:
+        return self.fail(f"{what} at byte {pos} (+{size}) lies outside the "
+                         f"{self.size}-byte buffer")
 
-    def scalar(self, fmt: str, size: int, pos: int, what: str) -> Any:
-        self.need(pos, size, what)
-        return struct.unpack_from(fmt, self.data, pos)[0]
-
-    def u32(self, pos: int, what: str) -> int:
-        return self.scalar("<I", 4, pos, what)
-
-    def spend(self, items: int, what: str) -> None:
-        self.items_left -= items
-        if self.items_left < 0:
-            raise self.fail(f"{what} refers to more data than the buffer can hold")
+    def too_much(self, what: str) -> TosaFormatError:
+        return self.fail(f"{what} refers to more data than the buffer can hold")
 
     def indirect(self, pos: int, what: str) -> int:
-        """Follow the uoffset stored at ``pos``."""
-        target = pos + self.u32(pos, what)
-        self.need(target, 4, what)
+        """Follow the uoffset stored at ``pos`` (which lies in the buffer)."""
+        target = pos + _U32(self.data, pos)[0]
+        if target + 4 > self.size:
+            raise self.outside(target, 4, what)
         return target
 
     # -- tables
-    def table(self, pos: int, name: str) -> Tree:
-        self.spend(1, name)
-        soffset = self.scalar("<i", 4, pos, f"{name} table")
-        vtable = pos - soffset
-        vt_size = self.scalar("<H", 2, vtable, f"{name} vtable")
-        obj_size = self.scalar("<H", 2, vtable + 2, f"{name} vtable")
+    def layout(self, vtable: int, name: str) -> _Layout:
+        """Check the vtable at ``vtable`` for a ``name`` table and note which fields it has."""
+        size = self.size
+        if vtable < 0 or vtable + 2 > size:
+            raise self.outside(vtable, 2, f"{name} vtable")
+        if vtable + 4 > size:
+            raise self.outside(vtable + 2, 2, f"{name} vtable")
+        vt_size, obj_size = _U16_PAIR(self.data, vtable)
         if vt_size < 4 or vt_size % 2:
             raise self.fail(f"{name} vtable has invalid size {vt_size}")
-        self.need(vtable, vt_size, f"{name} vtable")
-        self.need(pos, obj_size, f"{name} table")
+        if vtable + vt_size > size:
+            raise self.outside(vtable, vt_size, f"{name} vtable")
+        slots = (vt_size - 4) >> 1
+        offsets = struct.unpack_from(f"<{slots}H", self.data, vtable + 4)
+        fields, bad = [], None
+        for plan in _table_plan(name):
+            if plan.slot >= slots:
+                break
+            field_offset = offsets[plan.slot]
+            if not field_offset:
+                continue
+            if field_offset < 4 or field_offset + plan.inline_size > obj_size:
+                bad = plan
+                break
+            fields.append((field_offset, plan))
+        layout = self.layouts[(vtable, name)] = _Layout(obj_size, tuple(fields), bad)
+        return layout
+
+    def table(self, pos: int, name: str) -> Tree:
+        self.items_left -= 1
+        if self.items_left < 0:
+            raise self.too_much(name)
+        data, size = self.data, self.size
+        if pos < 0 or pos + 4 > size:
+            raise self.outside(pos, 4, f"{name} table")
+        vtable = pos - _I32(data, pos)[0]
+        layout = self.layouts.get((vtable, name)) or self.layout(vtable, name)
+        if pos + layout.obj_size > size:
+            raise self.outside(pos, layout.obj_size, f"{name} table")
         result: Tree = {}
-        for field in fb_schema.fields(name):
-            if field.vtable_offset >= vt_size:
+        for field_offset, (field, _, code, _, where, unpack, detail, tag_key) in layout.fields:
+            at = pos + field_offset
+            if code == _SCALAR:
+                result[field] = unpack(data, at)[0]
                 continue
-            field_offset = self.scalar("<H", 2, vtable + field.vtable_offset, f"{name} vtable")
-            if field_offset == 0:
+            if code == _BOOL:
+                result[field] = bool(unpack(data, at)[0])
                 continue
-            where = f"{name}.{field.name}"
-            inline_size = 4 if field.kind in ("string", "table", "union", "vector") else \
-                fb_schema.SCALARS[fb_schema.scalar_type(field)][1]
-            if field_offset < 4 or field_offset + inline_size > obj_size:
-                raise self.fail(f"{where} lies outside its table")
-            result[field.name] = self.field(pos + field_offset, field, result, where)
+            target = at + _U32(data, at)[0]  # an offset field: follow it
+            if target + 4 > size:
+                raise self.outside(target, 4, where)
+            if code == _STRING:
+                result[field] = self.string(target, where)
+            elif code == _TABLE:
+                result[field] = self.table(target, detail)
+            elif code == _UNION:
+                tag = result.get(tag_key, 0)
+                member = fb_schema.union_member(detail, tag)
+                if member is None:
+                    raise TosaFormatError(f"{where}: unknown {detail} type tag {tag}")
+                result[field] = self.table(target, member)
+            else:
+                result[field] = self.vector(target, code, where, unpack, detail)
+        if layout.bad is not None:
+            raise self.fail(f"{layout.bad.where} lies outside its table")
         return result
 
-    def field(self, pos: int, field: Field, siblings: Tree, where: str) -> Any:
-        kind = field.kind
-        if kind in ("scalar", "enum", "union_type"):
-            type_name = fb_schema.scalar_type(field)
-            fmt, size = fb_schema.SCALARS[type_name]
-            value = self.scalar(fmt, size, pos, where)
-            return bool(value) if type_name == "bool" else value
-        target = self.indirect(pos, where)
-        if kind == "string":
-            return self.string(target, where)
-        if kind == "table":
-            return self.table(target, field.type)
-        if kind == "union":
-            tag = siblings.get(f"{field.name}_type", 0)
-            member = fb_schema.union_member(field.type, tag)
-            if member is None:
-                raise TosaFormatError(f"{where}: unknown {field.type} type tag {tag}")
-            return self.table(target, member)
-        return self.vector(target, field, where)
-
     def string(self, pos: int, where: str) -> str:
-        length = self.u32(pos, where)
-        self.need(pos + 4, length, where)
+        """The string at ``pos`` (its 4-byte length lies in the buffer)."""
+        length = _U32(self.data, pos)[0]
+        start = pos + 4
+        if start + length > self.size:
+            raise self.outside(start, length, where)
         self.bytes_left -= length
         if self.bytes_left < 0:
-            raise self.fail(f"{where} refers to more data than the buffer can hold")
+            raise self.too_much(where)
         try:
-            return self.data[pos + 4:pos + 4 + length].decode("utf-8")
+            return self.data[start:start + length].decode("utf-8")
         except UnicodeDecodeError:
             raise self.fail(f"{where} is not valid UTF-8") from None
 
-    def vector(self, pos: int, field: Field, where: str) -> Any:
-        count = self.u32(pos, where)
+    def vector(self, pos: int, code: int, where: str, unpack: Any, detail: Any) -> Any:
+        """The vector at ``pos`` (its 4-byte count lies in the buffer) of a field planned
+        as ``code``, ``unpack``, ``detail`` (see :class:`_FieldPlan`)."""
+        data, size = self.data, self.size
+        count = _U32(data, pos)[0]
         start = pos + 4
-        kind = field.element_kind
-        if kind in ("scalar", "enum"):
-            type_name = fb_schema.ENUM_BASE if kind == "enum" else field.type
-            fmt, size = fb_schema.SCALARS[type_name]
-            self.need(start, count * size, where)
-            if size == 1 and type_name in ("ubyte", "uint8"):
-                self.bytes_left -= count
-                if self.bytes_left < 0:
-                    raise self.fail(f"{where} refers to more data than the buffer can hold")
-                return bytes(self.data[start:start + count])
-            self.spend(count, where)
-            values = struct.unpack_from(f"<{count}{fmt[1]}", self.data, start)
+        if code == _BYTES:
+            if start + count > size:
+                raise self.outside(start, count, where)
+            self.bytes_left -= count
+            if self.bytes_left < 0:
+                raise self.too_much(where)
+            return data[start:start + count]
+        if code == _SCALARS:
+            element_size, type_name = detail
+            if start + count * element_size > size:
+                raise self.outside(start, count * element_size, where)
+            self.items_left -= count
+            if self.items_left < 0:
+                raise self.too_much(where)
+            values = _vector_unpacker(count, unpack)(data, start)
             return [bool(v) for v in values] if type_name == "bool" else list(values)
-        self.need(start, count * 4, where)
-        self.spend(count, where)
-        items = []
-        for i in range(count):
-            target = self.indirect(start + 4 * i, f"{where}[{i}]")
-            if kind == "string":
-                items.append(self.string(target, f"{where}[{i}]"))
-            elif kind == "table":
-                items.append(self.table(target, field.type))
-            else:  # pragma: no cover - the TOSA schema has no other vector kinds
-                raise TosaFormatError(f"{where}: vectors of {kind} are not supported")
+        if start + count * 4 > size:
+            raise self.outside(start, count * 4, where)
+        self.items_left -= count
+        if self.items_left < 0:
+            raise self.too_much(where)
+        items: list = []
+        if not count:
+            return items
+        offsets = _vector_unpacker(count, "I")(data, start)
+        if code == _STRINGS:
+            bytes_left = self.bytes_left
+            for i, offset in enumerate(offsets):
+                target = start + 4 * i + offset
+                if target + 4 > size:
+                    raise self.outside(target, 4, f"{where}[{i}]")
+                length = _U32(data, target)[0]
+                target += 4
+                if target + length > size:
+                    raise self.outside(target, length, f"{where}[{i}]")
+                bytes_left -= length
+                if bytes_left < 0:
+                    raise self.too_much(f"{where}[{i}]")
+                try:
+                    items.append(data[target:target + length].decode("utf-8"))
+                except UnicodeDecodeError:
+                    raise self.fail(f"{where}[{i}] is not valid UTF-8") from None
+            self.bytes_left = bytes_left
+        elif code == _TABLES:
+            table = self.table
+            for i, offset in enumerate(offsets):
+                target = start + 4 * i + offset
+                if target + 4 > size:
+                    raise self.outside(target, 4, f"{where}[{i}]")
+                items.append(table(target, detail))
+        else:  # pragma: no cover - the TOSA schema has no other vector kinds
+            self.indirect(start, f"{where}[0]")
+            raise TosaFormatError(f"{where}: vectors of {detail} are not supported")
         return items
 
 

@@ -60,6 +60,10 @@ from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Attribute, Op, attribute_class
 
 
+_INT32_LIMIT = 2 ** 31
+_INT64_LIMIT = 2 ** 63
+
+
 class TensorType(NamedTuple):
     """Shape and element type of a value (what kernels need to know of an operand)."""
 
@@ -68,7 +72,16 @@ class TensorType(NamedTuple):
 
     @property
     def element_count(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        """Product of the dimensions, computed in int64 (as numpy would: it wraps around)."""
+        count = 1
+        for d in self.shape:
+            if type(d) is not int or not -_INT32_LIMIT <= d < _INT32_LIMIT:
+                return int(np.prod(self.shape, dtype=np.int64))
+            count *= d
+        # int64 arithmetic wraps modulo 2**64, so it agrees with the exact product
+        # whenever that fits in int64
+        return count if -_INT64_LIMIT <= count < _INT64_LIMIT else \
+            int(np.prod(self.shape, dtype=np.int64))
 
     @property
     def size_bytes(self) -> int:
@@ -90,8 +103,9 @@ class Tensor:
     block_scale: "BlockScale | None" = None
 
     def __post_init__(self) -> None:
-        self.shape = tuple(int(d) for d in self.shape)
-        self.dtype = DType(self.dtype)
+        self.shape = tuple(map(int, self.shape))
+        if type(self.dtype) is not DType:
+            self.dtype = DType(self.dtype)
 
     @property
     def variable_key(self) -> str:
@@ -144,7 +158,8 @@ class Operator:
     location: str = ""
 
     def __post_init__(self) -> None:
-        self.op = Op(self.op)
+        if type(self.op) is not Op:
+            self.op = Op(self.op)
         self.inputs = list(self.inputs)
         self.outputs = list(self.outputs)
         if self.attribute is None:

@@ -14,7 +14,7 @@ encodings normalized to the IR's form (see :mod:`npu_sim.tosa.ir`).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -89,17 +89,16 @@ def _block(tree: Tree, region: str) -> Block:
     where = f"block {name!r}"
     tensors: dict[str, Tensor] = {}
     for i, t in enumerate(_list(tree, "tensors", where)):
-        tensor = _tensor(t, f"{where}, tensor #{i}")
+        tensor = _tensor(t, where, i)
         if tensor.name in tensors:
             raise TosaFormatError(f"{where}: two tensors are named {tensor.name!r}")
         tensors[tensor.name] = tensor
     for i, s in enumerate(_list(tree, "shapes", where)):
-        tensor = _shape(s, f"{where}, shape #{i}")
+        tensor = _shape(s, where, i)
         if tensor.name in tensors:
             raise TosaFormatError(f"{where}: shape {tensor.name!r} has the name of another tensor")
         tensors[tensor.name] = tensor
-    operators = [_operator(o, f"{where}, operator #{i}")
-                 for i, o in enumerate(_list(tree, "operators", where))]
+    operators = [_operator(o, where, i) for i, o in enumerate(_list(tree, "operators", where))]
     for op in operators:  # zero-element constants carry an empty data vector
         if op.op in (Op.CONST, Op.CONST_SHAPE):
             for out in op.outputs:
@@ -111,60 +110,70 @@ def _block(tree: Tree, region: str) -> Block:
                  list(tree.get("outputs", [])))
 
 
-def _dtype(code: int, where: str) -> DType:
+def _dtype(code: int, where: Callable[[], str]) -> DType:
     try:
         return DType(code)
     except ValueError:
-        raise TosaFormatError(f"{where}: unknown element type code {code}") from None
+        raise TosaFormatError(f"{where()}: unknown element type code {code}") from None
 
 
-def _tensor(tree: Tree, where: str) -> Tensor:
+# Messages name the entry: "block 'main', tensor 'x'". The readers build them only on
+# errors (``where`` arguments are functions returning the text), as most files have none.
+def _entry(block_where: str, kind: str, index: int, name: Any) -> str:
+    prefix = f"{block_where}, {kind} #{index}".split(f", {kind}")[0]
+    return f"{prefix}, {kind} {name!r}"
+
+
+def _tensor(tree: Tree, block_where: str, index: int) -> Tensor:
     name = tree.get("name")
     if not name:
-        raise TosaFormatError(f"{where} has no name")
-    where = f"{where.split(', tensor')[0]}, tensor {name!r}"
-    if tree.get("offset", 0) > 1 or tree.get("size", 0) > 0 or \
-            tree.get("scale_offset", 0) > 0 or tree.get("scale_size", 0) > 0:
-        raise UnsupportedFeatureError(f"{where}: its data is stored outside the flatbuffer "
+        raise TosaFormatError(f"{block_where}, tensor #{index} has no name")
+
+    def where() -> str:
+        return _entry(block_where, "tensor", index, name)
+
+    get = tree.get
+    if get("offset", 0) > 1 or get("size", 0) > 0 or \
+            get("scale_offset", 0) > 0 or get("scale_size", 0) > 0:
+        raise UnsupportedFeatureError(f"{where()}: its data is stored outside the flatbuffer "
                                       "(the >2 GB 'offset'/'size' format), which npu-sim "
                                       "does not read")
-    dtype = _dtype(tree.get("type", 0), where)
-    shape = tuple(tree.get("shape", []))
-    is_unranked = bool(tree.get("is_unranked", False))
+    dtype = _dtype(get("type", 0), where)
+    shape = tuple(get("shape", []))
+    is_unranked = bool(get("is_unranked", False))
     data = None
-    raw = tree.get("data", b"")
+    raw = get("data", b"")
     if raw:
         if is_unranked or any(d < 0 for d in shape):
-            raise TosaFormatError(f"{where}: constant data for a tensor of unknown shape "
+            raise TosaFormatError(f"{where()}: constant data for a tensor of unknown shape "
                                   f"{list(shape)}")
         data = _decode(raw, dtype, shape, where)
     block_scale = None
-    if tree.get("scale_type", 0) or tree.get("scale_data") or tree.get("block_shape", 0):
-        block_scale = BlockScale(_dtype(tree.get("scale_type", 0), where),
-                                 int(tree.get("block_shape", 0)),
-                                 bytes(tree.get("scale_data", b"")))
-    return Tensor(name=name, shape=shape, dtype=dtype, data=data,
-                  variable=bool(tree.get("variable", False)),
-                  variable_name=tree.get("variable_name", ""), is_unranked=is_unranked,
-                  block_scale=block_scale)
+    if get("scale_type", 0) or get("scale_data") or get("block_shape", 0):
+        block_scale = BlockScale(_dtype(get("scale_type", 0), where),
+                                 int(get("block_shape", 0)),
+                                 bytes(get("scale_data", b"")))
+    return Tensor(name, shape, dtype, data, bool(get("variable", False)),
+                  get("variable_name", ""), is_unranked, block_scale)
 
 
-def _decode(raw: bytes, dtype: DType, shape: tuple[int, ...], where: str) -> np.ndarray:
+def _decode(raw: bytes, dtype: DType, shape: tuple[int, ...],
+            where: Callable[[], str]) -> np.ndarray:
     if dtype is DType.UNKNOWN:
-        raise TosaFormatError(f"{where}: constant data of element type UNKNOWN")
+        raise TosaFormatError(f"{where()}: constant data of element type UNKNOWN")
     if not has_numpy_storage(dtype):
         return np.frombuffer(raw, dtype=np.uint8).copy()  # 1.1-draft packed types: raw bytes
     count = math.prod(shape)
     need = dtype.nbytes(count)
     if need > len(raw):
-        raise TosaFormatError(f"{where}: {dtype.name} data of shape {list(shape)} needs "
+        raise TosaFormatError(f"{where()}: {dtype.name} data of shape {list(shape)} needs "
                               f"{need} bytes, the file holds {len(raw)}")
     try:
         return decode(raw, dtype, shape)
     except TosaFormatError as exc:
-        raise TosaFormatError(f"{where}: {exc}") from None
+        raise TosaFormatError(f"{where()}: {exc}") from None
     except (ValueError, TypeError, OverflowError, MemoryError) as exc:
-        raise TosaFormatError(f"{where}: cannot decode its data ({exc})") from None
+        raise TosaFormatError(f"{where()}: cannot decode its data ({exc})") from None
 
 
 def has_numpy_storage(dtype: DType) -> bool:
@@ -176,59 +185,63 @@ def has_numpy_storage(dtype: DType) -> bool:
     return True
 
 
-def _shape(tree: Tree, where: str) -> Tensor:
+def _shape(tree: Tree, block_where: str, index: int) -> Tensor:
     name = tree.get("name")
     if not name:
-        raise TosaFormatError(f"{where} has no name")
+        raise TosaFormatError(f"{block_where}, shape #{index} has no name")
     rank = int(tree.get("rank", 0))
     raw = tree.get("data", b"")
-    data = _decode(raw, DType.SHAPE, (rank,), f"{where.split(', shape')[0]}, shape {name!r}") \
+    data = _decode(raw, DType.SHAPE, (rank,), lambda: _entry(block_where, "shape", index, name)) \
         if raw else None
     return Tensor(name=name, shape=(rank,), dtype=DType.SHAPE, data=data)
 
 
-def _operator(tree: Tree, where: str) -> Operator:
-    code = tree.get("op", 0)
+def _operator(tree: Tree, block_where: str, index: int) -> Operator:
+    get = tree.get
+    code = get("op", 0)
     try:
         op = op_from_code(code)
     except UnknownOperatorError as exc:
-        raise UnknownOperatorError(f"{where}: {exc}") from None
-    inputs = [str(n) for n in tree.get("inputs", [])]
-    outputs = [str(n) for n in tree.get("outputs", [])]
-    location_table = tree.get("location")
+        raise UnknownOperatorError(f"{block_where}, operator #{index}: {exc}") from None
+    inputs = list(map(str, get("inputs", [])))
+    outputs = list(map(str, get("outputs", [])))
+    location_table = get("location")
     location = location_table.get("text", "") if isinstance(location_table, dict) else ""
-    where = f"{where} ({op.name})"
-    tag = tree.get("attribute_type", 0)
+    tag = get("attribute_type", 0)
     expected = attribute_class(op)
     if not tag:
         return Operator(op, inputs, outputs, expected(), location)
+
+    def where() -> str:
+        return f"{block_where}, operator #{index} ({op.name})"
+
     member = fb_schema.union_member("Attribute", tag)
     if member is None:
-        raise TosaFormatError(f"{where}: unknown attribute type tag {tag}")
+        raise TosaFormatError(f"{where()}: unknown attribute type tag {tag}")
     if member == expected.schema_name:
-        return Operator(op, inputs, outputs, _attribute(expected, tree.get("attribute", {}), where),
+        return Operator(op, inputs, outputs, _attribute(expected, get("attribute", {}), where),
                         location)
     if op == Op.IDENTITY and member in _VARIABLE_ATTRIBUTES:
         # tosa-opt's encoding of tosa.variable_read / tosa.variable_write
         if len(inputs) != 1 or len(outputs) != 1:
-            raise TosaFormatError(f"{where}: a variable access needs one input and one output")
+            raise TosaFormatError(f"{where()}: a variable access needs one input and one output")
         target = _VARIABLE_ATTRIBUTES[member]
         if target == Op.VARIABLE_READ:
             return Operator(target, inputs, outputs, attribute_class(target)(), location)
         return Operator(target, [outputs[0], inputs[0]], [], attribute_class(target)(), location)
-    raise TosaFormatError(f"{where}: carries a {member}, expected {expected.schema_name}")
+    raise TosaFormatError(f"{where()}: carries a {member}, expected {expected.schema_name}")
 
 
-def _attribute(cls: type[Attribute], tree: Tree, where: str) -> Attribute:
+def _attribute(cls: type[Attribute], tree: Tree, where: Callable[[], str]) -> Attribute:
     values = {}
-    for name, kind in cls.field_kinds.items():
+    for name in cls.field_kinds:
         if name in tree:
             value = tree[name]
             values[name] = tuple(value) if isinstance(value, list) else value
     try:
         return cls(**values)
     except GraphValidationError as exc:
-        raise TosaFormatError(f"{where}: {exc}") from None
+        raise TosaFormatError(f"{where()}: {exc}") from None
 
 
 # --- variables ------------------------------------------------------------------

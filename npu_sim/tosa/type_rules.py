@@ -193,7 +193,7 @@ def _shape_values(values: list, index: int, n: int | None, what: str) -> list[in
     value = values[index] if index < len(values) else None
     if value is None:
         return None
-    flat = [int(v) for v in np.asarray(value).reshape(-1)]
+    flat = [int(v) for v in np.asarray(value).reshape(-1).tolist()]
     if n is not None:
         _require(len(flat) == n, f"{what} must hold {n} values, holds {len(flat)}")
     return flat
@@ -205,7 +205,7 @@ def _reshape(attr, ins, values):
     if new is None:
         return [(None, ins[0].dtype)]
     _require(all(d >= 0 for d in new), f"new shape {new} has a negative dimension")
-    _require(int(np.prod(new, dtype=np.int64)) == ins[0].element_count,
+    _require(TensorType(tuple(new), ins[0].dtype).element_count == ins[0].element_count,
              f"new shape {new} does not hold the {ins[0].element_count} elements of "
              f"{list(ins[0].shape)}")
     return [(tuple(new), ins[0].dtype)]

@@ -25,14 +25,20 @@ and other valid-but-unimplemented features, with UnsupportedFeatureError.
 
 from __future__ import annotations
 
+from functools import cache
+from typing import NamedTuple
+
 import numpy as np
 
 from npu_sim.errors import GraphValidationError, UnsupportedFeatureError
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import Block, Graph, Operator, TensorType
 from npu_sim.tosa.ops import ARITY, TOSA_1_0_OPS, Op, attribute_class
-from npu_sim.tosa.profiles import describe_binding, operator_requirements, type_binding
+from npu_sim.tosa.profiles import describe_binding, supported_rows, type_binding
 from npu_sim.tosa.type_rules import RuleViolation, expected_outputs
+
+#: element types TOSA 1.0 defines (DType.is_tosa_1_0, as a set for the per-operand checks)
+_TOSA_1_0_DTYPES = frozenset(d for d in DType if d.is_tosa_1_0)
 
 
 def validate(graph: Graph) -> None:
@@ -118,6 +124,7 @@ def _check_block(graph: Graph, block: Block) -> None:
 
     _check_no_cycle(block, producers)
 
+    facts = _BlockFacts.of(block)
     available = set(block.inputs)
     available.update(n for n, t in tensors.items() if t.variable)
     available.update(n for n, t in tensors.items() if t.data is not None and n not in producers)
@@ -133,40 +140,43 @@ def _check_block(graph: Graph, block: Block) -> None:
                                            "produced (not a block input, constant or operator "
                                            "output)")
         available.update(op.outputs)
-        _check_types(graph, block, op)
+        _check_types(graph, block, op, facts)
     for name in block.outputs:
         if name not in available:
             raise GraphValidationError(f"{_where(block)}: output {name!r} is never produced")
 
 
 def _check_operator_form(graph: Graph, block: Block, op: Operator) -> None:
-    where = _where(block, op)
     if op.op == Op.VARIABLE:
-        raise GraphValidationError(f"{where}: the IR declares variables as variable tensors "
-                                   "(Tensor.variable), not with VARIABLE operators")
+        raise GraphValidationError(f"{_where(block, op)}: the IR declares variables as variable "
+                                   "tensors (Tensor.variable), not with VARIABLE operators")
     arity = ARITY.get(op.op)
     if arity is not None:
         lo_in, hi_in, lo_out, hi_out = arity
         if not (lo_in <= len(op.inputs) and (hi_in is None or len(op.inputs) <= hi_in)):
-            raise GraphValidationError(f"{where}: takes {_count(lo_in, hi_in)} input(s), "
-                                       f"has {len(op.inputs)}")
+            raise GraphValidationError(f"{_where(block, op)}: takes {_count(lo_in, hi_in)} "
+                                       f"input(s), has {len(op.inputs)}")
         if not (lo_out <= len(op.outputs) and (hi_out is None or len(op.outputs) <= hi_out)):
-            raise GraphValidationError(f"{where}: produces {_count(lo_out, hi_out)} output(s), "
+            raise GraphValidationError(f"{_where(block, op)}: produces "
+                                       f"{_count(lo_out, hi_out)} output(s), "
                                        f"has {len(op.outputs)}")
     expected = attribute_class(op.op)
     if not isinstance(op.attribute, expected):
-        raise GraphValidationError(f"{where}: attribute is {type(op.attribute).__name__}, "
-                                   f"expected {expected.__name__}")
+        raise GraphValidationError(f"{_where(block, op)}: attribute is "
+                                   f"{type(op.attribute).__name__}, expected {expected.__name__}")
+    tensors = block.tensors
+    accesses_variable = op.op in (Op.VARIABLE_READ, Op.VARIABLE_WRITE)
     for index, name in enumerate(op.inputs):
-        is_variable_operand = op.op in (Op.VARIABLE_READ, Op.VARIABLE_WRITE) and index == 0
-        if is_variable_operand and not block.tensors[name].variable:
-            raise GraphValidationError(f"{where}: {name!r} is not a variable tensor")
-        if block.tensors[name].variable and not is_variable_operand:
-            raise GraphValidationError(f"{where}: reads variable {name!r} directly "
+        is_variable_operand = accesses_variable and index == 0
+        variable = tensors[name].variable
+        if is_variable_operand and not variable:
+            raise GraphValidationError(f"{_where(block, op)}: {name!r} is not a variable tensor")
+        if variable and not is_variable_operand:
+            raise GraphValidationError(f"{_where(block, op)}: reads variable {name!r} directly "
                                        "(use VARIABLE_READ)")
     for name in op.outputs:
-        if block.tensors[name].variable:
-            raise GraphValidationError(f"{where}: writes variable {name!r} directly "
+        if tensors[name].variable:
+            raise GraphValidationError(f"{_where(block, op)}: writes variable {name!r} directly "
                                        "(use VARIABLE_WRITE)")
 
 
@@ -179,6 +189,9 @@ def _count(lo: int, hi: int | None) -> str:
 def _check_no_cycle(block: Block, producers: dict[str, Operator]) -> None:
     """Depth-first search over operator -> producer-of-input edges (variables excluded)."""
     index = {id(op): i for i, op in enumerate(block.operators)}
+    if all(index[id(producers[name])] < i for i, op in enumerate(block.operators)
+           for name in op.inputs if name in producers):
+        return  # every operand is produced by an earlier operator: no cycle possible
     state = [0] * len(block.operators)  # 0 new, 1 on stack, 2 done
     for start in range(len(block.operators)):
         if state[start]:
@@ -208,66 +221,112 @@ def _check_no_cycle(block: Block, producers: dict[str, Operator]) -> None:
                 path.pop()
 
 
-def _shape_values(block: Block, names: list[str]) -> list[np.ndarray | None]:
-    values = []
-    for name in names:
-        tensor = block.tensors[name]
-        values.append(tensor.data if tensor.dtype is DType.SHAPE and tensor.data is not None
-                      else None)
-    return values
+class _BlockFacts(NamedTuple):
+    """What the type checks of a block's operators look up, worked out once per block."""
+
+    #: tensor name -> its TensorType
+    types: dict[str, TensorType]
+    #: names of the unranked or dynamically shaped tensors
+    dynamic: frozenset[str]
+    #: names of the tensors of element types TOSA 1.0 does not define
+    draft: frozenset[str]
+    #: (op, attribute, input and output element types) -> does a profile support it?
+    supported: dict[tuple, bool]
+
+    @staticmethod
+    def of(block: Block) -> "_BlockFacts":
+        tensors = block.tensors.items()
+        return _BlockFacts(
+            types={n: TensorType(t.shape, t.dtype) for n, t in tensors},
+            dynamic=frozenset(n for n, t in tensors
+                              if t.is_unranked or any(d < 0 for d in t.shape)),
+            draft=frozenset(n for n, t in tensors if t.dtype not in _TOSA_1_0_DTYPES),
+            supported={})
 
 
-def _check_types(graph: Graph, block: Block, op: Operator) -> None:
-    where = _where(block, op)
-    in_types = [block.tensors[n].type for n in op.inputs]
-    out_types = [block.tensors[n].type for n in op.outputs]
-    if op.op in (Op.COND_IF, Op.WHILE_LOOP):
-        _check_control_flow(graph, block, op, in_types, out_types)
-        return
+def _check_types(graph: Graph, block: Block, op: Operator, facts: _BlockFacts) -> None:
+    tensors = block.tensors
     if op.op in (Op.CONST, Op.CONST_SHAPE):
-        tensor = block.tensors[op.outputs[0]]
+        tensor = tensors[op.outputs[0]]
         if (op.op == Op.CONST_SHAPE) != (tensor.dtype is DType.SHAPE):
-            raise GraphValidationError(f"{where}: {op.op.name} cannot produce a "
+            raise GraphValidationError(f"{_where(block, op)}: {op.op.name} cannot produce a "
                                        f"{tensor.dtype.name} tensor")
         if tensor.data is None:
-            raise GraphValidationError(f"{where}: constant {tensor.name!r} has no data")
-        if np.asarray(tensor.data).size != tensor.element_count and tensor.dtype.is_tosa_1_0:
-            raise GraphValidationError(f"{where}: constant {tensor.name!r} holds "
+            raise GraphValidationError(f"{_where(block, op)}: constant {tensor.name!r} has no "
+                                       "data")
+        if np.asarray(tensor.data).size != tensor.element_count and \
+                tensor.dtype in _TOSA_1_0_DTYPES:
+            raise GraphValidationError(f"{_where(block, op)}: constant {tensor.name!r} holds "
                                        f"{np.asarray(tensor.data).size} element(s), its shape "
                                        f"{list(tensor.shape)} needs {tensor.element_count}")
         return
+    types = facts.types
+    in_types = [types[n] for n in op.inputs]
+    out_types = [types[n] for n in op.outputs]
+    if op.op in (Op.COND_IF, Op.WHILE_LOOP):
+        _check_control_flow(graph, block, op, in_types, out_types)
+        return
     if op.op in (Op.VARIABLE_READ, Op.VARIABLE_WRITE):
-        variable = block.tensors[op.inputs[0]]
+        variable = tensors[op.inputs[0]]
         value = out_types[0] if op.op == Op.VARIABLE_READ else in_types[1]
         if value != variable.type:
-            raise GraphValidationError(f"{where}: value {value.dtype.name}{list(value.shape)} "
+            raise GraphValidationError(f"{_where(block, op)}: value "
+                                       f"{value.dtype.name}{list(value.shape)} "
                                        f"does not match variable {variable.variable_key!r} "
                                        f"({variable.dtype.name}{list(variable.shape)})")
         return
-    if any(t.is_unranked or any(d < 0 for d in t.shape)
-           for t in (block.tensors[n] for n in [*op.inputs, *op.outputs])):
+    operands = (*op.inputs, *op.outputs)
+    if facts.dynamic and any(n in facts.dynamic for n in operands):
         return  # dynamic shapes (1.1 draft): no static rule applies
     try:
         expected = expected_outputs(op.op, op.attribute, in_types,
-                                    _shape_values(block, op.inputs))
+                                    [tensors[n].data if t.dtype is DType.SHAPE else None
+                                     for n, t in zip(op.inputs, in_types)])
     except RuleViolation as exc:
-        raise GraphValidationError(f"{where}: {exc}") from None
+        raise GraphValidationError(f"{_where(block, op)}: {exc}") from None
     if expected is not None:
         for name, got, (shape, dtype) in zip(op.outputs, out_types, expected):
             if shape is not None and tuple(shape) != got.shape:
-                raise GraphValidationError(f"{where}: output {name!r} has shape {list(got.shape)}, "
-                                           f"the specification gives {list(shape)}")
+                raise GraphValidationError(f"{_where(block, op)}: output {name!r} has shape "
+                                           f"{list(got.shape)}, the specification gives "
+                                           f"{list(shape)}")
             if dtype is not None and dtype != got.dtype:
-                raise GraphValidationError(f"{where}: output {name!r} is {got.dtype.name}, "
-                                           f"the specification gives {dtype.name}")
-    types = [block.tensors[n].dtype for n in [*op.inputs, *op.outputs]]
-    if op.op in TOSA_1_0_OPS and all(d.is_tosa_1_0 for d in types):
-        if operator_requirements(block, op) is None:
-            binding = type_binding(block, op)
-            detail = describe_binding(binding) if binding is not None else \
-                "operand element types contradict each other"
-            raise GraphValidationError(f"{where}: no TOSA 1.0 profile supports this element "
-                                       f"type combination ({detail})")
+                raise GraphValidationError(f"{_where(block, op)}: output {name!r} is "
+                                           f"{got.dtype.name}, the specification gives "
+                                           f"{dtype.name}")
+    if op.op in TOSA_1_0_OPS and not (facts.draft and any(n in facts.draft for n in operands)):
+        _check_profile_support(block, op, in_types, out_types, facts.supported)
+
+
+def _check_profile_support(block: Block, op: Operator, in_types: list[TensorType],
+                           out_types: list[TensorType], known: dict[tuple, bool]) -> None:
+    """Some typesupport row of the specification covers the operator's element types.
+
+    This is what ``profiles.operator_requirements(block, op) is None`` says, without its
+    scan of the block's constants (which only adds EXT-DYNAMIC to a supported row).
+    The answer depends only on the operator, its attribute and its operands' element
+    types (``type_binding`` reads no more), so ``known`` keeps it for repeats.
+    """
+    key = (op.op, op.attribute, tuple(t.dtype for t in in_types),
+           tuple(t.dtype for t in out_types))
+    supported = known.get(key)
+    if supported is None:
+        binding = type_binding(block, op)
+        supported = known[key] = binding is not None and \
+            _any_row_supports(op.op, tuple(binding.items()))
+    if not supported:
+        binding = type_binding(block, op)
+        detail = describe_binding(binding) if binding is not None else \
+            "operand element types contradict each other"
+        raise GraphValidationError(f"{_where(block, op)}: no TOSA 1.0 profile supports "
+                                   f"this element type combination ({detail})")
+
+
+@cache
+def _any_row_supports(op: Op, binding: tuple[tuple[str, DType], ...]) -> bool:
+    """True if some typesupport row of the specification covers ``binding`` (cached: the
+    tables are constant and a graph repeats few combinations)."""
+    return bool(supported_rows(op, dict(binding)))
 
 
 def _types(block: Block, names: list[str]) -> list[TensorType]:

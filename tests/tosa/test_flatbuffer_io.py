@@ -480,3 +480,47 @@ def test_reads_branch_blocks_in_the_main_region_as_the_readme_lays_them_out():
                                   2 * x_value)
     np.testing.assert_array_equal(tt.run_reference(ours, [np.array([False]), x_value])[0],
                                   [0, 0, 0, 0])
+
+
+# --- tables sharing a vtable --------------------------------------------------------------
+def _two_op_tree(first: tuple[Op, str, dict], second: tuple[Op, str, dict]) -> dict:
+    from npu_sim.tosa.fb_schema import union_tag
+    operators = [{"op": int(op), "attribute_type": union_tag("Attribute", table), "attribute": attr,
+                  "inputs": ["a"], "outputs": [f"out{i}"]}
+                 for i, (op, table, attr) in enumerate((first, second))]
+    return {"version": {"_major": 1, "_minor": 0, "_patch": 0, "_draft": False},
+            "regions": [{"name": "main", "blocks": [{"name": "main", "operators": operators}]}]}
+
+
+def _vtables(data: bytes) -> dict[str, set[int]]:
+    """Table type -> positions of the vtables its tables use (the reader's own bookkeeping)."""
+    from npu_sim.tosa.flatbuffer_io import _Reader
+    reader = _Reader(data)
+    reader.table(reader.indirect(0, "root"), "TosaGraph")
+    found: dict[str, set[int]] = {}
+    for vtable, table in reader.layouts:
+        found.setdefault(table, set()).add(vtable)
+    return found
+
+
+def test_tables_of_different_types_sharing_a_vtable_keep_their_own_fields():
+    # both attributes are two strings in slots 0 and 1: flatbuffers writes one vtable for them
+    data = write_tree(_two_op_tree(
+        (Op.COND_IF, "CondIfAttribute", {"then_graph": "t", "else_graph": "e"}),
+        (Op.WHILE_LOOP, "WhileLoopAttribute", {"cond_graph": "c", "body_graph": "b"})))
+    vtables = _vtables(data)
+    assert vtables["CondIfAttribute"] == vtables["WhileLoopAttribute"]
+    ops = read_tree(data)["regions"][0]["blocks"][0]["operators"]
+    assert [op["attribute"] for op in ops] == [{"then_graph": "t", "else_graph": "e"},
+                                               {"cond_graph": "c", "body_graph": "b"}]
+
+
+def test_a_field_outside_its_table_is_reported_for_every_table_of_a_shared_vtable():
+    tree = _two_op_tree((Op.CONST, "ConstAttribute", {}), (Op.CONST, "ConstAttribute", {}))
+    data = bytearray(write_tree(tree))
+    (vtable,) = _vtables(bytes(data))["TosaOperator"]  # both operators use one vtable
+    assert read_tree(bytes(data))["regions"][0]["blocks"][0]["operators"][1]["outputs"] == ["out1"]
+    data[vtable + 2:vtable + 4] = (4).to_bytes(2, "little")  # the table size: no room for fields
+    with pytest.raises(TosaFormatError, match=r"^corrupt or truncated TOSA flatbuffer: "
+                                              r"TosaOperator\.op lies outside its table$"):
+        read_tree(bytes(data))

@@ -71,3 +71,24 @@ def test_validates_on_load(tmp_path):
     assert load_graph(path, validate=False).main.operators[-1].inputs[0] == "ghost"
     with pytest.raises(GraphValidationError):
         save_graph(g, tmp_path / "again.tosa")
+
+
+def test_loading_time_grows_linearly_with_the_graph(tmp_path):
+    """4000 operators load well within a second (validation once spent time quadratic in
+    the operator count: every operator rescanned all the block's constants)."""
+    import time
+
+    b = GraphBuilder()
+    value = b.input("x", (1, 8), DType.INT32)
+    for i in range(2000):
+        value = b.op(Op.ADD, [value, b.const(None, np.full((1, 8), i, np.int32))])
+    b.output(value)
+    path = tmp_path / "chain.tosa"
+    path.write_bytes(write_graph(b.build(validate=False)))
+    seconds = []
+    for _ in range(2):
+        start = time.perf_counter()
+        graph = load_graph(path)
+        seconds.append(time.perf_counter() - start)
+    assert len(graph.main.operators) == 4000
+    assert min(seconds) < 1.0, seconds

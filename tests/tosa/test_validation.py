@@ -264,3 +264,47 @@ def test_dynamic_shapes_are_not_supported():
     validate(g)  # no static rule applies to it
     with pytest.raises(UnsupportedFeatureError, match="dynamic shape"):
         check_supported(g)
+
+
+def test_profile_check_tells_apart_operators_that_differ_only_in_their_attribute():
+    """Two CONV2D with the same element types: only the one whose acc_type no row allows fails
+    (validation remembers supported combinations; the attribute is part of what it remembers)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 4, 2), DType.INT8)
+    w = b.const("w", np.zeros((2, 1, 1, 2), np.int8))
+    bias = b.const("bias", np.zeros(2, np.int32))
+    zp = b.const("zp", 0, DType.INT8)
+    conv = dict(pad=(0, 0, 0, 0), stride=(1, 1), dilation=(1, 1))
+    first = b.op(Op.CONV2D, [x, w, bias, zp, zp], (1, 4, 4, 2), DType.INT32, name="ok",
+                 acc_type=DType.INT32, **conv)
+    second = b.op(Op.CONV2D, [x, w, bias, zp, zp], (1, 4, 4, 2), DType.INT32, name="bad",
+                  acc_type=DType.INT48, **conv)
+    b.output(first, second)
+    g = b.build(validate=False)
+    with pytest.raises(GraphValidationError, match=r"CONV2D\(bad\): no TOSA 1.0 profile "
+                                                   r"supports.*acc_t=INT48"):
+        validate(g)
+    g.main.operators.pop()  # without the second convolution the graph is valid
+    g.main.outputs.remove("bad")
+    del g.main.tensors["bad"]
+    validate(g)
+
+
+def test_operator_cycle_through_a_later_operator_is_found_in_any_order():
+    """Operators in dependency order need no cycle search; any other order still gets one."""
+    g = _add_graph()
+    ops = g.main.operators
+    ops[1].inputs[1] = "z"  # y = x + z, z = y + x: a cycle
+    ops[1], ops[2] = ops[2], ops[1]  # listed z first
+    with pytest.raises(GraphValidationError, match=r"operator cycle ADD\(z\) -> ADD\(y\) -> "
+                                                   r"ADD\(z\)"):
+        validate(g)
+
+
+def test_operator_listed_before_its_producer_is_named():
+    g = _add_graph()
+    ops = g.main.operators
+    ops[1], ops[2] = ops[2], ops[1]  # z = y + x listed before y = x + c
+    with pytest.raises(GraphValidationError, match=r"ADD\(z\): uses tensor 'y' before ADD\(y\) "
+                                                   "produces it"):
+        validate(g)
