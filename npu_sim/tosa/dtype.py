@@ -27,6 +27,7 @@ The simulator's memories use the same layout.
 
 from __future__ import annotations
 
+import math
 import sys
 from enum import IntEnum
 
@@ -158,8 +159,9 @@ def encode(array: np.ndarray, dtype: DType) -> bytes:
 
 def decode(data: bytes | memoryview | np.ndarray, dtype: DType, shape: tuple[int, ...]) -> np.ndarray:
     """Array of ``shape`` decoded from the TOSA byte layout; raises on a size mismatch."""
-    count = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
-    raw = np.frombuffer(bytes(data), dtype=np.uint8)
+    count = math.prod(shape)
+    contiguous = isinstance(data, (bytes, bytearray)) or (isinstance(data, memoryview) and data.contiguous)
+    raw = np.frombuffer(data if contiguous else bytes(data), dtype=np.uint8)   # every result below is a copy
     need = dtype.nbytes(count)
     if raw.size < need:
         raise TosaFormatError(

@@ -92,8 +92,11 @@ def describe_binding(binding: dict[str, DType]) -> str:
     return ", ".join(f"{var}={dtype.name}" for var, dtype in binding.items()) or "no typed operands"
 
 
-def operator_requirements(block: Block, op: Operator) -> list[frozenset[str]] | None:
-    """Alternative requirement sets for one operator; None if no row supports it."""
+def operator_requirements(block: Block, op: Operator,
+                          constants: set[str] | None = None) -> list[frozenset[str]] | None:
+    """Alternative requirement sets for one operator; None if no row supports it.
+
+    ``constants``: :func:`block_constants` of ``block``, if the caller has it already."""
     binding = type_binding(block, op)
     if binding is None:
         return None
@@ -110,7 +113,8 @@ def operator_requirements(block: Block, op: Operator) -> list[frozenset[str]] | 
             extra.add(ext)
     table = spec.OPERATORS[op.op.name]
     inputs, _ = _spec_operands(op)
-    constants = block_constants(block)
+    if constants is None:
+        constants = block_constants(block)
     for index in table["ctc_inputs"]:
         if index < len(inputs) and inputs[index] not in constants:
             extra.add("EXT-DYNAMIC")
@@ -137,11 +141,12 @@ def required_profiles(graph: Graph) -> ProfileReport:
     choices: list[tuple[list[frozenset[str]], str]] = []
     draft, unsupported = set(), []
     for block in graph.blocks():
+        constants = block_constants(block)
         for op in block.operators:
             if op.op not in TOSA_1_0_OPS:
                 draft.add(op.op.name)
                 continue
-            alternatives = operator_requirements(block, op)
+            alternatives = operator_requirements(block, op, constants)
             binding = type_binding(block, op)
             if alternatives is None:
                 detail = describe_binding(binding) if binding is not None else "inconsistent types"
