@@ -17,10 +17,11 @@ from npu_sim.reference.elementwise import (
     check_types,
     nan_mode_of,
     same_window,
+    unary_checks,
 )
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
-from npu_sim.reference.kernel_util import as_output
-from npu_sim.reference.numerics import decode_scalar, round_to_float
+from npu_sim.reference.kernel_util import as_output, checked_once
+from npu_sim.reference.numerics import clip_int, decode_scalar, round_to_float
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, NanPropagationMode, Op
@@ -31,10 +32,13 @@ _ERFC_FRACTION_TERMS = 50
 
 
 # --------------------------------------------------------------------------- CLAMP
-@register(Op.CLAMP, window=same_window)
-def clamp(args: KernelArgs) -> list[np.ndarray]:
-    """Clip to [min_val, max_val] (attribute bytes in the input type); NaN per nan_mode."""
-    dtype = check_types(args, frozenset({DType.INT8, DType.INT16}) | FP_TYPES, 1)
+_CLAMP_TYPES = frozenset({DType.INT8, DType.INT16}) | FP_TYPES
+
+
+@checked_once
+def _clamp_checks(args: KernelArgs) -> tuple[DType, NanPropagationMode, np.generic, np.generic]:
+    """Every ERROR_IF of CLAMP (none reads the data; memoized per signature) and its bounds."""
+    dtype = check_types(args, _CLAMP_TYPES, 1)
     check_same_shape(args)
     mode = nan_mode_of(args)
     try:
@@ -42,17 +46,26 @@ def clamp(args: KernelArgs) -> list[np.ndarray]:
         hi = decode_scalar(args.attribute.max_val, dtype)
     except Exception as exc:  # too few bytes
         raise args.fail(f"min_val/max_val do not hold a {dtype.name} value ({exc})") from None
-    x = args.inputs[0]
     if dtype in FP_TYPES:
         lo32, hi32 = np.float32(lo), np.float32(hi)
         args.require(not (np.isnan(lo32) or np.isnan(hi32)), "ERROR_IF(isNaN(min_val) || isNaN(max_val))")
         args.require(not hi32 < lo32, "ERROR_IF(max_val < min_val)")
-        x32 = np.asarray(x).astype(np.float32)
-        out = np.clip(x32, lo32, hi32)  # exact; NaN propagates
-        if mode == NanPropagationMode.IGNORE:
-            out = np.where(np.isnan(x32), lo32, out)  # max(NaN, min) -> min, then min(min, max)
-        return [as_output(args, round_to_float(out, dtype))]
+        return dtype, mode, lo32, hi32
     args.require(int(hi) >= int(lo), "ERROR_IF(max_val < min_val)")
+    return dtype, mode, lo, hi
+
+
+@register(Op.CLAMP, window=same_window)
+def clamp(args: KernelArgs) -> list[np.ndarray]:
+    """Clip to [min_val, max_val] (attribute bytes in the input type); NaN per nan_mode."""
+    dtype, mode, lo, hi = _clamp_checks(args)  # float32 bounds for the float types
+    x = args.inputs[0]
+    if dtype in FP_TYPES:
+        x32 = np.asarray(x).astype(np.float32)
+        out = np.clip(x32, lo, hi)  # exact; NaN propagates
+        if mode == NanPropagationMode.IGNORE:
+            out = np.where(np.isnan(x32), lo, out)  # max(NaN, min) -> min, then min(min, max)
+        return [as_output(args, round_to_float(out, dtype))]
     return [as_output(args, np.clip(x, lo, hi))]
 
 
@@ -97,8 +110,7 @@ _FP_ACTIVATIONS = {Op.ERF: erf64, Op.SIGMOID: _sigmoid64, Op.TANH: np.tanh}
 
 @register(*_FP_ACTIVATIONS, window=same_window)
 def fp_activation(args: KernelArgs) -> list[np.ndarray]:
-    dtype = check_types(args, FP_TYPES, 1)
-    check_same_shape(args)
+    dtype = unary_checks(args, FP_TYPES)
     with np.errstate(all="ignore"):
         values = _FP_ACTIVATIONS[args.op](np.asarray(args.inputs[0]).astype(np.float64))
         return [as_output(args, round_to_float(values, dtype))]
@@ -113,7 +125,7 @@ def table_window(attribute: Attribute, input_types: Sequence[TensorType],
 
 def apply_lookup_s(table: np.ndarray, value: np.ndarray, require=None) -> np.ndarray:
     """The spec's 513-entry int16 lookup with 7-bit interpolation: int32 (16.7) results."""
-    v = np.clip(np.asarray(value).astype(np.int64), -32768, 32767)
+    v = clip_int(np.asarray(value).astype(np.int64), -32768, 32767)
     index = (v + 32768) >> 7
     fraction = v & 0x7F
     t = np.asarray(table).astype(np.int64)
@@ -125,9 +137,9 @@ def apply_lookup_s(table: np.ndarray, value: np.ndarray, require=None) -> np.nda
     return ((base << 7) + slope * fraction).astype(np.int32)
 
 
-@register(Op.TABLE, window=table_window)
-def table(args: KernelArgs) -> list[np.ndarray]:
-    """TABLE: int8 -> table[value + 128]; int16 -> interpolated 16.7 value in int32."""
+@checked_once
+def _table_checks(args: KernelArgs) -> DType:
+    """TABLE's ERROR_IFs/REQUIREs on types and shapes (memoized per signature)."""
     dtype = args.input_types[0].dtype
     args.require(dtype in (DType.INT8, DType.INT16), f"{dtype.name} is not a supported input type")
     size, out_dtype = (256, DType.INT8) if dtype is DType.INT8 else (513, DType.INT32)
@@ -135,6 +147,13 @@ def table(args: KernelArgs) -> list[np.ndarray]:
     args.require(args.output_types[0].dtype is out_dtype, f"output type must be {out_dtype.name}")
     check_same_shape(args)
     args.require(tuple(args.input_types[1].shape) == (size,), f"REQUIRE(length(table) == {size})")
+    return dtype
+
+
+@register(Op.TABLE, window=table_window)
+def table(args: KernelArgs) -> list[np.ndarray]:
+    """TABLE: int8 -> table[value + 128]; int16 -> interpolated 16.7 value in int32."""
+    dtype = _table_checks(args)
     x, lut = args.inputs[0], np.asarray(args.inputs[1]).reshape(-1)
     if dtype is DType.INT8:
         return [as_output(args, lut[np.asarray(x).astype(np.int64) + 128])]

@@ -27,13 +27,15 @@ positions. Multiplies in the padding area are skipped (the spec's
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
-from npu_sim.reference.kernel_util import input_offset, output_region
+from npu_sim.reference.kernel_util import checked_once, input_offset, output_region
+from npu_sim.reference.numerics import int_bounds, signed_range
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, Op
@@ -63,6 +65,7 @@ MATMUL_TYPES: frozenset[tuple[DType, DType]] = frozenset({
 # Exact-integer capacity of float32 / float64 significands.
 _F32_EXACT = 1 << 24
 _F64_EXACT = 1 << 53
+_I32_LIMIT = 1 << 31
 # Elements per int64 temporary in the checked (overflow-proving) path.
 _CHECKED_CHUNK_ELEMENTS = 1 << 22
 
@@ -250,6 +253,26 @@ def _max_abs_minus(values: np.ndarray, zp: int) -> int:
     return max(abs(int(values.min()) - zp), abs(int(values.max()) - zp))
 
 
+def _storage_max_abs_minus(values: np.ndarray, zp: int) -> int | None:
+    """An upper bound of max |values - zp| from the storage dtype alone (None if not an integer dtype)."""
+    known = int_bounds(values.dtype)
+    return None if known is None else max(abs(known[0] - zp), abs(known[1] - zp))
+
+
+def _int_compute_dtype(reduction: int, x: np.ndarray, x_zp: int, w: np.ndarray, w_zp: int,
+                       acc_t: DType) -> np.dtype | None:
+    """``_compute_dtype`` of the bound reduction * max|x - x_zp| * max|w - w_zp|.
+
+    When the storage dtypes alone bound it below float32's exact range (and the
+    accumulator's), the exact magnitudes would choose float32 too: they are not scanned.
+    """
+    acc_limit = 1 << (acc_t.bits - 1)
+    x_max, w_max = _storage_max_abs_minus(x, x_zp), _storage_max_abs_minus(w, w_zp)
+    if x_max is not None and w_max is not None and reduction * x_max * w_max < min(_F32_EXACT, acc_limit):
+        return np.dtype(np.float32)
+    return _compute_dtype(reduction * _max_abs_minus(x, x_zp) * _max_abs_minus(w, w_zp), acc_limit)
+
+
 def _im2col_conv(x: np.ndarray, w: np.ndarray, input_zp: int, weight_zp: int, axes: Sequence[Axis],
                  spatial_region: Region, spatial_offsets: Sequence[int], ctype: np.dtype) -> np.ndarray:
     """Exact integer forward convolution as one GEMM per chunk of output rows (im2col).
@@ -261,8 +284,17 @@ def _im2col_conv(x: np.ndarray, w: np.ndarray, input_zp: int, weight_zp: int, ax
     n, ic, oc = x.shape[0], x.shape[-1], w.shape[0]
     out_sizes = [o1 - o0 for o0, o1 in spatial_region]
     w_matrix = (w.reshape(oc, -1).astype(ctype) - weight_zp).T.copy()        # [K*IC, OC]
+    if all(a.kernel == 1 and a.pad == 0 and o1 > o0 and (o1 - 1) * a.stride < a.in_size
+           for a, (o0, o1) in zip(axes, spatial_region)):
+        # 1x1 kernel reading no padding: output o reads input o * stride, no im2col block needed.
+        src = (slice(None),) + tuple(slice(o0 * a.stride - off, (o1 - 1) * a.stride + 1 - off, a.stride)
+                                     for a, (o0, o1), off in zip(axes, spatial_region, spatial_offsets))
+        columns = x[src].reshape(-1, ic).astype(ctype)
+        if input_zp:
+            columns -= input_zp
+        return (columns @ w_matrix).reshape(n, *out_sizes, oc).astype(np.int64)
     acc = np.empty((n, *out_sizes, oc), dtype=np.int64)
-    rows_per_chunk = max(1, (1 << 23) // max(1, w_matrix.shape[0] * n * int(np.prod(out_sizes[1:]))))
+    rows_per_chunk = max(1, (1 << 23) // max(1, w_matrix.shape[0] * n * math.prod(out_sizes[1:])))
     for r0 in range(0, out_sizes[0], rows_per_chunk):
         r1 = min(out_sizes[0], r0 + rows_per_chunk)
         region = [(spatial_region[0][0] + r0, spatial_region[0][0] + r1), *spatial_region[1:]]
@@ -346,7 +378,7 @@ class _IntAccumulator:
 def _int_output(args: KernelArgs, acc: np.ndarray, bias: np.ndarray, out_t: DType) -> np.ndarray:
     """out = static_cast<out_t>(acc) + bias, with apply_add_s's REQUIRE on the range."""
     out = acc + bias.astype(np.int64)
-    lo, hi = out_t.int_range
+    lo, hi = signed_range(out_t)
     if out.size and (out.min() < lo or out.max() > hi):
         raise args.fail(f"bias addition overflows {out_t.name}: apply_add_s REQUIRE")
     return out.astype(out_t.numpy_dtype)
@@ -383,9 +415,10 @@ def _as_f32(a: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- region helpers
 def _bias_slice(args: KernelArgs, c0: int, c1: int) -> np.ndarray:
+    """The bias of output channels [c0, c1); a [1] bias stays [1] (it broadcasts over them)."""
     bias = np.asarray(args.inputs[2]).reshape(-1)
     if args.input_types[2].shape[0] == 1:
-        return np.broadcast_to(bias[:1], (c1 - c0,))
+        return bias[:1]
     b0 = input_offset(args, 2)[0]
     return bias[c0 - b0:c1 - b0]
 
@@ -439,9 +472,24 @@ def _transpose_geometry(args: KernelArgs) -> _ConvGeometry:
     return _ConvGeometry(tuple(axes), n, ic, oc, bc)
 
 
-def _conv_kernel(args: KernelArgs, geo: _ConvGeometry) -> list[np.ndarray]:
+@checked_once
+def _conv2d_static(args: KernelArgs) -> tuple[_ConvGeometry, DotTypes]:
+    """CONV2D's ERROR_IFs on shapes, attributes and types (memoized per signature)."""
+    return _forward_geometry(args, 2), conv_types(args)
+
+
+@checked_once
+def _conv3d_static(args: KernelArgs) -> tuple[_ConvGeometry, DotTypes]:
+    return _forward_geometry(args, 3), conv_types(args)
+
+
+@checked_once
+def _transpose_conv2d_static(args: KernelArgs) -> tuple[_ConvGeometry, DotTypes]:
+    return _transpose_geometry(args), conv_types(args)
+
+
+def _conv_kernel(args: KernelArgs, geo: _ConvGeometry, types: DotTypes) -> list[np.ndarray]:
     """Shared body of CONV2D, CONV3D and TRANSPOSE_CONV2D (weights [OC, *K, IC])."""
-    types = conv_types(args)
     input_zp = zero_point(args, 3, "input_zp", types.in_t is DType.INT8)
     weight_zp = zero_point(args, 4, "weight_zp", types.weight_t is DType.INT8)
     region = output_region(args)
@@ -452,8 +500,6 @@ def _conv_kernel(args: KernelArgs, geo: _ConvGeometry) -> list[np.ndarray]:
     out_shape = (n1 - n0,) + tuple(b - a for a, b in spatial_region) + (c1 - c0,)
     bias = _bias_slice(args, c0, c1)
     kernel_shape = tuple(a.kernel for a in geo.axes)
-    # Weights as (taps..., IC, OC): one GEMM right-hand side per tap.
-    w_taps = np.moveaxis(w, 0, -1)
 
     def taps():
         for k in itertools.product(*(range(n) for n in kernel_shape)):
@@ -465,12 +511,12 @@ def _conv_kernel(args: KernelArgs, geo: _ConvGeometry) -> list[np.ndarray]:
                 yield k, out_index, in_index
 
     if types.is_int:
-        reduction = int(np.prod(kernel_shape)) * geo.in_channels
-        bound = reduction * _max_abs_minus(x, input_zp) * _max_abs_minus(w, weight_zp)
-        ctype = _compute_dtype(bound, 1 << (types.acc_t.bits - 1))
+        reduction = math.prod(kernel_shape) * geo.in_channels
+        ctype = _int_compute_dtype(reduction, x, input_zp, w, weight_zp, types.acc_t)
         if ctype is not None and not geo.axes[0].transposed:
             acc = _im2col_conv(x, w, input_zp, weight_zp, geo.axes, spatial_region, x_off[1:-1], ctype)
             return [_int_output(args, acc, bias, types.out_t)]
+        w_taps = np.moveaxis(w, 0, -1)  # (taps..., IC, OC): one GEMM right-hand side per tap
         xv = x.astype(np.int64) - input_zp
         wv = w_taps.astype(np.int64) - weight_zp
         if ctype is not None:
@@ -480,7 +526,7 @@ def _conv_kernel(args: KernelArgs, geo: _ConvGeometry) -> list[np.ndarray]:
             accumulator.add_gemm(out_index, xv[in_index], wv[k])
         return [_int_output(args, accumulator.result(), bias, types.out_t)]
 
-    xv, wv = _as_f32(x), _as_f32(w_taps)
+    xv, wv = _as_f32(x), _as_f32(np.moveaxis(w, 0, -1))
     acc = np.zeros(out_shape, dtype=_fp_storage(types.acc_t))
     for k, out_index, in_index in taps():
         view = acc[out_index]
@@ -518,19 +564,19 @@ def _conv_window(spatial: int, transposed: bool = False):
 @register(Op.CONV2D, window=_conv_window(2))
 def conv2d(args: KernelArgs) -> list[np.ndarray]:
     """CONV2D: input [N,IH,IW,IC], weight [OC,KH,KW,IC], bias [BC] -> [N,OH,OW,OC]."""
-    return _conv_kernel(args, _forward_geometry(args, 2))
+    return _conv_kernel(args, *_conv2d_static(args))
 
 
 @register(Op.CONV3D, window=_conv_window(3))
 def conv3d(args: KernelArgs) -> list[np.ndarray]:
     """CONV3D: input [N,ID,IH,IW,IC], weight [OC,KD,KH,KW,IC] -> [N,OD,OH,OW,OC]."""
-    return _conv_kernel(args, _forward_geometry(args, 3))
+    return _conv_kernel(args, *_conv3d_static(args))
 
 
 @register(Op.TRANSPOSE_CONV2D, window=_conv_window(2, transposed=True))
 def transpose_conv2d(args: KernelArgs) -> list[np.ndarray]:
     """TRANSPOSE_CONV2D: input [N,IH,IW,IC], weight [OC,KH,KW,IC] -> [N,OH,OW,OC]."""
-    return _conv_kernel(args, _transpose_geometry(args))
+    return _conv_kernel(args, *_transpose_conv2d_static(args))
 
 
 # --------------------------------------------------------------------------- DEPTHWISE_CONV2D
@@ -560,11 +606,16 @@ def _depthwise_window(attribute: Attribute, input_types: Sequence[TensorType],
     return [x_region, w_region, b_region, ((0, 1),), ((0, 1),)]
 
 
+@checked_once
+def _depthwise_static(args: KernelArgs) -> tuple[tuple[tuple[Axis, Axis], int, int], DotTypes]:
+    """DEPTHWISE_CONV2D's ERROR_IFs on shapes, attributes and types (memoized per signature)."""
+    return _depthwise_geometry(args), conv_types(args)
+
+
 @register(Op.DEPTHWISE_CONV2D, window=_depthwise_window)
 def depthwise_conv2d(args: KernelArgs) -> list[np.ndarray]:
     """DEPTHWISE_CONV2D: input [N,IH,IW,C], weight [KH,KW,C,M] -> [N,OH,OW,C*M]."""
-    (rows, cols), _, m = _depthwise_geometry(args)
-    types = conv_types(args)
+    ((rows, cols), _, m), types = _depthwise_static(args)
     input_zp = zero_point(args, 3, "input_zp", types.in_t is DType.INT8)
     weight_zp = zero_point(args, 4, "weight_zp", types.weight_t is DType.INT8)
     (n0, n1), (y0, y1), (x0, x1), (c0, c1) = output_region(args)
@@ -584,11 +635,17 @@ def depthwise_conv2d(args: KernelArgs) -> list[np.ndarray]:
                 yield (ky, kx), (slice(None), ty[0], tx[0]), (slice(None), ty[1], tx[1])
 
     if types.is_int:
-        xv = x.astype(np.int64) - input_zp
-        wv = w.astype(np.int64) - weight_zp
-        bound = rows.kernel * cols.kernel * _max_abs(xv) * _max_abs(wv)
-        proven = _compute_dtype(bound, 1 << (types.acc_t.bits - 1)) is not None
-        accumulator = _IntAccumulator(args, acc_shape, np.dtype(np.int64) if proven else None, types.acc_t)
+        taps_count, acc_limit = rows.kernel * cols.kernel, 1 << (types.acc_t.bits - 1)
+        x_max, w_max = _storage_max_abs_minus(x, input_zp), _storage_max_abs_minus(w, weight_zp)
+        if x_max is None or w_max is None or taps_count * x_max * w_max >= min(acc_limit, _I32_LIMIT):
+            x_max, w_max = _max_abs_minus(x, input_zp), _max_abs_minus(w, weight_zp)  # exact magnitudes
+        bound = taps_count * x_max * w_max  # bounds every product and partial sum
+        proven = bound < acc_limit
+        # int32 holds every partial sum when the bound says so (half the memory traffic of int64)
+        work = np.dtype(np.int32) if proven and bound < _I32_LIMIT else np.dtype(np.int64)
+        xv = x.astype(work) - input_zp
+        wv = w.astype(work) - weight_zp
+        accumulator = _IntAccumulator(args, acc_shape, work if proven else None, types.acc_t)
         for k, out_index, in_index in taps():
             accumulator.add_products(out_index, xv[in_index][..., None] * wv[k])
         acc = accumulator.result().reshape(acc_shape[:3] + (-1,))[..., keep]
@@ -610,9 +667,9 @@ def _matmul_window(attribute: Attribute, input_types: Sequence[TensorType],
     return [((n0, n1), (h0, h1), (0, c)), ((n0, n1), (0, c), (w0, w1)), ((0, 1),), ((0, 1),)]
 
 
-@register(Op.MATMUL, window=_matmul_window)
-def matmul(args: KernelArgs) -> list[np.ndarray]:
-    """MATMUL: A [N,H,C] x B [N,C,W] -> [N,H,W], accumulating in the output type."""
+@checked_once
+def _matmul_static(args: KernelArgs) -> tuple[DotTypes, tuple[int, ...]]:
+    """MATMUL's ERROR_IFs on types and shapes (memoized per signature); returns A's shape too."""
     types = matmul_types(args)
     a_shape = _check_shape(args, 0, 3, "A")
     b_shape = _check_shape(args, 1, 3, "B")
@@ -621,6 +678,13 @@ def matmul(args: KernelArgs) -> list[np.ndarray]:
                  f"B shape {list(b_shape)} does not match A shape {list(a_shape)}")
     args.require(out_shape == (a_shape[0], a_shape[1], b_shape[2]),
                  f"output shape {list(out_shape)} must be {[a_shape[0], a_shape[1], b_shape[2]]}")
+    return types, a_shape
+
+
+@register(Op.MATMUL, window=_matmul_window)
+def matmul(args: KernelArgs) -> list[np.ndarray]:
+    """MATMUL: A [N,H,C] x B [N,C,W] -> [N,H,W], accumulating in the output type."""
+    types, a_shape = _matmul_static(args)
     # The 1.0.1 pseudocode reads `is_same<in_t,i8_t> && (A_zp != 0 || B_zp != 0)`; the argument
     # table ("Must be zero for non-int8 types") and every other operator mean the negation.
     a_zp = zero_point(args, 2, "A_zp", types.in_t is DType.INT8)

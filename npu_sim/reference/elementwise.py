@@ -18,9 +18,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
-from npu_sim.reference.kernel_util import as_output
+from npu_sim.reference.kernel_util import as_output, checked_once
 from npu_sim.reference.numerics import (
     all_in_range,
+    clip_int,
     count_leading_zeros_32,
     round_to_float,
     signed_range,
@@ -34,6 +35,9 @@ INT_TYPES = frozenset({DType.INT8, DType.INT16, DType.INT32})
 FP_TYPES = frozenset({DType.FP16, DType.BF16, DType.FP32})
 I32 = frozenset({DType.INT32})
 BOOL = frozenset({DType.BOOL})
+_I32_FP = I32 | FP_TYPES
+_INT_FP = INT_TYPES | FP_TYPES
+_ANY = BOOL | INT_TYPES | FP_TYPES
 
 
 # --------------------------------------------------------------------------- tiling windows
@@ -127,21 +131,27 @@ def nan_mode_of(args: KernelArgs) -> NanPropagationMode:
 
 
 # --------------------------------------------------------------------------- binary
-def _binary(args: KernelArgs, allowed: frozenset[DType], out_dtype: DType | None = None
-            ) -> tuple[DType, np.ndarray, np.ndarray]:
+@checked_once
+def _binary_checks(args: KernelArgs, allowed: frozenset[DType], out_dtype: DType | None) -> DType:
+    """Types and broadcast shapes of a binary operator (memoized per signature)."""
     dtype = check_types(args, allowed, 2, out_dtype)
     check_broadcast(args, 2)
-    return dtype, args.inputs[0], args.inputs[1]
+    return dtype
+
+
+def _binary(args: KernelArgs, allowed: frozenset[DType], out_dtype: DType | None = None
+            ) -> tuple[DType, np.ndarray, np.ndarray]:
+    return _binary_checks(args, allowed, out_dtype), args.inputs[0], args.inputs[1]
 
 
 @register(Op.ADD, Op.SUB, window=broadcast_window)
 def add_sub(args: KernelArgs) -> list[np.ndarray]:
     """ADD / SUB: int32 REQUIREs no overflow (apply_add_s/apply_sub_s); FP rounds once."""
-    dtype, a, b = _binary(args, I32 | FP_TYPES)
+    dtype, a, b = _binary(args, _I32_FP)
     sign = 1 if args.op == Op.ADD else -1
     helper = "apply_add_s" if args.op == Op.ADD else "apply_sub_s"
     if dtype is DType.INT32:
-        c = _i64(a) + sign * _i64(b)
+        c = _i64(a) + _i64(b) if sign > 0 else _i64(a) - _i64(b)
         _require_range(args, c, dtype, helper)
         return [as_output(args, c)]
     with np.errstate(all="ignore"):
@@ -149,15 +159,22 @@ def add_sub(args: KernelArgs) -> list[np.ndarray]:
     return [as_output(args, _fp_result(c, dtype))]
 
 
+@checked_once
+def _mul_checks(args: KernelArgs) -> DType:
+    """MUL's ERROR_IFs on types and shapes (memoized per signature)."""
+    dtype = args.input_types[0].dtype
+    out_dtype = DType.INT32 if dtype in INT_TYPES else dtype
+    dtype = check_types(args, _INT_FP, 2, out_dtype)
+    check_broadcast(args, 2)
+    args.require(args.input_types[2].dtype is DType.INT8, "shift must be an int8 tensor")
+    return dtype
+
+
 @register(Op.MUL, window=scalar_params_window(2))
 def mul(args: KernelArgs) -> list[np.ndarray]:
     """MUL with the [1] int8 ``shift`` input: int32 rounds by shift; narrower ints widen."""
-    dtype = args.input_types[0].dtype
-    out_dtype = DType.INT32 if dtype in INT_TYPES else dtype
-    dtype = check_types(args, INT_TYPES | FP_TYPES, 2, out_dtype)
-    check_broadcast(args, 2)
-    args.require(args.input_types[2].dtype is DType.INT8, "shift must be an int8 tensor")
-    shift = int(np.asarray(args.inputs[2]).reshape(-1)[0])
+    dtype = _mul_checks(args)
+    shift = int(np.asarray(args.inputs[2]).item(0))
     args.require(0 <= shift <= 63, "REQUIRE(0 <= shift && shift <= 63)")
     args.require(dtype is DType.INT32 or shift == 0, "REQUIRE(is_same<in_t,int32_t>() || shift == 0)")
     a, b = args.inputs[0], args.inputs[1]
@@ -177,7 +194,9 @@ def mul(args: KernelArgs) -> list[np.ndarray]:
 def intdiv(args: KernelArgs) -> list[np.ndarray]:
     """INTDIV: integer division truncating toward zero (not Python's floor)."""
     dtype, a, b = _binary(args, I32)
-    a64, b64 = np.broadcast_arrays(_i64(a), _i64(b))
+    a64, b64 = _i64(a), _i64(b)
+    if a64.shape != b64.shape:
+        a64, b64 = np.broadcast_arrays(a64, b64)
     args.require(not np.any(b64 == 0), "REQUIRE(value2 != 0)")
     q = np.abs(a64) // np.abs(b64)
     q = np.where((a64 < 0) != (b64 < 0), -q, q)
@@ -246,7 +265,7 @@ def logical(args: KernelArgs) -> list[np.ndarray]:
 @register(Op.MAXIMUM, Op.MINIMUM, window=broadcast_window)
 def maximum_minimum(args: KernelArgs) -> list[np.ndarray]:
     """MAXIMUM / MINIMUM; nan_mode PROPAGATE gives NaN, IGNORE the non-NaN operand."""
-    dtype, a, b = _binary(args, I32 | FP_TYPES)
+    dtype, a, b = _binary(args, _I32_FP)
     mode = nan_mode_of(args)
     is_max = args.op == Op.MAXIMUM
     if dtype is DType.INT32:
@@ -279,31 +298,42 @@ _COMPARE = {Op.EQUAL: np.equal, Op.GREATER: np.greater, Op.GREATER_EQUAL: np.gre
 @register(*_COMPARE, window=broadcast_window)
 def compare(args: KernelArgs) -> list[np.ndarray]:
     """EQUAL / GREATER / GREATER_EQUAL to bool; any NaN operand gives false."""
-    dtype, a, b = _binary(args, I32 | FP_TYPES, DType.BOOL)
+    dtype, a, b = _binary(args, _I32_FP, DType.BOOL)
     if dtype in FP_TYPES:
         a, b = _f32(a), _f32(b)  # exact; numpy comparisons with NaN are false
     return [as_output(args, _COMPARE[args.op](a, b))]
 
 
 # --------------------------------------------------------------------------- ternary
-@register(Op.SELECT, window=broadcast_window)
-def select(args: KernelArgs) -> list[np.ndarray]:
-    """SELECT(cond, a, b) with three-way broadcasting."""
+@checked_once
+def _select_checks(args: KernelArgs) -> None:
     args.require(args.input_types[0].dtype is DType.BOOL, "input1 must be bool")
     dtype = args.input_types[1].dtype
-    args.require(dtype in BOOL | INT_TYPES | FP_TYPES, f"{dtype.name} is not a supported type")
+    args.require(dtype in _ANY, f"{dtype.name} is not a supported type")
     args.require(args.input_types[2].dtype is dtype, "input2 and input3 types differ")
     args.require(args.output_types[0].dtype is dtype, "output type must equal input2's type")
     check_broadcast(args, 3)
+
+
+@register(Op.SELECT, window=broadcast_window)
+def select(args: KernelArgs) -> list[np.ndarray]:
+    """SELECT(cond, a, b) with three-way broadcasting."""
+    _select_checks(args)
     cond, a, b = args.inputs
     return [as_output(args, np.where(np.asarray(cond, bool), a, b))]
 
 
 # --------------------------------------------------------------------------- unary
-def _unary(args: KernelArgs, allowed: frozenset[DType]) -> tuple[DType, np.ndarray]:
+@checked_once
+def unary_checks(args: KernelArgs, allowed: frozenset[DType]) -> DType:
+    """Type (in ``allowed``, output equal) and shape (output equal) of a unary operator; memoized."""
     dtype = check_types(args, allowed, 1)
     check_same_shape(args)
-    return dtype, args.inputs[0]
+    return dtype
+
+
+def _unary(args: KernelArgs, allowed: frozenset[DType]) -> tuple[DType, np.ndarray]:
+    return unary_checks(args, allowed), args.inputs[0]
 
 
 def same_window(attribute: Attribute, input_types: Sequence[TensorType],
@@ -315,7 +345,7 @@ def same_window(attribute: Attribute, input_types: Sequence[TensorType],
 @register(Op.ABS, window=same_window)
 def absolute(args: KernelArgs) -> list[np.ndarray]:
     """ABS: int32 REQUIREs the negation fits (not INT32_MIN); FP -0 and -inf become +."""
-    dtype, x = _unary(args, I32 | FP_TYPES)
+    dtype, x = _unary(args, _I32_FP)
     if dtype is DType.INT32:
         x64 = _i64(x)
         args.require(not np.any(x64 == -(1 << 31)),
@@ -384,13 +414,19 @@ def reciprocal(args: KernelArgs) -> list[np.ndarray]:
         return [as_output(args, _fp_result(np.float32(1.0) / _f32(x), dtype))]
 
 
-@register(Op.NEGATE, window=scalar_params_window(1))
-def negate(args: KernelArgs) -> list[np.ndarray]:
-    """NEGATE with input/output zero points (non-zero only for int8), int32 accumulator."""
-    dtype = check_types(args, INT_TYPES | FP_TYPES, 1)
+@checked_once
+def _negate_checks(args: KernelArgs) -> DType:
+    dtype = check_types(args, _INT_FP, 1)
     check_same_shape(args)
     for i, name in ((1, "input1_zp"), (2, "output_zp")):
         args.require(args.input_types[i].dtype is dtype, f"{name} must have the input type")
+    return dtype
+
+
+@register(Op.NEGATE, window=scalar_params_window(1))
+def negate(args: KernelArgs) -> list[np.ndarray]:
+    """NEGATE with input/output zero points (non-zero only for int8), int32 accumulator."""
+    dtype = _negate_checks(args)
     x = args.inputs[0]
     in_zp = np.asarray(args.inputs[1]).reshape(-1)[0]
     out_zp = np.asarray(args.inputs[2]).reshape(-1)[0]
@@ -405,10 +441,10 @@ def negate(args: KernelArgs) -> list[np.ndarray]:
     value = value + int(out_zp)
     _require_range(args, value, DType.INT32, "apply_add_s")
     lo, hi = signed_range(dtype)
-    return [as_output(args, np.clip(value, lo, hi))]
+    return [as_output(args, clip_int(value, lo, hi))]
 
 
 __all__ = [
     "FP_TYPES", "INT_TYPES", "broadcast_window", "check_broadcast", "check_same_shape",
-    "check_types", "nan_mode_of", "same_window", "scalar_params_window",
+    "check_types", "nan_mode_of", "same_window", "scalar_params_window", "unary_checks",
 ]

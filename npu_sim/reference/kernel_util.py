@@ -4,11 +4,17 @@ A kernel computes ``output_region(args)`` of its output(s) from input windows th
 sit at ``input_offset(args, i)`` in the full tensors; ``read_window`` cuts a region
 (in full-tensor coordinates) out of such a window; ``as_output`` turns computed
 values into the output array (storage dtype, region shape, rank 0 kept).
+
+``checked_once`` memoizes a kernel's static validation (the ERROR_IFs that depend
+only on the operator's attribute and tensor types), so the many calls of one
+operator (tiles, invocations) check them once.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import Any, Callable, Hashable, TypeVar
 
 import numpy as np
 
@@ -75,10 +81,81 @@ def as_output(args: KernelArgs, values: np.ndarray, index: int = 0) -> np.ndarra
     shape = args.out_shape
     values = np.asarray(values)
     if values.dtype != storage:
-        values = values.astype(storage)
-    if values.size == math.prod(shape):
+        values = values.astype(storage, order="C")  # a new C array: no second copy needed
+        if values.shape == shape:
+            return values
+        if values.size == math.prod(shape):
+            return values.reshape(shape)
+    elif values.shape == shape:
+        return values.copy(order="C")
+    elif values.size == math.prod(shape):
         return np.array(values.reshape(shape), order="C")
     return np.broadcast_to(values, shape).copy()
 
 
-__all__ = ["as_output", "check_dtype", "input_offset", "output_region", "read_window", "shape_values"]
+# --------------------------------------------------------------------------- static checks
+#: Signatures remembered per check before the memo starts afresh (bounds memory).
+_MAX_SIGNATURES = 4096
+#: ``StaticChecks.lookup``'s result for a signature not seen (or not passed) yet.
+MISSING: Any = object()
+T = TypeVar("T")
+
+
+def signature(args: KernelArgs) -> Hashable:
+    """What static checks may read: operator, attribute, input and output types."""
+    return (args.op, args.attribute, tuple(args.input_types), tuple(args.output_types))
+
+
+class StaticChecks:
+    """Results of checks that passed, per :func:`signature` (failures are never stored).
+
+    A check stored here must read nothing but the signature, so that passing once
+    means passing for every call with that signature. Unhashable signatures (e.g.
+    list shapes) are simply not remembered.
+    """
+
+    def __init__(self) -> None:
+        self._passed: dict[Hashable, Any] = {}
+
+    def lookup(self, args: KernelArgs, params: tuple = ()) -> tuple[Hashable | None, Any]:
+        """(key, stored result), the result being ``MISSING`` when not stored; key None if unhashable.
+
+        ``params``: further hashable inputs of the check (e.g. the dtypes an operator allows).
+        """
+        key = (signature(args), params)
+        try:
+            return key, self._passed.get(key, MISSING)
+        except TypeError:
+            return None, MISSING
+
+    def remember(self, key: Hashable | None, result: Any) -> None:
+        if key is None:
+            return
+        if len(self._passed) >= _MAX_SIGNATURES:
+            self._passed.clear()
+        self._passed[key] = result
+
+
+def checked_once(check: Callable[..., T]) -> Callable[..., T]:
+    """Memoize ``check(args, *params)``, a static validation that raises on a violated ERROR_IF.
+
+    ``check`` must read only the :func:`signature` of ``args`` and its hashable
+    ``params``, and return an immutable result. It runs in full whenever that
+    signature has not passed before, so errors (never memoized) are raised exactly
+    as without the memo.
+    """
+    memo = StaticChecks()
+
+    @functools.wraps(check)
+    def run(args: KernelArgs, *params: Hashable) -> T:
+        key, result = memo.lookup(args, params)
+        if result is MISSING:
+            result = check(args, *params)
+            memo.remember(key, result)
+        return result
+
+    return run
+
+
+__all__ = ["MISSING", "StaticChecks", "as_output", "check_dtype", "checked_once", "input_offset",
+           "output_region", "read_window", "shape_values", "signature"]

@@ -39,8 +39,16 @@ def _requirer(helper: str, require: Require | None) -> Require:
 
 
 # --------------------------------------------------------------------------- integer ranges
+#: signed_range of the integer types, computed once
+_SIGNED_RANGES: dict[DType, tuple[int, int]] = {
+    t: t.int_range for t in (DType.INT4, DType.INT8, DType.INT16, DType.INT32, DType.INT48, DType.INT64)}
+
+
 def signed_range(dtype: DType) -> tuple[int, int]:
     """Inclusive (minimum_s, maximum_s) of an integer type (INT4 is [-8, 7] as stored)."""
+    known = _SIGNED_RANGES.get(dtype)
+    if known is not None:
+        return known
     if dtype is DType.BOOL:
         return 0, 1
     return dtype.int_range
@@ -96,22 +104,57 @@ def rounding_right_shift(values: np.ndarray, shift: np.ndarray | int) -> np.ndar
 
 
 def count_leading_zeros_32(values: np.ndarray) -> np.ndarray:
-    """count_leading_zeros of int32 values (32 for zero), as int32."""
+    """count_leading_zeros of int32 values (32 for zero), as int32.
+
+    32 minus the bit length of the unsigned 32-bit pattern; frexp's exponent is that
+    bit length (exact: every 32-bit integer is an fp64 value; frexp(0) gives 0).
+    """
     u = np.asarray(values).astype(np.int64) & 0xFFFFFFFF
-    n = np.zeros(u.shape, dtype=np.int32)
-    for step in (16, 8, 4, 2, 1):
-        top_zero = (u >> (32 - step)) == 0
-        n += np.where(top_zero, step, 0).astype(np.int32)
-        u = np.where(top_zero, (u << step) & 0xFFFFFFFF, u)
-    n += (u == 0).astype(np.int32)  # only zero reaches here with u == 0
-    return n
+    return (32 - np.frexp(u.astype(np.float64))[1]).astype(np.int32)
 
 
 # --------------------------------------------------------------------------- exact scaling
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+_ROUND_30 = 1 << 30
+
+
 def _max_abs(a: np.ndarray) -> int:
     if a.size == 0:
         return 0
     return max(abs(int(a.min())), abs(int(a.max())))
+
+
+def _min_max(a: np.ndarray) -> tuple[int, int]:
+    """(min, max) of a non-empty integer array as Python ints."""
+    if a.size == 1:
+        v = int(a.reshape(-1)[0])
+        return v, v
+    return int(a.min()), int(a.max())
+
+
+_INT_BOUNDS: dict[np.dtype, tuple[int, int]] = {
+    np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+    for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
+}
+
+
+def int_bounds(dtype: np.dtype) -> tuple[int, int] | None:
+    """(min, max) of a numpy integer dtype (computed once, unlike ``np.iinfo``); None otherwise."""
+    return _INT_BOUNDS.get(dtype)
+
+
+def clip_int(values: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """``np.clip(values, lo, hi)`` for integer arrays and int bounds (a new array).
+
+    Bounds the array's dtype holds are passed as numpy scalars of that dtype, which
+    skips np.clip's per-call ``iinfo`` look-ups for Python ints; the result is the same.
+    """
+    values = np.asarray(values)
+    known = _INT_BOUNDS.get(values.dtype)
+    if known is not None and known[0] <= lo and hi <= known[1]:
+        scalar = values.dtype.type
+        return values.clip(scalar(lo), scalar(hi))
+    return np.clip(values, lo, hi)
 
 
 def mul_add_shift(value: np.ndarray, multiplier: np.ndarray, add: np.ndarray,
@@ -122,12 +165,25 @@ def mul_add_shift(value: np.ndarray, multiplier: np.ndarray, add: np.ndarray,
     in-spec TOSA operands) and falls back to Python integers otherwise. The result
     must fit int64 (callers REQUIRE much narrower ranges).
     """
-    value, multiplier, add, shift = np.broadcast_arrays(
-        *(np.asarray(x, dtype=np.int64) for x in (value, multiplier, add, shift)))
+    value, multiplier, add, shift = (np.asarray(x, dtype=np.int64) for x in (value, multiplier, add, shift))
     if _max_abs(value) * _max_abs(multiplier) + _max_abs(add) < _INT64_LIMIT:
+        # numpy broadcasting gives the shape broadcast_arrays would
         return (value * multiplier + add) >> shift
+    value, multiplier, add, shift = np.broadcast_arrays(value, multiplier, add, shift)
     big = (value.astype(object) * multiplier.astype(object) + add.astype(object)) >> shift.astype(object)
     return np.asarray(big, dtype=object)
+
+
+def _uniform_scale(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> tuple[int, int] | None:
+    """(multiplier, shift) as Python ints when one scale applies to every element of ``value``.
+
+    That is when both are signed-integer arrays (exact as int64) of one element
+    whose broadcasting leaves ``value``'s shape.
+    """
+    if (multiplier.size == 1 and shift.size == 1 and multiplier.ndim <= value.ndim and shift.ndim <= value.ndim
+            and multiplier.dtype.kind == "i" and shift.dtype.kind == "i"):
+        return int(multiplier.item()), int(shift.item())
+    return None
 
 
 def _scale_operands(helper: str, req: Require, value: np.ndarray, multiplier: np.ndarray,
@@ -136,28 +192,132 @@ def _scale_operands(helper: str, req: Require, value: np.ndarray, multiplier: np
     value = np.asarray(value, dtype=np.int64)
     multiplier = np.asarray(multiplier, dtype=np.int64)
     shift = np.asarray(shift, dtype=np.int64)
-    req(bool(np.all(multiplier >= 0)), f"{helper}: REQUIRE(multiplier >= 0)")
-    req(bool(np.all((shift >= 2) & (shift <= 62))), f"{helper}: REQUIRE(2 <= shift && shift <= 62)")
+    req(multiplier.size == 0 or _min_max(multiplier)[0] >= 0, f"{helper}: REQUIRE(multiplier >= 0)")
+    smin, smax = _min_max(shift) if shift.size else (2, 62)
+    req(smin >= 2 and smax <= 62, f"{helper}: REQUIRE(2 <= shift && shift <= 62)")
     return value, multiplier, shift
 
 
+class _ValueRange:
+    """Bounds on the elements of ``value``: a priori ones if given, else (lazily) the exact ones.
+
+    ``holds(lo, hi)`` is True when every element lies in [lo, hi]. A priori bounds
+    (e.g. from the storage dtype) prove it without reading the values; when they
+    do not, the exact minimum and maximum decide.
+    """
+
+    def __init__(self, value: np.ndarray, a_priori: tuple[int, int] | None):
+        self.value = value
+        self.exact = a_priori is None
+        self.lo, self.hi = a_priori if a_priori is not None else self._scan()
+
+    def _scan(self) -> tuple[int, int]:
+        return _min_max(self.value) if self.value.size else (0, 0)  # empty: any range holds
+
+    def holds(self, lo: int, hi: int) -> bool:
+        if lo <= self.lo and self.hi <= hi:
+            return True
+        if not self.exact:
+            self.lo, self.hi = self._scan()
+            self.exact = True
+            return lo <= self.lo and self.hi <= hi
+        return False
+
+
 def apply_scale_32(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
-                   double_round: bool = False, require: Require | None = None) -> np.ndarray:
+                   double_round: bool = False, require: Require | None = None,
+                   value_range: tuple[int, int] | None = None) -> np.ndarray:
     """The spec's ``apply_scale_32`` on arrays (broadcast together); returns int32.
 
     REQUIREs: multiplier >= 0, 2 <= shift <= 62, value in [-(1 << (shift-1)), 1 << (shift-1))
     and value representable as int32_t (the helper's parameter type).
+    ``value_range``: optional (lo, hi) known to bound every element of ``value`` (say, from
+    its storage type); the REQUIREs are then proven from it when they can be, without
+    reading the values, and checked on the values when they cannot.
     """
-    req = _requirer("apply_scale_32", require)
-    value, multiplier, shift = _scale_operands("apply_scale_32", req, value, multiplier, shift)
-    req(all_in_range(value, -(1 << 31), (1 << 31) - 1), "apply_scale_32: value must fit int32_t")
-    limit = np.left_shift(np.int64(1), shift - 1)
-    req(bool(np.all((value >= -limit) & (value < limit))),
+    helper = "apply_scale_32"
+    req = _requirer(helper, require)
+    value = np.asarray(value, dtype=np.int64)
+    uniform = _uniform_scale(value, np.asarray(multiplier), np.asarray(shift))
+    if uniform is None:
+        return _apply_scale_32_arrays(req, value, multiplier, shift, double_round, value_range)
+    # One scale for every element: the REQUIREs and the rounding term are Python ints.
+    m, s = uniform
+    req(m >= 0, f"{helper}: REQUIRE(multiplier >= 0)")
+    req(2 <= s <= 62, f"{helper}: REQUIRE(2 <= shift && shift <= 62)")
+    bounds = _ValueRange(value, value_range)
+    req(bounds.holds(_INT32_MIN, _INT32_MAX), "apply_scale_32: value must fit int32_t")
+    limit = 1 << (s - 1)
+    req(bounds.holds(-limit, limit - 1),
         "apply_scale_32: REQUIRE(value >= (-1 << (shift - 1)) && value < (1 << (shift - 1)))")
-    round_ = limit
-    if double_round:
-        adjust = np.where(value >= 0, np.int64(1 << 30), np.int64(-(1 << 30)))
-        round_ = round_ + np.where(shift > 31, adjust, np.int64(0))
+    round_: int | np.ndarray = limit
+    if double_round and s > 31:
+        if bounds.lo >= 0 or bounds.hi < 0:
+            round_ = limit + (_ROUND_30 if bounds.lo >= 0 else -_ROUND_30)
+        else:
+            round_ = np.where(value >= 0, limit + _ROUND_30, limit - _ROUND_30)  # int64
+    if max(-bounds.lo, bounds.hi) * m + limit + _ROUND_30 < _INT64_LIMIT:  # no int64 overflow
+        return ((value * m + round_) >> s).astype(np.int32)
+    result = mul_add_shift(value, m, round_, s)
+    return np.asarray(result).astype(np.int64).astype(np.int32)
+
+
+def _broadcasts_into(shape: tuple[int, ...], part: tuple[int, ...]) -> bool:
+    """True when an array of shape ``part`` broadcasts to ``shape`` (so in-place updates work)."""
+    return len(part) <= len(shape) and all(p == 1 or p == d for p, d in zip(reversed(part), reversed(shape)))
+
+
+#: Indexed by a (REQUIRE-checked) shift in [2, 62]: the rounding term 1 << (shift - 1); for
+#: DOUBLE_ROUND its value for value >= 0, (1 << (shift - 1)) + (shift > 31 ? 1 << 30 : 0), and
+#: the mask (all ones or zero) of the shifts where negative values take 1 << 31 less.
+_ROUND_BY_SHIFT = np.array([(1 << (s - 1)) if s else 0 for s in range(63)], dtype=np.int64)
+_DOUBLE_ROUND_BY_SHIFT = np.array(
+    [((1 << (s - 1)) if s else 0) + (_ROUND_30 if s > 31 else 0) for s in range(63)], dtype=np.int64)
+_DOUBLE_ROUND_MASK_BY_SHIFT = np.array([-1 if s > 31 else 0 for s in range(63)], dtype=np.int64)
+
+
+def _apply_scale_32_arrays(req: Require, value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
+                           double_round: bool, value_range: tuple[int, int] | None) -> np.ndarray:
+    """apply_scale_32 with per-element (e.g. per-channel) multipliers and shifts."""
+    helper = "apply_scale_32"
+    multiplier = np.asarray(multiplier)
+    if multiplier.dtype.kind != "i":
+        multiplier = multiplier.astype(np.int64)
+    shift = np.asarray(shift)
+    if shift.dtype.kind != "i":
+        shift = shift.astype(np.int64)
+    mmin, mmax = _min_max(multiplier) if multiplier.size else (0, 0)
+    req(mmin >= 0, f"{helper}: REQUIRE(multiplier >= 0)")
+    smin, smax = _min_max(shift) if shift.size else (2, 62)
+    req(smin >= 2 and smax <= 62, f"{helper}: REQUIRE(2 <= shift && shift <= 62)")
+    bounds = _ValueRange(value, value_range)
+    req(bounds.holds(_INT32_MIN, _INT32_MAX), "apply_scale_32: value must fit int32_t")
+    # value within the smallest limit proves the elementwise REQUIRE; otherwise test each element
+    smallest = 1 << (smin - 1) if shift.size else 0
+    if not bounds.holds(-smallest, smallest - 1):
+        limit = _ROUND_BY_SHIFT[shift]
+        req(bool(np.all((value >= -limit) & (value < limit))),
+            "apply_scale_32: REQUIRE(value >= (-1 << (shift - 1)) && value < (1 << (shift - 1)))")
+    dround = double_round and shift.size > 0 and smax > 31
+    acc = value * multiplier  # int64 (value is)
+    if (max(-bounds.lo, bounds.hi) * mmax + (1 << (smax - 1)) + _ROUND_30 < _INT64_LIMIT
+            and _broadcasts_into(acc.shape, shift.shape)):
+        # No int64 overflow: (value * multiplier + round) >> shift, updated in place.
+        if dround:  # round = limit + (value >= 0 ? 1 << 30 : -(1 << 30)) where shift > 31
+            acc += _DOUBLE_ROUND_BY_SHIFT[shift]
+            negative = value >> 63            # -1 where value < 0, else 0
+            negative <<= 31                   # -(1 << 31) where value < 0
+            if smin <= 31:  # only where shift > 31 (may broadcast beyond value's shape)
+                negative = negative & _DOUBLE_ROUND_MASK_BY_SHIFT[shift]
+            acc += negative
+        else:
+            acc += _ROUND_BY_SHIFT[shift]
+        acc >>= shift
+        return acc.astype(np.int32)
+    round_ = np.left_shift(np.int64(1), shift.astype(np.int64) - 1)
+    if dround:
+        adjust = np.where(value >= 0, _ROUND_30, -_ROUND_30)
+        round_ = round_ + np.where(shift > 31, adjust, 0)
     result = mul_add_shift(value, multiplier, round_, shift)
     return np.asarray(result).astype(np.int64).astype(np.int32)
 
@@ -168,11 +328,24 @@ def apply_scale_16(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
 
     REQUIREs: multiplier >= 0, 2 <= shift <= 62, result in the int32 range.
     """
-    req = _requirer("apply_scale_16", require)
-    value, multiplier, shift = _scale_operands("apply_scale_16", req, value, multiplier, shift)
-    round_ = np.left_shift(np.int64(1), shift - 1)
-    result = np.asarray(mul_add_shift(value, multiplier, round_, shift))
-    req(all_in_range(result, -(1 << 31), (1 << 31) - 1),
+    helper = "apply_scale_16"
+    req = _requirer(helper, require)
+    value = np.asarray(value, dtype=np.int64)
+    uniform = _uniform_scale(value, np.asarray(multiplier), np.asarray(shift))
+    if uniform is not None:
+        m, s = uniform
+        req(m >= 0, f"{helper}: REQUIRE(multiplier >= 0)")
+        req(2 <= s <= 62, f"{helper}: REQUIRE(2 <= shift && shift <= 62)")
+        limit = 1 << (s - 1)
+        if _max_abs(value) * m + limit < _INT64_LIMIT:
+            result = (value * m + limit) >> s
+        else:
+            result = np.asarray(mul_add_shift(value, m, limit, s))
+    else:
+        value, multiplier, shift = _scale_operands(helper, req, value, multiplier, shift)
+        round_ = np.left_shift(np.int64(1), shift - 1)
+        result = np.asarray(mul_add_shift(value, multiplier, round_, shift))
+    req(all_in_range(result, _INT32_MIN, _INT32_MAX),
         "apply_scale_16: REQUIRE(result >= minimum<int32_t> && result <= maximum<int32_t>)")
     return result.astype(np.int64).astype(np.int32)
 
@@ -242,8 +415,8 @@ def decode_scalar(raw: bytes, dtype: DType) -> np.generic:
 
 
 __all__ = [
-    "FLOAT_TYPES", "Require", "all_in_range", "apply_scale_16", "apply_scale_32",
-    "count_leading_zeros_32", "decode_scalar", "is_float",
+    "FLOAT_TYPES", "Require", "all_in_range", "apply_scale_16", "apply_scale_32", "clip_int",
+    "count_leading_zeros_32", "decode_scalar", "int_bounds", "is_float",
     "mul_add_shift", "round_to_float", "rounding_right_shift", "saturate", "signed_range",
     "to_signed", "unsigned_range", "wrap",
 ]

@@ -538,3 +538,20 @@ def test_matmul_shape_and_type_errors() -> None:
     with pytest.raises(TosaRuntimeError, match="unsupported type combination"):
         run_ours(Op.MATMUL, [a, Operand(np.zeros((1, 3, 2)), DType.FP32), zp, zp], None,
              [TensorType((1, 2, 2), DType.FP16)])
+
+
+def test_pointwise_conv2d_reading_padding_matches_reference_and_tiles() -> None:
+    """1x1 kernels skip im2col unless a tile reads padding: strided, with pads after the input."""
+    rng = np.random.default_rng(23)
+    combo = (DType.INT8, DType.INT8, DType.INT32)
+    x = _values(rng, DType.INT8, (2, 5, 4, 3), "input")
+    w = _values(rng, DType.INT8, (4, 1, 1, 3), "weight")
+    operands = [Operand(x, DType.INT8), Operand(w, DType.INT8, True),
+                Operand(_bias(rng, DType.INT32, 4), DType.INT32, True), *_zero_points(rng, *combo[:2])]
+    # rows read 0, 2, 4, 6 (6 is padding); columns 0..4 (4 is padding)
+    attribute = make_attribute(Op.CONV2D, pad=(0, 2, 0, 1), stride=(2, 1), dilation=(1, 1), acc_type=DType.INT32)
+    outputs = [TensorType((2, 4, 5, 4), DType.INT32)]
+    whole = run_ours(Op.CONV2D, operands, attribute, outputs)[0]
+    assert_same_bits(whole, run_op(Op.CONV2D, operands, attribute, outputs)[0])
+    tiles = [((0, 2), (0, 3), (0, 4), (0, 4)), ((0, 2), (3, 4), (0, 4), (0, 4)), ((0, 2), (0, 4), (4, 5), (0, 4))]
+    assert_same_bits(ours_tiled(Op.CONV2D, operands, attribute, outputs, tiles)[0], whole)

@@ -195,3 +195,43 @@ def test_decode_scalar():
         assert got.dtype == dtype.numpy_dtype and float(got) == value
     with pytest.raises(TosaRuntimeError, match="needs 4 bytes"):
         decode_scalar(b"\0\0", DType.FP32)
+
+
+def test_apply_scale_32_per_channel_value_require_is_per_channel():
+    """Values beyond the smallest channel's limit are fine on channels with larger shifts."""
+    mult, shift = np.array([1 << 30, 1 << 30]), np.array([3, 40])
+    value = np.array([[-4, 1 << 30], [3, -(1 << 31)]], np.int64)
+    ours = apply_scale_32(value, mult, shift, True)
+    assert ours.tolist() == [[_scale32_exact(int(v), int(mult[c]), int(shift[c]), True) for c, v in enumerate(row)]
+                             for row in value]
+    with pytest.raises(TosaRuntimeError, match=r"value < \(1 << \(shift - 1\)\)"):
+        apply_scale_32(np.array([[4, 0]]), mult, shift)
+
+
+def test_apply_scale_32_value_range_hint_does_not_replace_the_checks():
+    """A priori bounds too wide to prove the REQUIRE: the values are checked instead."""
+    int32_range = (-(1 << 31), (1 << 31) - 1)
+    assert apply_scale_32(np.array([3, -4]), np.array(1 << 30), np.array(3), value_range=int32_range).tolist() \
+        == [_scale32_exact(v, 1 << 30, 3, False) for v in (3, -4)]
+    with pytest.raises(TosaRuntimeError, match=r"value < \(1 << \(shift - 1\)\)"):
+        apply_scale_32(np.array([4]), np.array(1 << 30), np.array(3), value_range=int32_range)
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_apply_scale_32_exact_when_int64_would_overflow(per_channel):
+    """The helper accepts int64 multipliers: products beyond int64 are computed exactly."""
+    value = np.array([3, -(1 << 31), (1 << 31) - 1])
+    mult, shift = (np.array([(1 << 62) + 5] * 3), np.array([62] * 3)) if per_channel else \
+        (np.array((1 << 62) + 5), np.array(62))
+    for double_round in (False, True):
+        ours = apply_scale_32(value, mult, shift, double_round)
+        expected = [_scale32_exact(int(v), (1 << 62) + 5, 62, double_round) for v in value]
+        assert ours.tolist() == (np.array(expected, dtype=np.int64).astype(np.int32)).tolist()
+
+
+def test_apply_scale_32_broadcasts_all_operands_with_mixed_double_round_shifts():
+    value = np.arange(-6, 6, 3).reshape(4, 1)
+    mult, shift = np.array([[1 << 30, 3 << 29, (1 << 31) - 1]]), np.array([12, 33, 40])
+    ours = apply_scale_32(value, mult, shift, True)
+    assert ours.tolist() == [[_scale32_exact(int(v), int(mult[0, c]), int(shift[c]), True) for c in range(3)]
+                             for v in value[:, 0]]

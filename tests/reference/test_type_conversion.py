@@ -296,3 +296,41 @@ def test_tiled_execution_matches_whole_tensor():
     for in_t, out_t in [(DType.FP32, I8), (DType.BF16, DType.FP8E4M3), (I32, DType.FP16), (I16, BOOL)]:
         x = _cast_input(in_t, out_t, rng)
         check_tiling(Op.CAST, [Operand(x, in_t)], None, [TensorType(SHAPE, out_t)], rng)
+
+
+# --------------------------------------------------------------------------- memoized checks, REQUIREs
+def test_rescale_rechecks_zero_points_for_a_signature_that_passed():
+    """The ERROR_IFs on types are checked once per signature; those on zero-point values every call."""
+    for in_zp, match in [(0, None), (3, "input_unsigned == false"), (0, None), (3, "input_unsigned == false")]:
+        if match is None:
+            out = run_ours(Op.RESCALE, _i16_ops(in_zp), _i16_attr(), [TensorType((2,), I8)])[0]
+            assert out.tolist() == [-1, 1]
+        else:
+            with pytest.raises(TosaRuntimeError, match=match):
+                run_ours(Op.RESCALE, _i16_ops(in_zp), _i16_attr(), [TensorType((2,), I8)])
+    for _ in range(2):  # a failed signature is checked again
+        _rescale_raises(r"rounding_mode must be", rounding_mode=RoundingMode.UNKNOWN)
+
+
+def _i16_ops(in_zp: int) -> list[Operand]:
+    return [Operand(np.array([-256, 256], np.int16), I16), Operand(np.array([1 << 30], np.int32), I32),
+            Operand(np.array([38], np.int8), I8), Operand(np.array([in_zp], np.int16), I16),
+            Operand(np.array([0], np.int8), I8)]
+
+
+def _i16_attr():
+    return make_attribute(Op.RESCALE, scale32=True, rounding_mode=SINGLE)
+
+
+@pytest.mark.parametrize("value,out_zp", [((1 << 31) - 1, 1), (-(1 << 31), -1)])
+def test_rescale_output_zero_point_overflow_is_a_require_failure(value, out_zp):
+    """apply_add_s REQUIREs result + output_zp in int32 (spec RESCALE pseudocode); only apply_scale_16
+    can reach the int32 limits (scale 1: multiplier 1 << 14, shift 14)."""
+    ops = [Operand(np.array([value, 0], np.int64), I48), Operand(np.array([1 << 14], np.int16), I16),
+           Operand(np.array([14], np.int8), I8), Operand(np.array([0], np.int64), I48),
+           Operand(np.array([out_zp], np.int8), I8)]
+    attr = make_attribute(Op.RESCALE, scale32=False, rounding_mode=SINGLE)
+    with pytest.raises(TosaRuntimeError, match=r"apply_add_s: REQUIRE"):
+        run_ours(Op.RESCALE, ops, attr, [TensorType((2,), I8)])
+    ops[4] = Operand(np.array([0], np.int8), I8)
+    assert run_ours(Op.RESCALE, ops, attr, [TensorType((2,), I8)])[0].tolist() == [127 if value > 0 else -128, 0]
