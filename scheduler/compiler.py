@@ -397,7 +397,7 @@ class _BlockCompiler:
 
     def while_loop(self, op: NpuOp, budget: int, rec: int) -> list[ACommand]:
         """The loop with its carried state in TCM if it fits beside the body, else in DDR."""
-        return self._tcm_or_ddr(loop_state_key(op), lambda key: self._while_loop(op, budget, rec, key))
+        return self._tcm_or_ddr(f"{op.name}:loop state", lambda key: self._while_loop(op, budget, rec, key))
 
     def _while_loop(self, op: NpuOp, budget: int, rec: int, tcm_key: str | None) -> list[ACommand]:
         """``tcm_key``: keep the state, the body's fresh results and the condition in TCM
@@ -452,11 +452,6 @@ def _slice_offset_bytes(op: NpuOp, source: Value) -> int:
 def _reads(block, key: str) -> bool:
     """True if an operation of ``block`` reads value ``key``."""
     return any(key in op.inputs for op in block.ops)
-
-
-def loop_state_key(op: NpuOp) -> str:
-    """The key under which a WHILE_LOOP's TCM state buffers spill (as one) when the TCM overflows."""
-    return f"{op.name}:loop state"
 
 
 def _is_load(cmd: ACommand) -> bool:
