@@ -1,11 +1,18 @@
-"""Exact byte ranges of strided views, as sorted disjoint ``[start, end)`` arrays.
+"""Exact byte ranges of strided views, as sorted disjoint ``[start, end)`` runs.
 
 A tile of an NHWC tensor touches some rows of its span and skips the others;
 dependency analysis and the plan verifier need the bytes themselves, not the
 span, or neighbouring tiles would look as if they overlapped.
+
+Two forms of the same sets: ``Ranges`` numpy arrays (the verifier), and
+:class:`ByteSet` s of plain ints (dependency tracking, where most views are one
+run and numpy's per-call overhead would dominate).
 """
 
 from __future__ import annotations
+
+import bisect
+import math
 
 import numpy as np
 
@@ -16,18 +23,14 @@ Ranges = np.ndarray  # shape (k, 2), int64, sorted, disjoint, non-adjacent
 EMPTY: Ranges = np.zeros((0, 2), dtype=np.int64)
 
 
-def view_ranges(view: View) -> Ranges:
-    """The bytes ``view`` touches."""
-    if view.element_count == 0:
-        return EMPTY
-    if view.strides_bytes is None:  # contiguous: one range (the common case)
-        lo, hi = view.span
-        return np.array([[lo, hi]], dtype=np.int64)
+def _runs(view: View) -> tuple[list[tuple[int, int]], int]:
+    """A strided view as ``(dims, run)``: ``dims`` (count, stride) outermost first, after merging
+    dimensions contiguous with the next, each start of a ``run``-byte run of bytes."""
     eb = view.element_bytes
-    dims = [(n, s) for n, s in zip(view.shape, view.strides) if n != 1]
-    # merge dimensions that are contiguous with the next one
     merged: list[list[int]] = []
-    for n, s in dims:
+    for n, s in zip(view.shape, view.strides):
+        if n == 1:
+            continue
         if merged and merged[-1][1] == n * s:
             merged[-1][0] *= n
             merged[-1][1] = s
@@ -37,8 +40,19 @@ def view_ranges(view: View) -> Ranges:
     if merged and merged[-1][1] == eb:
         run = merged[-1][0] * eb
         merged.pop()
+    return [(n, s) for n, s in merged], run
+
+
+def view_ranges(view: View) -> Ranges:
+    """The bytes ``view`` touches."""
+    if view.element_count == 0:
+        return EMPTY
+    if view.strides_bytes is None:  # contiguous: one range (the common case)
+        lo, hi = view.span
+        return np.array([[lo, hi]], dtype=np.int64)
+    dims, run = _runs(view)
     starts = np.array([view.offset_bytes], dtype=np.int64)
-    for n, s in merged:
+    for n, s in dims:
         starts = (starts[:, None] + np.arange(n, dtype=np.int64)[None, :] * s).reshape(-1)
     return normalize(np.stack([starts, starts + run], axis=1))
 
@@ -112,3 +126,138 @@ def pages(ranges: Ranges, page_bytes: int) -> set[int]:
     for start, end in zip(first.tolist(), last.tolist()):
         out.update(range(start, end + 1))
     return out
+
+
+# --------------------------------------------------------------------------- ByteSet
+
+#: Above this many runs in both operands, overlap and cover tests go through numpy.
+_NUMPY_RUNS = 16
+#: Pages of sets with more runs than this are computed with numpy.
+_NUMPY_PAGE_RUNS = 64
+
+
+class ByteSet:
+    """Sorted, disjoint, non-adjacent byte runs ``[starts[k], ends[k])`` (at least one).
+
+    ``lo``/``hi`` bound them; pages are computed once per page size (sets are shared
+    by every access to the same view).
+    """
+
+    __slots__ = ("starts", "ends", "lo", "hi", "_array", "_pages")
+
+    def __init__(self, starts: tuple[int, ...], ends: tuple[int, ...], array: Ranges | None = None):
+        self.starts = starts
+        self.ends = ends
+        self.lo = starts[0]
+        self.hi = ends[-1]
+        self._array = array
+        self._pages: tuple[int, set[int]] | None = None
+
+    @classmethod
+    def of(cls, ranges: Ranges) -> "ByteSet | None":
+        """The set of a normalized ``Ranges`` array (None if empty)."""
+        if len(ranges) == 0:
+            return None
+        return cls(tuple(ranges[:, 0].tolist()), tuple(ranges[:, 1].tolist()), ranges)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def array(self) -> Ranges:
+        if self._array is None:
+            self._array = np.array([self.starts, self.ends], dtype=np.int64).T.copy()
+        return self._array
+
+    def pages(self, page_bytes: int) -> set[int]:
+        """Page numbers the runs touch (do not modify the result: it is cached)."""
+        cached = self._pages
+        if cached is not None and cached[0] == page_bytes:
+            return cached[1]
+        if len(self.starts) == 1:
+            result = set(range(self.lo // page_bytes, (self.hi - 1) // page_bytes + 1))
+        elif len(self.starts) <= _NUMPY_PAGE_RUNS:
+            result = set()
+            for s, e in zip(self.starts, self.ends):
+                result.update(range(s // page_bytes, (e - 1) // page_bytes + 1))
+        else:
+            result = pages(self.array(), page_bytes)
+        self._pages = (page_bytes, result)
+        return result
+
+
+#: Strided views with up to this many runs are expanded in Python (numpy above).
+_PYTHON_RUNS = 512
+
+
+def view_byte_set(view: View) -> ByteSet | None:
+    """The bytes ``view`` touches (None if none)."""
+    if view.element_count == 0:
+        return None
+    if view.strides_bytes is None:
+        lo, hi = view.span
+        return ByteSet((lo,), (hi,))
+    dims, run = _runs(view)
+    if math.prod(n for n, _ in dims) > _PYTHON_RUNS:
+        return ByteSet.of(view_ranges(view))
+    starts = [view.offset_bytes]
+    for n, s in dims:
+        starts = [a + k * s for a in starts for k in range(n)]
+    if _ascending(dims, run):
+        return ByteSet(tuple(starts), tuple([a + run for a in starts]))
+    merged: list[list[int]] = []
+    for a in sorted(starts):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], a + run)
+        else:
+            merged.append([a, a + run])
+    return ByteSet(tuple([a for a, _ in merged]), tuple([b for _, b in merged]))
+
+
+def _ascending(dims: list[tuple[int, int]], run: int) -> bool:
+    """True if the runs of ``dims`` come out sorted with gaps between them: each stride
+    exceeds the extent of everything inside it."""
+    extent = run
+    for n, s in reversed(dims):
+        if s <= extent:
+            return False
+        extent += (n - 1) * s
+    return True
+
+
+def set_union(a: ByteSet, b: ByteSet) -> ByteSet:
+    """Bytes in either (several outputs of one command in one memory: rare)."""
+    return ByteSet.of(union(a.array(), b.array()))   # type: ignore[return-value]
+
+
+def set_overlaps(a: ByteSet, b: ByteSet) -> bool:
+    """True if any byte is in both."""
+    if a.hi <= b.lo or b.hi <= a.lo:
+        return False
+    if len(a.starts) > len(b.starts):
+        a, b = b, a
+    if len(b.starts) == 1:
+        return True   # the bounding boxes overlap and both are single runs
+    if len(a.starts) > _NUMPY_RUNS:
+        return overlaps(a.array(), b.array())
+    starts, ends = b.starts, b.ends
+    for s, e in zip(a.starts, a.ends):
+        j = bisect.bisect_left(starts, e) - 1   # the last run of b starting before e
+        if j >= 0 and ends[j] > s:
+            return True
+    return False
+
+
+def set_covered(a: ByteSet, by: ByteSet) -> bool:
+    """True if every byte of ``a`` is in ``by``."""
+    if a.lo < by.lo or a.hi > by.hi:
+        return False
+    if len(by.starts) == 1:
+        return True
+    if len(a.starts) > _NUMPY_RUNS and len(by.starts) > _NUMPY_RUNS:
+        return covered(a.array(), by.array())
+    starts, ends = by.starts, by.ends
+    for s, e in zip(a.starts, a.ends):
+        j = bisect.bisect_right(starts, s) - 1   # the run of ``by`` that could hold [s, e)
+        if j < 0 or ends[j] < e:
+            return False
+    return True

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from npu_sim.hw import cost
 from npu_sim.program import KernelStep
 from npu_sim.tosa.dtype import DType
 
@@ -21,7 +22,6 @@ def step_macs(step, out_region=None) -> int:
     ``step`` is a :class:`scheduler.npu_ops.Step`; delegates to
     :func:`npu_sim.hw.cost.step_macs` so the scheduler's reports and the simulator agree.
     """
-    from npu_sim.hw import cost
     if step.op not in cost.MAC_OPS:
         return 0
     try:
@@ -37,7 +37,6 @@ def compute_cycles(hw, unit: str, step, out_region) -> float:
     ``step`` is a :class:`scheduler.npu_ops.Step`; reductions are charged their input
     window (the reduced axis times the output region).
     """
-    from npu_sim.hw import cost
     kstep = KernelStep(step.op, step.attribute, (), step.input_types, step.output_types, out_region=out_region)
     if unit == cost.VECTOR and step.op in cost.REDUCE_OPS:
         axis = getattr(step.attribute, "axis", 0)
@@ -51,7 +50,6 @@ def command_cycles(hw, unit: str, steps, out_regions) -> float:
     """Cycles of a compute command's ``steps`` computing ``out_regions`` (setup excluded), as the
     simulator charges them: summed on the vector and LUT units, the epilogue pipelined behind
     the MAC array (:func:`npu_sim.hw.cost.mac_array_body_cycles`)."""
-    from npu_sim.hw import cost
     if unit == cost.MAC_ARRAY:
         return cost.mac_array_body_cycles(hw, tuple(
             KernelStep(s.op, s.attribute, (), tuple(s.input_types), tuple(s.output_types), out_region=r)

@@ -33,7 +33,7 @@ from npu_sim.program import (
 )
 from scheduler.allocators import BumpAllocator, Planner, footprint
 from scheduler.buffers import Buffer, BufView
-from scheduler.byte_ranges import view_ranges
+from scheduler.byte_ranges import ByteSet, view_byte_set
 from scheduler.deps import AccessTracker
 from scheduler.liveness import LiveRange, max_live_bytes
 from scheduler.stream import ACommand, ACompute, ACond, ADma, ALoop
@@ -93,23 +93,32 @@ def number(cmds: list[ACommand]) -> Numbering:
 
 def live_ranges(cmds: list[ACommand], numbering: Numbering) -> dict[int, tuple[Buffer, int, int]]:
     """Buffer serial -> (buffer, first id, last id) over every command touching it."""
-    usage: dict[int, tuple[Buffer, int, int]] = {}
-    op_span: dict[int, tuple[int, int]] = {}
+    spans: dict[int, list] = {}   # serial -> [buffer, first, last]
+    op_span: dict[int, list[int]] = {}
+    ids = numbering.ids
     for cmd in walk(cmds):
-        cid = numbering.ids[id(cmd)]
+        cid = ids[id(cmd)]
         end = numbering.last_nested.get(cid, cid) if isinstance(cmd, ALoop) else cid
-        lo, hi = op_span.get(cmd.op, (cid, cid))
-        op_span[cmd.op] = (min(lo, cid), max(hi, cid))
+        span = op_span.get(cmd.op)
+        if span is None:
+            op_span[cmd.op] = [cid, cid]
+        else:
+            span[0], span[1] = min(span[0], cid), max(span[1], cid)
         for view in views_of(cmd):
             b = view.buffer
             if b is None:
                 continue
-            known = usage.get(b.serial)
-            usage[b.serial] = (b, cid, end) if known is None else (b, min(known[1], cid), max(known[2], end))
-    for serial, (b, first, last) in usage.items():
+            known = spans.get(b.serial)
+            if known is None:
+                spans[b.serial] = [b, cid, end]
+            else:
+                known[1], known[2] = min(known[1], cid), max(known[2], end)
+    usage: dict[int, tuple[Buffer, int, int]] = {}
+    for serial, (b, first, last) in spans.items():
         if b.op is not None and b.op in op_span:   # ping-pong partners must coexist
             lo, hi = op_span[b.op]
-            usage[serial] = (b, min(first, lo), max(last, hi))
+            first, last = min(first, lo), max(last, hi)
+        usage[serial] = (b, first, last)
     _span_loops(cmds, numbering, usage)
     return usage
 
@@ -219,15 +228,16 @@ def allocations(plan: MemoryPlan) -> list[Allocation]:
     return out
 
 
-def _accesses(views: list[View], cache: dict[View, object]) -> list[tuple[MemorySpace, object]]:
-    """``(memory, byte ranges)`` of each non-empty view (``cache``: ranges by view; tiles repeat)."""
+def _accesses(views: list[View], cache: dict[View, ByteSet | None]) -> list[tuple[MemorySpace, ByteSet]]:
+    """``(memory, bytes)`` of each non-empty view (``cache``: byte sets by view; tiles repeat)."""
     out = []
     for v in views:
-        if v.element_count > 0:
-            ranges = cache.get(v)
-            if ranges is None:
-                ranges = cache[v] = view_ranges(v)
-            out.append((v.memory, ranges))
+        try:
+            byte_set = cache[v]
+        except KeyError:
+            byte_set = cache[v] = view_byte_set(v)
+        if byte_set is not None:
+            out.append((v.memory, byte_set))
     return out
 
 
@@ -238,15 +248,23 @@ def _read_only(view: BufView) -> bool:
 
 
 def page_sizes(memory_sizes: dict[MemorySpace, int]) -> dict[MemorySpace, int]:
-    """Index granularity for dependency tracking: about 256 pages of TCM, 4 KiB elsewhere."""
-    return {TCM: max(64, memory_sizes.get(TCM, 0) // 256), DDR: 4096, VAR: 1024}
+    """Index granularity for dependency tracking: about 64 pages of TCM, 4 KiB elsewhere."""
+    return {TCM: max(64, memory_sizes.get(TCM, 0) // 64), DDR: 4096, VAR: 1024}
 
 
 def build_commands(cmds: list[ACommand], numbering: Numbering,
                    memory_sizes: dict[MemorySpace, int] | None = None) -> list[Command]:
     """Program commands with resolved views and dependencies (control flow as barriers)."""
     paging = page_sizes(memory_sizes or {})
-    cache: dict[View, object] = {}
+    cache: dict[View, ByteSet | None] = {}
+    views: dict[BufView, View] = {}   # tiles repeat views (weights, constants): resolve each once
+
+    def resolve(view: BufView) -> View:
+        try:
+            return views[view]
+        except KeyError:
+            resolved = views[view] = view.resolve()
+            return resolved
 
     def build(lst: list[ACommand]) -> list[Command]:
         tracker = AccessTracker(paging)
@@ -255,7 +273,7 @@ def build_commands(cmds: list[ACommand], numbering: Numbering,
         for cmd in lst:
             cid = numbering.ids[id(cmd)]
             if isinstance(cmd, ADma):
-                src, dst = cmd.src.resolve(), cmd.dst.resolve()
+                src, dst = resolve(cmd.src), resolve(cmd.dst)
                 reads = [] if _read_only(cmd.src) else _accesses([src], cache)
                 deps = tracker.access(cid, reads, _accesses([dst], cache))
                 if barrier is not None:
@@ -264,11 +282,11 @@ def build_commands(cmds: list[ACommand], numbering: Numbering,
             elif isinstance(cmd, ACompute):
                 steps, reads = [], []
                 for step in cmd.steps:
-                    operands = tuple(o.resolve() if isinstance(o, BufView) else o for o in step.operands)
+                    operands = tuple([resolve(o) if isinstance(o, BufView) else o for o in step.operands])
                     reads += [o for o in operands if isinstance(o, View)]
                     steps.append(KernelStep(step.op, step.attribute, operands, step.input_types, step.output_types,
                                             step.out_region, step.input_offsets, step.name))
-                outputs = tuple(v.resolve() for v in cmd.outputs)
+                outputs = tuple([resolve(v) for v in cmd.outputs])
                 deps = tracker.access(cid, _accesses(reads, cache), _accesses(list(outputs), cache))
                 if barrier is not None:
                     deps.add(barrier)
@@ -278,7 +296,7 @@ def build_commands(cmds: list[ACommand], numbering: Numbering,
                 deps = tracker.live_commands()
                 if barrier is not None:
                     deps.add(barrier)
-                condition = cmd.condition.resolve()
+                condition = resolve(cmd.condition)
                 if isinstance(cmd, ACond):
                     out.append(CondCommand(cid, condition, tuple(build(cmd.then)), tuple(build(cmd.orelse)),
                                            tuple(sorted(deps)), cmd.name))

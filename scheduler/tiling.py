@@ -28,8 +28,7 @@ from npu_sim.program import element_size_bytes
 from npu_sim.reference.kernel_api import Region, full_region
 from scheduler import cost_model
 from scheduler.npu_ops import NpuOp
-from scheduler.windows import (StepTile, can_tile, chain_tile, region_shape, region_size, whole_tile,
-                               window_reads_constants)
+from scheduler.windows import Chain, StepTile, can_tile, region_size, whole_tile, window_reads_constants
 
 Slot = tuple[int, int]  # (step index, operand index): one streamed operand of an operation
 
@@ -81,10 +80,14 @@ class TilePlan:
             return
         grid = self.grid
         order = self.loop_order
-        for index in itertools.product(*(range(grid[d]) for d in order)):
-            pos = dict(zip(order, index))
-            yield tuple((pos.get(d, 0) * t, min(dim, (pos.get(d, 0) + 1) * t))
-                        for d, (dim, t) in enumerate(zip(self.out_shape, self.tile_shape)))
+        # each dimension's tile ranges; dimensions outside the loop order stay at their first
+        spans = [[(i * t, min(dim, (i + 1) * t)) for i in range(grid[d])]
+                 for d, (dim, t) in enumerate(zip(self.out_shape, self.tile_shape))]
+        fixed = [None if d in order else (0, min(dim, t))
+                 for d, (dim, t) in enumerate(zip(self.out_shape, self.tile_shape))]
+        where = [order.index(d) if d in order else 0 for d in range(len(spans))]
+        for index in itertools.product(*(spans[d] for d in order)):
+            yield tuple([index[w] if f is None else f for w, f in zip(where, fixed)])
 
 
 @dataclass
@@ -97,13 +100,41 @@ class TilingProblem:
     hw: object
     alignment: int = 16
 
+    def __post_init__(self) -> None:
+        self._slots: list[tuple[Slot, str]] | None = None
+        self._outputs: list[int] | None = None
+        self._slot_facts: list[tuple[Slot, int, tuple[int, ...]]] | None = None
+        self._moving: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+
     def slots(self) -> list[tuple[Slot, str]]:
-        return [((s, j), operand) for s, step in enumerate(self.op.steps)
-                for j, operand in enumerate(step.operands)
-                if isinstance(operand, str) and not self.resident(operand)]
+        """Streamed operands (computed once: residency is fixed for a problem)."""
+        if self._slots is None:
+            self._slots = [((s, j), operand) for s, step in enumerate(self.op.steps)
+                           for j, operand in enumerate(step.operands)
+                           if isinstance(operand, str) and not self.resident(operand)]
+        return self._slots
+
+    def slot_facts(self) -> list[tuple[Slot, int, tuple[int, ...]]]:
+        """``(slot, element bytes, full operand shape)`` of each streamed operand."""
+        if self._slot_facts is None:
+            self._slot_facts = [(slot, _elem_bytes(self.op, slot),
+                                 tuple(self.op.steps[slot[0]].input_types[slot[1]].shape))
+                                for slot, _ in self.slots()]
+        return self._slot_facts
+
+    def moving_dims(self, split: tuple[int, ...], depends: dict[int, set[Slot]]) -> list[tuple[int, ...]]:
+        """Per streamed slot, the dimensions of ``split`` its window moves along
+        (``depends``: :meth:`OpTiling.depends`)."""
+        dims = self._moving.get(split)
+        if dims is None:
+            dims = self._moving[split] = [tuple([d for d in split if slot in depends.get(d, ())])
+                                          for slot, _ in self.slots()]
+        return dims
 
     def streamed_outputs(self) -> list[int]:
-        return [k for k, key in enumerate(self.op.outputs) if not self.resident(key)]
+        if self._outputs is None:
+            self._outputs = [k for k, key in enumerate(self.op.outputs) if not self.resident(key)]
+        return self._outputs
 
 
 def _elem_bytes(op: NpuOp, slot: Slot) -> int:
@@ -171,7 +202,8 @@ def whole_plan(problem: TilingProblem) -> TilePlan:
 
 
 class OpTiling:
-    """Evaluates tile shapes of one operation; caches windows (they do not depend on residency)."""
+    """Evaluates tile shapes of one operation; caches windows and compute cycles (they do not
+    depend on residency). Shared by the operations of one signature, for one machine."""
 
     def __init__(self, op: NpuOp, const_lookup: Callable[[str], np.ndarray | None]):
         self.op = op
@@ -179,15 +211,33 @@ class OpTiling:
         self.out_shape = tuple(op.steps[-1].output_types[0].shape)
         self.tileable = can_tile(op.steps) and len(self.out_shape) > 0
         self._windows: dict[Region, list[StepTile]] = {}
+        self._chain: Chain | None = None
+        self._cycles: dict[Region, float] = {}
         self._depends: dict[int, set[Slot]] | None = None
         self.splittable = [d for d, n in enumerate(self.out_shape) if n > 1]
         self.sizes = {d: _size_candidates(self.out_shape[d]) for d in self.splittable}
 
-    def windows(self, region: Region) -> list[StepTile]:
+    def windows(self, region: Region, keep: bool = True) -> list[StepTile]:
+        """The chain's tiles for ``region`` (cached unless ``keep`` is False: a scan over
+        every tile of a candidate plan would fill the cache with tiles nobody asks again)."""
         tiles = self._windows.get(region)
         if tiles is None:
-            tiles = self._windows[region] = chain_tile(self.op.steps, region, self.const_lookup)
+            if self._chain is None:
+                self._chain = Chain(self.op.steps, self.const_lookup)
+            tiles = self._chain(region)
+            if keep:
+                self._windows[region] = tiles
         return tiles
+
+    def compute_cycles(self, hw, region: Region) -> float:
+        """Cycles of the compute command of ``region`` (setup excluded; cached: tile shapes
+        recur when the operands' residency changes)."""
+        cycles = self._cycles.get(region)
+        if cycles is None:
+            tiles = self.windows(region)
+            cycles = self._cycles[region] = cost_model.command_cycles(
+                hw, self.op.unit, self.op.steps, [tile.out_region for tile in tiles])
+        return cycles
 
     def depends(self) -> dict[int, set[Slot]]:
         """Output dimension -> the operand slots whose window moves along it."""
@@ -204,56 +254,49 @@ class OpTiling:
                                     if isinstance(operand, str) and a[s].windows[j] != b[s].windows[j]}
         return self._depends
 
-    def region_at(self, tile: tuple[int, ...], index: dict[int, int]) -> Region:
-        return tuple((index.get(d, 0) * t, min(dim, (index.get(d, 0) + 1) * t))
-                     for d, (dim, t) in enumerate(zip(self.out_shape, tile)))
-
 
 def _evaluate(problem: TilingProblem, tiling: OpTiling, tile: tuple[int, ...]) -> TilePlan:
     """Working set and estimated cycles of one tile shape (windows of an interior tile)."""
     op, hw = problem.op, problem.hw
     out_shape = tiling.out_shape
-    slots = [slot for slot, _ in problem.slots()]
     outputs = problem.streamed_outputs()
     grid = tuple(-(-d // t) for d, t in zip(out_shape, tile))
     split = [d for d in range(len(out_shape)) if grid[d] > 1]
-    interior = tiling.windows(tiling.region_at(tile, {d: 1 for d in split}))
-    all_depends = tiling.depends()
-    depends = {slot: {d for d in split if slot in all_depends.get(d, ())} for slot in slots}
-    tile_count = int(math.prod(grid))
+    # the second tile along every split dimension (the first elsewhere): an interior tile
+    interior_region = tuple((t, min(n, 2 * t)) if g > 1 else (0, min(n, t))
+                            for n, t, g in zip(out_shape, tile, grid))
+    interior = tiling.windows(interior_region)
+    tile_count = math.prod(grid)
     burst = hw.ddr.burst_size_bytes
-    slot_bytes, slot_traffic = {}, {}
-    for slot in slots:
-        window = interior[slot[0]].windows[slot[1]]
-        eb = _elem_bytes(op, slot)
-        slot_bytes[slot] = align_up(region_size(window) * eb, problem.alignment)
-        slot_traffic[slot] = burst_bytes(region_shape(window), op.steps[slot[0]].input_types[slot[1]].shape,
-                                         eb, burst)
-    slot_buffers = {slot: (2 if depends[slot] else 1) for slot in slot_bytes}
-    tile_shape = region_shape(tiling.region_at(tile, {}))
+    alignment = problem.alignment
+    slot_bytes, slot_buffers = {}, {}
+    invariant: list[int] = []                           # traffic of slots loaded once, in slot order
+    varying: dict[tuple[int, ...], list[int]] = {}     # split dims a slot moves along -> [traffic, slots]
+    moving = problem.moving_dims(tuple(split), tiling.depends())
+    for (slot, eb, full), dims in zip(problem.slot_facts(), moving):
+        shape = tuple([b - a if b > a else 0 for a, b in interior[slot[0]].windows[slot[1]]])
+        slot_bytes[slot] = align_up(math.prod(shape) * eb, alignment)
+        traffic = burst_bytes(shape, full, eb, burst)
+        slot_buffers[slot] = 2 if dims else 1
+        if dims:
+            group = varying.get(dims)
+            if group is None:
+                varying[dims] = [traffic, 1]
+            else:
+                group[0] += traffic
+                group[1] += 1
+        else:
+            invariant.append(traffic)
+    tile_shape = tuple([max(0, min(n, t)) for n, t in zip(out_shape, tile)])
     tile_elems = math.prod(tile_shape)
-    output_bytes = {k: align_up(tile_elems * _out_elem_bytes(op, k), problem.alignment) for k in outputs}
+    output_bytes = {k: align_up(tile_elems * _out_elem_bytes(op, k), alignment) for k in outputs}
     output_buffers = 2 if tile_count > 1 else 1
     working_set = sum(slot_bytes[s] * slot_buffers[s] for s in slot_bytes) + \
         sum(output_bytes.values()) * output_buffers
-    # Loop order: the permutation of split dimensions that fetches the fewest bytes.
-    best: tuple[int, int, tuple[int, ...]] | None = None
-    for order in (itertools.permutations(split) if len(split) <= 4 else [tuple(split)]):
-        load = count = 0
-        for slot in slot_bytes:
-            if not depends[slot]:
-                continue
-            positions = [order.index(d) for d in depends[slot]]
-            fetches = int(math.prod(grid[order[i]] for i in range(max(positions) + 1)))
-            load += fetches * slot_traffic[slot]
-            count += fetches
-        if best is None or load < best[0]:
-            best = (load, count, tuple(order))
-    varying_bytes, varying_count, order = best
-    invariant = [slot_traffic[s] for s in slot_bytes if not depends[s]]
+    varying_bytes, varying_count, order = _loop_order(grid, split, varying)
     store_bytes = sum(burst_bytes(tile_shape, out_shape, _out_elem_bytes(op, k), burst) for k in outputs) \
         * tile_count
-    compute = _compute_cycles(problem, interior) + cost_model.unit_setup_cycles(hw, op.unit)
+    compute = tiling.compute_cycles(hw, interior_region) + cost_model.unit_setup_cycles(hw, op.unit)
     est = cost_model.tile_loop_cycles(hw, invariant, varying_bytes, varying_count, store_bytes,
                                       len(outputs) * tile_count, compute, tile_count)
     load_bytes = varying_bytes + sum(invariant)
@@ -262,18 +305,47 @@ def _evaluate(problem: TilingProblem, tiling: OpTiling, tile: tuple[int, ...]) -
                     output_buffers, working_set, est, int(load_bytes + store_bytes))
 
 
+def _loop_order(grid: tuple[int, ...], split: list[int],
+                varying: dict[tuple[int, ...], list[int]]) -> tuple[int, int, tuple[int, ...]]:
+    """``(bytes, loads, order)``: the permutation of split dimensions that fetches the fewest
+    bytes (the first such in permutation order). A slot is re-fetched once per iteration of
+    the loops down to the innermost dimension its window moves along; ``varying`` groups the
+    slots by those dimensions (total traffic of one fetch each, slot count)."""
+    if not varying or len(split) > 4:
+        orders = [tuple(split)]
+    else:
+        orders = itertools.permutations(split)
+    best: tuple[int, int, tuple[int, ...]] | None = None
+    for order in orders:
+        fetched = []    # fetches of a slot whose innermost moving dimension is at position i
+        count = 1
+        for d in order:
+            count *= grid[d]
+            fetched.append(count)
+        load = loads = 0
+        for dims, (traffic, slots) in varying.items():
+            fetches = fetched[max(order.index(d) for d in dims)]
+            load += fetches * traffic
+            loads += fetches * slots
+        if best is None or load < best[0]:
+            best = (load, loads, order)
+    return best   # type: ignore[return-value]
+
+
 def exact_working_set(problem: TilingProblem, tiling: OpTiling, plan: TilePlan) -> TilePlan:
     """``plan`` with buffer sizes measured over every tile (windows can vary between tiles)."""
     if plan.tile_shape is None or plan.tile_count == 1:
         return plan
     op = problem.op
-    slot_bytes = dict(plan.slot_bytes)
+    largest = {slot: 0 for slot in plan.slot_bytes}   # elements of the largest window per slot
     for region in plan.tiles():
-        tiles = tiling.windows(region)
-        for slot in slot_bytes:
-            size = align_up(region_size(tiles[slot[0]].windows[slot[1]]) * _elem_bytes(op, slot),
-                            problem.alignment)
-            slot_bytes[slot] = max(slot_bytes[slot], size)
+        tiles = tiling.windows(region, keep=False)
+        for slot in largest:
+            size = region_size(tiles[slot[0]].windows[slot[1]])
+            if size > largest[slot]:
+                largest[slot] = size
+    slot_bytes = {slot: max(size, align_up(largest[slot] * _elem_bytes(op, slot), problem.alignment))
+                  for slot, size in plan.slot_bytes.items()}
     if slot_bytes == plan.slot_bytes:
         return plan
     working_set = sum(slot_bytes[s] * plan.slot_buffers[s] for s in slot_bytes) + \

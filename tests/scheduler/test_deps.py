@@ -1,8 +1,11 @@
+import random
+
 import numpy as np
+import pytest
 
 from npu_sim.program import MemorySpace, View
 from npu_sim.tosa.dtype import DType
-from scheduler.byte_ranges import covered, normalize, overlaps, view_ranges
+from scheduler.byte_ranges import ByteSet, covered, normalize, overlaps, view_ranges
 from scheduler.deps import AccessTracker
 
 TCM = MemorySpace.TCM
@@ -41,3 +44,64 @@ def test_tracker_orders_conflicts_only():
     assert t.access(5, [(TCM, r((0, 8)))], []) == {4}
     # another memory never conflicts
     assert t.access(6, [], [(MemorySpace.DDR, a)]) == set()
+
+
+class _Model:
+    """The tracker's rules on explicit byte sets: reads wait for overlapping live writes,
+    writes for overlapping live reads and writes; a write drops the records it covers."""
+
+    def __init__(self):
+        self.records = []   # [cmd, memory, bytes, write, alive]
+
+    def access(self, cmd, reads, writes):
+        deps = set()
+        for memory, b in reads:
+            deps |= {r[0] for r in self.records if r[4] and r[3] and r[1] is memory and r[2] & b}
+        written = {}
+        for memory, b in writes:
+            written[memory] = written.get(memory, set()) | b
+        for memory, b in written.items():
+            for r in self.records:
+                if r[4] and r[1] is memory and r[2] & b:
+                    deps.add(r[0])
+                    if r[2] <= b:
+                        r[4] = False
+        deps.discard(cmd)
+        self.records += [[cmd, m, b, False, True] for m, b in reads if b]
+        self.records += [[cmd, m, b, True, True] for m, b in written.items()]
+        return deps
+
+
+def _random_access(rng):
+    """Byte ranges of a small random strided view, as (numpy ranges, byte set)."""
+    runs, run_bytes, stride = rng.randint(1, 24), rng.randint(1, 12), rng.randint(1, 40)
+    start = rng.randint(0, 300)
+    starts = [start + k * stride for k in range(runs)]
+    ranges = normalize(np.array([[s, s + run_bytes] for s in starts], dtype=np.int64))
+    return ranges, {x for s in starts for x in range(s, s + run_bytes)}
+
+
+@pytest.mark.parametrize("page_bytes", [8, 64, 4096])
+def test_tracker_matches_the_rules_on_random_accesses(page_bytes):
+    rng = random.Random(page_bytes)
+    memories = [TCM, MemorySpace.DDR]
+    for trial in range(20):
+        tracker, model = AccessTracker({TCM: page_bytes, MemorySpace.DDR: page_bytes}), _Model()
+        used = []   # accesses seen so far: views repeat (the same ByteSet object, shared records)
+        for cmd in range(60):
+            reads, writes, model_reads, model_writes = [], [], [], []
+            for target, model_target, count in ((reads, model_reads, rng.randint(0, 3)),
+                                                (writes, model_writes, rng.randint(0, 2))):
+                for _ in range(count):
+                    if used and rng.random() < 0.4:
+                        memory, bytes_, byte_set = rng.choice(used)
+                    else:
+                        memory = rng.choice(memories)
+                        ranges, byte_set = _random_access(rng)
+                        # the tracker takes numpy ranges or ByteSets alike
+                        bytes_ = ByteSet.of(ranges) if rng.random() < 0.7 else ranges
+                        used.append((memory, bytes_, byte_set))
+                    target.append((memory, bytes_))
+                    model_target.append((memory, byte_set))
+            assert tracker.access(cmd, reads, writes) == model.access(cmd, model_reads, model_writes)
+        assert tracker.live_commands() == {r[0] for r in model.records if r[4]}

@@ -1,11 +1,17 @@
+import itertools
+import math
+import random
+
 import pytest
 
+from npu_sim.program import element_size_bytes
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
 from scheduler.lowering import lower
 from scheduler.npu_ops import ValueKind
-from scheduler.tiling import Tiler, burst_bytes, too_big_error
-from scheduler.windows import chain_tile
+from scheduler.tiling import (TilePlan, Tiler, TilingProblem, _evaluate, _loop_order, align_up, burst_bytes,
+                              exact_working_set, too_big_error)
+from scheduler.windows import chain_tile, region_size
 from tests.scheduler.graphs import conv_block, machine
 
 
@@ -67,3 +73,67 @@ def test_burst_bytes():
     assert burst_bytes((2, 3, 8), (16, 16, 8), 1, 128) == 2 * 128
     assert burst_bytes((2, 16, 8), (16, 16, 8), 1, 128) == 256       # one contiguous run
     assert burst_bytes((0, 4), (4, 4), 4, 64) == 0
+
+
+def _first_cheapest_order(grid, split, slots):
+    """The loop-order rule spelled out: try every permutation of the split dimensions; each
+    slot (dims its window moves along, bytes per fetch) is fetched once per iteration of the
+    loops down to its innermost moving dimension; keep the first with the fewest bytes."""
+    best = None
+    for order in itertools.permutations(split):
+        load = count = 0
+        for dims, traffic in slots:
+            fetches = math.prod(grid[d] for d in order[:max(order.index(d) for d in dims) + 1])
+            load += fetches * traffic
+            count += fetches
+        if best is None or load < best[0]:
+            best = (load, count, order)
+    return best
+
+
+def test_loop_order_is_the_first_cheapest_permutation():
+    rng = random.Random(3)
+    for _ in range(300):
+        rank = rng.randint(1, 4)
+        grid = tuple(rng.choice([1, 2, 3, 7]) for _ in range(rank))
+        split = [d for d in range(rank) if grid[d] > 1]
+        if not split:
+            continue
+        slots = [(tuple(sorted(rng.sample(split, rng.randint(1, len(split))))), rng.choice([64, 128, 384]))
+                 for _ in range(rng.randint(1, 4))]
+        grouped = {}
+        for dims, traffic in slots:
+            group = grouped.setdefault(dims, [0, 0])
+            group[0] += traffic
+            group[1] += 1
+        assert _loop_order(grid, split, grouped) == _first_cheapest_order(grid, split, slots)
+    assert _loop_order((1, 4, 3), [1, 2], {}) == (0, 0, (1, 2))   # nothing re-fetched: the given order
+
+
+def test_tiles_follow_the_loop_order():
+    def plan(tile_shape, loop_order):
+        return TilePlan((5, 4), tile_shape, loop_order, {}, {}, {}, 1, 0, 0.0, 0)
+
+    assert list(plan((2, 3), (1, 0)).tiles()) == [
+        ((0, 2), (0, 3)), ((2, 4), (0, 3)), ((4, 5), (0, 3)),
+        ((0, 2), (3, 4)), ((2, 4), (3, 4)), ((4, 5), (3, 4))]
+    # a dimension outside the loop order stays at its first tile
+    assert list(plan((2, 3), (0,)).tiles()) == [((0, 2), (0, 3)), ((2, 4), (0, 3)), ((4, 5), (0, 3))]
+    assert list(plan(None, (0, 1)).tiles()) == [((0, 5), (0, 4))]
+
+
+def test_exact_working_set_takes_the_largest_window_of_every_tile(conv):
+    """Rows in tiles of 10: the tile the estimate measures (the second) is the ragged last one,
+    so its input window (7 rows with the halo) is smaller than the first tile's (11 rows)."""
+    op, tiler = conv
+    tiling = tiler.tiling(op)
+    problem = TilingProblem(op, lambda key: False, tiler.const_lookup, tiler.hw, tiler.alignment)
+    plan = _evaluate(problem, tiling, (1, 10, 16, 8))
+    assert plan.slot_bytes[(0, 0)] == 7 * 16 * 4
+    exact = exact_working_set(problem, tiling, plan)
+    assert exact.slot_bytes[(0, 0)] == 11 * 16 * 4
+    assert exact.working_set_bytes == plan.working_set_bytes + 2 * (11 - 7) * 16 * 4
+    for slot in plan.slot_bytes:
+        largest = max(region_size(tiling.windows(r)[slot[0]].windows[slot[1]]) for r in plan.tiles())
+        elem_bytes = element_size_bytes(op.steps[slot[0]].input_types[slot[1]].dtype)
+        assert exact.slot_bytes[slot] == align_up(largest * elem_bytes, tiler.alignment)
