@@ -66,6 +66,12 @@ class FusionContext:
             return None
         return users[0]
 
+    def reads_variable(self, operator) -> bool:
+        """True if ``operator`` reads a variable: moving it past other operators could change
+        what it sees, so it anchors or joins no group."""
+        tensors = self.block.tensors
+        return any(tensors.get(n) is not None and tensors[n].variable for n in operator.inputs)
+
 
 class FusionRule(Protocol):
     name: str
@@ -89,8 +95,8 @@ class EpilogueRule:
         anchor = block.operators[index]
         if anchor.op not in self.anchors or len(anchor.outputs) != 1:
             return None
-        if any(block.tensors.get(n) is not None and block.tensors[n].variable for n in anchor.inputs):
-            return None  # moving a variable read past other operators could change what it sees
+        if ctx.reads_variable(anchor):
+            return None
         group = [index]
         current = block.operators[index]
         while len(group) < self.max_length:
@@ -164,8 +170,7 @@ class ElementwiseRule:
         operator = ctx.block.operators[index]
         if operator.op not in self.members or operator.op not in INPUT_WINDOWS or len(operator.outputs) != 1:
             return False
-        tensors = ctx.block.tensors   # moving a variable read past other operators could change what it sees
-        return not any(tensors.get(n) is not None and tensors[n].variable for n in operator.inputs)
+        return not ctx.reads_variable(operator)
 
     def _consumer(self, index: int, ctx: FusionContext) -> int | None:
         """The sole consumer of operator ``index``'s result if that result may stay in the unit."""

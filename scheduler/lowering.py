@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from npu_sim.errors import GraphValidationError
-from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import Block, Graph, Operator, Tensor
 from npu_sim.tosa.ops import Op
+from npu_sim.reference.data_layout import LAYOUT_DTYPES
 from scheduler import support
+from scheduler.buffers import contiguous_strides
 from scheduler.cost_model import step_macs
 from scheduler.fusion import DEFAULT_RULES, FusionRule, fuse
 from scheduler.npu_ops import NpuOp, OpKind, Step, Value, ValueKind
@@ -290,15 +291,15 @@ def read_outputs_through_tcm(block: LoweredBlock, lowerer: "_Lowerer") -> None:
 def contiguous_slice_offset(block: Block, operator: Operator) -> int | None:
     """Element offset of a SLICE whose result is one contiguous run of its input's bytes
     (every dimension after the last partly taken one is whole, every one before it has
-    extent 1), else None. The result is then the
-    input's bytes at that offset: a copy that may alias them, like a RESHAPE. Slices the
-    kernel would refuse (bad start or size, a dtype it does not take) stay kernel calls."""
+    extent 1), else None. The result is then the input's bytes at that offset: a copy
+    that may alias them, like a RESHAPE. Slices the kernel would refuse (bad start or
+    size, a dtype outside its LAYOUT_DTYPES) stay kernel calls."""
     if len(operator.inputs) != 3 or len(operator.outputs) != 1:
         return None
     src, dst = block.tensor(operator.inputs[0]), block.tensor(operator.outputs[0])
     start_t, size_t = block.tensor(operator.inputs[1]), block.tensor(operator.inputs[2])
     if start_t.data is None or size_t.data is None or src.dtype != dst.dtype \
-            or src.dtype not in SLICE_ALIAS_DTYPES:
+            or src.dtype not in LAYOUT_DTYPES:
         return None
     shape = tuple(src.shape)
     start = [int(v) for v in np.asarray(start_t.data).reshape(-1)]
@@ -310,16 +311,7 @@ def contiguous_slice_offset(block: Block, operator: Operator) -> int | None:
     partial = [k for k in range(len(shape)) if size[k] != shape[k]]
     if partial and any(size[k] != 1 for k in range(partial[-1])):
         return None
-    offset, stride = 0, 1
-    for a, d in zip(reversed(start), reversed(shape)):
-        offset += a * stride
-        stride *= d
-    return offset
-
-
-#: Dtypes whose SLICE may alias its input (whole-byte elements the SLICE kernel takes).
-SLICE_ALIAS_DTYPES = frozenset({DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.FP8E4M3, DType.FP8E5M2,
-                                DType.FP16, DType.BF16, DType.FP32})
+    return sum(a * stride for a, stride in zip(start, contiguous_strides(shape, 1)))
 
 
 def lower(graph: Graph, rules: tuple[FusionRule, ...] = DEFAULT_RULES) -> LoweredGraph:
