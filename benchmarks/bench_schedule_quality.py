@@ -21,9 +21,10 @@ good). Three ratios, each with its goal:
      the scheduler folded into others or never moves are not counted).
 
    Two more columns say where a miss comes from. ``/array`` replaces ``compute`` by
-   what the configured systolic array needs at best, ``sum ceil(M/rows)*ceil(N/cols)*
-   (K*k_step + rows + cols - 2)`` over the untiled operators (the fill/drain of the
-   hardware model, which no schedule can avoid). ``/+lat`` adds one DDR read latency,
+   what the configured systolic array needs at best: ``npu_sim.hw.cost.mac_array_cycles``
+   of each operator untiled, ``ceil(M/rows)*ceil(N/cols)`` blocks of ``K*k_step`` cycles
+   (at least ``rows`` each with double-buffered accumulators) plus the array's skew
+   (the fill/drain of the hardware model, which no schedule can avoid). ``/+lat`` adds one DDR read latency,
    one write latency and two DMA setups to the roofline: the first input byte cannot
    arrive sooner, the last output byte cannot land sooner (every graph here computes
    its outputs from its inputs). Only ``cycles / roofline`` is the goal.
@@ -127,7 +128,8 @@ def array_bound_cycles(operations: list[dict[str, Any]], hw: HwConfig) -> int | 
     """The systolic array's own cycles for each operator untiled (hardware model's fill/drain)."""
     try:
         return sum(mac_array_cycles(e["m"], e["n"], e["k"], hw.mac_array.rows, hw.mac_array.cols,
-                                    mac_k_step_cycles(hw, e["dtype"])) for e in operations)
+                                    mac_k_step_cycles(hw, e["dtype"]), hw.mac_array.accumulator_buffers)
+                   for e in operations)
     except ProgramError:   # the array has no rate for this dtype
         return None
 

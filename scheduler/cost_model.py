@@ -57,6 +57,11 @@ def command_cycles(hw, unit: str, steps, out_regions) -> float:
     return sum(compute_cycles(hw, unit, s, r) for s, r in zip(steps, out_regions))
 
 
+def tcm_cycles(hw, size_bytes: int) -> int:
+    """Cycles ``size_bytes`` take through all TCM ports (a compute command's lower bound)."""
+    return cost.tcm_cycles(size_bytes, hw)
+
+
 def unit_setup_cycles(hw, unit: str) -> int:
     return hw.unit_setup_cycles(unit)
 

@@ -175,10 +175,17 @@ def _thin(lists: list[list[int]], limit: int) -> list[list[int]]:
     return lists
 
 
-def _compute_cycles(problem: TilingProblem, tiles: Sequence[StepTile]) -> float:
-    """Cycles of one compute command computing ``tiles`` (setup excluded)."""
-    op = problem.op
-    return cost_model.command_cycles(problem.hw, op.unit, op.steps, [tile.out_region for tile in tiles])
+def _compute_cycles(hw, op: NpuOp, tiles: Sequence[StepTile]) -> float:
+    """Cycles of one compute command computing ``tiles`` (setup excluded), as the simulator
+    charges them: the unit's body, or the time its operands and results take through the
+    TCM ports when that is longer (a tiny-K or halo-heavy tile is port-bound)."""
+    body = cost_model.command_cycles(hw, op.unit, op.steps, [tile.out_region for tile in tiles])
+    tcm_bytes = sum(region_size(tile.windows[j]) * element_size_bytes(step.input_types[j].dtype)
+                    for step, tile in zip(op.steps, tiles)
+                    for j, operand in enumerate(step.operands) if isinstance(operand, str))
+    out_elements = region_size(tiles[-1].out_region)
+    tcm_bytes += sum(out_elements * _out_elem_bytes(op, k) for k in range(len(op.outputs)))
+    return max(body, cost_model.tcm_cycles(hw, tcm_bytes))
 
 
 def whole_plan(problem: TilingProblem) -> TilePlan:
@@ -195,7 +202,7 @@ def whole_plan(problem: TilingProblem) -> TilePlan:
     load = sum(slot_bytes.values())
     store = sum(output_bytes.values())
     hw = problem.hw
-    compute = _compute_cycles(problem, tiles) + cost_model.unit_setup_cycles(hw, op.unit)
+    compute = _compute_cycles(hw, op, tiles) + cost_model.unit_setup_cycles(hw, op.unit)
     est = cost_model.tile_loop_cycles(hw, list(slot_bytes.values()), 0, 0, store, len(output_bytes), compute, 1)
     return TilePlan(tuple(out_shape), None, tuple(range(len(out_shape))), slot_bytes,
                     {s: 1 for s in slot_bytes}, output_bytes, 1, load + store, est, load + store)
@@ -234,9 +241,7 @@ class OpTiling:
         recur when the operands' residency changes)."""
         cycles = self._cycles.get(region)
         if cycles is None:
-            tiles = self.windows(region)
-            cycles = self._cycles[region] = cost_model.command_cycles(
-                hw, self.op.unit, self.op.steps, [tile.out_region for tile in tiles])
+            cycles = self._cycles[region] = _compute_cycles(hw, self.op, self.windows(region))
         return cycles
 
     def depends(self) -> dict[int, set[Slot]]:
@@ -262,8 +267,9 @@ def _evaluate(problem: TilingProblem, tiling: OpTiling, tile: tuple[int, ...]) -
     outputs = problem.streamed_outputs()
     grid = tuple(-(-d // t) for d, t in zip(out_shape, tile))
     split = [d for d in range(len(out_shape)) if grid[d] > 1]
-    # the second tile along every split dimension (the first elsewhere): an interior tile
-    interior_region = tuple((t, min(n, 2 * t)) if g > 1 else (0, min(n, t))
+    # the second tile along a dimension split in three or more (an interior tile, with a halo
+    # on both sides), the first elsewhere: always a full tile, never a remainder
+    interior_region = tuple((t, 2 * t) if g > 2 else (0, min(n, t))
                             for n, t, g in zip(out_shape, tile, grid))
     interior = tiling.windows(interior_region)
     tile_count = math.prod(grid)

@@ -112,12 +112,19 @@ class MacArrayConfig(_Strict):
     (implied when omitted). Slower dtypes state their MACs/cycle, which must divide
     ``rows*cols``: a K step then takes ``rows*cols // macs_per_cycle[dtype]`` cycles.
     A dtype that is not listed cannot run on the array.
+
+    ``accumulator_buffers`` is how many result registers each PE has. With 1 the array
+    finishes one ``rows x cols`` output block, fill, reduction and skew, before the next
+    starts. With 2 (double-buffered accumulators, as in Gemmini's output-stationary mesh)
+    a finished block moves to the shadow registers and drains while the next one
+    accumulates, so consecutive blocks of one command overlap their fill and drain.
     """
 
     rows: int = PositiveInt
     cols: int = PositiveInt
     macs_per_cycle: dict[str, int] = Field(default_factory=dict)
     setup_cycles: int = NonNegativeInt  # per command
+    accumulator_buffers: int = Field(default=2, ge=1, le=2)
 
     @model_validator(mode="after")
     def _check(self) -> "MacArrayConfig":

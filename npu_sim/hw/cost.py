@@ -8,9 +8,11 @@ Compute units (``ComputeCommand.unit``):
 
 * ``mac_array`` - an output-stationary systolic array of ``rows x cols`` PEs. A
   multiply-accumulate step (:data:`MAC_OPS`) of an ``M x N`` output with reduction
-  depth ``K`` takes ``ceil(M/rows) * ceil(N/cols) * (K*k_step + rows + cols - 2)``
-  cycles, ``k_step = rows*cols // macs_per_cycle[dtype]`` (1 for int8; a dtype the
-  config does not list cannot run on the array); see :func:`mac_dims` for M, N, K of
+  depth ``K`` works through ``ceil(M/rows) * ceil(N/cols)`` output blocks of
+  ``K*k_step + rows + cols - 2`` cycles each, ``k_step = rows*cols //
+  macs_per_cycle[dtype]`` (1 for int8; a dtype the config does not list cannot run on
+  the array); with double-buffered accumulators consecutive blocks overlap (see
+  :func:`mac_array_cycles`); see :func:`mac_dims` for M, N, K of
   each operator (FFT2D/RFFT2D run as DFT matrix products). Other steps of the command are the
   fused epilogue (RESCALE, CLAMP, ADD): the array drains ``cols`` results a cycle, so
   the epilogue streams ``ceil(out_elements / cols)`` cycles plus one per extra fused
@@ -58,11 +60,30 @@ def ceil_div(a: int, b: int) -> int:
 
 # --- primitives ---------------------------------------------------------------------------
 
-def mac_array_cycles(m: int, n: int, k: int, rows: int, cols: int, k_step_cycles: int = 1) -> int:
-    """Output-stationary systolic tile cycles: ``ceil(m/rows)*ceil(n/cols)*(k*k_step + rows+cols-2)``."""
+def mac_array_cycles(m: int, n: int, k: int, rows: int, cols: int, k_step_cycles: int = 1,
+                     accumulator_buffers: int = 1) -> int:
+    """Cycles of an ``m x n`` output with reduction depth ``k`` on an output-stationary array.
+
+    The output is cut into ``blocks = ceil(m/rows) * ceil(n/cols)`` blocks. One block
+    takes ``k*k_step + rows + cols - 2`` cycles: its reduction, plus the skew of the
+    operands across the array until the farthest PE has its last pair.
+
+    * One accumulator per PE: blocks run one after the other, each paying the skew:
+      ``blocks * (k*k_step + rows + cols - 2)``.
+    * Two (double-buffered): a finished block moves to the shadow registers and shifts
+      out of the columns (``rows`` cycles, ``cols`` results a cycle) while the next
+      block accumulates. The next block's operands follow the previous ones without a
+      gap, so a block costs ``max(k*k_step, rows)`` and only the last block pays the
+      skew: ``(blocks - 1) * max(k*k_step, rows) + k*k_step + rows + cols - 2``.
+    """
     if m <= 0 or n <= 0 or k <= 0:
         return 0
-    return ceil_div(m, rows) * ceil_div(n, cols) * (k * k_step_cycles + rows + cols - 2)
+    blocks = ceil_div(m, rows) * ceil_div(n, cols)
+    reduce_cycles = k * k_step_cycles
+    block_cycles = reduce_cycles + rows + cols - 2
+    if accumulator_buffers < 2:
+        return blocks * block_cycles
+    return (blocks - 1) * max(reduce_cycles, rows) + block_cycles
 
 
 def vector_cycles(element_count: int, elements_per_cycle: int) -> int:
@@ -177,7 +198,8 @@ def step_cycles(hw: HwConfig, unit: str, step: KernelStep) -> int:
         if step.op in MAC_OPS:
             m, n, k = mac_dims(step)
             return mac_array_cycles(m, n, k, hw.mac_array.rows, hw.mac_array.cols,
-                                    mac_k_step_cycles(hw, step.input_types[0].dtype))
+                                    mac_k_step_cycles(hw, step.input_types[0].dtype),
+                                    hw.mac_array.accumulator_buffers)
         return ceil_div(out_elements(step), hw.mac_array.cols)
     if unit == VECTOR:
         return vector_cycles(vector_work_elements(step), vector_elements_per_cycle(hw, step_dtype(step)))

@@ -32,8 +32,22 @@ def conv_step(out_region=None, dtype=DType.INT8, kernel=3) -> KernelStep:
     (16, 16, 10, 16, 16, 2, 1 * 1 * (20 + 30)),
     (0, 16, 10, 16, 16, 1, 0),
 ])
-def test_mac_array_cycles_formula(m, n, k, rows, cols, step, expected):
-    assert mac_array_cycles(m, n, k, rows, cols, step) == expected
+def test_mac_array_cycles_one_accumulator_per_pe(m, n, k, rows, cols, step, expected):
+    assert mac_array_cycles(m, n, k, rows, cols, step, accumulator_buffers=1) == expected
+    assert mac_array_cycles(m, n, k, rows, cols, step) == expected  # the function's default
+
+
+@pytest.mark.parametrize("m, n, k, rows, cols, step, expected", [
+    # 8 blocks: 7 back to back at K = 72 cycles, then the last one with its skew of 4 + 8 - 2
+    (16, 16, 72, 4, 8, 1, 7 * 72 + (72 + 4 + 8 - 2)),
+    (1, 1, 1, 16, 16, 1, 1 + 30),  # one block: nothing to overlap
+    # K = 10 < 16 rows: a block cannot leave the shadow registers faster than 16 cycles
+    (17, 16, 10, 16, 16, 1, 1 * 16 + (10 + 30)),
+    (48, 16, 10, 16, 16, 2, 2 * 20 + (20 + 30)),  # int16-like: 2 cycles per K step
+    (0, 16, 10, 16, 16, 1, 0),
+])
+def test_mac_array_cycles_double_buffered_accumulators(m, n, k, rows, cols, step, expected):
+    assert mac_array_cycles(m, n, k, rows, cols, step, accumulator_buffers=2) == expected
 
 
 def test_conv2d_dims_whole_and_tile():
@@ -44,9 +58,13 @@ def test_conv2d_dims_whole_and_tile():
 def test_mac_array_command_cycles_and_macs():
     hw = make_hw()  # 4 x 8 array, setup 5; TCM 2 ports x 16 B = 32 B/cycle
     command = ComputeCommand(0, "mac_array", (conv_step(),), (View(TCM, 0, (1, 4, 4, 16), DType.INT32),))
-    # operands in the TCM: 128 + 1152 + 64 + 1 + 1 bytes, output 1024: 2370 / 32 -> 75 cycles < 656
-    assert compute_command_cycles(hw, command) == 5 + 4 * 2 * (72 + 4 + 8 - 2)
+    # operands in the TCM: 128 + 1152 + 64 + 1 + 1 bytes, output 1024: 2370 / 32 -> 75 cycles < 586
+    # double-buffered (the default): 8 blocks, 7 of K = 72 cycles, the last with its skew
+    assert compute_command_cycles(hw, command) == 5 + 7 * 72 + (72 + 4 + 8 - 2)
     assert command_macs(command) == 16 * 16 * 72
+    single = make_hw(mac_array={"rows": 4, "cols": 8, "macs_per_cycle": {"int8": 32, "int16": 16},
+                                "setup_cycles": 5, "accumulator_buffers": 1})
+    assert compute_command_cycles(single, command) == 5 + 4 * 2 * (72 + 4 + 8 - 2)
 
 
 def epilogue_steps() -> tuple[KernelStep, KernelStep]:
@@ -61,12 +79,12 @@ def test_epilogue_is_pipelined_behind_the_mac_array():
     hw = make_hw()  # 4 x 8 array, setup 5
     command = ComputeCommand(0, "mac_array", (conv_step(), *epilogue_steps()),
                              (View(TCM, 8192, (1, 4, 4, 16), DType.INT32),))
-    # MAC: 4 * 2 blocks of 72 + 4 + 8 - 2 = 82 cycles = 656; epilogue: CLAMP and ADD are two
-    # stages of one output pipeline, 256 results / 8 a cycle + 1 stage deep = 33.
-    # MAC-bound: the array, then the last 4 x 8 block through the pipeline (32 / 8 + 1).
-    # TCM: 1346 + 1024 residual + 1024 out = 3394 B / 32 -> 107 cycles, not the bound.
-    assert compute_command_cycles(hw, command) == 5 + max(656 + 4 + 1, 82 + 33)
-    assert compute_command_cycles(hw, command) == 5 + 661
+    # MAC: 8 blocks, 7 * 72 + (72 + 4 + 8 - 2) = 586, the first block done after 82 cycles;
+    # epilogue: CLAMP and ADD are two stages of one output pipeline, 256 results / 8 a cycle
+    # + 1 stage deep = 33. MAC-bound: the array, then the last 4 x 8 block through the
+    # pipeline (32 / 8 + 1). TCM: 1346 + 1024 residual + 1024 out = 3394 B / 32 -> 107 cycles.
+    assert compute_command_cycles(hw, command) == 5 + max(586 + 4 + 1, 82 + 33)
+    assert compute_command_cycles(hw, command) == 5 + 591
 
 
 def test_each_extra_epilogue_operator_adds_one_pipeline_stage():
@@ -75,14 +93,16 @@ def test_each_extra_epilogue_operator_adds_one_pipeline_stage():
     clamp, add = epilogue_steps()
     one = compute_command_cycles(hw, ComputeCommand(0, "mac_array", (conv_step(kernel=1), clamp), out))
     two = compute_command_cycles(hw, ComputeCommand(0, "mac_array", (conv_step(kernel=1), clamp, add), out))
-    # 1x1 conv: M = 16, N = 16, K = 8 -> 1 * 8 blocks of 8 + 16 + 2 - 2 = 24 cycles = 192; the
-    # last 16 x 2 block drains in 32 / 2 = 16 cycles (+1 with a second stage).
-    assert (one, two) == (5 + 192 + 16, 5 + 192 + 17)
+    # 1x1 conv: M = 16, N = 16, K = 8 -> 8 blocks of 16 x 2; each leaves the shadow registers
+    # in 16 cycles (> K), so the array takes 7 * 16 + (8 + 16 + 2 - 2) = 136; the last block
+    # drains in 32 / 2 = 16 cycles (+1 with a second stage). The epilogue alone streams
+    # 256 / 2 = 128 (+1) cycles after the first block (24), the same 152 (153).
+    assert (one, two) == (5 + 136 + 16, 5 + 136 + 17)
 
 
 def test_int16_runs_at_its_stated_rate():
     hw = make_hw()  # int16: 16 MACs/cycle on 32 PEs -> 2 cycles per K step
-    assert step_cycles(hw, "mac_array", conv_step(dtype=DType.INT16)) == 4 * 2 * (2 * 72 + 10)
+    assert step_cycles(hw, "mac_array", conv_step(dtype=DType.INT16)) == 7 * 2 * 72 + (2 * 72 + 10)
 
 
 def test_dtype_without_a_rate_cannot_use_the_mac_array():

@@ -199,8 +199,9 @@ def test_conv2d_in_two_tiles_on_the_mac_array():
     result = simulate_program(program, hw, [{"x": x}])
     np.testing.assert_array_equal(result.outputs[0]["acc"], _numpy_conv(x, w, bias))
     tiles = [r for r in result.trace.commands if r.unit == "mac_array"]
-    # each tile: M = 8 output pixels, N = 16 channels, K = 3*3*8 = 72 on a 4 x 8 array
-    assert [r.cycles for r in tiles] == [5 + 2 * 2 * (72 + 4 + 8 - 2)] * 2
+    # each tile: M = 8 output pixels, N = 16 channels, K = 3*3*8 = 72 on a 4 x 8 array: 4 blocks,
+    # double-buffered: 3 back to back, the last with the array's skew
+    assert [r.cycles for r in tiles] == [5 + 3 * 72 + (72 + 4 + 8 - 2)] * 2
     assert [r.macs for r in tiles] == [8 * 16 * 72] * 2
     assert tiles[1].start_cycle == tiles[0].end_cycle  # one array: in order
 
@@ -238,8 +239,9 @@ def test_fused_conv_rescale_chains_the_accumulator_inside_the_unit():
     fused = next(r for r in result.trace.commands if r.name == "conv+rescale")
     assert fused.op == "CONV2D+RESCALE"
     # the epilogue is pipelined behind the array: only the last 4 x 8 output block's
-    # drain (32 results at 8 a cycle) follows the array's 4 * 2 blocks
-    assert fused.cycles == 5 + 4 * 2 * (72 + 4 + 8 - 2) + (4 * 8) // 8
+    # drain (32 results at 8 a cycle) follows the array's 4 * 2 blocks (7 back to back, the
+    # last with the skew)
+    assert fused.cycles == 5 + 7 * 72 + (72 + 4 + 8 - 2) + (4 * 8) // 8
 
 
 # --- state across invocations -------------------------------------------------------------------

@@ -2,6 +2,7 @@ import itertools
 import math
 import random
 
+import numpy as np
 import pytest
 
 from npu_sim.program import element_size_bytes
@@ -122,18 +123,48 @@ def test_tiles_follow_the_loop_order():
     assert list(plan(None, (0, 1)).tiles()) == [((0, 5), (0, 4))]
 
 
-def test_exact_working_set_takes_the_largest_window_of_every_tile(conv):
-    """Rows in tiles of 10: the tile the estimate measures (the second) is the ragged last one,
-    so its input window (7 rows with the halo) is smaller than the first tile's (11 rows)."""
+def test_estimate_measures_a_full_tile_and_exact_working_set_the_largest_window(conv):
+    """Rows in tiles of 10 of 16: two tiles, the second a ragged one of 6 rows (7 with the
+    halo). The estimate measures the full first tile (11 rows with the halo), never the
+    remainder, and the exact working set (the largest window of every tile) agrees."""
     op, tiler = conv
     tiling = tiler.tiling(op)
     problem = TilingProblem(op, lambda key: False, tiler.const_lookup, tiler.hw, tiler.alignment)
     plan = _evaluate(problem, tiling, (1, 10, 16, 8))
-    assert plan.slot_bytes[(0, 0)] == 7 * 16 * 4
+    assert plan.slot_bytes[(0, 0)] == 11 * 16 * 4
     exact = exact_working_set(problem, tiling, plan)
     assert exact.slot_bytes[(0, 0)] == 11 * 16 * 4
-    assert exact.working_set_bytes == plan.working_set_bytes + 2 * (11 - 7) * 16 * 4
+    assert exact.working_set_bytes == plan.working_set_bytes
     for slot in plan.slot_bytes:
         largest = max(region_size(tiling.windows(r)[slot[0]].windows[slot[1]]) for r in plan.tiles())
         elem_bytes = element_size_bytes(op.steps[slot[0]].input_types[slot[1]].dtype)
         assert exact.slot_bytes[slot] == align_up(largest * elem_bytes, tiler.alignment)
+
+
+def test_compute_estimate_is_the_simulators_charge_when_the_tcm_ports_bound_it():
+    """A depthwise conv reads and writes many bytes per MAC: behind 2 B/cycle of TCM ports it
+    is port-bound, and the tiler's estimate of its one-tile command must be exactly what the
+    simulator charges (without the setup), not the array's shorter body."""
+    from npu_sim.hw.config import deep_merge, hw_config_from_dict
+    from npu_sim.simulation import simulate
+    from scheduler import cost_model
+
+    slow = machine("tiny").model_dump(mode="json")
+    hw = hw_config_from_dict(deep_merge(slow, {"tcm": {"port_count": 2, "port_bytes_per_cycle": 1}}), "slow")
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 4), DType.INT8)
+    b.output(conv_block(b, x, 4, depthwise=True, seed=3))
+    graph = b.build()
+    lowered = lower(graph)
+    values = lowered.values
+    tiler = Tiler(hw, lambda k: values[k].data if values[k].kind is ValueKind.CONSTANT else None)
+    op = lowered.main.ops[0]
+    tiling = tiler.tiling(op)
+    whole = tuple((0, n) for n in tiling.out_shape)
+    estimate = tiling.compute_cycles(hw, whole)
+    body = cost_model.command_cycles(hw, op.unit, op.steps, [t.out_region for t in tiling.windows(whole)])
+    assert estimate > body   # port-bound
+    result = simulate(graph, hw, {"x": np.zeros((1, 16, 16, 4), np.int8)})
+    charged = [r.end_cycle - r.start_cycle - hw.mac_array.setup_cycles
+               for r in result.trace.commands if r.unit == "mac_array"]
+    assert charged == [estimate]
