@@ -9,10 +9,10 @@ Compute units (``ComputeCommand.unit``):
 * ``mac_array`` - an output-stationary systolic array of ``rows x cols`` PEs. A
   multiply-accumulate step (:data:`MAC_OPS`) of an ``M x N`` output with reduction
   depth ``K`` works through ``ceil(M/rows) * ceil(N/cols)`` output blocks of
-  ``K*k_step + rows + cols - 2`` cycles each, ``k_step = rows*cols //
-  macs_per_cycle[dtype]`` (1 for int8; a dtype the config does not list cannot run on
-  the array); with double-buffered accumulators consecutive blocks overlap (see
-  :func:`mac_array_cycles`); see :func:`mac_dims` for M, N, K of
+  ``K*k_step`` cycles each plus the skew of the operands across the PEs in use,
+  ``k_step = rows*cols // macs_per_cycle[dtype]`` (1 for int8; a dtype the config
+  does not list cannot run on the array); with double-buffered accumulators
+  consecutive blocks overlap (see :func:`mac_array_cycles`); see :func:`mac_dims` for M, N, K of
   each operator (FFT2D/RFFT2D run as DFT matrix products). Other steps of the command are the
   fused epilogue (RESCALE, CLAMP, ADD): the array drains ``cols`` results a cycle, so
   the epilogue streams ``ceil(out_elements / cols)`` cycles plus one per extra fused
@@ -64,26 +64,29 @@ def mac_array_cycles(m: int, n: int, k: int, rows: int, cols: int, k_step_cycles
                      accumulator_buffers: int = 1) -> int:
     """Cycles of an ``m x n`` output with reduction depth ``k`` on an output-stationary array.
 
-    The output is cut into ``blocks = ceil(m/rows) * ceil(n/cols)`` blocks. One block
-    takes ``k*k_step + rows + cols - 2`` cycles: its reduction, plus the skew of the
-    operands across the array until the farthest PE has its last pair.
+    The output is cut into ``blocks = ceil(m/rows) * ceil(n/cols)`` blocks. A block
+    takes ``k*k_step + skew`` cycles: its reduction, plus the skew of the operands
+    across the PEs in use until the farthest one has its last pair,
+    ``skew = min(m, rows) + min(n, cols) - 2`` (``rows + cols - 2`` on a full array; a
+    matrix-vector product, ``m = 1``, only crosses the columns).
 
     * One accumulator per PE: blocks run one after the other, each paying the skew:
-      ``blocks * (k*k_step + rows + cols - 2)``.
+      ``blocks * (k*k_step + skew)``.
     * Two (double-buffered): a finished block moves to the shadow registers and shifts
-      out of the columns (``rows`` cycles, ``cols`` results a cycle) while the next
-      block accumulates. The next block's operands follow the previous ones without a
-      gap, so a block costs ``max(k*k_step, rows)`` and only the last block pays the
-      skew: ``(blocks - 1) * max(k*k_step, rows) + k*k_step + rows + cols - 2``.
+      out, ``cols`` results a cycle (``min(m, rows)`` cycles), while the next block
+      accumulates. The next block's operands follow the previous ones without a gap,
+      so a block costs ``max(k*k_step, min(m, rows))`` and only the last block pays
+      the skew: ``(blocks - 1) * max(k*k_step, min(m, rows)) + k*k_step + skew``.
     """
     if m <= 0 or n <= 0 or k <= 0:
         return 0
     blocks = ceil_div(m, rows) * ceil_div(n, cols)
+    used_rows = min(m, rows)
     reduce_cycles = k * k_step_cycles
-    block_cycles = reduce_cycles + rows + cols - 2
+    block_cycles = reduce_cycles + used_rows + min(n, cols) - 2
     if accumulator_buffers < 2:
         return blocks * block_cycles
-    return (blocks - 1) * max(reduce_cycles, rows) + block_cycles
+    return (blocks - 1) * max(reduce_cycles, used_rows) + block_cycles
 
 
 def vector_cycles(element_count: int, elements_per_cycle: int) -> int:
@@ -247,7 +250,7 @@ def mac_array_body_cycles(hw: HwConfig, steps: tuple[KernelStep, ...]) -> int:
     ``mac`` is the MAC step cycles, ``epilogue`` the epilogue's cycles over the whole
     output and ``epilogue_block`` over one output block (``min(rows*cols, out)``
     results): the drain of the last block after the array is done. ``mac_block`` is the
-    array cycles of one block, ``K*k_step + rows + cols - 2``: the fill before the first
+    array cycles of one block, ``K*k_step`` plus the skew: the fill before the first
     results reach the epilogue. For equal blocks this is exactly a two-stage pipeline;
     in the usual MAC-bound case it is ``mac + epilogue_block``. Without epilogue,
     ``body = mac``.

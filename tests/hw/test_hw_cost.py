@@ -27,7 +27,8 @@ def conv_step(out_region=None, dtype=DType.INT8, kernel=3) -> KernelStep:
 
 @pytest.mark.parametrize("m, n, k, rows, cols, step, expected", [
     (16, 16, 72, 4, 8, 1, 4 * 2 * (72 + 4 + 8 - 2)),
-    (1, 1, 1, 16, 16, 1, 1 + 30),
+    (1, 1, 1, 16, 16, 1, 1 + 0),       # one PE in use: no skew
+    (1, 64, 16, 16, 16, 1, 4 * (16 + 1 + 16 - 2)),   # matrix-vector: the skew crosses the columns only
     (17, 16, 10, 16, 16, 1, 2 * 1 * (10 + 30)),
     (16, 16, 10, 16, 16, 2, 1 * 1 * (20 + 30)),
     (0, 16, 10, 16, 16, 1, 0),
@@ -40,7 +41,10 @@ def test_mac_array_cycles_one_accumulator_per_pe(m, n, k, rows, cols, step, expe
 @pytest.mark.parametrize("m, n, k, rows, cols, step, expected", [
     # 8 blocks: 7 back to back at K = 72 cycles, then the last one with its skew of 4 + 8 - 2
     (16, 16, 72, 4, 8, 1, 7 * 72 + (72 + 4 + 8 - 2)),
-    (1, 1, 1, 16, 16, 1, 1 + 30),  # one block: nothing to overlap
+    (1, 1, 1, 16, 16, 1, 1 + 0),  # one block, one PE in use: nothing to overlap, no skew
+    # matrix-vector: one row in use drains in 1 cycle, so 4 blocks of K = 16 back to back
+    (1, 64, 16, 16, 16, 1, 3 * 16 + (16 + 1 + 16 - 2)),
+    (3, 16, 1, 16, 16, 1, 1 + 3 + 16 - 2),
     # K = 10 < 16 rows: a block cannot leave the shadow registers faster than 16 cycles
     (17, 16, 10, 16, 16, 1, 1 * 16 + (10 + 30)),
     (48, 16, 10, 16, 16, 2, 2 * 20 + (20 + 30)),  # int16-like: 2 cycles per K step
