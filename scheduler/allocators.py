@@ -11,13 +11,17 @@ be swapped and compared against the max-live lower bound.
   when none reaches the lower bound, a bounded deterministic search over the
   placement order (:func:`search_order`) improves on them.
 * :class:`BumpAllocator`: no reuse at all (DDR and the variable SRAM).
+
+:func:`avoid_false_dependencies` then moves buffers within a placement's footprint so
+that fewer of them take bytes whose previous owner's commands they would
+otherwise not wait for (false write-after-read dependencies).
 """
 
 from __future__ import annotations
 
 import bisect
 import random
-from typing import Protocol
+from typing import Callable, Protocol
 
 from scheduler.liveness import LiveRange, max_live_bytes
 
@@ -256,3 +260,74 @@ class BumpAllocator:
             offsets[r.key] = top
             top = align_up(top + r.size_bytes, alignment)
         return offsets
+
+
+def _reuse_cost(x: int, size: int, near: list[tuple[int, int]]) -> int:
+    """How many of the ``near`` byte ranges ``(lo, hi)`` the bytes ``[x, x + size)`` meet."""
+    end = x + size
+    return sum(1 for lo, hi in near if lo < end and x < hi)
+
+
+def avoid_false_dependencies(ranges: list[LiveRange], offsets: dict[int, int], alignment: int,
+                       reuse_is_free: Callable[[int, int], bool] | None = None) -> dict[int, int]:
+    """``offsets`` with buffers moved, within the placement's footprint, so that fewer
+    buffers take bytes of another buffer whose commands they would otherwise not wait for.
+
+    Two buffers on the same bytes are ordered by the memory: the later one's first
+    writer waits for the earlier one's last access, a write-after-read dependency the
+    graph does not need, which serializes independent work. ``reuse_is_free(earlier,
+    later)`` (keys) says when the stream orders the two anyway (see
+    :mod:`scheduler.implied_order`); None: never. In order of first use, each buffer
+    moves to the aligned offset, free over its live range and below the footprint,
+    that shares bytes with the fewest buffers it is not free to share with (the
+    lowest such offset; it stays unless the count drops). Each move lowers the number
+    of such pairs, the footprint never grows and buffers live at the same time never
+    overlap; deterministic, one pass of about n^2 comparisons.
+    """
+    top = footprint(ranges, offsets)
+    offsets = dict(offsets)
+    order = sorted(ranges, key=lambda r: (r.start, r.key))
+    # per range (by index in ``order``): the ranges live with it, and those it may not share bytes with for free
+    live_with: list[list[LiveRange]] = [[] for _ in order]
+    costly: list[list[LiveRange]] = [[] for _ in order]
+    starts = [r.start for r in order]
+    for i, a in enumerate(order):
+        apart = bisect.bisect_right(starts, a.end)   # order[i + 1:apart] start while a is live
+        for j in range(i + 1, apart):
+            live_with[i].append(order[j])
+            live_with[j].append(a)
+        for j in range(apart, len(order)):
+            b = order[j]
+            if reuse_is_free is None or not reuse_is_free(a.key, b.key):
+                costly[i].append(b)
+                costly[j].append(a)
+    for i, r in enumerate(order):
+        size = r.size_bytes
+        near = [(offsets[u.key], offsets[u.key] + u.size_bytes) for u in costly[i]]
+        here = offsets[r.key]
+        best_cost = _reuse_cost(here, size, near)
+        if not best_cost:
+            continue
+        # candidates: both ends of every free stretch of bytes, and the offsets just clear of a near buffer
+        busy = sorted((offsets[u.key], offsets[u.key] + u.size_bytes) for u in live_with[i])
+        free, low = [], 0
+        for lo, hi in busy + [(top, top)]:
+            if lo > low:
+                free.append((low, lo))
+            low = max(low, hi)
+        points = set()
+        for lo, hi in near:
+            points.add(align_up(hi, alignment))
+            points.add((lo - size) // alignment * alignment)
+        best = here
+        for f_lo, f_hi in free:
+            first = align_up(f_lo, alignment)
+            last = (f_hi - size) // alignment * alignment
+            if first > last:
+                continue
+            for x in sorted({first, last} | {p for p in points if first < p < last}):
+                cost = _reuse_cost(x, size, near)
+                if cost < best_cost:
+                    best, best_cost = x, cost
+        offsets[r.key] = best
+    return offsets

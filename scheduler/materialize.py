@@ -5,13 +5,17 @@
 3. Offsets: TCM by the planner (buffers live at the same time never overlap),
    DDR and the variable SRAM by bump allocation (no reuse). The planner places
    the exact live ranges: the compact placement, whose footprint is what the
-   graph needs (``tcm_compact_bytes``). With ``spread`` (``schedule(...,
-   spread_tcm=True)``), bytes a buffer frees are not handed to a buffer first used
-   soon after when the TCM has room for that: reusing them makes the new buffer's
-   writer wait for the old one's last reader (a false write-after-read dependency
-   that serializes independent work, e.g. a prefetch behind the previous
-   operation). Live ranges are then extended by :data:`SPREAD_REUSE_DISTANCES`
-   commands, keeping the longest distance that fits: fewer cycles for more TCM.
+   graph needs (``tcm_compact_bytes``). Reusing bytes a buffer freed makes the new
+   buffer's writer wait for the old one's last access (a false write-after-read
+   dependency that serializes independent work, e.g. a prefetch behind the
+   previous operation), so buffers then move, within that footprint, off bytes
+   whose previous or next owner the stream does not order them after anyway
+   (:func:`scheduler.allocators.avoid_false_dependencies` with
+   :mod:`scheduler.implied_order`): fewer cycles for no TCM. With ``spread``
+   (``schedule(..., spread_tcm=True)``), freed bytes are not handed to a buffer
+   first used soon after when the TCM has room for that: live ranges are extended
+   by :data:`SPREAD_REUSE_DISTANCES` commands, keeping the longest distance that
+   fits: fewer cycles for more TCM.
 4. Views resolved; dependencies from exact byte accesses (:mod:`scheduler.deps`).
 """
 
@@ -31,10 +35,11 @@ from npu_sim.program import (
     MemorySpace,
     View,
 )
-from scheduler.allocators import BumpAllocator, Planner, footprint
+from scheduler.allocators import BumpAllocator, Planner, avoid_false_dependencies, footprint
 from scheduler.buffers import Buffer, BufView
 from scheduler.byte_ranges import ByteSet, view_byte_set
 from scheduler.deps import AccessTracker
+from scheduler.implied_order import implied_order
 from scheduler.liveness import LiveRange, max_live_bytes
 from scheduler.stream import ACommand, ACompute, ACond, ADma, ALoop
 
@@ -172,6 +177,9 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
     exact = list(ranges.values())
     offsets = planner.place(exact, tcm_alignment)
     compact = footprint(exact, offsets)
+    if compact <= capacity:   # (an overflowing plan stays as it is: it names the value to spill)
+        offsets = avoid_false_dependencies(exact, offsets, tcm_alignment,
+                                     implied_order(cmds, numbering.ids).reuse_test())
     if spread and compact <= capacity:
         for distance in SPREAD_REUSE_DISTANCES:
             spaced = [LiveRange(r.key, r.size_bytes, r.start, min(last_id, r.end + distance)) for r in exact]

@@ -161,3 +161,59 @@ def test_aligned_lower_bound():
     offsets = BestOfGreedy().place(r, 16)
     _no_overlap(r, offsets, 16)
     assert footprint(r, offsets) == 56
+
+
+# --- avoid_false_dependencies: the same footprint, fewer buffers on bytes they would wait for ---
+
+from scheduler.allocators import avoid_false_dependencies  # noqa: E402
+
+
+def _sharing_pairs(ranges, offsets, free=None):
+    """Pairs (earlier, later) of buffers live apart on common bytes that ``free`` does not allow."""
+    return sorted((a.key, b.key) for a in ranges for b in ranges
+                  if a.end < b.start and offsets[a.key] < offsets[b.key] + b.size_bytes
+                  and offsets[b.key] < offsets[a.key] + a.size_bytes and not (free and free(a.key, b.key)))
+
+
+def test_a_buffer_leaves_the_bytes_freed_just_before_it():
+    # A (0..1) then B (2..3), 32 bytes each; C (64) and D (32) together at 4..5 set the footprint
+    # (96). Greedy by size puts C, A and B all at 0: B's writer would wait for A's last reader.
+    r = [LiveRange(0, 32, 0, 1), LiveRange(1, 32, 2, 3), LiveRange(2, 64, 4, 5), LiveRange(3, 32, 4, 5)]
+    offsets = GreedyBySize().place(r, alignment=16)
+    assert offsets == {2: 0, 0: 0, 1: 0, 3: 64}
+    assert _sharing_pairs(r, offsets) == [(0, 1), (0, 2), (1, 2)]
+    # C and D's commands wait for everything before them (say they follow a COND_IF)
+    free = lambda earlier, later: later in (2, 3)  # noqa: E731
+    moved = avoid_false_dependencies(r, offsets, 16, free)
+    # in order of first use: A moves off B's bytes onto C's only (C waits anyway), B stays
+    assert moved == {2: 0, 0: 32, 1: 0, 3: 64}
+    assert _sharing_pairs(r, moved, free) == []
+    assert footprint(r, moved) == footprint(r, offsets) == max_live_bytes(r) == 96
+    # when every reuse costs a wait, A still leaves B's bytes (on C's only: one pair, not two)
+    assert avoid_false_dependencies(r, offsets, 16) == moved
+    assert _sharing_pairs(r, moved) == [(0, 2), (1, 2)]
+
+
+def test_a_buffer_stays_unless_moving_removes_a_wait():
+    # B shares bytes with A wherever it goes below the footprint (A is as wide as the footprint)
+    r = [LiveRange(0, 64, 0, 1), LiveRange(1, 32, 2, 3)]
+    offsets = {0: 0, 1: 0}
+    assert avoid_false_dependencies(r, offsets, 16) == offsets
+    # the lowest offset of least cost wins: B on C's bytes (free) rather than on A's or D's
+    r = [LiveRange(0, 32, 0, 1), LiveRange(1, 32, 3, 4), LiveRange(2, 32, 0, 1), LiveRange(3, 32, 0, 1)]
+    offsets = {0: 0, 2: 32, 3: 64, 1: 0}
+    assert avoid_false_dependencies(r, offsets, 16, lambda earlier, later: earlier == 2) == {0: 0, 2: 32, 3: 64, 1: 32}
+
+
+def test_random_placements_keep_their_footprint_and_lose_pairs():
+    rng = random.Random(99)
+    for case in range(40):
+        r = _random_ranges(rng, rng.randint(1, 40), rng.randint(1, 30))
+        alignment = rng.choice((1, 16, 64))
+        offsets = BestOfGreedy().place(r, alignment)
+        free = lambda earlier, later: (earlier * 7 + later) % 3 == 0  # noqa: E731
+        moved = avoid_false_dependencies(r, offsets, alignment, free)
+        _no_overlap(r, moved, alignment)
+        assert footprint(r, moved) == footprint(r, offsets)
+        assert len(_sharing_pairs(r, moved, free)) <= len(_sharing_pairs(r, offsets, free))
+        assert avoid_false_dependencies(r, offsets, alignment, free) == moved   # deterministic

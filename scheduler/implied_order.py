@@ -1,0 +1,184 @@
+"""Which commands already wait for which, before the memory plan exists.
+
+The TCM planner may put two buffers with disjoint live ranges on the same bytes;
+the later buffer's first writer then waits for the earlier buffer's last access
+(:mod:`scheduler.deps`). That wait costs nothing when the stream orders the two
+commands anyway. :func:`implied_order` finds those orders from what does not
+depend on offsets:
+
+* data dependencies within each buffer, by the span of the bytes each command
+  reads or writes in it (a read waits for the last overlapping writes, a write
+  also for the overlapping reads since): the dependencies :mod:`scheduler.deps`
+  finds whatever the offsets, up to spans instead of exact strided bytes (more
+  orders than the exact ones, so the estimate errs toward keeping a placement);
+* in-order queues: a command on a compute unit or the sequencer starts after the
+  previous one there is done; a DMA starts once the previous DMA of its engine has
+  issued its bursts, so after what that DMA waited for, not after its data landed;
+* control flow: a COND_IF/WHILE command waits for every earlier command of its list,
+  its nested commands start after it, and later commands of its list wait for all
+  of them (:mod:`scheduler.deps` makes control commands barriers).
+
+Orders are transitive: each command keeps the set of commands it waits for as a
+bit mask (a Python int); a "done" mask is a command's waits plus itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from npu_sim.program import MemorySpace, element_size_bytes
+from scheduler.buffers import BufView
+from scheduler.stream import ACommand, ACompute, ACond, ADma, ALoop
+
+
+@dataclass(frozen=True)
+class ImpliedOrder:
+    """Per buffer serial: ``first_waits``, the bit mask of the commands its first command
+    waits for (transitively); ``last``, the id of the last command touching it."""
+
+    first_waits: dict[int, int]
+    last: dict[int, int]
+
+    def reuse_test(self) -> Callable[[int, int], bool]:
+        """``free(earlier, later)``: whether buffer ``later`` may take bytes of buffer
+        ``earlier`` (live before it) without a new wait, its first command already waiting
+        for ``earlier``'s last one. Buffers no command touches are never free."""
+        first_waits = self.first_waits
+        last_bit = {serial: 1 << cid for serial, cid in self.last.items()}
+
+        def free(earlier: int, later: int) -> bool:
+            return bool(first_waits.get(later, 0) & last_bit.get(earlier, 0))
+
+        return free
+
+
+def _extent(view: BufView) -> tuple[int, int]:
+    """[first byte, last byte + 1) of the view relative to its offset."""
+    if view.strides_bytes is None:
+        return 0, view.size_bytes
+    lo = hi = 0
+    for dim, stride in zip(view.shape, view.strides_bytes):
+        if stride < 0:
+            lo += stride * (dim - 1)
+        else:
+            hi += stride * (dim - 1)
+    return lo, hi + element_size_bytes(view.dtype)
+
+
+def _accesses(cmd: ACommand, cache: dict) -> list[tuple[int, int, int, bool]]:
+    """``(buffer serial, lo, hi, write?)`` per buffer one command reads and per buffer it writes
+    (nested commands aside), reads first; ``[lo, hi)`` spans all its views of that buffer
+    (a fused operation reads many constants next to each other in the constant pool;
+    ``cache``: extents by view shape, as tiles repeat them).
+    Reads of DDR inputs and constants are left out: nothing writes them, so they order nothing."""
+    if isinstance(cmd, ADma):
+        reads, writes = ([] if _read_only(cmd.src) else [cmd.src]), [cmd.dst]
+    elif isinstance(cmd, ACompute):
+        reads = [v for step in cmd.steps for v in step.operands if isinstance(v, BufView)]
+        writes = cmd.outputs
+    else:
+        reads, writes = [cmd.condition], []
+    out = []
+    for views, write in ((reads, False), (writes, True)):
+        spans: dict[int, tuple[int, int]] = {}
+        for v in views:
+            if v.buffer is not None:
+                key = (v.shape, v.strides_bytes, id(v.dtype))
+                extent = cache.get(key)
+                if extent is None:
+                    extent = cache[key] = _extent(v)
+                lo, hi = v.offset_bytes + extent[0], v.offset_bytes + extent[1]
+                known = spans.get(v.buffer.serial)
+                spans[v.buffer.serial] = (lo, hi) if known is None else (min(lo, known[0]), max(hi, known[1]))
+        out += [(serial, lo, hi, write) for serial, (lo, hi) in spans.items()]
+    return out
+
+
+def _queue(cmd: ACommand) -> object:
+    """The in-order queue that runs ``cmd``: its DMA engine, its compute unit or the sequencer."""
+    if isinstance(cmd, ADma):
+        return ("dma", cmd.engine)
+    return cmd.unit if isinstance(cmd, ACompute) else "sequencer"
+
+
+def _read_only(view: BufView) -> bool:
+    b = view.buffer
+    return b is not None and b.memory is MemorySpace.DDR and b.kind in ("input", "constant")
+
+
+class _Accesses:
+    """The live accesses to one buffer: done masks of the last writes by span, and of the
+    reads since by span (a write forgets the records it covers, as :mod:`scheduler.deps` does)."""
+
+    __slots__ = ("writes", "reads")
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[int, int, int]] = []      # (lo, hi, done mask)
+        self.reads: dict[tuple[int, int], int] = {}       # (lo, hi) -> done masks
+
+    def waits(self, lo: int, hi: int, write: bool) -> int:
+        """What an access to ``[lo, hi)`` waits for."""
+        mask = 0
+        for w_lo, w_hi, w_mask in self.writes:
+            if w_lo < hi and lo < w_hi:
+                mask |= w_mask
+        if write:
+            for (r_lo, r_hi), r_mask in self.reads.items():
+                if r_lo < hi and lo < r_hi:
+                    mask |= r_mask
+        return mask
+
+    def add(self, lo: int, hi: int, write: bool, done: int) -> None:
+        if not write:
+            self.reads[lo, hi] = self.reads.get((lo, hi), 0) | done
+            return
+        self.writes = [w for w in self.writes if not (lo <= w[0] and w[1] <= hi)]
+        self.writes.append((lo, hi, done))
+        if self.reads:
+            self.reads = {span: m for span, m in self.reads.items() if not (lo <= span[0] and span[1] <= hi)}
+
+
+def implied_order(cmds: list[ACommand], ids: dict[int, int]) -> ImpliedOrder:
+    """The orders the stream ``cmds`` has whatever the memory plan (``ids``: id(command) -> command id)."""
+    first_waits: dict[int, int] = {}
+    last: dict[int, int] = {}
+    buffers: dict[int, _Accesses] = {}      # buffer serial -> its access records
+    queue_after: dict[object, int] = {}     # queue -> what its next command waits for
+    cache: dict = {}
+
+    def visit(lst: list[ACommand], entry: int) -> int:
+        """Visit a command list whose commands all wait for ``entry``; the done mask of all of them."""
+        everything = 0
+        for cmd in lst:
+            cid = ids[id(cmd)]
+            queue = _queue(cmd)
+            mask = entry | queue_after.get(queue, 0)
+            touched = _accesses(cmd, cache)
+            for serial, lo, hi, write in touched:
+                accesses = buffers.get(serial)
+                if accesses is not None:
+                    mask |= accesses.waits(lo, hi, write)
+            control = isinstance(cmd, (ACond, ALoop))
+            if control:
+                mask |= everything   # a control command waits for every earlier command of its list
+            done = mask | 1 << cid
+            for serial, lo, hi, write in touched:
+                first_waits.setdefault(serial, mask)
+                last[serial] = cid
+                accesses = buffers.get(serial)
+                if accesses is None:
+                    accesses = buffers[serial] = _Accesses()
+                accesses.add(lo, hi, write, done)
+            if control:
+                # a loop body runs after its condition commands; the else branch is taken as
+                # running after the then branch: only one of them runs, so they never wait
+                for branch in ((cmd.then, cmd.orelse) if isinstance(cmd, ACond) else (cmd.cond, cmd.body)):
+                    done |= visit(branch, done)
+                entry |= done   # later commands of the list wait for the whole control command
+            queue_after[queue] = mask if isinstance(cmd, ADma) else done
+            everything |= done
+        return everything
+
+    visit(cmds, 0)
+    return ImpliedOrder(first_waits, last)
