@@ -28,12 +28,13 @@ import numpy as np
 from npu_sim.errors import ScheduleError
 from npu_sim.program import MemorySpace, element_size_bytes
 from scheduler.buffers import Buffer, Placement
+from scheduler.cascade import follow_producers
 from scheduler.cost_model import dma_issue_cycles
 from scheduler.emit import Emitter, staging_need_bytes
 from scheduler.lowering import LoweredBlock
 from scheduler.npu_ops import NpuOp, OpKind, Value, ValueKind
 from scheduler.residency import Group, decide
-from scheduler.stream import ACommand, ACond, ADma, ALoop, OpRecord
+from scheduler.stream import ACommand, ACompute, ACond, ADma, ALoop, OpRecord
 from scheduler.tiling import Tiler, align_up
 
 DDR, TCM = MemorySpace.DDR, MemorySpace.TCM
@@ -106,6 +107,7 @@ class _BlockCompiler:
         self.alias: dict[str, str] = {}
         self.alias_offset: dict[str, int] = {}   # bytes into the aliased value (SLICE)
         self.skip: set[int] = set()
+        self.cascades: dict[int, list[int]] = {}   # consumer op index -> producer tile each tile waits for
         self.buffers: dict[str, Buffer] = {}
         self.pool_chunks: Callable[[int], list[ACommand]] | None = None   # main block: constant pool loads
 
@@ -213,6 +215,13 @@ class _BlockCompiler:
             return staging_need_bytes(src_mem, dst_mem, self.ctx.values[dst].size_bytes, self.ctx.alignment)
 
         result = decide(ops, eligible, root_of, self.capacity, self.ctx.tiler, fixed_tcm, copy_need)
+
+        def in_tcm(key: str) -> bool:
+            r = root_of(key)
+            return r in result.resident if r is not None else fixed_tcm(key)
+
+        self.cascades = follow_producers(ops, result.plans, self.ctx.tiler, in_tcm,
+                                         [self.capacity - live for live in result.live_bytes])
         for i, op in enumerate(ops):   # staged inputs that did not fit: read the input where it is
             if op.kind is OpKind.COPY and op.extra.get("stage") and self.root(op.outputs[0]) not in result.resident:
                 groups.pop(self.root(op.outputs[0]), None)
@@ -281,8 +290,13 @@ class _BlockCompiler:
                 if target is not None:
                     target.hoisted += own[:lead]
                     own = own[lead:]
-            cut = max((k + 1 for k, c in enumerate(own) if _is_load(c)), default=0)
-            done.append(_Emitted(i, op.kind, own, cut))
+            if i in self.cascades and done and done[-1].index == i - 1:
+                merged = _interleave(done[-1].commands, own, self.block.ops[i - 1].unit, self.cascades[i])
+                if merged is not None:
+                    done[-1].commands = merged
+                    done[-1].cut = _load_cut(merged)
+                    continue
+            done.append(_Emitted(i, op.kind, own, _load_cut(own)))
         cmds: list[ACommand] = []
         for e in done:
             cmds += e.commands[:e.cut] + e.hoisted + e.commands[e.cut:]
@@ -456,6 +470,31 @@ def _reads(block, key: str) -> bool:
 
 def _is_load(cmd: ACommand) -> bool:
     return isinstance(cmd, ADma) and cmd.dst.memory is TCM
+
+
+def _load_cut(cmds: list[ACommand]) -> int:
+    """Where loads hoisted from later operations go: after the last load of ``cmds``."""
+    return max((k + 1 for k, c in enumerate(cmds) if _is_load(c)), default=0)
+
+
+def _interleave(producer: list[ACommand], consumer: list[ACommand], producer_unit: str,
+                waits: list[int]) -> list[ACommand] | None:
+    """The producer's commands with consumer tile ``k`` right after the producer's compute
+    command ``waits[k]`` (see :mod:`scheduler.cascade`); None unless the consumer is exactly
+    one compute command per tile and the producer one per tile it waits for."""
+    if len(consumer) != len(waits) or not all(isinstance(c, ACompute) for c in consumer):
+        return None
+    computes = [k for k, c in enumerate(producer) if isinstance(c, ACompute) and c.unit == producer_unit]
+    if not computes or max(waits) >= len(computes):
+        return None
+    after: dict[int, list[ACommand]] = {}
+    for cmd, wait in zip(consumer, waits):
+        after.setdefault(computes[wait], []).append(cmd)
+    merged: list[ACommand] = []
+    for k, cmd in enumerate(producer):
+        merged.append(cmd)
+        merged += after.get(k, [])
+    return merged
 
 
 def _leading_loads(cmds: list[ACommand]) -> int:

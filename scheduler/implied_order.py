@@ -6,11 +6,11 @@ the later buffer's first writer then waits for the earlier buffer's last access
 commands anyway. :func:`implied_order` finds those orders from what does not
 depend on offsets:
 
-* data dependencies within each buffer, by the span of the bytes each command
-  reads or writes in it (a read waits for the last overlapping writes, a write
-  also for the overlapping reads since): the dependencies :mod:`scheduler.deps`
-  finds whatever the offsets, up to spans instead of exact strided bytes (more
-  orders than the exact ones, so the estimate errs toward keeping a placement);
+* data dependencies within each buffer, by the exact bytes each command reads or
+  writes in it (a read waits for the last overlapping writes, a write also for the
+  overlapping reads since): the dependencies :mod:`scheduler.deps` finds whatever
+  the offsets (a tile that reads some channels waits only for the producer's
+  tiles of those channels, as a cascade needs);
 * in-order queues: a command on a compute unit or the sequencer starts after the
   previous one there is done; a DMA starts once the previous DMA of its engine has
   issued its bursts, so after what that DMA waited for, not after its data landed;
@@ -27,8 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from npu_sim.program import MemorySpace, element_size_bytes
+from npu_sim.program import MemorySpace, View
 from scheduler.buffers import BufView
+from scheduler.byte_ranges import ByteSet, set_covered, set_overlaps, view_byte_set
 from scheduler.stream import ACommand, ACompute, ACond, ADma, ALoop
 
 
@@ -53,24 +54,23 @@ class ImpliedOrder:
         return free
 
 
-def _extent(view: BufView) -> tuple[int, int]:
-    """[first byte, last byte + 1) of the view relative to its offset."""
-    if view.strides_bytes is None:
-        return 0, view.size_bytes
-    lo = hi = 0
-    for dim, stride in zip(view.shape, view.strides_bytes):
-        if stride < 0:
-            lo += stride * (dim - 1)
-        else:
-            hi += stride * (dim - 1)
-    return lo, hi + element_size_bytes(view.dtype)
+def _byte_set(view: BufView, cache: dict) -> ByteSet | None:
+    """The exact bytes of ``view`` relative to its buffer (``cache``: by view, as tiles repeat)."""
+    key = (view.offset_bytes, view.shape, view.strides_bytes, view.dtype)
+    found = cache.get(key, _MISSING)
+    if found is _MISSING:
+        found = cache[key] = view_byte_set(View(MemorySpace.TCM, view.offset_bytes, view.shape, view.dtype,
+                                                view.strides_bytes))
+    return found
 
 
-def _accesses(cmd: ACommand, cache: dict) -> list[tuple[int, int, int, bool]]:
-    """``(buffer serial, lo, hi, write?)`` per buffer one command reads and per buffer it writes
-    (nested commands aside), reads first; ``[lo, hi)`` spans all its views of that buffer
-    (a fused operation reads many constants next to each other in the constant pool;
-    ``cache``: extents by view shape, as tiles repeat them).
+_MISSING = object()
+
+
+def _accesses(cmd: ACommand, cache: dict) -> list[tuple[int, ByteSet, bool]]:
+    """``(buffer serial, bytes, write?)`` per view one command reads and writes (nested
+    commands aside), reads first; the bytes are exact (a tile of channels skips the other
+    channels' bytes, so the next operation's tile of the same channels waits for it alone).
     Reads of DDR inputs and constants are left out: nothing writes them, so they order nothing."""
     if isinstance(cmd, ADma):
         reads, writes = ([] if _read_only(cmd.src) else [cmd.src]), [cmd.dst]
@@ -81,17 +81,11 @@ def _accesses(cmd: ACommand, cache: dict) -> list[tuple[int, int, int, bool]]:
         reads, writes = [cmd.condition], []
     out = []
     for views, write in ((reads, False), (writes, True)):
-        spans: dict[int, tuple[int, int]] = {}
         for v in views:
             if v.buffer is not None:
-                key = (v.shape, v.strides_bytes, id(v.dtype))
-                extent = cache.get(key)
-                if extent is None:
-                    extent = cache[key] = _extent(v)
-                lo, hi = v.offset_bytes + extent[0], v.offset_bytes + extent[1]
-                known = spans.get(v.buffer.serial)
-                spans[v.buffer.serial] = (lo, hi) if known is None else (min(lo, known[0]), max(hi, known[1]))
-        out += [(serial, lo, hi, write) for serial, (lo, hi) in spans.items()]
+                byte_set = _byte_set(v, cache)
+                if byte_set is not None:
+                    out.append((v.buffer.serial, byte_set, write))
     return out
 
 
@@ -108,35 +102,37 @@ def _read_only(view: BufView) -> bool:
 
 
 class _Accesses:
-    """The live accesses to one buffer: done masks of the last writes by span, and of the
-    reads since by span (a write forgets the records it covers, as :mod:`scheduler.deps` does)."""
+    """The live accesses to one buffer: done masks of the last writes, and of the reads since
+    (a write forgets the records it covers, as :mod:`scheduler.deps` does)."""
 
     __slots__ = ("writes", "reads")
 
     def __init__(self) -> None:
-        self.writes: list[tuple[int, int, int]] = []      # (lo, hi, done mask)
-        self.reads: dict[tuple[int, int], int] = {}       # (lo, hi) -> done masks
+        self.writes: list[tuple[ByteSet, int]] = []                # (bytes, done mask)
+        self.reads: dict[tuple, tuple[ByteSet, int]] = {}          # runs -> (bytes, done masks)
 
-    def waits(self, lo: int, hi: int, write: bool) -> int:
-        """What an access to ``[lo, hi)`` waits for."""
+    def waits(self, byte_set: ByteSet, write: bool) -> int:
+        """What an access to ``byte_set`` waits for."""
         mask = 0
-        for w_lo, w_hi, w_mask in self.writes:
-            if w_lo < hi and lo < w_hi:
+        for w_set, w_mask in self.writes:
+            if set_overlaps(w_set, byte_set):
                 mask |= w_mask
         if write:
-            for (r_lo, r_hi), r_mask in self.reads.items():
-                if r_lo < hi and lo < r_hi:
+            for r_set, r_mask in self.reads.values():
+                if set_overlaps(r_set, byte_set):
                     mask |= r_mask
         return mask
 
-    def add(self, lo: int, hi: int, write: bool, done: int) -> None:
+    def add(self, byte_set: ByteSet, write: bool, done: int) -> None:
         if not write:
-            self.reads[lo, hi] = self.reads.get((lo, hi), 0) | done
+            key = (byte_set.starts, byte_set.ends)
+            known = self.reads.get(key)
+            self.reads[key] = (byte_set, done if known is None else known[1] | done)
             return
-        self.writes = [w for w in self.writes if not (lo <= w[0] and w[1] <= hi)]
-        self.writes.append((lo, hi, done))
+        self.writes = [w for w in self.writes if not set_covered(w[0], byte_set)]
+        self.writes.append((byte_set, done))
         if self.reads:
-            self.reads = {span: m for span, m in self.reads.items() if not (lo <= span[0] and span[1] <= hi)}
+            self.reads = {k: r for k, r in self.reads.items() if not set_covered(r[0], byte_set)}
 
 
 def implied_order(cmds: list[ACommand], ids: dict[int, int]) -> ImpliedOrder:
@@ -155,21 +151,21 @@ def implied_order(cmds: list[ACommand], ids: dict[int, int]) -> ImpliedOrder:
             queue = _queue(cmd)
             mask = entry | queue_after.get(queue, 0)
             touched = _accesses(cmd, cache)
-            for serial, lo, hi, write in touched:
+            for serial, byte_set, write in touched:
                 accesses = buffers.get(serial)
                 if accesses is not None:
-                    mask |= accesses.waits(lo, hi, write)
+                    mask |= accesses.waits(byte_set, write)
             control = isinstance(cmd, (ACond, ALoop))
             if control:
                 mask |= everything   # a control command waits for every earlier command of its list
             done = mask | 1 << cid
-            for serial, lo, hi, write in touched:
+            for serial, byte_set, write in touched:
                 first_waits.setdefault(serial, mask)
                 last[serial] = cid
                 accesses = buffers.get(serial)
                 if accesses is None:
                     accesses = buffers[serial] = _Accesses()
-                accesses.add(lo, hi, write, done)
+                accesses.add(byte_set, write, done)
             if control:
                 # a loop body runs after its condition commands; the else branch is taken as
                 # running after the then branch: only one of them runs, so they never wait

@@ -489,6 +489,18 @@ class Tiler:
                 break
         return best
 
+    def evaluate(self, op: NpuOp, resident: Callable[[str], bool], tile: tuple[int, ...]) -> TilePlan:
+        """The plan of one tile shape (estimated working set and cycles; not checked against a budget)."""
+        problem = TilingProblem(op, resident, self.const_lookup, self.hw, self.alignment)
+        return self._eval(problem, self._key(op, resident), tile)
+
+    def fitting(self, op: NpuOp, resident: Callable[[str], bool], tile: tuple[int, ...],
+                budget_bytes: int) -> TilePlan | None:
+        """The plan of one tile shape if its exact working set fits ``budget_bytes``, else None."""
+        problem = TilingProblem(op, resident, self.const_lookup, self.hw, self.alignment)
+        key = self._key(op, resident)
+        return self._fits(problem, key, self._eval(problem, key, tile), budget_bytes)
+
     def smallest(self, op: NpuOp, resident: Callable[[str], bool]) -> TilePlan:
         """The plan with the smallest working set (for error messages and eviction)."""
         key = self._key(op, resident)
