@@ -76,6 +76,8 @@ def test_deep_merge_replaces_scalars_and_merges_mappings():
     ({"vector": {"elements_per_cycle": {"int8": 8, "int7": 4}}}, r"^test: vector\.elements_per_cycle\.int7: unknown dtype"),
     ({"dma": {"engine_count": "two"}}, r"^test: dma\.engine_count: "),
     ({"lut": {"elements_per_cycle": 2.5}}, r"^test: lut\.elements_per_cycle: "),
+    ({"mac_array": {"accumulator_buffers": 3}}, r"^test: mac_array\.accumulator_buffers: .*less than or equal to 2"),
+    ({"mac_array": {"accumulator_buffers": 0}}, r"^test: mac_array\.accumulator_buffers: .*greater than or equal to 1"),
 ])
 def test_invalid_configs_name_the_field(overrides, message):
     data = config_dict(**overrides)
@@ -123,3 +125,9 @@ def test_cli_hw_show_unknown_exits_2_with_one_line():
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: unknown hardware config")
+
+
+def test_accumulators_are_double_buffered_unless_the_config_says_one():
+    assert hw_config_from_dict(config_dict(), "test").mac_array.accumulator_buffers == 2
+    single = hw_config_from_dict(config_dict(mac_array={"accumulator_buffers": 1}), "test")
+    assert single.mac_array.accumulator_buffers == 1
