@@ -57,7 +57,9 @@ def follow_producers(ops: Sequence[NpuOp], plans: dict[int, TilePlan], tiler: Ti
                  if isinstance(operand, str) and operand in producer.outputs]
         if not slots:
             continue
-        waits = _cascade(i, consumer, producer, slots, plans, tiler, in_tcm, budgets[i - 1])
+        # a producer that follows its own producer keeps its tiles: their interleaving is fixed
+        waits = _cascade(i, consumer, producer, slots, plans, tiler, in_tcm,
+                         budgets[i - 1] if i - 1 not in cascades else None)
         if waits is not None:
             cascades[i] = waits
     return cascades
@@ -68,7 +70,8 @@ def _all_in_tcm(op: NpuOp, in_tcm: Callable[[str], bool]) -> bool:
 
 
 def _cascade(i: int, consumer: NpuOp, producer: NpuOp, slots: list[Slot], plans: dict[int, TilePlan],
-             tiler: Tiler, in_tcm: Callable[[str], bool], producer_budget: int) -> list[int] | None:
+             tiler: Tiler, in_tcm: Callable[[str], bool], producer_budget: int | None) -> list[int] | None:
+    """Choose the pair's plans (the producer re-split only with a ``producer_budget``)."""
     hw = tiler.hw
     tiling = tiler.tiling(consumer)
     setup = cost_model.unit_setup_cycles(hw, consumer.unit)
@@ -91,7 +94,9 @@ def _cascade(i: int, consumer: NpuOp, producer: NpuOp, slots: list[Slot], plans:
             for d, (lo, hi) in enumerate(w) if hi - lo < shape[d]}
     if not dims:
         return None
-    producer_plans = [current, *_producer_splits(tiler, producer, current, in_tcm, producer_budget, dims)]
+    producer_plans = [current]
+    if producer_budget is not None:
+        producer_plans += _producer_splits(tiler, producer, current, in_tcm, producer_budget, dims)
     for producer_plan in producer_plans:
         ends = _tile_ends(tiler, producer, producer_plan)
         extra = max(0.0, ends[-1][1] - base_end)

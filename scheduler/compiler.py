@@ -293,8 +293,11 @@ class _BlockCompiler:
             if i in self.cascades and done and done[-1].index == i - 1:
                 merged = _interleave(done[-1].commands, own, self.block.ops[i - 1].unit, self.cascades[i])
                 if merged is not None:
+                    # loads hoisted into the pair (the consumer's constants among them) go in
+                    # before its first consumer tile
+                    first = next(k for k, c in enumerate(merged) if c is own[0])
                     done[-1].commands = merged
-                    done[-1].cut = _load_cut(merged)
+                    done[-1].cut = min(_load_cut(merged), first)
                     continue
             done.append(_Emitted(i, op.kind, own, _load_cut(own)))
         cmds: list[ACommand] = []
