@@ -8,9 +8,15 @@ with one line (``--debug`` shows the traceback).
 
 from __future__ import annotations
 
+import os
 import sys
 
-import typer
+# The kernels multiply many small tiles; a multi-threaded BLAS spends more time starting
+# and synchronising threads than computing them (and competes with other processes for
+# the cores). One thread, unless the user chose otherwise. Set before numpy is imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import typer  # noqa: E402
 
 from npu_sim.errors import NpuSimError
 

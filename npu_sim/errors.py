@@ -76,3 +76,9 @@ class MemoryAccessError(SimulationError):
 
 class SimulationDeadlock(SimulationError):
     """No event left to process while commands still wait."""
+
+
+class SchedulerBugError(RuntimeError):
+    """The scheduler produced a Program that the hardware model rejects (a bad access, a
+    missing dependency): a bug in npu-sim, not in the input. Not an :class:`NpuSimError`,
+    so the CLI reports it as an internal error (exit code 1)."""

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from npu_sim.errors import InputError
+from npu_sim.errors import InputError, ProgramError, SchedulerBugError, SimulationError
 from npu_sim.hw.config import HwConfig, load_hw_config
 from npu_sim.hw.trace import Trace
 from npu_sim.program import Program
@@ -98,7 +98,10 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
         program = compile_graph(graph, hw, spread_tcm=spread_tcm)
         wall["schedule"] = time.perf_counter() - start
         start = time.perf_counter()
-        result = simulate_program(program, hw, checked)
+        try:
+            result = simulate_program(program, hw, checked)
+        except (ProgramError, SimulationError) as exc:   # the compiled program is at fault
+            raise SchedulerBugError(f"the compiled program failed in the simulator: {exc}") from exc
         wall["simulate"] = time.perf_counter() - start
         start = time.perf_counter()
         summary = build_summary(result.trace, hw, program, graph=graph_label or path_label or program.graph_name)

@@ -3,7 +3,8 @@
 1. Command ids in walk order (a control-flow command before its nested ones).
 2. Live ranges of buffers from the ids of the commands touching them.
 3. Offsets: TCM by the planner (buffers live at the same time never overlap),
-   DDR and the variable SRAM by bump allocation (no reuse). The planner places
+   DDR and the variable SRAM by bump allocation (no reuse; spilled values share
+   DDR bytes by their live ranges only when that overflows it). The planner places
    the exact live ranges: the compact placement, whose footprint is what the
    graph needs (``tcm_compact_bytes``). Reusing bytes a buffer freed makes the new
    buffer's writer wait for the old one's last access (a false write-after-read
@@ -202,11 +203,31 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
         bump = BumpAllocator().place([LiveRange(b.serial, b.size_bytes, 0, 0) for b in group], alignment)
         for b in group:
             b.offset_bytes = bump[b.serial]
+    _share_ddr_when_short(buffers, first_last, hw.ddr.size_bytes, planner, ddr_alignment)
     return MemoryPlan(not overflow, peak, max_live_bytes(exact), overflow, ranges, buffers,
                       first_last, compact)
 
 
 _KIND_ORDER = {"input": 0, "output": 1, "constant": 2, "variable": 3}
+
+
+def _share_ddr_when_short(buffers: dict[int, Buffer], first_last: dict[int, tuple[int, int]], ddr_bytes: int,
+                          planner: Planner, alignment: int) -> None:
+    """When every DDR buffer having its own bytes overflows the DDR, let the buffers with a
+    live range (spilled values) share bytes as the TCM planner shares the TCM: after the
+    buffers that live for the whole program (inputs, outputs, constants), the spills are
+    placed by their live ranges. Only then: sharing adds write-after-read waits."""
+    ddr = [b for b in buffers.values() if b.memory is DDR]
+    if max((b.offset_bytes + b.size_bytes for b in ddr), default=0) <= ddr_bytes:
+        return
+    timed = [b for b in ddr if b.serial in first_last]
+    if not timed:
+        return
+    base = max((b.offset_bytes + b.size_bytes for b in ddr if b.serial not in first_last), default=0)
+    base = -(-base // alignment) * alignment
+    offsets = planner.place([LiveRange(b.serial, b.size_bytes, *first_last[b.serial]) for b in timed], alignment)
+    for b in timed:
+        b.offset_bytes = base + offsets[b.serial]
 
 
 def check_capacity(plan: MemoryPlan, hw) -> dict[MemorySpace, int]:

@@ -41,6 +41,17 @@ def test_plan_json(capsys):
     assert stats["commands"] == sum(stats["commands_per_unit"].values())
 
 
+def test_plan_counts_commands_per_unit_as_run_does(tmp_path, capsys):
+    """Unused units too: add_mul_fp32 has nothing for the MAC array or the LUT."""
+    graph = EXAMPLES / "add_mul_fp32.tosa"
+    code, out, _ = _cli(["plan", graph, "--hw", "edge", "--json"], capsys)
+    planned = json.loads(out)["commands_per_unit"]
+    code, _, _ = _cli(["run", graph, "--hw", "edge", "--random-inputs", 1, "-o", tmp_path], capsys)
+    ran = json.loads((tmp_path / "summary.json").read_text())["command_counts"]
+    assert planned == ran
+    assert planned["mac_array"] == planned["lut"] == 0
+
+
 @pytest.mark.parametrize("args, message", [
     (["--hw", "nosuch"], "unknown hardware config"),
     (["--hw", "edge", "--bogus"], "--bogus"),
@@ -59,7 +70,7 @@ def test_plan_stats_of_a_hand_built_program():
                    Allocation("u", MemorySpace.TCM, 64, 32, "tile", 1, 1)]
     program = Program({MemorySpace.DDR: 128, MemorySpace.TCM: 256}, allocations, commands, graph_name="g")
     stats = plan_stats(program, load_hw_config("edge"))
-    assert stats["commands_per_unit"] == {"dma0": 1, "dma1": 1}
+    assert stats["commands_per_unit"] == {"dma0": 1, "dma1": 1, "lut": 0, "mac_array": 0, "vector": 0}
     assert (stats["peak_tcm_bytes"], stats["tcm_lower_bound_bytes"], stats["tcm_overhead"]) == (96, 96, 0.0)
     assert stats["memories"]["tcm"] == {"plan_size_bytes": 256, "allocations": 2, "allocated_bytes": 96,
                                         "bytes_by_kind": {"tile": 96}}

@@ -245,3 +245,20 @@ def test_while_loop_example_runs_n_iterations(n):
     assert int(result.outputs["i_final"]) == n
     loop = [op for op in result.summary["ops"] if op["unit"] == "sequencer"]
     assert len(loop) == 1 and loop[0]["op"] == "WHILE_LOOP"
+
+
+def test_a_program_the_simulator_rejects_is_an_internal_error(tmp_path, capsys, monkeypatch):
+    """A bad access in a program the scheduler made is npu-sim's bug, not the input's: exit 1."""
+    import npu_sim.simulator
+    from npu_sim.errors import MemoryAccessError
+
+    def broken(*args, **kwargs):
+        raise MemoryAccessError("command 3 (ADD): reads tcm[0x40] 1 INT32 element [0], which was never written")
+
+    monkeypatch.setattr(npu_sim.simulator, "simulate_program", broken)
+    code, _, err = _cli(["run", EXAMPLES / "add_mul_fp32.tosa", "--hw", "edge", "--random-inputs", 1,
+                         "-o", tmp_path / "out"], capsys)
+    assert code == 1
+    assert err.startswith("internal error (SchedulerBugError): the compiled program failed in the simulator: "
+                          "command 3 (ADD)")
+    assert err.count("\n") == 1
