@@ -29,7 +29,8 @@ from typing import Callable
 
 from npu_sim.program import MemorySpace, View
 from scheduler.buffers import BufView
-from scheduler.byte_ranges import ByteSet, set_covered, set_overlaps, view_byte_set
+from scheduler.byte_ranges import ByteSet, view_byte_set
+from scheduler.deps import AccessTracker
 from scheduler.stream import ACommand, ACompute, ACond, ADma, ALoop
 
 
@@ -101,45 +102,15 @@ def _read_only(view: BufView) -> bool:
     return b is not None and b.memory is MemorySpace.DDR and b.kind in ("input", "constant")
 
 
-class _Accesses:
-    """The live accesses to one buffer: done masks of the last writes, and of the reads since
-    (a write forgets the records it covers, as :mod:`scheduler.deps` does)."""
-
-    __slots__ = ("writes", "reads")
-
-    def __init__(self) -> None:
-        self.writes: list[tuple[ByteSet, int]] = []                # (bytes, done mask)
-        self.reads: dict[tuple, tuple[ByteSet, int]] = {}          # runs -> (bytes, done masks)
-
-    def waits(self, byte_set: ByteSet, write: bool) -> int:
-        """What an access to ``byte_set`` waits for."""
-        mask = 0
-        for w_set, w_mask in self.writes:
-            if set_overlaps(w_set, byte_set):
-                mask |= w_mask
-        if write:
-            for r_set, r_mask in self.reads.values():
-                if set_overlaps(r_set, byte_set):
-                    mask |= r_mask
-        return mask
-
-    def add(self, byte_set: ByteSet, write: bool, done: int) -> None:
-        if not write:
-            key = (byte_set.starts, byte_set.ends)
-            known = self.reads.get(key)
-            self.reads[key] = (byte_set, done if known is None else known[1] | done)
-            return
-        self.writes = [w for w in self.writes if not set_covered(w[0], byte_set)]
-        self.writes.append((byte_set, done))
-        if self.reads:
-            self.reads = {k: r for k, r in self.reads.items() if not set_covered(r[0], byte_set)}
-
-
 def implied_order(cmds: list[ACommand], ids: dict[int, int]) -> ImpliedOrder:
-    """The orders the stream ``cmds`` has whatever the memory plan (``ids``: id(command) -> command id)."""
+    """The orders the stream ``cmds`` has whatever the memory plan (``ids``: id(command) -> command id).
+
+    Data dependencies come from :class:`scheduler.deps.AccessTracker`, one address space
+    per buffer (keyed by its serial, bytes relative to the buffer)."""
     first_waits: dict[int, int] = {}
     last: dict[int, int] = {}
-    buffers: dict[int, _Accesses] = {}      # buffer serial -> its access records
+    tracker = AccessTracker()
+    done_of: dict[int, int] = {}            # command id -> its done mask (before nested commands)
     queue_after: dict[object, int] = {}     # queue -> what its next command waits for
     cache: dict = {}
 
@@ -151,21 +122,17 @@ def implied_order(cmds: list[ACommand], ids: dict[int, int]) -> ImpliedOrder:
             queue = _queue(cmd)
             mask = entry | queue_after.get(queue, 0)
             touched = _accesses(cmd, cache)
-            for serial, byte_set, write in touched:
-                accesses = buffers.get(serial)
-                if accesses is not None:
-                    mask |= accesses.waits(byte_set, write)
+            deps = tracker.access(cid, [(serial, byte_set) for serial, byte_set, write in touched if not write],
+                                  [(serial, byte_set) for serial, byte_set, write in touched if write])
+            for dep in deps:
+                mask |= done_of[dep]
             control = isinstance(cmd, (ACond, ALoop))
             if control:
                 mask |= everything   # a control command waits for every earlier command of its list
-            done = mask | 1 << cid
-            for serial, byte_set, write in touched:
+            done = done_of[cid] = mask | 1 << cid
+            for serial, _, _ in touched:
                 first_waits.setdefault(serial, mask)
                 last[serial] = cid
-                accesses = buffers.get(serial)
-                if accesses is None:
-                    accesses = buffers[serial] = _Accesses()
-                accesses.add(byte_set, write, done)
             if control:
                 # a loop body runs after its condition commands; the else branch is taken as
                 # running after the then branch: only one of them runs, so they never wait
