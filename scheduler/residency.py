@@ -11,6 +11,11 @@ that point, evict one and re-plan the operations it touches:
   enough, else the largest (Belady-like: what waits longest gives up its room);
 * only then the operation's own operands, largest first.
 
+An operation whose plan fits may still ask for room: when spilling a value (one it does
+not use, or one of its own, which it then streams) lets the tiler find a plan faster by
+more than the spill's DDR time (its bytes written once and read by each later user),
+that value is evicted the same way.
+
 If nothing is left to evict, the operation cannot run: ScheduleError naming it
 and the sizes.
 """
@@ -88,10 +93,14 @@ def decide(ops: list[NpuOp], groups: dict[str, Group], root_of: Callable[[str], 
         else:
             plan, need = None, (None if budget >= 0 else 0)
         if need is None:
-            if plan is not None:
-                plans[i] = plan
-            continue
-        victim = _victim(i, op, groups, resident, need - budget, root_of)
+            victim = None if plan is None else _worth_spilling(i, op, plan, budget, groups, resident, root_of,
+                                                                tiler, in_tcm)
+            if victim is None:
+                if plan is not None:
+                    plans[i] = plan
+                continue
+        else:
+            victim = _victim(i, op, groups, resident, need - budget, root_of)
         if victim is None:
             if op.kind is OpKind.COMPUTE:
                 raise too_big_error(op, tiler.smallest(op, in_tcm), budget, capacity_bytes)
@@ -107,6 +116,65 @@ def decide(ops: list[NpuOp], groups: dict[str, Group], root_of: Callable[[str], 
         pending.add(i)
         pending.update(u for u in g.users)
     return ResidencyResult(resident, plans, live, evictions)
+
+
+def _worth_spilling(i: int, op: NpuOp, plan: TilePlan, budget: int, groups: dict[str, Group],
+                    resident: set[str], root_of: Callable[[str], str | None], tiler: Tiler,
+                    in_tcm: Callable[[str], bool]) -> str | None:
+    """A resident value to spill so that ``op`` gets a faster plan, or None.
+
+    Resident values live across ``op`` take TCM its tiles could use: with their room the
+    tiler may find a plan with bigger tiles (fewer weight reloads, a fuller array).
+    Spilling costs DDR time, the value's bytes written once and read by each later user:
+    worth it when the estimated gain is larger. Two kinds of candidates:
+
+    * the values ``op`` does not use, together (the cheapest that pays for the room goes
+      first: the smallest that frees enough alone, else the largest);
+    * each of ``op``'s own operands and results, alone (``op`` then streams it).
+
+    The caller evicts the best one, re-plans and asks again. Only a plan of several tiles
+    can gain from room.
+    """
+    if plan.tile_count < 2:
+        return None
+    live = [r for r in resident if groups[r].start <= i <= groups[r].end]
+    own = {root_of(k) for k in (*op.inputs, *op.outputs)}
+    bandwidth = tiler.hw.ddr.bandwidth_bytes_per_cycle
+
+    def spill_cycles(roots: list[str]) -> float:
+        return sum(groups[r].size_bytes * len(groups[r].users) for r in roots) / bandwidth
+
+    best, best_net = None, 0.0
+    others = [r for r in live if r not in own]
+    if others:
+        roomier = tiler.plan(op, in_tcm, budget + sum(groups[r].size_bytes for r in others))
+        if roomier is not None and roomier.working_set_bytes > budget:
+            deficit = roomier.working_set_bytes - budget
+            enough = [r for r in others if groups[r].size_bytes >= deficit]
+            if enough:
+                chosen = [min(enough, key=lambda r: (groups[r].size_bytes, -groups[r].end, r))]
+            else:
+                chosen, freed = [], 0
+                for r in sorted(others, key=lambda r: (-groups[r].size_bytes, r)):
+                    if freed >= deficit:
+                        break
+                    chosen.append(r)
+                    freed += groups[r].size_bytes
+            net = plan.est_cycles - roomier.est_cycles - spill_cycles(chosen)
+            if net > best_net:
+                best, best_net = chosen[0], net
+    # streaming an own value never computes faster than the best plan with it resident
+    unbounded = tiler.best_estimate(op, in_tcm)
+    for r in sorted((r for r in live if r in own), key=lambda r: (-groups[r].size_bytes, r)):
+        if plan.est_cycles - unbounded - spill_cycles([r]) <= best_net:
+            continue
+        without = (lambda key, r=r: root_of(key) != r and in_tcm(key))
+        roomier = tiler.plan(op, without, budget + groups[r].size_bytes)
+        if roomier is not None:
+            net = plan.est_cycles - roomier.est_cycles - spill_cycles([r])
+            if net > best_net:
+                best, best_net = r, net
+    return best
 
 
 def _victim(i: int, op: NpuOp, groups: dict[str, Group], resident: set[str], deficit: int,

@@ -501,6 +501,11 @@ class Tiler:
         key = self._key(op, resident)
         return self._fits(problem, key, self._eval(problem, key, tile), budget_bytes)
 
+    def best_estimate(self, op: NpuOp, resident: Callable[[str], bool]) -> float:
+        """The lowest estimated cycles of the coarse plans, whatever their working sets."""
+        problem = TilingProblem(op, resident, self.const_lookup, self.hw, self.alignment)
+        return self._coarse_plans(problem, self._key(op, resident))[0].est_cycles
+
     def smallest(self, op: NpuOp, resident: Callable[[str], bool]) -> TilePlan:
         """The plan with the smallest working set (for error messages and eviction)."""
         key = self._key(op, resident)
