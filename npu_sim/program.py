@@ -95,6 +95,15 @@ class View:
     dtype: DType
     strides_bytes: tuple[int, ...] | None = None
 
+    def __hash__(self) -> int:
+        """The hash of the fields, as the dataclass would compute it, once (views key the
+        scheduler's tables)."""
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = self.__dict__["_hash"] = hash((self.memory, self.offset_bytes, self.shape, self.dtype,
+                                              self.strides_bytes))
+        return h
+
     # Derived geometry is cached on the instance (see _cached_property): Programs hold
     # hundreds of thousands of views and the simulator asks each for its span and size.
     @_cached_property

@@ -129,6 +129,33 @@ class _Control:
         return f"command {self.cid}" + (f" ({self.name})" if self.name else "")
 
 
+class _StaticFacts:
+    """What the trace records of every execution of a compiled command (computed once per
+    command, when the trace's tables are first asked for). Apart from the :class:`Simulator`:
+    a trace must not keep the whole machine alive."""
+
+    def __init__(self, allocations: list[Allocation]):
+        self.allocations = allocations
+
+    @cached_property
+    def _allocation_index(self) -> AllocationIndex:
+        return AllocationIndex(self.allocations)
+
+    def __call__(self, node: "Node") -> StaticInfo:
+        touched = self._allocation_index.touched(node.command)
+        if isinstance(node, DmaOp):
+            t = node.timing
+            return StaticInfo("dma", node.unit.name, "copy", node.command.src.size_bytes, 0,
+                              t.ddr_read_bytes, t.ddr_write_bytes, t.ddr_read_burst_bytes,
+                              t.ddr_write_burst_bytes, touched)
+        if isinstance(node, ComputeOp):
+            cmd = node.command
+            return StaticInfo("compute", cmd.unit, "+".join(s.op.name for s in cmd.steps),
+                              command_tcm_bytes(cmd.steps, cmd.outputs), node.macs, 0, 0, 0, 0, touched)
+        kind, op = ("cond", "if") if isinstance(node.command, CondCommand) else ("loop", "while")
+        return StaticInfo(kind, "sequencer", op, 0, 0, 0, 0, 0, 0, touched)
+
+
 class _Barrier:
     """Succeeds its event when ``pending`` dependencies are done."""
 
@@ -235,24 +262,28 @@ class Simulator:
             raise ProgramError(f"{_where(cmd)} depends on command {exc.args[0]}, which encloses it "
                                "(it would wait for itself)") from None
 
-    def _static_info(self, node: Node) -> StaticInfo:
-        """What the trace records of every execution of ``node`` (computed once, after the run)."""
-        touched = self._allocation_index.touched(node.command)
-        if isinstance(node, DmaOp):
-            t = node.timing
-            return StaticInfo("dma", node.unit.name, "copy", node.command.src.size_bytes, 0,
-                              t.ddr_read_bytes, t.ddr_write_bytes, t.ddr_read_burst_bytes,
-                              t.ddr_write_burst_bytes, touched)
-        if isinstance(node, ComputeOp):
-            cmd = node.command
-            return StaticInfo("compute", cmd.unit, "+".join(s.op.name for s in cmd.steps),
-                              command_tcm_bytes(cmd.steps, cmd.outputs), node.macs, 0, 0, 0, 0, touched)
-        kind, op = ("cond", "if") if isinstance(node.command, CondCommand) else ("loop", "while")
-        return StaticInfo(kind, "sequencer", op, 0, 0, 0, 0, 0, 0, touched)
+    def _release(self) -> None:
+        """Drop what only the run needed once it is over.
 
-    @cached_property
-    def _allocation_index(self) -> AllocationIndex:
-        return AllocationIndex(self.program.allocations)
+        The compiled commands refer to the machine, the memories to their bound views,
+        the channels to their transfers, and those back to the commands: reference
+        cycles that only Python's cycle collector could free, after traversing them all
+        (and the trace keeps the commands). Cutting them frees the machine and its
+        memories as soon as the run ends; the trace keeps what its records need."""
+        for node in self.all_nodes:
+            if isinstance(node, _Control):
+                node.condition = None
+                node.branches = ((), ())
+                continue
+            node.machine = None
+            if isinstance(node, ComputeOp):
+                node.steps = node.outputs = ()
+            elif isinstance(node, DmaOp):
+                node.src = node.dst = node.channel = None
+        for memory in self.memories.values():
+            memory.forget_accesses()
+        self.nodes.clear()
+        self.all_nodes = self.top = []
 
     def _load_initial_data(self, allocations: list[Allocation]) -> None:
         for alloc in allocations:
@@ -278,11 +309,13 @@ class Simulator:
         if driver.is_alive:
             raise SimulationDeadlock(self._deadlock_message())
         units = [u.name for u in self.dma_units] + list(COMPUTE_UNITS)
-        trace = Trace(self.recorder.raw, self.recorder.invocations, self._static_info,
+        trace = Trace(self.recorder.raw, self.recorder.invocations, _StaticFacts(self.program.allocations),
                       self.program.allocations, units)
         per_invocation = [inv.cycles for inv in self.recorder.invocations]
-        return SimResult(outputs, self._read_variables(), trace, int(self.env.now), per_invocation,
-                         self.hw.clock_hz, self.hw.name)
+        result = SimResult(outputs, self._read_variables(), trace, int(self.env.now), per_invocation,
+                           self.hw.clock_hz, self.hw.name)
+        self._release()
+        return result
 
     def _drive(self, invocations: list[dict[str, np.ndarray]],
                outputs: list[dict[str, np.ndarray]]) -> Iterator[simpy.Event]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from npu_sim.program import MemorySpace, View, element_size_bytes
+from npu_sim.program import MemorySpace, View, _cached_property, element_size_bytes
 from npu_sim.reference.kernel_api import Region
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
@@ -46,9 +47,12 @@ def contiguous_strides(shape: tuple[int, ...], element_bytes: int) -> tuple[int,
     return tuple(reversed(strides))
 
 
-@dataclass(frozen=True)
-class BufView:
-    """A typed window of a buffer; ``buffer`` None is an empty view (no bytes)."""
+class BufView(NamedTuple):
+    """A typed window of a buffer; ``buffer`` None is an empty view (no bytes).
+
+    A NamedTuple rather than a frozen dataclass: emission makes one per operand of
+    every tile and materialization hashes them, both several times cheaper on tuples.
+    """
 
     buffer: Buffer | None
     offset_bytes: int
@@ -110,13 +114,20 @@ class Placement:
         return BufView(self.buffer, self.offset_bytes, tuple(self.type.shape if shape is None else shape),
                        self.type.dtype)
 
+    @_cached_property
+    def strides(self) -> tuple[int, ...]:
+        """Row-major byte strides of the value (computed once: every tile's window needs them)."""
+        return contiguous_strides(tuple(self.type.shape), element_size_bytes(self.type.dtype))
+
     def window(self, region: Region) -> BufView:
         """The strided view of ``region`` of the value (empty regions give an empty view)."""
-        shape = tuple(max(0, b - a) for a, b in region)
-        if any(d == 0 for d in shape):
+        shape = tuple([b - a if b > a else 0 for a, b in region])
+        if 0 in shape:
             return BufView(None, 0, shape, self.type.dtype)
-        strides = contiguous_strides(tuple(self.type.shape), element_size_bytes(self.type.dtype))
-        offset = self.offset_bytes + sum(a * s for (a, _), s in zip(region, strides))
+        strides = self.strides
+        offset = self.offset_bytes
+        for (a, _), s in zip(region, strides):
+            offset += a * s
         return BufView(self.buffer, offset, shape, self.type.dtype, strides)
 
     def retyped(self, type_: TensorType) -> "Placement":

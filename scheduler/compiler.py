@@ -109,6 +109,7 @@ class _BlockCompiler:
         self.skip: set[int] = set()
         self.cascades: dict[int, list[int]] = {}   # consumer op index -> producer tile each tile waits for
         self.buffers: dict[str, Buffer] = {}
+        self.placed: dict[str, Placement] = {}   # place() results
         self.pool_chunks: Callable[[int], list[ACommand]] | None = None   # main block: constant pool loads
 
     # -- values
@@ -131,6 +132,13 @@ class _BlockCompiler:
             self.ctx.values[key].kind is ValueKind.INTERMEDIATE
 
     def place(self, key: str) -> Placement:
+        """Where value ``key`` lives (remembered until aliases or buffers change)."""
+        placement = self.placed.get(key)
+        if placement is None:
+            placement = self.placed[key] = self._place(key)
+        return placement
+
+    def _place(self, key: str) -> Placement:
         type_ = self.ctx.values[key].type
         root = self.root(key)
         if root in self.buffers:
@@ -158,6 +166,7 @@ class _BlockCompiler:
         dst, src = op.outputs[0], op.sources[0]
         self.alias[dst] = src
         self.alias_offset[dst] = _slice_offset_bytes(op, self.ctx.values[src])
+        self.placed.clear()
         self.skip.add(i)
 
     # -- passes
@@ -233,6 +242,7 @@ class _BlockCompiler:
             self.buffers[root] = buffer
             if memory is TCM:
                 self.ctx.group_buffers[buffer.serial] = root
+        self.placed.clear()
         return self.emit(result)
 
     def _static_memory(self, key: str) -> MemorySpace:

@@ -77,10 +77,10 @@ class Emitter:
                            for i in range(plan.output_buffers)] for k in plan.output_bytes}
         loaded: dict[tuple[int, int], tuple] = {}   # slot -> (window, buffer index)
         next_buffer = {slot: 0 for slot in slot_buffers}
-        regions = list(plan.tiles())
+        tiled = plan.tile_shape is not None
         last = op.steps[-1]
-        for t, region in enumerate(regions):
-            tiles = whole_tile(op.steps) if plan.tile_shape is None else windows(region)
+        for t, region in enumerate(plan.tiles()):
+            tiles = windows(region) if tiled else whole_tile(op.steps)
             steps = []
             this_tile: dict[tuple, BufView] = {}
             for s, (step, tile) in enumerate(zip(op.steps, tiles)):
@@ -111,26 +111,23 @@ class Emitter:
                     loaded[slot] = (window, view)
                     this_tile[(operand, window)] = view
                     operands.append(view)
-                tiled = plan.tile_shape is not None
                 steps.append(KernelStep(
                     step.op, step.attribute, tuple(operands), step.input_types, step.output_types,
                     out_region=tile.out_region if tiled else None,
-                    input_offsets=tuple(tuple(a for a, _ in w) for w in tile.windows) if tiled else None,
+                    input_offsets=tuple([tuple([a for a, _ in w]) for w in tile.windows]) if tiled else None,
                     name=step.name))
             outputs, stores = [], []
             out_region = tiles[-1].out_region
             for k, key in enumerate(op.outputs):
                 placement = place(key)
                 if placement.memory is TCM:
-                    outputs.append(placement.window(out_region) if plan.tile_shape is not None
-                                   else placement.whole())
+                    outputs.append(placement.window(out_region) if tiled else placement.whole())
                     continue
                 buffers = out_buffers[k]
                 view = tile_view(buffers[t % len(buffers)], region_shape(out_region), last.output_types[k].dtype)
                 outputs.append(view)
                 stores.append((view, placement.window(out_region)))
-            macs = sum(step_macs(s, tile.out_region if plan.tile_shape is not None else None)
-                       for s, tile in zip(op.steps, tiles))
+            macs = sum([step_macs(s, tile.out_region if tiled else None) for s, tile in zip(op.steps, tiles)])
             cmds.append(ACompute(op.unit, steps, outputs, op.name, op_index, macs))
             for view, target in stores:
                 cmds += self.dma(view, target, f"{op.name}: store", op_index)

@@ -144,4 +144,5 @@ def implied_order(cmds: list[ACommand], ids: dict[int, int]) -> ImpliedOrder:
         return everything
 
     visit(cmds, 0)
+    del visit   # break the recursive closure's reference cycle
     return ImpliedOrder(first_waits, last)

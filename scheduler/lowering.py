@@ -121,7 +121,6 @@ class _Lowerer:
         key = lambda n: self.key(block, n, main)  # noqa: E731
         first = operators[0]
         op = first.op
-        names = tuple(o.name for o in operators)
         if op in (Op.CONST, Op.CONST_SHAPE):
             for name in first.outputs:
                 if block.tensor(name).data is None:
@@ -130,6 +129,7 @@ class _Lowerer:
         if op == Op.VARIABLE:
             self.variable_initial_value(block, first, main)
             return []
+        names = tuple([o.name for o in operators])
         if op == Op.VARIABLE_READ:
             var = self.variable_operand(block, first, [*first.inputs, *first.outputs])
             targets = [n for n in first.outputs if not block.tensor(n).variable]
@@ -160,10 +160,10 @@ class _Lowerer:
         produced: dict[str, int] = {}
         for index, operator in enumerate(operators):
             support.check_operator(operator)
-            operands = tuple(produced[n] if n in produced else key(n) for n in operator.inputs)
+            operands = tuple([produced[n] if n in produced else key(n) for n in operator.inputs])
             steps.append(Step(operator.op, operator.attribute, operands,
-                              tuple(block.tensor(n).type for n in operator.inputs),
-                              tuple(block.tensor(n).type for n in operator.outputs), operator.name))
+                              tuple([block.tensor(n).type for n in operator.inputs]),
+                              tuple([block.tensor(n).type for n in operator.outputs]), operator.name))
             if index + 1 < len(operators):
                 produced[operator.outputs[0]] = index
         last = operators[-1]

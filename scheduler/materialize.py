@@ -94,6 +94,7 @@ def number(cmds: list[ACommand]) -> Numbering:
                 numbering.last_nested[cid] = numbering.count - 1
 
     visit(cmds)
+    del visit   # break the recursive closure's reference cycle
     return numbering
 
 
@@ -336,4 +337,6 @@ def build_commands(cmds: list[ACommand], numbering: Numbering,
                 barrier = cid
         return out
 
-    return build(cmds)
+    commands = build(cmds)
+    del build   # the recursive closure refers to itself: break that cycle, its caches are freed now
+    return commands

@@ -40,10 +40,18 @@ class Value:
     kind: ValueKind
     data: np.ndarray | None = None   # constants and variable initial values
     name: str = ""                   # the tensor name in its block (for messages and reports)
+    #: ``size_bytes`` and the type it was computed from
+    _size: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def size_bytes(self) -> int:
-        return math.prod(self.type.shape) * element_size_bytes(self.type.dtype)
+        """Bytes of the value (remembered for its type: passes ask for it many times)."""
+        cached = self._size
+        if cached is not None and cached[0] is self.type:
+            return cached[1]
+        size = math.prod(self.type.shape) * element_size_bytes(self.type.dtype)
+        self._size = (self.type, size)
+        return size
 
 
 @dataclass(frozen=True)
@@ -84,10 +92,16 @@ class NpuOp:
     blocks: tuple[object, ...] = ()     # control flow: lowered blocks (see lowering.LoweredBlock)
     macs: int = 0
     extra: dict[str, object] = field(default_factory=dict)
+    #: ``inputs`` and the (steps, sources) it was computed from
+    _inputs: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def inputs(self) -> tuple[str, ...]:
-        """Value keys read, in first-use order, without repeats."""
+        """Value keys read, in first-use order, without repeats (recomputed only when
+        ``steps`` or ``sources`` are replaced: passes ask for it many times)."""
+        cached = self._inputs
+        if cached is not None and cached[0] is self.steps and cached[1] is self.sources:
+            return cached[2]
         seen: dict[str, None] = {}
         for step in self.steps:
             for operand in step.operands:
@@ -95,7 +109,9 @@ class NpuOp:
                     seen.setdefault(operand, None)
         for key in self.sources:
             seen.setdefault(key, None)
-        return tuple(seen)
+        inputs = tuple(seen)
+        self._inputs = (self.steps, self.sources, inputs)
+        return inputs
 
     @property
     def op_label(self) -> str:

@@ -84,8 +84,8 @@ def stage(lowered: LoweredGraph, pooled_max_bytes: int) -> None:
                     staged[key] = new
                     ops.append(NpuOp(f"stage {value.name}", OpKind.COPY, sources=(key,), outputs=(new,),
                                      extra={"stage": True}))
-            op.steps = tuple(dataclasses.replace(s, operands=tuple(staged.get(o, o) if isinstance(o, str) else o
-                                                                     for o in s.operands))
-                             for s in op.steps)
+            if any(key in staged for key in op.inputs):   # (else the steps stay as they are)
+                op.steps = tuple(dataclasses.replace(s, operands=tuple(
+                    staged.get(o, o) if isinstance(o, str) else o for o in s.operands)) for s in op.steps)
         ops.append(op)
     block.ops = ops

@@ -116,4 +116,5 @@ def dma_pieces(src: BufView, dst: BufView, max_dims: int = 3) -> list[tuple[BufV
             split(s_off + i * ss[0], d_off + i * ds[0], shp[1:], ss[1:], ds[1:])
 
     split(src.offset_bytes, dst.offset_bytes, shape, s_str, d_str)
+    del split   # break the recursive closure's reference cycle (no work left for the GC)
     return pieces

@@ -19,12 +19,12 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from npu_sim.errors import ScheduleError
-from npu_sim.program import element_size_bytes
+from npu_sim.program import _cached_property, element_size_bytes
 from npu_sim.reference.kernel_api import Region, full_region
 from scheduler import cost_model
 from scheduler.npu_ops import NpuOp
@@ -63,14 +63,15 @@ class TilePlan:
     est_cycles: float
     dma_bytes: int
 
-    @property
+    @_cached_property
     def grid(self) -> tuple[int, ...]:
         if self.tile_shape is None:
             return tuple(1 for _ in self.out_shape)
         return tuple(-(-d // t) if t else 1 for d, t in zip(self.out_shape, self.tile_shape))
 
-    @property
+    @_cached_property
     def tile_count(self) -> int:
+        """Tiles in the grid (cached: ranking plans asks for it again and again)."""
         return int(math.prod(self.grid))
 
     def tiles(self) -> Iterator[Region]:
@@ -265,26 +266,36 @@ def _evaluate(problem: TilingProblem, tiling: OpTiling, tile: tuple[int, ...]) -
     op, hw = problem.op, problem.hw
     out_shape = tiling.out_shape
     outputs = problem.streamed_outputs()
-    grid = tuple(-(-d // t) for d, t in zip(out_shape, tile))
-    split = [d for d in range(len(out_shape)) if grid[d] > 1]
+    grid_list: list[int] = []
+    split: list[int] = []
+    shape_list: list[int] = []
     # the second tile along a dimension split in three or more (an interior tile, with a halo
     # on both sides), the first elsewhere: always a full tile, never a remainder
-    interior_region = tuple((t, 2 * t) if g > 2 else (0, min(n, t))
-                            for n, t, g in zip(out_shape, tile, grid))
+    region: list[tuple[int, int]] = []
+    for d, (n, t) in enumerate(zip(out_shape, tile)):
+        g = -(-n // t)
+        grid_list.append(g)
+        shape_list.append(max(0, min(n, t)))
+        if g > 1:
+            split.append(d)
+        region.append((t, 2 * t) if g > 2 else (0, min(n, t)))
+    grid, tile_shape, interior_region = tuple(grid_list), tuple(shape_list), tuple(region)
     interior = tiling.windows(interior_region)
     tile_count = math.prod(grid)
     burst = hw.ddr.burst_size_bytes
     alignment = problem.alignment
     slot_bytes, slot_buffers = {}, {}
+    working_set = 0
     invariant: list[int] = []                           # traffic of slots loaded once, in slot order
     varying: dict[tuple[int, ...], list[int]] = {}     # split dims a slot moves along -> [traffic, slots]
     moving = problem.moving_dims(tuple(split), tiling.depends())
     for (slot, eb, full), dims in zip(problem.slot_facts(), moving):
         shape = tuple([b - a if b > a else 0 for a, b in interior[slot[0]].windows[slot[1]]])
-        slot_bytes[slot] = align_up(math.prod(shape) * eb, alignment)
+        size = slot_bytes[slot] = align_up(math.prod(shape) * eb, alignment)
         traffic = burst_bytes(shape, full, eb, burst)
-        slot_buffers[slot] = 2 if dims else 1
         if dims:
+            slot_buffers[slot] = 2
+            working_set += 2 * size
             group = varying.get(dims)
             if group is None:
                 varying[dims] = [traffic, 1]
@@ -292,22 +303,28 @@ def _evaluate(problem: TilingProblem, tiling: OpTiling, tile: tuple[int, ...]) -
                 group[0] += traffic
                 group[1] += 1
         else:
+            slot_buffers[slot] = 1
+            working_set += size
             invariant.append(traffic)
-    tile_shape = tuple([max(0, min(n, t)) for n, t in zip(out_shape, tile)])
-    tile_elems = math.prod(tile_shape)
-    output_bytes = {k: align_up(tile_elems * _out_elem_bytes(op, k), alignment) for k in outputs}
     output_buffers = 2 if tile_count > 1 else 1
-    working_set = sum(slot_bytes[s] * slot_buffers[s] for s in slot_bytes) + \
-        sum(output_bytes.values()) * output_buffers
+    output_bytes = {}
+    store_bytes = 0
+    if outputs:
+        tile_elems = math.prod(tile_shape)
+        for k in outputs:
+            eb = _out_elem_bytes(op, k)
+            size = output_bytes[k] = align_up(tile_elems * eb, alignment)
+            working_set += size * output_buffers
+            store_bytes += burst_bytes(tile_shape, out_shape, eb, burst)
+        store_bytes *= tile_count
     varying_bytes, varying_count, order = _loop_order(grid, split, varying)
-    store_bytes = sum(burst_bytes(tile_shape, out_shape, _out_elem_bytes(op, k), burst) for k in outputs) \
-        * tile_count
     compute = tiling.compute_cycles(hw, interior_region) + cost_model.unit_setup_cycles(hw, op.unit)
     est = cost_model.tile_loop_cycles(hw, invariant, varying_bytes, varying_count, store_bytes,
                                       len(outputs) * tile_count, compute, tile_count)
     load_bytes = varying_bytes + sum(invariant)
-    full_order = order + tuple(d for d in range(len(out_shape)) if d not in order)
-    return TilePlan(out_shape, tuple(tile), full_order, slot_bytes, slot_buffers, output_bytes,
+    if len(order) < len(out_shape):
+        order += tuple([d for d in range(len(out_shape)) if d not in order])
+    return TilePlan(out_shape, tuple(tile), order, slot_bytes, slot_buffers, output_bytes,
                     output_buffers, working_set, est, int(load_bytes + store_bytes))
 
 
@@ -317,20 +334,31 @@ def _loop_order(grid: tuple[int, ...], split: list[int],
     bytes (the first such in permutation order). A slot is re-fetched once per iteration of
     the loops down to the innermost dimension its window moves along; ``varying`` groups the
     slots by those dimensions (total traffic of one fetch each, slot count)."""
-    if not varying or len(split) > 4:
-        orders = [tuple(split)]
+    if not varying:
+        return 0, 0, tuple(split)
+    if len(split) > 4:
+        orders: Iterable[tuple[int, ...]] = [tuple(split)]
     else:
+        if len(varying) == 1:
+            (dims, (traffic, slots)), = varying.items()
+            if traffic > 0:
+                # Every split dimension has grid > 1, so the fewest fetches put the group's
+                # dimensions outermost; the first such permutation keeps split order in both parts.
+                fetches = math.prod([grid[d] for d in dims])
+                order = tuple([d for d in split if d in dims] + [d for d in split if d not in dims])
+                return fetches * traffic, fetches * slots, order
         orders = itertools.permutations(split)
+    groups = list(varying.items())
     best: tuple[int, int, tuple[int, ...]] | None = None
     for order in orders:
-        fetched = []    # fetches of a slot whose innermost moving dimension is at position i
+        fetched = {}    # dimension -> fetches of a slot whose innermost moving dimension it is
         count = 1
         for d in order:
             count *= grid[d]
-            fetched.append(count)
+            fetched[d] = count
         load = loads = 0
-        for dims, (traffic, slots) in varying.items():
-            fetches = fetched[max(order.index(d) for d in dims)]
+        for dims, (traffic, slots) in groups:
+            fetches = max([fetched[d] for d in dims])
             load += fetches * traffic
             loads += fetches * slots
         if best is None or load < best[0]:
@@ -377,13 +405,14 @@ class Tiler:
         self.hw = hw
         self.const_lookup = const_lookup
         self.alignment = alignment
-        self._signatures: dict[int, tuple] = {}
+        self._signatures: dict[int, int | tuple] = {}
+        self._interned: dict[tuple, int] = {}
         self._tilings: dict[tuple, OpTiling] = {}
         self._evals: dict[tuple, TilePlan] = {}
         self._coarse: dict[tuple, list[TilePlan]] = {}
         self._exact: dict[tuple, TilePlan] = {}
 
-    def signature(self, op: NpuOp) -> tuple:
+    def signature(self, op: NpuOp) -> int | tuple:
         """A key equal for operations whose tiling is the same (``(id,)`` if not hashable)."""
         sig = self._signatures.get(id(op))
         if sig is None:
@@ -400,9 +429,9 @@ class Tiler:
                     pattern.append((first.setdefault(operand, len(first)),
                                     None if value is None else (value.dtype.str, value.shape, value.tobytes())))
                 steps.append((step.op, step.attribute, step.input_types, step.output_types, tuple(pattern)))
-            sig = (op.unit, tuple(steps))
-            try:
-                hash(sig)
+            full = (op.unit, tuple(steps))
+            try:   # a small int stands for the (deep, slow to hash) signature in the cache keys
+                sig = self._interned.setdefault(full, len(self._interned))
             except TypeError:
                 sig = (id(op),)
             self._signatures[id(op)] = sig

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -22,9 +21,9 @@ from npu_sim.reference.kernel_api import INPUT_WINDOWS, KernelArgs, Region, full
 from scheduler.npu_ops import Step
 
 
-@dataclass(frozen=True)
-class StepTile:
-    """One step's part of a tile: the output region it computes and each operand's window."""
+class StepTile(NamedTuple):
+    """One step's part of a tile: the output region it computes and each operand's window.
+    (A NamedTuple: the tiler makes one per step of every tile shape it tries.)"""
 
     out_region: Region
     windows: tuple[Region, ...]

@@ -191,4 +191,5 @@ class BandwidthChannel:
 def _notify(event: simpy.Event) -> None:
     transfer: Transfer = event._value  # type: ignore[attr-defined]  (the Timeout's value)
     if transfer.event is event:  # not superseded by a later prediction
+        transfer.event = None    # (no reference cycle with its event once it is done)
         transfer.on_done(event)

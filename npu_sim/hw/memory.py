@@ -56,6 +56,10 @@ class Memory:
             access = self._accesses[key] = ViewAccess(self, view)
         return access
 
+    def forget_accesses(self) -> None:
+        """Drop the bindings made so far (they refer back to this memory: a reference cycle)."""
+        self._accesses.clear()
+
     def load(self, offset_bytes: int, data: bytes) -> None:
         """Host write of raw bytes (constants, initial values) at ``offset_bytes``."""
         end = offset_bytes + len(data)

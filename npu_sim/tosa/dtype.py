@@ -87,7 +87,7 @@ class DType(IntEnum):
     @property
     def is_tosa_1_0(self) -> bool:
         """True for the types TOSA 1.0 defines (the 1.1 draft adds FP6/FP4/MX types)."""
-        return self.value <= DType.FP8E5M2.value and self is not DType.UNKNOWN
+        return DType.UNKNOWN < self <= DType.FP8E5M2   # (int comparisons: no enum property lookups)
 
     @property
     def int_range(self) -> tuple[int, int]:

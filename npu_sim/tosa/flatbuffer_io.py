@@ -76,6 +76,8 @@ class _FieldPlan(NamedTuple):
     detail: Any = None
     #: _UNION: the key of its type tag (``<name>_type``)
     tag_key: str = ""
+    #: struct format letter of the bytes the field takes inside its table (an offset: ``I``)
+    letter: str = "I"
 
 
 def _field_plan(table: str, field: Field) -> _FieldPlan:
@@ -84,7 +86,7 @@ def _field_plan(table: str, field: Field) -> _FieldPlan:
         type_name = fb_schema.scalar_type(field)
         fmt, size = fb_schema.SCALARS[type_name]
         return _FieldPlan(name, slot, _BOOL if type_name == "bool" else _SCALAR, size, where,
-                          struct.Struct(fmt).unpack_from)
+                          struct.Struct(fmt).unpack_from, letter=fmt[1])
     if kind == "string":
         return _FieldPlan(name, slot, _STRING, 4, where)
     if kind == "table":
@@ -123,10 +125,35 @@ class _Layout(NamedTuple):
 
     #: the table's size in bytes
     obj_size: int
-    #: (offset in the table, plan) of the fields present, in slot order, up to ``bad``
-    fields: tuple[tuple[int, _FieldPlan], ...]
+    #: the fields present, in slot order, up to ``bad``: (index of its inline value in what
+    #: ``unpack`` returns, offset in the table, name, code, where, unpack, detail, tag key)
+    fields: tuple[tuple[int, int, str, int, str, Any, Any, str], ...]
     #: the first present field that does not lie inside the table, if any
     bad: _FieldPlan | None
+    #: ``unpack(data, table position)``: the inline values of every field (scalars and offsets)
+    unpack: Callable[[bytes, int], tuple]
+
+
+def _inline_unpacker(fields: list[tuple[int, _FieldPlan]]) -> tuple[Callable[[bytes, int], tuple], list[int]]:
+    """One ``unpack_from`` reading every field's inline bytes of a table, in offset order
+    (one call per table rather than one per field), and where each field's value lands.
+    Fields sharing bytes (only a crafted file has them) are read one by one instead."""
+    order = sorted(range(len(fields)), key=lambda k: fields[k][0])
+    fmt, end, index = ["<"], 0, [0] * len(fields)
+    for n, k in enumerate(order):
+        offset, plan = fields[k]
+        if offset < end:
+            break
+        if offset > end:
+            fmt.append(f"{offset - end}x")
+        fmt.append(plan.letter)
+        end = offset + plan.inline_size
+        index[k] = n
+    else:
+        return struct.Struct("".join(fmt)).unpack_from, index
+    each = [(offset, struct.Struct("<" + plan.letter).unpack_from) for offset, plan in fields]
+    return (lambda data, pos: tuple([unpack(data, pos + offset)[0] for offset, unpack in each])), \
+        list(range(len(fields)))
 
 
 class _Reader:
@@ -192,7 +219,10 @@ class _Reader:
                 bad = plan
                 break
             fields.append((field_offset, plan))
-        layout = self.layouts[(vtable, name)] = _Layout(obj_size, tuple(fields), bad)
+        unpack, index = _inline_unpacker(fields)
+        entries = tuple((i, offset, plan.name, plan.code, plan.where, plan.unpack, plan.detail, plan.tag_key)
+                        for i, (offset, plan) in zip(index, fields))
+        layout = self.layouts[(vtable, name)] = _Layout(obj_size, entries, bad, unpack)
         return layout
 
     def table(self, pos: int, name: str) -> Tree:
@@ -207,15 +237,16 @@ class _Reader:
         if pos + layout.obj_size > size:
             raise self.outside(pos, layout.obj_size, f"{name} table")
         result: Tree = {}
-        for field_offset, (field, _, code, _, where, unpack, detail, tag_key) in layout.fields:
-            at = pos + field_offset
+        values = layout.unpack(data, pos)
+        for index, field_offset, field, code, where, unpack, detail, tag_key in layout.fields:
+            value = values[index]
             if code == _SCALAR:
-                result[field] = unpack(data, at)[0]
+                result[field] = value
                 continue
             if code == _BOOL:
-                result[field] = bool(unpack(data, at)[0])
+                result[field] = bool(value)
                 continue
-            target = at + _U32(data, at)[0]  # an offset field: follow it
+            target = pos + field_offset + value  # an offset field: follow it
             if target + 4 > size:
                 raise self.outside(target, 4, where)
             if code == _STRING:

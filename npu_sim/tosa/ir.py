@@ -101,6 +101,7 @@ class Tensor:
     is_unranked: bool = False
     #: 1.1-draft block-scaled (MX) tensors only: their scale tensor
     block_scale: "BlockScale | None" = None
+    _type: "TensorType | None" = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.shape = tuple(map(int, self.shape))
@@ -114,7 +115,11 @@ class Tensor:
 
     @property
     def type(self) -> TensorType:
-        return TensorType(self.shape, self.dtype)
+        """Shape and dtype (the same object until either changes: compilers ask for it a lot)."""
+        t = self._type
+        if t is None or t.shape is not self.shape or t.dtype is not self.dtype:
+            t = self._type = TensorType(self.shape, self.dtype)
+        return t
 
     @property
     def element_count(self) -> int:

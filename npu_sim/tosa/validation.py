@@ -423,13 +423,15 @@ def check_supported(graph: Graph) -> None:
             if op.op not in TOSA_1_0_OPS:
                 raise UnsupportedFeatureError(f"{_where(block, op)}: {op.op.name} is a TOSA 1.1 "
                                               "draft operator, which npu-sim does not execute")
-        for tensor in block.tensors.values():
-            where = f"{_where(block)}: tensor {tensor.name!r}"
+        for tensor in block.tensors.values():   # (messages are built only on an error)
             if not tensor.dtype.is_tosa_1_0:
-                raise UnsupportedFeatureError(f"{where}: element type {tensor.dtype.name} is "
-                                              "TOSA 1.1 draft, which npu-sim does not execute")
-            if tensor.is_unranked or any(d < 0 for d in tensor.shape):
-                raise UnsupportedFeatureError(f"{where}: unranked or dynamic shape "
-                                              f"{list(tensor.shape)} (npu-sim needs static shapes)")
+                raise UnsupportedFeatureError(f"{_where(block)}: tensor {tensor.name!r}: element type "
+                                              f"{tensor.dtype.name} is TOSA 1.1 draft, which npu-sim "
+                                              "does not execute")
+            if tensor.is_unranked or (tensor.shape and min(tensor.shape) < 0):
+                raise UnsupportedFeatureError(f"{_where(block)}: tensor {tensor.name!r}: unranked or "
+                                              f"dynamic shape {list(tensor.shape)} (npu-sim needs "
+                                              "static shapes)")
             if tensor.block_scale is not None:
-                raise UnsupportedFeatureError(f"{where}: block-scaled tensors are TOSA 1.1 draft")
+                raise UnsupportedFeatureError(f"{_where(block)}: tensor {tensor.name!r}: block-scaled "
+                                              "tensors are TOSA 1.1 draft")

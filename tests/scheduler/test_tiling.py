@@ -100,7 +100,7 @@ def test_loop_order_is_the_first_cheapest_permutation():
         split = [d for d in range(rank) if grid[d] > 1]
         if not split:
             continue
-        slots = [(tuple(sorted(rng.sample(split, rng.randint(1, len(split))))), rng.choice([64, 128, 384]))
+        slots = [(tuple(sorted(rng.sample(split, rng.randint(1, len(split))))), rng.choice([0, 64, 128, 384]))
                  for _ in range(rng.randint(1, 4))]
         grouped = {}
         for dims, traffic in slots:

@@ -524,3 +524,23 @@ def test_a_field_outside_its_table_is_reported_for_every_table_of_a_shared_vtabl
     with pytest.raises(TosaFormatError, match=r"^corrupt or truncated TOSA flatbuffer: "
                                               r"TosaOperator\.op lies outside its table$"):
         read_tree(bytes(data))
+
+
+def test_inline_fields_are_read_in_one_go_and_overlapping_ones_one_by_one():
+    import struct
+
+    from npu_sim.tosa.flatbuffer_io import _FieldPlan, _inline_unpacker
+
+    def plan(letter: str, size: int) -> _FieldPlan:
+        return _FieldPlan("f", 0, 0, size, "T.f", letter=letter)
+
+    data = struct.pack("<4xiH2xIq", -7, 513, 99, -(1 << 40))   # table at 0: fields at 4, 8, 12, 16
+    fields = [(12, plan("I", 4)), (4, plan("i", 4)), (16, plan("q", 8)), (8, plan("H", 2))]  # slot order
+    unpack, index = _inline_unpacker(fields)
+    values = unpack(data, 0)
+    assert [values[i] for i in index] == [99, -7, -(1 << 40), 513]
+    # a crafted vtable can point two fields into the same bytes: read each on its own
+    overlapping = [(4, plan("i", 4)), (6, plan("H", 2)), (4, plan("I", 4))]
+    unpack, index = _inline_unpacker(overlapping)
+    values = unpack(b"\0" * 2 + data, 2)
+    assert [values[i] for i in index] == [-7, struct.unpack_from("<H", data, 6)[0], 2 ** 32 - 7]
