@@ -82,13 +82,15 @@ class FusionRule(Protocol):
 
 @dataclass(frozen=True)
 class EpilogueRule:
-    """MAC operator + RESCALE / CLAMP / ADD epilogue chain."""
+    """MAC operator + RESCALE / CLAMP / ADD epilogue chain: up to five epilogue operators,
+    enough for a quantized residual add (RESCALE to the accumulator, RESCALE up for the
+    add, ADD, RESCALE back, CLAMP), whose int32 intermediates then never leave the unit."""
 
     name: str = "epilogue"
     anchors: frozenset[Op] = frozenset({Op.CONV2D, Op.CONV3D, Op.DEPTHWISE_CONV2D,
                                         Op.TRANSPOSE_CONV2D, Op.MATMUL})
     epilogues: frozenset[Op] = frozenset({Op.RESCALE, Op.CLAMP, Op.ADD})
-    max_length: int = 4
+    max_length: int = 6
 
     def match(self, index: int, ctx: FusionContext) -> list[int] | None:
         block = ctx.block

@@ -41,9 +41,12 @@ def test_every_operator_in_exactly_one_group_ordered_by_last():
 
 
 def test_residual_add_joins_the_epilogue():
+    """With the RESCALE after it: the int32 sum never leaves the unit."""
     block = small_cnn().main
     chains = [_ops(block, g) for g in fuse(block) if len(g) > 1]
-    assert [Op.CONV2D, Op.RESCALE, Op.RESCALE, Op.ADD] in chains
+    assert [Op.CONV2D, Op.RESCALE, Op.RESCALE, Op.ADD, Op.RESCALE] in chains
+    short = EpilogueRule(max_length=4)
+    assert [Op.CONV2D, Op.RESCALE, Op.RESCALE, Op.ADD] in [_ops(block, g) for g in fuse(block, rules=(short,))]
 
 
 def test_no_fusion_through_a_graph_output():
