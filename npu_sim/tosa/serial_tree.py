@@ -105,7 +105,11 @@ def _block(tree: Tree, region: str) -> Block:
                 t = tensors.get(out)
                 if t is not None and t.data is None and t.element_count == 0 and \
                         t.dtype.is_tosa_1_0:
-                    t.data = np.zeros(t.shape, t.dtype.numpy_dtype)
+                    try:
+                        t.data = np.zeros(t.shape, t.dtype.numpy_dtype)
+                    except ValueError as exc:   # a negative, huge or too many dimensions
+                        raise TosaFormatError(f"{where}: constant {out!r} of shape {list(t.shape)} "
+                                              f"cannot be built ({exc})") from None
     return Block(name, operators, tensors, list(tree.get("inputs", [])),
                  list(tree.get("outputs", [])))
 

@@ -544,3 +544,16 @@ def test_inline_fields_are_read_in_one_go_and_overlapping_ones_one_by_one():
     unpack, index = _inline_unpacker(overlapping)
     values = unpack(b"\0" * 2 + data, 2)
     assert [values[i] for i in index] == [-7, struct.unpack_from("<H", data, 6)[0], 2 ** 32 - 7]
+
+
+@pytest.mark.parametrize("shape", [[0] * 100, [0, -3], [0, 2**40, 2**40]])
+def test_an_empty_constant_of_an_impossible_shape_is_a_format_error(shape):
+    """Found by fuzzing: a zero-element CONST with more dimensions than numpy allows, a negative
+    or a huge one names the constant instead of failing inside numpy."""
+    from npu_sim.tosa.serial_tree import graph_from_tree
+    tree = read_tree((Path(__file__).resolve().parents[2] / "examples" / "conv_rescale_int8.tosa").read_bytes())
+    block = tree["regions"][0]["blocks"][0]
+    weights = next(t for t in block["tensors"] if t["name"] == "weights")
+    weights["shape"], weights["data"] = shape, b""
+    with pytest.raises(TosaFormatError, match=r"block 'main': constant 'weights' of shape .* cannot be built"):
+        graph_from_tree(tree)
