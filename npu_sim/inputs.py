@@ -123,6 +123,9 @@ def _reinterpret(array: np.ndarray, dtype: DType) -> np.ndarray:
     return array
 
 
+#: The most dimensions a numpy array may have.
+_MOST_DIMENSIONS = 64
+
 #: Random integers of wider types stay small, so that sums in the graph do not overflow.
 _WIDE_INT_RANGE = (-(1 << 15), (1 << 15) - 1)
 
@@ -135,6 +138,8 @@ def random_array(t: TensorType, rng: np.random.Generator) -> np.ndarray:
     overflow (an ERROR in TOSA); SHAPE values in [0, 16]; floats are
     standard-normal.
     """
+    if any(d < 0 for d in t.shape) or len(t.shape) > _MOST_DIMENSIONS:
+        raise InputError(f"cannot make random data of shape {list(t.shape)} (give the input as a file)")
     storage = t.dtype.numpy_dtype
     if t.dtype is DType.BOOL:
         return rng.integers(0, 2, size=t.shape).astype(np.bool_)

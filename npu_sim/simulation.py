@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from npu_sim.errors import InputError, ProgramError, SchedulerBugError, SimulationError
+from npu_sim.errors import InputError, NpuSimError, ProgramError, SchedulerBugError, SimulationError
 from npu_sim.hw.config import HwConfig, load_hw_config
 from npu_sim.hw.trace import Trace
 from npu_sim.program import Program
@@ -73,6 +73,17 @@ def compile_graph(graph: Graph, hw: HwConfig, *, spread_tcm: bool = False) -> Pr
         return schedule(graph, hw, spread_tcm=spread_tcm)
 
 
+def _blame_the_graph(graph: Graph, per_invocation: Sequence[Mapping[str, np.ndarray]]) -> None:
+    """After an unexpected failure in the scheduler or the simulator: raise the reference
+    executor's error if it rejects the graph on these inputs (an ERROR_IF the graph breaks:
+    the input is at fault, exit 2), else return (the failure is npu-sim's bug)."""
+    from npu_sim.reference.session import Session
+
+    session = Session(graph)
+    for inputs in per_invocation:
+        session.invoke(dict(inputs))
+
+
 def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
                          per_invocation: Sequence[Mapping[str, np.ndarray]], *,
                          graph_label: str = "", stack: bool = False,
@@ -95,13 +106,25 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     wall: dict[str, float] = {}
     with gc_paused():
         start = time.perf_counter()
-        program = compile_graph(graph, hw, spread_tcm=spread_tcm)
+        try:
+            program = compile_graph(graph, hw, spread_tcm=spread_tcm)
+        except NpuSimError:
+            raise
+        except Exception:
+            _blame_the_graph(graph, checked)
+            raise
         wall["schedule"] = time.perf_counter() - start
         start = time.perf_counter()
         try:
             result = simulate_program(program, hw, checked)
         except (ProgramError, SimulationError) as exc:   # the compiled program is at fault
+            _blame_the_graph(graph, checked)
             raise SchedulerBugError(f"the compiled program failed in the simulator: {exc}") from exc
+        except NpuSimError:
+            raise
+        except Exception:
+            _blame_the_graph(graph, checked)
+            raise
         wall["simulate"] = time.perf_counter() - start
         start = time.perf_counter()
         summary = build_summary(result.trace, hw, program, graph=graph_label or path_label or program.graph_name)

@@ -262,3 +262,18 @@ def test_a_program_the_simulator_rejects_is_an_internal_error(tmp_path, capsys, 
     assert err.startswith("internal error (SchedulerBugError): the compiled program failed in the simulator: "
                           "command 3 (ADD)")
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("name, message", [
+    ("conv_input_zp_rank0", r"^error: CONV2D\(layer_85\): input_zp must have shape \[1\], got \[\]$"),
+    ("resize_offset_one_value", r"^error: RESIZE\(layer_83\): offset has 1 values, expected 2$"),
+])
+def test_a_graph_breaking_an_error_if_is_refused_like_exec_does(name, message, tmp_path, capsys):
+    """Fuzzed files that load and validate but break an operator's ERROR_IF: the scheduler or
+    the simulator trips over them first; the reference executor's error is reported."""
+    import re
+    graph = Path(__file__).resolve().parents[1] / "data" / "malformed" / f"{name}.tosa"
+    for command in (["exec"], ["run", "--hw", "edge"]):
+        code, _, err = _cli([*command, graph, "--random-inputs", 0, "-o", tmp_path / command[0]], capsys)
+        assert code == 2
+        assert re.match(message, err.strip()) and err.count("\n") == 1
