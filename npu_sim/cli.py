@@ -60,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         print("error: aborted", file=sys.stderr)
         return 2
+    except MemoryError as exc:  # the graph asks for more memory than this machine has
+        if _state["debug"]:
+            raise
+        print(f"error: out of memory: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
     except typer.TyperException as exc:  # usage errors: bad option, missing argument
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         print(f"error: {_one_line(message)}", file=sys.stderr)

@@ -179,8 +179,8 @@ class ElementwiseRule:
         block = ctx.block
         out = block.operators[index].outputs[0]
         nxt = ctx.sole_consumer(out)
-        if nxt is None or nxt <= index:
-            return None
+        if nxt is None or nxt <= index or len(block.operators[nxt].outputs) != 1:
+            return None   # (a VARIABLE_WRITE consumes without a result)
         if block.tensor(block.operators[nxt].outputs[0]).shape != block.tensor(out).shape:
             return None
         return nxt

@@ -157,6 +157,9 @@ def rescale(args: KernelArgs) -> list[np.ndarray]:
     in_t, out_t = args.input_types[0].dtype, args.output_types[0].dtype
     in_u = bool(args.attribute.input_unsigned)
     out_u = bool(args.attribute.output_unsigned)
+    for index, name in ((3, "input_zp"), (4, "output_zp")):   # tosa.xml: shape [1]
+        shape = tuple(args.input_types[index].shape)
+        args.require(shape == (1,), f"{name} must have shape [1], got {list(shape)}")
     in_zp = _zero_point(args.inputs[3], in_t, in_u)
     out_zp = _zero_point(args.inputs[4], out_t, out_u)
     key, checked = _RESCALE_CHECKED.lookup(args)

@@ -265,8 +265,10 @@ def test_a_program_the_simulator_rejects_is_an_internal_error(tmp_path, capsys, 
 
 
 @pytest.mark.parametrize("name, message", [
-    ("conv_input_zp_rank0", r"^error: CONV2D\(layer_85\): input_zp must have shape \[1\], got \[\]$"),
+    ("conv_input_zp_rank0", r"^error: RESCALE\(layer_78\): output_zp must have shape \[1\], got \[\]$"),
     ("resize_offset_one_value", r"^error: RESIZE\(layer_83\): offset has 1 values, expected 2$"),
+    ("rescale_output_zp_shape", r"^error: RESCALE\(requantized\): output_zp must have shape \[1\], got "
+                                r"\[24, 12, 4, 0, 0\]$"),
 ])
 def test_a_graph_breaking_an_error_if_is_refused_like_exec_does(name, message, tmp_path, capsys):
     """Fuzzed files that load and validate but break an operator's ERROR_IF: the scheduler or
@@ -277,3 +279,27 @@ def test_a_graph_breaking_an_error_if_is_refused_like_exec_does(name, message, t
         code, _, err = _cli([*command, graph, "--random-inputs", 0, "-o", tmp_path / command[0]], capsys)
         assert code == 2
         assert re.match(message, err.strip()) and err.count("\n") == 1
+
+
+def test_an_elementwise_result_read_only_by_a_variable_write(tmp_path, capsys):
+    """A fuzzed but valid graph: an ADD whose only reader is a VARIABLE_WRITE (no result of its
+    own) once crashed the fusion pass."""
+    graph = Path(__file__).resolve().parents[1] / "data" / "malformed" / "add_into_variable_write.tosa"
+    assert _cli(["exec", graph, "--random-inputs", 0, "-o", tmp_path / "exec"], capsys)[0] == 0
+    assert _cli(["run", graph, "--hw", "tiny", "--random-inputs", 0, "-o", tmp_path / "run"], capsys)[0] == 0
+    _check_same_outputs(tmp_path / "run", tmp_path / "exec")
+
+
+def test_running_out_of_memory_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    """A graph whose tensors need more memory than the machine has (a fuzzed shape asked for
+    30 GiB): the input is at fault, not npu-sim."""
+    import npu_sim.simulation
+
+    def greedy(*args, **kwargs):
+        raise MemoryError("Unable to allocate 30.0 GiB for an array with shape (1, 503316481, 1, 8)")
+
+    monkeypatch.setattr(npu_sim.simulation, "compile_graph", greedy)
+    code, _, err = _cli(["run", EXAMPLES / "add_mul_fp32.tosa", "--hw", "edge", "--random-inputs", 1,
+                         "-o", tmp_path], capsys)
+    assert code == 2
+    assert err == "error: out of memory: Unable to allocate 30.0 GiB for an array with shape (1, 503316481, 1, 8)\n"
