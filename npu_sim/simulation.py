@@ -8,6 +8,7 @@ only the API and the CLI tie the layers together). ``npu-sim run`` and
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -73,15 +74,22 @@ def compile_graph(graph: Graph, hw: HwConfig, *, spread_tcm: bool = False) -> Pr
         return schedule(graph, hw, spread_tcm=spread_tcm)
 
 
-def _blame_the_graph(graph: Graph, per_invocation: Sequence[Mapping[str, np.ndarray]]) -> None:
-    """After an unexpected failure in the scheduler or the simulator: raise the reference
-    executor's error if it rejects the graph on these inputs (an ERROR_IF the graph breaks:
-    the input is at fault, exit 2), else return (the failure is npu-sim's bug)."""
-    from npu_sim.reference.session import Session
+@contextmanager
+def _blaming_the_graph_first(graph: Graph, per_invocation: Sequence[Mapping[str, np.ndarray]]):
+    """An unexpected failure in the scheduler or the simulator (anything but an
+    :class:`NpuSimError`) is npu-sim's bug, unless the reference executor rejects the graph
+    on these inputs: then its error (an ERROR_IF the graph breaks, exit 2) is raised instead."""
+    try:
+        yield
+    except NpuSimError:
+        raise
+    except Exception:
+        from npu_sim.reference.session import Session
 
-    session = Session(graph)
-    for inputs in per_invocation:
-        session.invoke(dict(inputs))
+        session = Session(graph)
+        for inputs in per_invocation:
+            session.invoke(dict(inputs))
+        raise
 
 
 def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
@@ -106,25 +114,15 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     wall: dict[str, float] = {}
     with gc_paused():
         start = time.perf_counter()
-        try:
+        with _blaming_the_graph_first(graph, checked):
             program = compile_graph(graph, hw, spread_tcm=spread_tcm)
-        except NpuSimError:
-            raise
-        except Exception:
-            _blame_the_graph(graph, checked)
-            raise
         wall["schedule"] = time.perf_counter() - start
         start = time.perf_counter()
-        try:
-            result = simulate_program(program, hw, checked)
-        except (ProgramError, SimulationError) as exc:   # the compiled program is at fault
-            _blame_the_graph(graph, checked)
-            raise SchedulerBugError(f"the compiled program failed in the simulator: {exc}") from exc
-        except NpuSimError:
-            raise
-        except Exception:
-            _blame_the_graph(graph, checked)
-            raise
+        with _blaming_the_graph_first(graph, checked):
+            try:
+                result = simulate_program(program, hw, checked)
+            except (ProgramError, SimulationError) as exc:   # the compiled program is at fault
+                raise SchedulerBugError(f"the compiled program failed in the simulator: {exc}") from exc
         wall["simulate"] = time.perf_counter() - start
         start = time.perf_counter()
         summary = build_summary(result.trace, hw, program, graph=graph_label or path_label or program.graph_name)

@@ -129,7 +129,7 @@ def _worth_spilling(i: int, op: NpuOp, plan: TilePlan, budget: int, groups: dict
     worth it when the estimated gain is larger. Two kinds of candidates:
 
     * the values ``op`` does not use, together (the cheapest that pays for the room goes
-      first: the smallest that frees enough alone, else the largest);
+      first, see :func:`_room_makers`);
     * each of ``op``'s own operands and results, alone (``op`` then streams it).
 
     The caller evicts the best one, re-plans and asks again. Only a plan of several tiles
@@ -149,17 +149,7 @@ def _worth_spilling(i: int, op: NpuOp, plan: TilePlan, budget: int, groups: dict
     if others:
         roomier = tiler.plan(op, in_tcm, budget + sum(groups[r].size_bytes for r in others))
         if roomier is not None and roomier.working_set_bytes > budget:
-            deficit = roomier.working_set_bytes - budget
-            enough = [r for r in others if groups[r].size_bytes >= deficit]
-            if enough:
-                chosen = [min(enough, key=lambda r: (groups[r].size_bytes, -groups[r].end, r))]
-            else:
-                chosen, freed = [], 0
-                for r in sorted(others, key=lambda r: (-groups[r].size_bytes, r)):
-                    if freed >= deficit:
-                        break
-                    chosen.append(r)
-                    freed += groups[r].size_bytes
+            chosen = _room_makers(others, groups, roomier.working_set_bytes - budget)
             net = plan.est_cycles - roomier.est_cycles - spill_cycles(chosen)
             if net > best_net:
                 best, best_net = chosen[0], net
@@ -185,8 +175,20 @@ def _victim(i: int, op: NpuOp, groups: dict[str, Group], resident: set[str], def
     own = {root_of(k) for k in (*op.inputs, *op.outputs)}
     others = [r for r in live_here if r not in own]
     if others:
-        enough = [r for r in others if groups[r].size_bytes >= deficit]
-        if enough:
-            return min(enough, key=lambda r: (groups[r].size_bytes, -groups[r].end, r))
-        return max(others, key=lambda r: (groups[r].size_bytes, groups[r].end, r))
+        return _room_makers(others, groups, deficit)[0]
     return max(live_here, key=lambda r: (groups[r].size_bytes, r))
+
+
+def _room_makers(candidates: list[str], groups: dict[str, Group], deficit: int) -> list[str]:
+    """Values to evict for ``deficit`` bytes, cheapest first: the smallest that frees enough
+    alone, else the largest ones (what waits longest first) until enough."""
+    enough = [r for r in candidates if groups[r].size_bytes >= deficit]
+    if enough:
+        return [min(enough, key=lambda r: (groups[r].size_bytes, -groups[r].end, r))]
+    chosen, freed = [], 0
+    for r in sorted(candidates, key=lambda r: (groups[r].size_bytes, groups[r].end, r), reverse=True):
+        if freed >= deficit:
+            break
+        chosen.append(r)
+        freed += groups[r].size_bytes
+    return chosen

@@ -437,6 +437,9 @@ class Tiler:
             self._signatures[id(op)] = sig
         return sig
 
+    def _problem(self, op: NpuOp, resident: Callable[[str], bool]) -> TilingProblem:
+        return TilingProblem(op, resident, self.const_lookup, self.hw, self.alignment)
+
     def tiling(self, op: NpuOp) -> OpTiling:
         sig = self.signature(op)
         t = self._tilings.get(sig)
@@ -484,7 +487,7 @@ class Tiler:
     def plan(self, op: NpuOp, resident: Callable[[str], bool], budget_bytes: int) -> TilePlan | None:
         """The cheapest plan found whose working set fits ``budget_bytes``, or None."""
         key = self._key(op, resident)
-        problem = TilingProblem(op, resident, self.const_lookup, self.hw, self.alignment)
+        problem = self._problem(op, resident)
         best = None
         for plan in self._coarse_plans(problem, key):
             best = self._fits(problem, key, plan, budget_bytes)
@@ -520,25 +523,25 @@ class Tiler:
 
     def evaluate(self, op: NpuOp, resident: Callable[[str], bool], tile: tuple[int, ...]) -> TilePlan:
         """The plan of one tile shape (estimated working set and cycles; not checked against a budget)."""
-        problem = TilingProblem(op, resident, self.const_lookup, self.hw, self.alignment)
+        problem = self._problem(op, resident)
         return self._eval(problem, self._key(op, resident), tile)
 
     def fitting(self, op: NpuOp, resident: Callable[[str], bool], tile: tuple[int, ...],
                 budget_bytes: int) -> TilePlan | None:
         """The plan of one tile shape if its exact working set fits ``budget_bytes``, else None."""
-        problem = TilingProblem(op, resident, self.const_lookup, self.hw, self.alignment)
+        problem = self._problem(op, resident)
         key = self._key(op, resident)
         return self._fits(problem, key, self._eval(problem, key, tile), budget_bytes)
 
     def best_estimate(self, op: NpuOp, resident: Callable[[str], bool]) -> float:
         """The lowest estimated cycles of the coarse plans, whatever their working sets."""
-        problem = TilingProblem(op, resident, self.const_lookup, self.hw, self.alignment)
+        problem = self._problem(op, resident)
         return self._coarse_plans(problem, self._key(op, resident))[0].est_cycles
 
     def smallest(self, op: NpuOp, resident: Callable[[str], bool]) -> TilePlan:
         """The plan with the smallest working set (for error messages and eviction)."""
         key = self._key(op, resident)
-        problem = TilingProblem(op, resident, self.const_lookup, self.hw, self.alignment)
+        problem = self._problem(op, resident)
         return min(self._coarse_plans(problem, key), key=lambda p: p.working_set_bytes)
 
 
