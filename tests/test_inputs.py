@@ -91,3 +91,11 @@ def test_output_file_names_are_safe_and_unique():
     assert safe_file_stem("lstm/Variable:0") == "lstm_Variable_0"
     assert output_file_names(["a/b", "a_b", "A_B", "c"]) == {
         "a/b": "a_b.npy", "a_b": "a_b_1.npy", "A_B": "A_B_2.npy", "c": "c.npy"}
+
+
+def test_random_data_of_an_impossible_shape_is_an_input_error():
+    """A fuzzed graph input with a negative dimension, or more than numpy can hold."""
+    rng = np.random.default_rng(0)
+    for shape in [(2, -1), (1,) * 70]:
+        with pytest.raises(InputError, match=r"cannot make random data of shape .* \(give the input as a file\)"):
+            random_array(TensorType(shape, DType.INT8), rng)
