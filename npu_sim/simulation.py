@@ -62,16 +62,32 @@ def _hw(hw: HwConfig | str | Path) -> HwConfig:
     return hw if isinstance(hw, HwConfig) else load_hw_config(hw)
 
 
-def compile_graph(graph: Graph, hw: HwConfig, *, spread_tcm: bool = False) -> Program:
+def compile_graph(graph: Graph, hw: HwConfig, *, spread_tcm: bool = False,
+                  verify: bool = False) -> Program:
     """The scheduler's Program for ``graph`` on ``hw`` (ScheduleError / UnsupportedFeatureError if it cannot).
 
     ``spread_tcm``: trade free TCM for fewer false dependencies (see :func:`scheduler.schedule.schedule`).
+    ``verify``: also run the plan verifier (:func:`scheduler.verify.verify_program`); a plan it
+    rejects is npu-sim's bug (:class:`SchedulerBugError`). It costs about as much as scheduling.
     """
     from npu_sim.simulator import gc_paused
     from scheduler.schedule import schedule
 
     with gc_paused():
-        return schedule(graph, hw, spread_tcm=spread_tcm)
+        program = schedule(graph, hw, spread_tcm=spread_tcm)
+        if verify:
+            verify_plan(program)
+        return program
+
+
+def verify_plan(program: Program) -> None:
+    """Run the plan verifier; a plan it rejects is the scheduler's bug, not the graph's."""
+    from scheduler.verify import PlanError, verify_program
+
+    try:
+        verify_program(program)
+    except PlanError as exc:
+        raise SchedulerBugError(f"the plan verifier rejects the compiled program: {exc}") from exc
 
 
 @contextmanager
@@ -95,11 +111,11 @@ def _blaming_the_graph_first(graph: Graph, per_invocation: Sequence[Mapping[str,
 def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
                          per_invocation: Sequence[Mapping[str, np.ndarray]], *,
                          graph_label: str = "", stack: bool = False,
-                         spread_tcm: bool = False) -> SimulationResult:
+                         spread_tcm: bool = False, verify: bool = False) -> SimulationResult:
     """Schedule ``graph`` for ``hw`` and simulate one invocation per element of ``per_invocation``.
 
     ``stack``: return outputs stacked along a leading invocation axis (else those
-    of the single invocation).
+    of the single invocation). ``spread_tcm``, ``verify``: see :func:`compile_graph`.
     """
     from npu_sim.simulator import gc_paused, simulate_program
     from reports.summary import build_summary
@@ -117,6 +133,10 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
         with _blaming_the_graph_first(graph, checked):
             program = compile_graph(graph, hw, spread_tcm=spread_tcm)
         wall["schedule"] = time.perf_counter() - start
+        if verify:
+            start = time.perf_counter()
+            verify_plan(program)
+            wall["verify"] = time.perf_counter() - start
         start = time.perf_counter()
         with _blaming_the_graph_first(graph, checked):
             try:
@@ -139,20 +159,20 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
 
 def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
              inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray] | None = None,
-             invocations: int = 1, *, spread_tcm: bool = False) -> SimulationResult:
+             invocations: int = 1, *, spread_tcm: bool = False, verify: bool = False) -> SimulationResult:
     """Run ``graph`` on the simulated NPU ``hw`` (a HwConfig, preset name or YAML path).
 
     ``inputs``: input name -> array (or arrays in the graph's input order). With
     ``invocations`` N > 1 each array has a leading axis of length N, invocation k
     uses slice k, variables persist between invocations, and outputs come back
-    stacked the same way. ``spread_tcm``: see :func:`compile_graph`.
+    stacked the same way. ``spread_tcm``, ``verify``: see :func:`compile_graph`.
     """
     if not isinstance(invocations, int) or isinstance(invocations, bool) or invocations < 1:
         raise InputError(f"invocations must be an integer >= 1, got {invocations!r}")
     graph, label = _graph(graph)
     if invocations == 1:
         return simulate_invocations(graph, hw, [check_inputs(graph, inputs)], graph_label=label,
-                                    spread_tcm=spread_tcm)
+                                    spread_tcm=spread_tcm, verify=verify)
     names = list(graph.input_types)
     if inputs is None:
         inputs = {}
@@ -165,4 +185,5 @@ def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
                              f"axis of {invocations}, got shape {list(value.shape)}")
     per = [{name: (value[k] if isinstance(value, np.ndarray) else value)
             for name, value in inputs.items()} for k in range(invocations)]
-    return simulate_invocations(graph, hw, per, graph_label=label, stack=True, spread_tcm=spread_tcm)
+    return simulate_invocations(graph, hw, per, graph_label=label, stack=True, spread_tcm=spread_tcm,
+                                verify=verify)

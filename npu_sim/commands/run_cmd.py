@@ -30,7 +30,7 @@ REPORT_FILES = ("summary.json", "memory_timeline.png", "trace.json")
 
 def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_dir: Path, *,
                    invocations: int | None = None, random_seed: int | None = None,
-                   spread_tcm: bool = False) -> dict[str, Any]:
+                   spread_tcm: bool = False, verify: bool = False) -> dict[str, Any]:
     """Do what ``npu-sim run`` does; returns the summary written to ``summary.json``."""
     from npu_sim.api import load_graph, load_hw_config
     from npu_sim.errors import InputError
@@ -45,7 +45,8 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
     graph = load_graph(graph_path)
     loaded = load_inputs(graph, input_specs, invocations=invocations, random_seed=random_seed)
     result = simulate_invocations(graph, hw, loaded.invocations, graph_label=str(graph_path),
-                                  stack=invocations is not None, spread_tcm=spread_tcm)
+                                  stack=invocations is not None, spread_tcm=spread_tcm,
+                                  verify=verify)
 
     start = time.perf_counter()
     names = list(graph.output_types)
@@ -66,14 +67,15 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
     return summary
 
 
-def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False) -> tuple[str, dict[str, Any]]:
+def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False,
+              verify: bool = False) -> tuple[str, dict[str, Any]]:
     """The Program listing and the memory-plan statistics of ``npu-sim plan``."""
     from npu_sim.api import load_graph, load_hw_config
     from npu_sim.simulation import compile_graph
     from reports.plan_stats import plan_stats
 
     hw = load_hw_config(hw_config)
-    program = compile_graph(load_graph(graph_path), hw, spread_tcm=spread_tcm)
+    program = compile_graph(load_graph(graph_path), hw, spread_tcm=spread_tcm, verify=verify)
     stats = plan_stats(program, hw)
     stats["graph"] = str(graph_path)
     return program.listing(), stats
@@ -81,6 +83,9 @@ def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False) -> t
 
 SPREAD_HELP = ("Use free TCM to avoid reusing freed bytes soon: fewer false dependencies "
                "(fewer cycles) for a larger peak_tcm_bytes.")
+VERIFY_HELP = ("Check the plan statically before using it: no two live allocations overlap, every "
+               "read sees the bytes last written there, conflicting accesses are ordered. "
+               "A rejected plan is an internal error (exit 1). Costs about one more schedule time.")
 
 
 def register(app: typer.Typer) -> None:
@@ -100,12 +105,13 @@ def register(app: typer.Typer) -> None:
         random_inputs: int | None = typer.Option(
             None, "--random-inputs", metavar="SEED", help="Seeded random data for missing inputs."),
         spread_tcm: bool = typer.Option(False, "--spread-tcm", help=SPREAD_HELP),
+        verify: bool = typer.Option(False, "--verify", help=VERIFY_HELP),
     ) -> None:
         """Simulate GRAPH on the NPU that CONFIG describes; write outputs and a timing report."""
         from reports.table import print_report
 
         summary = run_simulation(graph, hw, inputs, out_dir, invocations=invocations,
-                                 random_seed=random_inputs, spread_tcm=spread_tcm)
+                                 random_seed=random_inputs, spread_tcm=spread_tcm, verify=verify)
         print_report(summary)
         typer.echo(f"report: {out_dir / 'summary.json'}, {out_dir / 'memory_timeline.png'}, "
                    f"{out_dir / 'trace.json'} (open in https://ui.perfetto.dev); "
@@ -117,11 +123,12 @@ def register(app: typer.Typer) -> None:
         hw: str = typer.Option(..., "--hw", help="Hardware config: a preset name or a YAML file."),
         as_json: bool = typer.Option(False, "--json", help="Print only the statistics, as JSON."),
         spread_tcm: bool = typer.Option(False, "--spread-tcm", help=SPREAD_HELP),
+        verify: bool = typer.Option(False, "--verify", help=VERIFY_HELP),
     ) -> None:
         """Compile GRAPH for CONFIG and print the Program (memory plan + commands) and plan statistics."""
         from reports.plan_stats import format_plan_stats
 
-        listing, stats = plan_text(graph, hw, spread_tcm=spread_tcm)
+        listing, stats = plan_text(graph, hw, spread_tcm=spread_tcm, verify=verify)
         if as_json:
             typer.echo(json.dumps(stats, indent=2))
             return

@@ -303,3 +303,48 @@ def test_running_out_of_memory_is_one_line_and_exit_2(tmp_path, capsys, monkeypa
                          "-o", tmp_path], capsys)
     assert code == 2
     assert err == "error: out of memory: Unable to allocate 30.0 GiB for an array with shape (1, 503316481, 1, 8)\n"
+
+
+def test_verify_checks_the_plan_and_times_it(tmp_path, capsys):
+    code, out, _ = _cli(["run", EXAMPLES / "ds_cnn_kws_int8.tosa", "--hw", "tiny", "--random-inputs", 0,
+                         "--verify", "-o", tmp_path / "out"], capsys)
+    assert code == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert list(summary["wall_seconds"]) == ["schedule", "verify", "simulate", "summary", "reports"]
+    code, out, _ = _cli(["plan", EXAMPLES / "ds_cnn_kws_int8.tosa", "--hw", "tiny", "--verify", "--json"], capsys)
+    assert code == 0 and json.loads(out)["peak_tcm_bytes"] == summary["peak_tcm_bytes"]
+
+
+def test_a_plan_the_verifier_rejects_is_an_internal_error(tmp_path, capsys, monkeypatch):
+    """A scheduler that places two live TCM buffers on the same bytes: ``--verify`` says so (exit 1)
+    before anything runs; without it the plan is printed as it is."""
+    import dataclasses
+    import importlib
+
+    from npu_sim.program import MemorySpace
+
+    module = importlib.import_module("scheduler.schedule")   # the package re-exports the function
+    real_schedule = module.schedule
+
+    def overlapping(graph, hw, **kwargs):
+        program = real_schedule(graph, hw, **kwargs)
+        tcm = [a for a in program.allocations if a.memory is MemorySpace.TCM]
+        for i, a in enumerate(tcm):
+            for b in tcm[i + 1:]:
+                if a.offset_bytes != b.offset_bytes and not (
+                        a.last_use is not None and b.first_use is not None and a.last_use < b.first_use):
+                    index = program.allocations.index(b)
+                    program.allocations[index] = dataclasses.replace(b, offset_bytes=a.offset_bytes)
+                    return program
+        raise AssertionError("no two TCM allocations live at once")
+
+    monkeypatch.setattr(module, "schedule", overlapping)
+    graph = EXAMPLES / "conv_rescale_int8.tosa"
+    assert _cli(["plan", graph, "--hw", "edge"], capsys)[0] == 0
+    for command in (["plan"], ["run", "--random-inputs", 0, "-o", tmp_path / "out"]):
+        code, _, err = _cli([*command, graph, "--hw", "edge", "--verify"], capsys)
+        assert code == 1
+        assert err.startswith("internal error (SchedulerBugError): the plan verifier rejects the compiled "
+                              "program: allocations ")
+        assert err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
