@@ -49,7 +49,7 @@ import npu_sim.reference  # noqa: F401  (registers the kernels the compute units
 from npu_sim.errors import InputError, ProgramError, SimulationDeadlock, SimulationError
 from npu_sim.hw.compute import ComputeOp, compile_compute
 from npu_sim.hw.config import COMPUTE_UNITS, HwConfig, load_hw_config
-from npu_sim.hw.cost import command_macs, command_tcm_bytes, compute_command_cycles
+from npu_sim.hw.cost import command_mac_pe_cycles, command_macs, command_tcm_bytes, compute_command_cycles
 from npu_sim.hw.ddr import BandwidthChannel
 from npu_sim.hw.dma import DmaModel, DmaOp, channel_bandwidth_bytes_per_cycle, make_descriptor
 from npu_sim.hw.memory import Memory, ViewAccess, named
@@ -134,8 +134,8 @@ class _StaticFacts:
     command, when the trace's tables are first asked for). Apart from the :class:`Simulator`:
     a trace must not keep the whole machine alive."""
 
-    def __init__(self, allocations: list[Allocation]):
-        self.allocations = allocations
+    def __init__(self, allocations: list[Allocation], hw: HwConfig):
+        self.allocations, self.hw = allocations, hw
 
     @cached_property
     def _allocation_index(self) -> AllocationIndex:
@@ -145,15 +145,16 @@ class _StaticFacts:
         touched = self._allocation_index.touched(node.command)
         if isinstance(node, DmaOp):
             t = node.timing
-            return StaticInfo("dma", node.unit.name, "copy", node.command.src.size_bytes, 0,
+            return StaticInfo("dma", node.unit.name, "copy", node.command.src.size_bytes, 0, 0,
                               t.ddr_read_bytes, t.ddr_write_bytes, t.ddr_read_burst_bytes,
                               t.ddr_write_burst_bytes, touched)
         if isinstance(node, ComputeOp):
             cmd = node.command
             return StaticInfo("compute", cmd.unit, "+".join(s.op.name for s in cmd.steps),
-                              command_tcm_bytes(cmd.steps, cmd.outputs), node.macs, 0, 0, 0, 0, touched)
+                              command_tcm_bytes(cmd.steps, cmd.outputs), node.macs,
+                              command_mac_pe_cycles(self.hw, cmd), 0, 0, 0, 0, touched)
         kind, op = ("cond", "if") if isinstance(node.command, CondCommand) else ("loop", "while")
-        return StaticInfo(kind, "sequencer", op, 0, 0, 0, 0, 0, 0, touched)
+        return StaticInfo(kind, "sequencer", op, 0, 0, 0, 0, 0, 0, 0, touched)
 
 
 class _Barrier:
@@ -309,7 +310,7 @@ class Simulator:
         if driver.is_alive:
             raise SimulationDeadlock(self._deadlock_message())
         units = [u.name for u in self.dma_units] + list(COMPUTE_UNITS)
-        trace = Trace(self.recorder.raw, self.recorder.invocations, _StaticFacts(self.program.allocations),
+        trace = Trace(self.recorder.raw, self.recorder.invocations, _StaticFacts(self.program.allocations, self.hw),
                       self.program.allocations, units)
         per_invocation = [inv.cycles for inv in self.recorder.invocations]
         result = SimResult(outputs, self._read_variables(), trace, int(self.env.now), per_invocation,

@@ -21,8 +21,8 @@ Fields (ARCHITECTURE.md lists the required ones):
   one cycle in the simulation;
 * ``ops``: one row per NPU operation and invocation (see :mod:`reports.operations`);
 * ``utilization``: busy fraction of each unit (a DMA engine is busy while it issues a
-  descriptor, not while the data is in flight); ``mac_utilization``: MACs done over
-  the MAC array's int8 peak for the whole run;
+  descriptor, not while the data is in flight); ``mac_utilization``: the MAC array's
+  MACs over its peak for their dtype (``macs_per_cycle``) for the whole run;
 * ``inputs`` (name -> where the data came from) and ``outputs`` (graph output
   name -> file): filled in by whoever reads and writes the files (``npu-sim run``).
 """
@@ -64,7 +64,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
     notes: Mapping[str, Any] = program.notes if program is not None else {}
     ddr_bytes = counters.ddr_read_bytes + counters.ddr_write_bytes
     ddr_burst_bytes = counters.ddr_read_burst_bytes + counters.ddr_write_burst_bytes
-    mac_peak = hw.mac_array.int8_macs_per_cycle
+    mac_pes = hw.mac_array.rows * hw.mac_array.cols
 
     tcm_footprint = _note_int(notes, "peak_tcm_bytes")
     if tcm_footprint is None:
@@ -98,7 +98,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
         "ddr_gigabytes_per_second": _ratio(ddr_bytes * hw.clock_hz, cycles) / 1e9,
         "ddr_bandwidth_utilization": _ratio(ddr_burst_bytes, cycles * hw.ddr.bandwidth_bytes_per_cycle),
         "macs": counters.macs,
-        "mac_utilization": _ratio(counters.macs, cycles * mac_peak),
+        "mac_utilization": _ratio(counters.mac_pe_cycles, cycles * mac_pes),
         "peak_tcm_bytes": tcm_footprint,
         "tcm_compact_bytes": tcm_compact,
         "tcm_lower_bound_bytes": tcm_bound,

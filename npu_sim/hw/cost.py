@@ -291,6 +291,17 @@ def command_macs(command: ComputeCommand) -> int:
     return sum(step_macs(step) for step in command.steps)
 
 
+def command_mac_pe_cycles(hw: HwConfig, command: ComputeCommand) -> int:
+    """PE-cycles the MAC array's peak needs for the command's MACs: each MAC takes
+    ``k_step`` PE-cycles of its dtype (1 for int8, ``rows*cols // macs_per_cycle[dtype]``
+    else). 0 off the array. ``mac_utilization`` divides this by ``cycles * rows * cols``,
+    so an fp32 graph is measured against the fp32 peak, not the int8 one."""
+    if command.unit != MAC_ARRAY:
+        return 0
+    return sum(step_macs(step) * mac_k_step_cycles(hw, step.input_types[0].dtype)
+               for step in command.steps if step.op in MAC_OPS)
+
+
 def dma_cycles(hw: HwConfig, command: Union[DmaCommand, tuple[View, View]]) -> int:
     """Cycles of a DMA with the machine otherwise idle: ``setup + ceil(bytes / rate) + latency``.
 

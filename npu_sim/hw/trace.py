@@ -92,6 +92,8 @@ class Counters:
     ddr_read_burst_bytes: int = 0  # bytes the DDR actually moved (whole bursts)
     ddr_write_burst_bytes: int = 0
     macs: int = 0
+    #: PE-cycles the MAC array's MACs take at their dtype's peak (see hw.cost.command_mac_pe_cycles)
+    mac_pe_cycles: int = 0
     busy_cycles: dict[str, int] = field(default_factory=dict)  # per unit (DMAs: until issued)
     command_counts: dict[str, int] = field(default_factory=dict)  # per unit
 
@@ -182,6 +184,7 @@ class StaticInfo(NamedTuple):
     op: str
     bytes: int
     macs: int
+    mac_pe_cycles: int
     ddr_read_bytes: int
     ddr_write_bytes: int
     ddr_read_burst_bytes: int
@@ -228,7 +231,7 @@ def build_tables(raw: list[tuple[Any, int, int, int, int]], invocations: list[In
                 use[3] = end
     counters = Counters(busy_cycles={u: 0 for u in units}, command_counts={u: 0 for u in units})
     busy_cycles, command_counts = counters.busy_cycles, counters.command_counts
-    ddr_read = ddr_write = ddr_read_burst = ddr_write_burst = macs = 0
+    ddr_read = ddr_write = ddr_read_burst = ddr_write_burst = macs = mac_pe_cycles = 0
     # Per (allocation index, invocation): [first start, last end] of the commands touching it.
     used: dict[tuple[int, int], list[int]] = {}
     for (cid, invocation), (runs, busy, start, end) in usage.items():
@@ -242,6 +245,7 @@ def build_tables(raw: list[tuple[Any, int, int, int, int]], invocations: list[In
             ddr_read_burst += runs * s.ddr_read_burst_bytes
             ddr_write_burst += runs * s.ddr_write_burst_bytes
             macs += runs * s.macs
+            mac_pe_cycles += runs * s.mac_pe_cycles
         for index in s.allocations:
             key = (index, invocation)
             extent = used.get(key)
@@ -254,7 +258,7 @@ def build_tables(raw: list[tuple[Any, int, int, int, int]], invocations: list[In
                     extent[1] = end
     counters.ddr_read_bytes, counters.ddr_write_bytes = ddr_read, ddr_write
     counters.ddr_read_burst_bytes, counters.ddr_write_burst_bytes = ddr_read_burst, ddr_write_burst
-    counters.macs = macs
+    counters.macs, counters.mac_pe_cycles = macs, mac_pe_cycles
     names = {id(space): space.value for space in MemorySpace}
     prefixes = [(a.name, names.get(id(a.memory)) or a.memory.value, a.offset_bytes, a.size_bytes, a.kind)
                 for a in allocations]

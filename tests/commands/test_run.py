@@ -348,3 +348,21 @@ def test_a_plan_the_verifier_rejects_is_an_internal_error(tmp_path, capsys, monk
                               "program: allocations ")
         assert err.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("graph, hw, pe_cycles_per_mac", [
+    ("misc_fp32", "edge", 4),          # edge: 256 int8, 64 fp32 MACs a cycle
+    ("resnet_int16x8", "edge", 2),     # 128 int16 MACs a cycle
+    ("resnet_int16x8", "tiny", 2),
+    ("misc_fp32", "tiny", 0),          # tiny's array has no fp32 rate: the vector unit does them
+])
+def test_mac_utilization_is_against_the_peak_of_the_dtype(graph, hw, pe_cycles_per_mac):
+    from npu_sim.inputs import random_array
+
+    g = npu_sim.load_graph(Path(__file__).resolve().parents[1] / "data" / "converted" / f"{graph}.tosa")
+    rng = np.random.default_rng(0)
+    s = npu_sim.simulate(g, hw, {n: random_array(t, rng) for n, t in g.input_types.items()}).summary
+    pes = s["hw"]["mac_array"]["rows"] * s["hw"]["mac_array"]["cols"]
+    assert s["macs"] > 0
+    assert s["mac_utilization"] == s["macs"] * pe_cycles_per_mac / (s["total_cycles"] * pes)
+    assert (s["utilization"]["mac_array"] > 0) == (pe_cycles_per_mac > 0)

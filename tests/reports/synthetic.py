@@ -45,6 +45,7 @@ def counters_of(commands: list[CommandRecord]) -> Counters:
             c.ddr_read_burst_bytes += r.ddr_read_bytes
             c.ddr_write_burst_bytes += r.ddr_write_bytes
             c.macs += r.macs
+            c.mac_pe_cycles += r.macs if r.unit == "mac_array" else 0  # int8 MACs: one PE-cycle each
     return c
 
 
