@@ -8,7 +8,8 @@ Shared by ``npu-sim exec`` and ``npu-sim run``. The rules (ARCHITECTURE.md):
   files than inputs is an error.
 * Without ``-n``, each file holds exactly the input's shape and storage dtype.
   Missing inputs are an error unless a random seed is given, in which case
-  they get seeded random data of the right dtype and shape.
+  they get seeded random data of the right dtype and shape (GATHER indices
+  in range: :func:`index_limits`).
 * With ``-n N`` (N invocations), each file has a leading axis of length N and
   invocation k uses slice k; every input must be given.
 
@@ -27,7 +28,8 @@ import numpy as np
 
 from npu_sim.errors import InputError
 from npu_sim.tosa.dtype import DType, outside_storage_range
-from npu_sim.tosa.ir import Graph, TensorType
+from npu_sim.tosa.ir import Graph, Operator, TensorType
+from npu_sim.tosa.ops import Op
 
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -130,13 +132,14 @@ _MOST_DIMENSIONS = 64
 _WIDE_INT_RANGE = (-(1 << 15), (1 << 15) - 1)
 
 
-def random_array(t: TensorType, rng: np.random.Generator) -> np.ndarray:
+def random_array(t: TensorType, rng: np.random.Generator, *, index_limit: int | None = None) -> np.ndarray:
     """Seeded random data of type ``t``.
 
     INT4/INT8/INT16 (quantized activations) cover their full range; wider
     integers lie in [-2**15, 2**15) so that additions in the graph do not
     overflow (an ERROR in TOSA); SHAPE values in [0, 16]; floats are
-    standard-normal.
+    standard-normal. ``index_limit``: the data are indices, in [0, index_limit)
+    (see :func:`index_limits`).
     """
     if any(d < 0 for d in t.shape) or len(t.shape) > _MOST_DIMENSIONS:
         raise InputError(f"cannot make random data of shape {list(t.shape)} (give the input as a file)")
@@ -144,7 +147,9 @@ def random_array(t: TensorType, rng: np.random.Generator) -> np.ndarray:
     if t.dtype is DType.BOOL:
         return rng.integers(0, 2, size=t.shape).astype(np.bool_)
     if t.dtype.is_integer:
-        if t.dtype is DType.SHAPE:
+        if index_limit is not None:
+            lo, hi = 0, max(index_limit - 1, 0)
+        elif t.dtype is DType.SHAPE:
             lo, hi = 0, 16
         elif t.dtype.bits <= 16:
             lo, hi = t.dtype.int_range
@@ -154,6 +159,39 @@ def random_array(t: TensorType, rng: np.random.Generator) -> np.ndarray:
     if t.dtype.is_float:
         return rng.standard_normal(size=t.shape).astype(np.float32).astype(storage)
     raise InputError(f"cannot make random data of type {t.dtype.name}")
+
+
+#: Operators that pass their input's values through unchanged (only moved or reshaped).
+_VALUE_PRESERVING = (Op.IDENTITY, Op.RESHAPE, Op.TRANSPOSE)
+
+
+def index_limits(graph: Graph) -> dict[str, int]:
+    """Graph inputs that are GATHER indices (directly or through a reshape, transpose or
+    identity) -> the number of rows they may index (the smallest, if several GATHERs read them).
+
+    Random token ids must lie in range, or GATHER's REQUIRE fails: an embedding model
+    could not be run with ``--random-inputs`` at all.
+    """
+    block = graph.main
+    readers: dict[str, list[Operator]] = {}
+    for op in block.operators:
+        for name in op.inputs:
+            readers.setdefault(name, []).append(op)
+    limits: dict[str, int] = {}
+    for source in block.inputs:
+        if not block.tensor(source).type.dtype.is_integer:
+            continue
+        pending, seen = [source], {source}
+        while pending:
+            for op in readers.get(pending.pop(), []):
+                if op.op is Op.GATHER and op.inputs[1:2] and op.inputs[1] in seen:
+                    rows = block.tensor(op.inputs[0]).type.shape
+                    if len(rows) == 3:
+                        limits[source] = min(limits.get(source, rows[1]), rows[1])
+                elif op.op in _VALUE_PRESERVING and op.inputs[0] in seen and op.outputs[0] not in seen:
+                    seen.add(op.outputs[0])
+                    pending.append(op.outputs[0])
+    return limits
 
 
 def load_inputs(graph: Graph, specs: list[str], *, invocations: int | None = None,
@@ -182,8 +220,9 @@ def load_inputs(graph: Graph, specs: list[str], *, invocations: int | None = Non
             raise InputError(f"missing input {first!r}: expected {describe(types[first])} "
                              f"(give -i {first}=FILE.npy, or --random-inputs SEED)")
         rng = np.random.default_rng(random_seed)
+        limits = index_limits(graph)
         for name, t in types.items():  # graph order, so a seed gives the same data every time
-            value = random_array(t, rng)
+            value = random_array(t, rng, index_limit=limits.get(name))
             if name in missing:
                 arrays[name] = value
                 sources[name] = f"random (seed {random_seed})"

@@ -99,3 +99,38 @@ def test_random_data_of_an_impossible_shape_is_an_input_error():
     for shape in [(2, -1), (1,) * 70]:
         with pytest.raises(InputError, match=r"cannot make random data of shape .* \(give the input as a file\)"):
             random_array(TensorType(shape, DType.INT8), rng)
+
+
+def _embedding_graph() -> Graph:
+    """ids [1, 6] int32 -> RESHAPE -> GATHER rows of a [1, 50, 4] table; ``bias`` is an int32 input
+    that only an ADD reads; ``ids`` also feeds a second GATHER of a [1, 20, 4] table."""
+    from npu_sim.tosa.ir import Operator
+    from npu_sim.tosa.ops import Op, make_attribute
+
+    i32, i8, shape = DType.INT32, DType.INT8, DType.SHAPE
+    tensors = {t.name: t for t in [
+        Tensor("ids", (1, 6), i32), Tensor("bias", (1, 6), i32),
+        Tensor("new_shape", (2,), shape, data=np.array([1, 6], np.int64)),
+        Tensor("ids2", (1, 6), i32), Tensor("shifted", (1, 6), i32),
+        Tensor("table", (1, 50, 4), i8, data=np.zeros((1, 50, 4), np.int8)),
+        Tensor("small", (1, 20, 4), i8, data=np.zeros((1, 20, 4), np.int8)),
+        Tensor("rows", (1, 6, 4), i8), Tensor("rows2", (1, 6, 4), i8)]}
+    ops = [Operator(Op.RESHAPE, ["ids", "new_shape"], ["ids2"]),
+           Operator(Op.GATHER, ["table", "ids2"], ["rows"]),
+           Operator(Op.GATHER, ["small", "ids"], ["rows2"]),
+           Operator(Op.ADD, ["bias", "bias"], ["shifted"], make_attribute(Op.ADD))]
+    return Graph([Region("main", [Block("main", ops, tensors, ["ids", "bias"], ["rows", "rows2", "shifted"])])])
+
+
+def test_random_gather_indices_lie_in_the_table():
+    from npu_sim import execute
+    from npu_sim.inputs import index_limits
+
+    graph = _embedding_graph()
+    assert index_limits(graph) == {"ids": 20}
+    for seed in range(20):
+        inputs = load_inputs(graph, [], random_seed=seed).invocations[0]
+        assert 0 <= inputs["ids"].min() and inputs["ids"].max() < 20
+        execute(graph, inputs)     # GATHER's REQUIRE holds
+    bias = np.concatenate([load_inputs(graph, [], random_seed=s).invocations[0]["bias"] for s in range(20)])
+    assert bias.min() < -1000 and bias.max() > 1000     # other int32 inputs keep their range
