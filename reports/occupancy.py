@@ -42,8 +42,8 @@ def occupancy_steps(allocations: Iterable[AllocationRecord], memory: MemorySpace
                     span: tuple[int, int] | None = None) -> tuple[list[int], list[int]]:
     """Step curve ``(cycles, bytes)`` of the bytes in use (``bytes[i]`` holds from ``cycles[i]`` on).
 
-    Allocations of persistent memories (variable SRAM) count as in use over the
-    whole ``span`` (default: the records' own extent). Allocations are in use over
+    Bytes two allocations share at once count once. Allocations of persistent memories
+    (variable SRAM) count as in use over the whole ``span`` (default: the records' own extent). Allocations are in use over
     ``[first_cycle, last_cycle)``: one ending at cycle c and one starting at c never
     count together. Allocations used for zero cycles are left out.
     """
@@ -56,8 +56,8 @@ def occupancy_steps(allocations: Iterable[AllocationRecord], memory: MemorySpace
         return [], []
     lo = min(a.first_cycle for a in records) if span is None else span[0]
     hi = max(a.last_cycle for a in records) if span is None else span[1]
-    return usage_steps((lo, hi, a.size_bytes) if persistent else (a.first_cycle, a.last_cycle, a.size_bytes)
-                       for a in records)
+    return usage_steps((lo, hi, a.offset_bytes, a.size_bytes) if persistent
+                       else (a.first_cycle, a.last_cycle, a.offset_bytes, a.size_bytes) for a in records)
 
 
 def peak(values: list[int]) -> int:

@@ -26,6 +26,8 @@ from functools import cached_property
 from operator import attrgetter
 from typing import Any, Callable, Iterable, NamedTuple
 
+import numpy as np
+
 from npu_sim.program import Allocation, Command, DmaCommand, MemorySpace, View, command_views
 
 
@@ -140,24 +142,40 @@ class Trace:
         return peak_live_bytes(self.allocations, memory, invocation)
 
 
-def usage_steps(intervals: Iterable[tuple[int, int, int]]) -> tuple[list[int], list[int]]:
-    """Step curve ``(cycles, bytes)`` of ``(first_cycle, last_cycle, size_bytes)`` intervals.
+def usage_steps(intervals: Iterable[tuple[int, int, int, int]]) -> tuple[list[int], list[int]]:
+    """Step curve ``(cycles, bytes)`` of ``(first_cycle, last_cycle, offset_bytes, size_bytes)`` uses.
 
-    ``bytes[i]`` is in use from ``cycles[i]`` until the next point. Each interval is in
-    use over ``[first_cycle, last_cycle)`` (the convention of the module doc); intervals
-    of zero cycles are left out.
+    ``bytes[i]`` is in use from ``cycles[i]`` until the next point: the bytes that at least
+    one use covers, so two allocations sharing bytes at once (an aliased slice and its
+    whole, or a buffer whose bytes are handed on piece by piece) count those bytes once.
+    Each use is in use over ``[first_cycle, last_cycle)`` (the convention of the module
+    doc); uses of zero cycles are left out.
     """
-    events: list[tuple[int, int]] = []
-    for first, last, size in intervals:
-        if last > first:
-            events.append((first, size))
-            events.append((last, -size))
-    events.sort()  # at one cycle releases (negative) come before acquisitions
+    events: list[tuple[int, int, int, int]] = []
+    for first, last, offset, size in intervals:
+        if last > first and size > 0:
+            events.append((first, 1, offset, offset + size))
+            events.append((last, -1, offset, offset + size))
+    if not events:
+        return [], []
+    events.sort()  # at one cycle releases (-1) come before acquisitions
+    # Elementary segments between every allocation boundary, and how many uses cover each.
+    bounds = sorted({b for _, _, lo, hi in events for b in (lo, hi)})
+    segment = {b: i for i, b in enumerate(bounds)}
+    lengths = np.diff(np.asarray(bounds, dtype=np.int64))
+    cover = np.zeros(len(lengths), dtype=np.int32)
     cycles: list[int] = []
     values: list[int] = []
     live = 0
-    for cycle, delta in events:  # one point per cycle: the bytes in use after it
-        live += delta
+    for cycle, delta, lo, hi in events:  # one point per cycle: the bytes in use after it
+        i, j = segment[lo], segment[hi]
+        span = cover[i:j]
+        if delta > 0:
+            live += int(lengths[i:j][span == 0].sum())
+            span += 1
+        else:
+            span -= 1
+            live -= int(lengths[i:j][span == 0].sum())
         if cycles and cycles[-1] == cycle:
             values[-1] = live
         else:
@@ -168,9 +186,9 @@ def usage_steps(intervals: Iterable[tuple[int, int, int]]) -> tuple[list[int], l
 
 def peak_live_bytes(allocations: Iterable[AllocationRecord], memory: MemorySpace | str,
                     invocation: int | None = None) -> int:
-    """Most bytes of ``memory`` allocations in use at one cycle, each over ``[first, last)``."""
+    """Most bytes of ``memory`` in use at one cycle, each allocation over ``[first, last)``."""
     name = memory.value if isinstance(memory, MemorySpace) else memory
-    intervals = [(a.first_cycle, a.last_cycle, a.size_bytes) for a in allocations
+    intervals = [(a.first_cycle, a.last_cycle, a.offset_bytes, a.size_bytes) for a in allocations
                  if a.memory == name and a.first_cycle is not None
                  and (invocation is None or a.invocation == invocation)]
     return max(usage_steps(intervals)[1], default=0)

@@ -7,23 +7,35 @@ from reports.occupancy import occupancy_steps
 
 
 def _record(name: str, size: int, first: int | None, last: int | None, invocation: int = 0,
-            memory: str = "tcm") -> AllocationRecord:
-    return AllocationRecord(name, memory, 0, size, "tile", invocation, first, last)
+            memory: str = "tcm", offset: int = 0) -> AllocationRecord:
+    return AllocationRecord(name, memory, offset, size, "tile", invocation, first, last)
 
 
 def test_back_to_back_uses_do_not_coexist():
     # a's last command ends at 10, b's first starts at 10: the bytes change hands at 10
     records = [_record("a", 100, 0, 10), _record("b", 60, 10, 20)]
     assert peak_live_bytes(records, "tcm") == 100
-    assert usage_steps([(0, 10, 100), (10, 20, 60)]) == ([0, 10, 20], [100, 60, 0])
+    assert usage_steps([(0, 10, 0, 100), (10, 20, 0, 60)]) == ([0, 10, 20], [100, 60, 0])
 
 
 def test_overlapping_uses_add_up_and_filters_apply():
-    records = [_record("a", 100, 0, 11), _record("b", 60, 10, 20), _record("c", 1000, 30, 35, invocation=1),
+    records = [_record("a", 100, 0, 11), _record("b", 60, 10, 20, offset=100),
+               _record("c", 1000, 30, 35, invocation=1),
                _record("d", 7, 0, 30, memory="ddr"), _record("never", 500, None, None)]
     assert peak_live_bytes(records, "tcm", invocation=0) == 160
     assert peak_live_bytes(records, "tcm") == 1000
     assert peak_live_bytes(records, "ddr") == 7
+
+
+def test_bytes_two_allocations_share_at_once_count_once():
+    """An aliased slice [40, 60) of a whole [0, 100), and a buffer [100, 132) that takes over
+    [116, 132) from one at [116, 148) a cycle before that one's last reader ends."""
+    records = [_record("whole", 100, 0, 30), _record("slice", 20, 5, 40, offset=40),
+               _record("old", 32, 0, 21, offset=116), _record("new", 16, 20, 50, offset=100)]
+    assert usage_steps((r.first_cycle, r.last_cycle, r.offset_bytes, r.size_bytes) for r in records) == (
+        [0, 5, 20, 21, 30, 40, 50], [132, 132, 148, 116, 36, 16, 0])
+    assert peak_live_bytes(records, "tcm") == 148
+    assert occupancy_steps(records, "tcm") == ([0, 5, 20, 21, 30, 40, 50], [132, 132, 148, 116, 36, 16, 0])
 
 
 def test_zero_cycle_uses_are_left_out_and_reports_agree():
