@@ -185,7 +185,6 @@ class ByteSet:
         self._pages = (page_bytes, result)
         return result
 
-
     def lattice(self) -> tuple[int, int, int] | None:
         """``(period, phase, run)`` if every run is ``run`` bytes long and starts at
         ``phase`` modulo ``period`` (the gcd of the distances between starts), else None
