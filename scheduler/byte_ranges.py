@@ -143,7 +143,7 @@ class ByteSet:
     by every access to the same view).
     """
 
-    __slots__ = ("starts", "ends", "lo", "hi", "_array", "_pages")
+    __slots__ = ("starts", "ends", "lo", "hi", "_array", "_pages", "_lattice")
 
     def __init__(self, starts: tuple[int, ...], ends: tuple[int, ...], array: Ranges | None = None):
         self.starts = starts
@@ -152,6 +152,7 @@ class ByteSet:
         self.hi = ends[-1]
         self._array = array
         self._pages: tuple[int, set[int]] | None = None
+        self._lattice: tuple[int, int, int] | None | bool = False   # False: not computed yet
 
     @classmethod
     def of(cls, ranges: Ranges) -> "ByteSet | None":
@@ -183,6 +184,36 @@ class ByteSet:
             result = pages(self.array(), page_bytes)
         self._pages = (page_bytes, result)
         return result
+
+    def lattice(self) -> tuple[int, int, int] | None:
+        """``(period, phase, run)`` if every run is ``run`` bytes long and starts at
+        ``phase`` modulo ``period`` (the gcd of the distances between starts), else None
+        (one run, or runs of different lengths). Cached: sets are shared by views."""
+        found = self._lattice
+        if found is False:
+            starts, ends = self.starts, self.ends
+            run = ends[0] - starts[0]
+            found = None
+            if len(starts) > 1 and all(e - s == run for s, e in zip(starts, ends)):
+                period = math.gcd(*[s - starts[0] for s in starts])
+                found = (period, starts[0] % period, run)
+            self._lattice = found
+        return found
+
+
+def _lattices_apart(a: ByteSet, b: ByteSet) -> bool:
+    """True if ``a`` and ``b`` share no byte because their runs sit at different phases of
+    a common period (tiles of different channels or columns of one tensor): each set lies in
+    the bytes whose offset modulo ``p = gcd(periods)`` is in ``[phase, phase + run)``, and
+    those two windows of the circle of size ``p`` do not meet. False means "maybe"."""
+    la, lb = a.lattice(), b.lattice()
+    if la is None or lb is None:
+        return False
+    period = math.gcd(la[0], lb[0])
+    if la[2] + lb[2] > period:
+        return False
+    distance = (lb[1] - la[1]) % period   # where b's window starts, a's starting at 0
+    return distance >= la[2] and distance + lb[2] <= period
 
 
 #: Strided views with up to this many runs are expanded in Python (numpy above).
@@ -237,6 +268,8 @@ def set_overlaps(a: ByteSet, b: ByteSet) -> bool:
         a, b = b, a
     if len(b.starts) == 1:
         return True   # the bounding boxes overlap and both are single runs
+    if len(a.starts) > 1 and _lattices_apart(a, b):
+        return False
     if len(a.starts) > _NUMPY_RUNS:
         return overlaps(a.array(), b.array())
     starts, ends = b.starts, b.ends

@@ -17,6 +17,8 @@ it starts), and every later command of the enclosing list waits for it.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from npu_sim.program import MemorySpace
 from scheduler.byte_ranges import ByteSet, Ranges, set_covered, set_overlaps, set_union
 
@@ -27,7 +29,7 @@ class _Record:
     """Accesses to some bytes of one memory: the command that wrote them, or the commands that
     read them (reads of the very same byte set share a record), and the index pages it is on."""
 
-    __slots__ = ("cmds", "bytes", "write", "alive", "lo", "hi", "pages", "single", "stamp")
+    __slots__ = ("cmds", "bytes", "write", "alive", "lo", "hi", "starts", "ends", "single", "pages")
 
     def __init__(self, cmd: int, byte_set: ByteSet, write: bool, pages: set[int]):
         self.cmds = [cmd]
@@ -36,13 +38,50 @@ class _Record:
         self.alive = True
         self.lo = byte_set.lo
         self.hi = byte_set.hi
-        self.pages = pages
+        self.starts = byte_set.starts
+        self.ends = byte_set.ends
         self.single = len(byte_set.starts) == 1  # one contiguous run: its bounding box is exact
-        self.stamp = -1   # the last scan that looked at it (records sit on several pages)
+        self.pages = pages
 
 
 def _as_set(ranges: ByteSet | Ranges) -> ByteSet | None:
     return ranges if isinstance(ranges, ByteSet) else ByteSet.of(ranges)
+
+
+def _candidates(index: dict[int, dict[_Record, None]] | None, page_set: set[int]):
+    """The records of one memory's ``index`` on the pages ``page_set``, each once (in no
+    particular order: callers only collect commands and drop records)."""
+    if not index:
+        return ()
+    if len(page_set) == 1:
+        for page in page_set:
+            return index.get(page, ())
+    return set().union(*[recs for page in page_set if (recs := index.get(page))])
+
+
+def _meeting(found, byte_set: ByteSet) -> list[_Record]:
+    """The records of ``found`` having a byte in ``byte_set``: bounding boxes first, then the
+    runs (one run against many: a bisection; many against many: :func:`set_overlaps`)."""
+    lo, hi, starts, ends = byte_set.lo, byte_set.hi, byte_set.starts, byte_set.ends
+    single = len(starts) == 1
+    out = []
+    for rec in found:
+        if rec.lo >= hi or lo >= rec.hi:
+            continue
+        if rec.single:
+            if single:
+                out.append(rec)
+            else:
+                j = bisect_left(starts, rec.hi) - 1   # the last run starting before the record ends
+                if ends[j] > rec.lo:
+                    out.append(rec)
+        elif single:
+            j = bisect_left(rec.starts, hi) - 1
+            if rec.ends[j] > lo:
+                out.append(rec)
+        elif set_overlaps(rec.bytes, byte_set):
+            out.append(rec)
+    return out
 
 
 class AccessTracker:
@@ -60,22 +99,6 @@ class AccessTracker:
         # memory -> byte set -> its live read record (weights and constants are read by every tile)
         self.shared_reads: dict[MemorySpace, dict[ByteSet, _Record]] = {}
         self.records: list[_Record] = []
-        self.scans = 0
-
-    def _scan(self, index: dict[int, dict[_Record, None]], byte_set: ByteSet, page_set: set[int],
-              found: list[_Record]) -> None:
-        """Append to ``found`` the records of one memory's ``index`` whose bounding box meets
-        ``byte_set`` (each once per scan)."""
-        lo, hi = byte_set.lo, byte_set.hi
-        self.scans += 1
-        stamp = self.scans
-        for page in page_set:
-            recs = index.get(page)
-            if recs:
-                for rec in recs:
-                    if rec.stamp != stamp and rec.lo < hi and lo < rec.hi:
-                        rec.stamp = stamp
-                        found.append(rec)
 
     def access(self, cmd: int, reads: list[tuple[MemorySpace, ByteSet | Ranges]],
                writes: list[tuple[MemorySpace, ByteSet | Ranges]]) -> set[int]:
@@ -89,12 +112,8 @@ class AccessTracker:
                 continue
             page_set = rs.pages(page_bytes.get(memory, PAGE_BYTES))
             read_sets.append((memory, rs, page_set))
-            found: list[_Record] = []
-            self._scan(self.writes.get(memory, {}), rs, page_set, found)
-            single = len(rs.starts) == 1
-            for rec in found:
-                if (single and rec.single) or set_overlaps(rec.bytes, rs):
-                    deps.update(rec.cmds)
+            for rec in _meeting(_candidates(self.writes.get(memory), page_set), rs):
+                deps.update(rec.cmds)
         written: dict[MemorySpace, ByteSet] = {}
         for memory, w in writes:
             ws = _as_set(w)
@@ -104,19 +123,17 @@ class AccessTracker:
         for memory, ws in written.items():
             page_set = ws.pages(page_bytes.get(memory, PAGE_BYTES))
             write_sets.append((memory, ws, page_set))
-            windex, rindex = self.writes.get(memory, {}), self.reads.get(memory, {})
+            windex, rindex = self.writes.get(memory), self.reads.get(memory)
             shared = self.shared_reads.get(memory, {})
-            found = []
-            self._scan(windex, ws, page_set, found)
-            self._scan(rindex, ws, page_set, found)
             single = len(ws.starts) == 1
             w_lo, w_hi = ws.lo, ws.hi
-            for rec in found:
-                both = single and rec.single   # bounding boxes met in _scan: they overlap
-                if both or set_overlaps(rec.bytes, ws):
+            for index in (windex, rindex):
+                met = _meeting(_candidates(index, page_set), ws)
+                for rec in met:
                     deps.update(rec.cmds)
-                    if (w_lo <= rec.lo and rec.hi <= w_hi) if both else set_covered(rec.bytes, ws):
-                        _drop(windex, rec) if rec.write else _drop(rindex, rec, shared)
+                for rec in met:
+                    if (w_lo <= rec.lo and rec.hi <= w_hi) if single else set_covered(rec.bytes, ws):
+                        _drop(index, rec) if rec.write else _drop(index, rec, shared)
         deps.discard(cmd)
         for memory, rs, page_set in read_sets:
             shared = self.shared_reads.setdefault(memory, {})

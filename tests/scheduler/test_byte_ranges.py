@@ -84,3 +84,26 @@ def test_small_examples():
     assert set_covered(s((2, 5)), s((0, 3), (4, 8))) is False
     assert s((0, 10), (4096, 4100)).pages(1024) == {0, 4}
     assert ByteSet.of(np.zeros((0, 2), dtype=np.int64)) is None
+
+
+def test_lattices_of_tiles_overlap_as_numpy_says():
+    """Strided tiles (runs of one length at a common period: channels or columns of a tensor)
+    are told apart by their phases; the answer must stay the exact one."""
+    rng = random.Random(3)
+    for _ in range(3000):
+        sets = []
+        for _ in range(2):
+            period = rng.choice([8, 12, 16, 24, 48])
+            run = rng.randint(1, period - 1)
+            count = rng.randint(2, 30)
+            start = rng.randint(0, 200)
+            step = period * rng.choice([1, 1, 2, 3])
+            view = View(TCM, start, (count, run), DType.INT8, (step, 1))
+            sets.append((view_byte_set(view), view_ranges(view)))
+        (sa, a), (sb, b) = sets
+        assert set_overlaps(sa, sb) == overlaps(a, b) == set_overlaps(sb, sa)
+    s = ByteSet((0, 16, 32), (4, 20, 36))
+    assert s.lattice() == (16, 0, 4)
+    assert set_overlaps(s, ByteSet((4, 20, 36), (8, 24, 40))) is False   # channels 4..8 of the same pixels
+    assert set_overlaps(s, ByteSet((3, 35), (5, 37))) is True            # phases meet: the exact test decides
+    assert ByteSet((0, 10), (4, 12)).lattice() is None                     # runs of different lengths

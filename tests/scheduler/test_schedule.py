@@ -147,6 +147,22 @@ def test_tcm_too_small_names_the_operation_and_sizes():
         schedule(graphs.small_cnn(), machine("tiny", tcm_bytes=256))
 
 
+def test_the_cycle_collector_setting_is_restored():
+    """The scheduler pauses the cycle collector while it runs (speed), and leaves it as it found it."""
+    import gc
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            gc.enable() if enabled else gc.disable()
+            schedule(graphs.small_cnn(), machine("edge"))
+            assert gc.isenabled() is enabled
+            with pytest.raises(ScheduleError):
+                schedule(graphs.small_cnn(), machine("tiny", tcm_bytes=256))
+            assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+
+
 def test_unsupported_operator_is_refused():
     g = graphs.conv3d_graph()
     g.main.operators.insert(0, Operator(Op.ROW_GATHER, ["vol"], ["rows"]))
