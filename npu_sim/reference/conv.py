@@ -34,7 +34,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
-from npu_sim.reference.kernel_util import checked_once, input_offset, output_region
+from npu_sim.reference.kernel_util import checked_once, input_offset, output_region, require_shape_one
 from npu_sim.reference.numerics import int_bounds, signed_range
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
@@ -111,7 +111,7 @@ def matmul_types(args: KernelArgs) -> DotTypes:
 def zero_point(args: KernelArgs, index: int, name: str, allowed: bool) -> int | float:
     """The scalar zero point ``args.inputs[index]``; ERROR_IF non-zero where only int8 may have one."""
     t = args.input_types[index]
-    args.require(t.shape == (1,), f"{name} must have shape [1], got {list(t.shape)}")
+    require_shape_one(args, index, name)
     value = np.asarray(args.inputs[index]).reshape(-1)[0]
     if t.dtype.is_integer:
         value = int(value)

@@ -20,7 +20,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from npu_sim.reference.kernel_api import KernelArgs, Region, full_region, register
-from npu_sim.reference.kernel_util import check_dtype, output_region, read_window, shape_values
+from npu_sim.reference.kernel_util import (check_dtype, output_region, read_window, require_shape_one,
+                                           shape_values)
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, Op
@@ -154,8 +155,8 @@ def pad(args: KernelArgs) -> list[np.ndarray]:
     args.require(len(out_shape) == rank, "output rank differs from input rank")
     padding = shape_values(args, 1, "padding", 2 * rank)
     args.require(args.input_types[2].dtype == dtype, "pad_const type differs from input type")
+    require_shape_one(args, 2, "pad_const")
     pad_const = np.asarray(args.inputs[2]).reshape(-1)
-    args.require(pad_const.size == 1, "pad_const must hold exactly one value")
     for d in range(rank):
         args.require(padding[2 * d] >= 0 and padding[2 * d + 1] >= 0,
                      f"negative padding in dimension {d}")

@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
-from npu_sim.reference.kernel_util import as_output, checked_once
+from npu_sim.reference.kernel_util import as_output, checked_once, require_shape_one
 from npu_sim.reference.numerics import (
     all_in_range,
     clip_int,
@@ -167,6 +167,7 @@ def _mul_checks(args: KernelArgs) -> DType:
     dtype = check_types(args, _INT_FP, 2, out_dtype)
     check_broadcast(args, 2)
     args.require(args.input_types[2].dtype is DType.INT8, "shift must be an int8 tensor")
+    require_shape_one(args, 2, "shift")
     return dtype
 
 
@@ -420,6 +421,7 @@ def _negate_checks(args: KernelArgs) -> DType:
     check_same_shape(args)
     for i, name in ((1, "input1_zp"), (2, "output_zp")):
         args.require(args.input_types[i].dtype is dtype, f"{name} must have the input type")
+        require_shape_one(args, i, name)
     return dtype
 
 

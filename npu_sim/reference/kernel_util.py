@@ -62,6 +62,13 @@ def shape_values(args: KernelArgs, index: int, name: str, length: int) -> list[i
     return [int(v) for v in values]
 
 
+def require_shape_one(args: KernelArgs, index: int, name: str) -> None:
+    """ERROR_IF unless input ``index`` (a zero point, MUL's shift, PAD's pad_const) has the
+    shape [1] tosa.xml gives it: a rank-0 or longer tensor is malformed, not a scalar."""
+    shape = tuple(args.input_types[index].shape)
+    args.require(shape == (1,), f"{name} must have shape [1], got {list(shape)}")
+
+
 def check_dtype(args: KernelArgs, allowed: frozenset[DType]) -> DType:
     """ERROR_IF the input and output element types differ or are not in ``allowed``."""
     dtype = args.input_types[0].dtype

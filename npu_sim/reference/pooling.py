@@ -19,7 +19,7 @@ import numpy as np
 
 from npu_sim.reference.conv import Axis
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
-from npu_sim.reference.kernel_util import input_offset, output_region
+from npu_sim.reference.kernel_util import input_offset, output_region, require_shape_one
 from npu_sim.reference.numerics import apply_scale_32
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
@@ -140,7 +140,7 @@ def avg_pool2d(args: KernelArgs) -> list[np.ndarray]:
     rows, cols = _pool_axes(args)
     zps = []
     for index, name in ((1, "input_zp"), (2, "output_zp")):
-        args.require(tuple(args.input_types[index].shape) == (1,), f"{name} must have shape [1]")
+        require_shape_one(args, index, name)
         value = np.asarray(args.inputs[index]).reshape(-1)[0]
         args.require(dtype is DType.INT8 or value == 0,
                      f"{name} must be zero for {dtype.name} (zero point only for int8)")

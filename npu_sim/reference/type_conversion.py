@@ -18,7 +18,7 @@ import numpy as np
 
 from npu_sim.reference.elementwise import check_same_shape, same_window
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
-from npu_sim.reference.kernel_util import MISSING, StaticChecks, as_output
+from npu_sim.reference.kernel_util import MISSING, StaticChecks, as_output, require_shape_one
 from npu_sim.reference.numerics import (
     apply_scale_16,
     apply_scale_32,
@@ -157,9 +157,8 @@ def rescale(args: KernelArgs) -> list[np.ndarray]:
     in_t, out_t = args.input_types[0].dtype, args.output_types[0].dtype
     in_u = bool(args.attribute.input_unsigned)
     out_u = bool(args.attribute.output_unsigned)
-    for index, name in ((3, "input_zp"), (4, "output_zp")):   # tosa.xml: shape [1]
-        shape = tuple(args.input_types[index].shape)
-        args.require(shape == (1,), f"{name} must have shape [1], got {list(shape)}")
+    for index, name in ((3, "input_zp"), (4, "output_zp")):
+        require_shape_one(args, index, name)
     in_zp = _zero_point(args.inputs[3], in_t, in_u)
     out_zp = _zero_point(args.inputs[4], out_t, out_u)
     key, checked = _RESCALE_CHECKED.lookup(args)
