@@ -120,7 +120,10 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     from npu_sim.simulator import gc_paused, simulate_program
     from reports.summary import build_summary
 
+    from npu_sim.tosa.validation import validate
+
     graph, path_label = _graph(graph)
+    validate(graph)   # a graph built in Python may break what the loader checks
     hw = _hw(hw)
     if not per_invocation:
         raise InputError("at least one invocation is needed")

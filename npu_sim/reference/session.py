@@ -164,6 +164,9 @@ class VariableStore:
 class Session:
     """A graph ready to be invoked repeatedly; its variables persist between invocations.
 
+    The graph is validated first (:func:`npu_sim.tosa.validation.validate`): one built in
+    Python, or read without validation, gets a :class:`GraphValidationError`, not a crash.
+
     >>> s = Session(graph)
     >>> out1 = s.invoke({"x": x1}); out2 = s.invoke({"x": x2})   # state carried over
     >>> s.export_state()                                          # {"var": array, ...}
@@ -171,6 +174,9 @@ class Session:
 
     def __init__(self, graph: Graph, *, max_iterations: int = DEFAULT_MAX_ITERATIONS,
                  max_nesting: int = DEFAULT_MAX_NESTING):
+        from npu_sim.tosa.validation import validate
+
+        validate(graph)
         self.graph = graph
         self.limits = ExecutionLimits(max_iterations=max_iterations, max_nesting=max_nesting)
         self.variables = VariableStore()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from npu_sim.errors import InputError, VariableError
+from npu_sim.errors import GraphValidationError, InputError, TosaRuntimeError, VariableError
 from npu_sim.reference.executor import execute
 from npu_sim.reference.session import Session, VariableStore
 from npu_sim.tosa.dtype import DType
@@ -123,22 +123,24 @@ def test_reading_a_never_written_variable_is_an_error():
 
 def test_read_and_write_must_match_the_variable_type():
     initial = np.array([1, 2, 3], np.int32)
-    with pytest.raises(VariableError, match="reads INT32.*\\[1, 3\\].*'state'"):
+    with pytest.raises(GraphValidationError, match=r"VARIABLE_READ.* INT32\[1, 3\] does not match variable 'state'"):
         execute(_variable_graph(initial, read_type=TensorType((1, 3), I32)),
                 {"x": np.zeros(3, np.int32)})
-    with pytest.raises(VariableError, match="writes INT8.*'state'"):
+    with pytest.raises(GraphValidationError, match=r"VARIABLE_WRITE.* INT8\[3\] does not match variable 'state'"):
         execute(_variable_graph(initial, write_type=TensorType((3,), DType.INT8)),
                 {"x": np.zeros(3, np.int8)})
 
 
 def test_a_failed_invocation_leaves_the_state_untouched():
     graph = _variable_graph(np.array([1, 2, 3], np.int32))
-    # A write followed by a failing operator: the write must not survive.
-    graph.main.tensors["bad"] = Tensor("bad", (4,), I32)
-    graph.main.operators.append(Operator(Op.VARIABLE_READ, ["v"], ["bad"]))
+    # A write followed by an operator failing at run time (INTDIV by zero): the write must not survive.
+    graph.main.tensors["zero"] = Tensor("zero", (3,), I32, data=np.zeros(3, np.int32))
+    graph.main.tensors["q"] = Tensor("q", (3,), I32)
+    graph.main.operators.append(Operator(Op.INTDIV, ["x", "zero"], ["q"]))
+    graph.main.outputs.append("q")
     session = Session(graph)
     session.import_state({"state": np.array([7, 7, 7], np.int32)})
-    with pytest.raises(VariableError, match="reads INT32.*\\[4\\]"):
+    with pytest.raises(TosaRuntimeError, match=r"REQUIRE\(value2 != 0\)"):
         session.invoke({"x": np.array([4, 5, 6], np.int32)})
     assert session.export_state()["state"].tolist() == [7, 7, 7]
     assert session.invocations == 0
