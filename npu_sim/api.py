@@ -19,11 +19,15 @@ from npu_sim.simulation import SimulationResult, simulate
 from npu_sim.tosa.ir import Graph
 
 
-def load_graph(path: str | Path) -> Graph:
-    """Read a TOSA graph from a ``.tosa`` flatbuffer or its JSON form."""
+def load_graph(path: str | Path, *, level: str = "8K") -> Graph:
+    """Read a TOSA graph from a ``.tosa`` flatbuffer or its JSON form, and validate it.
+
+    ``level``: the TOSA level its operator arguments must respect, "8K" (as Arm's reference
+    model by default) or "none" (see :mod:`npu_sim.tosa.levels`).
+    """
     from npu_sim.tosa.loader import load_graph as _load_graph
 
-    return _load_graph(path)
+    return _load_graph(path, level=level)
 
 
 __all__ = ["Graph", "Session", "SimulationResult", "execute", "load_graph", "load_hw_config", "simulate"]

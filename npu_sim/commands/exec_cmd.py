@@ -17,9 +17,12 @@ from typing import Any
 import numpy as np
 import typer
 
+from npu_sim.commands.options import tosa_level_option
+
 
 def run_exec(graph_path: str, input_specs: list[str], out_dir: Path, *,
-             invocations: int | None = None, random_seed: int | None = None) -> dict[str, Any]:
+             invocations: int | None = None, random_seed: int | None = None,
+             tosa_level: str = "8K") -> dict[str, Any]:
     """Do what ``npu-sim exec`` does; returns the summary written to ``summary.json``."""
     from npu_sim.api import Session, load_graph
     from npu_sim.errors import InputError
@@ -27,7 +30,7 @@ def run_exec(graph_path: str, input_specs: list[str], out_dir: Path, *,
 
     if invocations is not None and invocations < 1:
         raise InputError(f"-n must be at least 1, got {invocations}")
-    graph = load_graph(graph_path)
+    graph = load_graph(graph_path, level=tosa_level)
     loaded = load_inputs(graph, input_specs, invocations=invocations, random_seed=random_seed)
     session = Session(graph)
     start = time.perf_counter()
@@ -73,9 +76,11 @@ def register(app: typer.Typer) -> None:
         out_dir: Path = typer.Option(..., "-o", "--out-dir", help="Where outputs/ and summary.json go."),
         random_inputs: int | None = typer.Option(
             None, "--random-inputs", metavar="SEED", help="Seeded random data for missing inputs."),
+        tosa_level: str = tosa_level_option(),
     ) -> None:
         """Run GRAPH in the bit-exact reference executor; write its outputs and a summary."""
-        summary = run_exec(graph, inputs, out_dir, invocations=invocations, random_seed=random_inputs)
+        summary = run_exec(graph, inputs, out_dir, invocations=invocations, random_seed=random_inputs,
+                           tosa_level=tosa_level)
         seconds = summary["timing"]["reference_seconds"]
         typer.echo(f"{summary['invocations']} invocation(s) in {seconds:.3f} s; "
                    f"{len(summary['outputs'])} output(s) in {out_dir / 'outputs'}")

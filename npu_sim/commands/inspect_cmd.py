@@ -17,6 +17,8 @@ from typing import Any
 
 import typer
 
+from npu_sim.commands.options import tosa_level_option
+
 from npu_sim.tosa.ir import Block, Graph, Tensor
 
 
@@ -176,11 +178,11 @@ def print_description(info: dict[str, Any]) -> None:
         console.print(f"[bold]No TOSA 1.0 profile covers:[/bold] {line}")
 
 
-def run_inspect(graph_path: str) -> dict[str, Any]:
+def run_inspect(graph_path: str, tosa_level: str = "8K") -> dict[str, Any]:
     """Load, validate and describe a graph file (errors: NpuSimError subclasses)."""
     from npu_sim.tosa.loader import detect_format, load_graph
 
-    graph = load_graph(graph_path)
+    graph = load_graph(graph_path, level=tosa_level)
     file_format = detect_format(Path(graph_path).read_bytes(), graph_path)
     return describe_graph(graph, str(graph_path), file_format)
 
@@ -189,10 +191,11 @@ def register(app: typer.Typer) -> None:
     @app.command("inspect")
     def inspect(graph: str = typer.Argument(..., help="A .tosa flatbuffer or its JSON form."),
                 json_output: bool = typer.Option(False, "--json",
-                                                 help="Print a JSON dict instead of tables.")
+                                                 help="Print a JSON dict instead of tables."),
+                tosa_level: str = tosa_level_option(),
                 ) -> None:
         """Describe a TOSA graph: version, signature, blocks, operators, tensors, profiles."""
-        info = run_inspect(graph)
+        info = run_inspect(graph, tosa_level)
         if json_output:
             typer.echo(json.dumps(info, indent=2))
         else:

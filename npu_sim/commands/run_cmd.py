@@ -25,12 +25,15 @@ from typing import Any
 import numpy as np
 import typer
 
+from npu_sim.commands.options import tosa_level_option
+
 REPORT_FILES = ("summary.json", "memory_timeline.png", "trace.json")
 
 
 def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_dir: Path, *,
                    invocations: int | None = None, random_seed: int | None = None,
-                   spread_tcm: bool = False, verify: bool = False) -> dict[str, Any]:
+                   spread_tcm: bool = False, verify: bool = False,
+                   tosa_level: str = "8K") -> dict[str, Any]:
     """Do what ``npu-sim run`` does; returns the summary written to ``summary.json``."""
     from npu_sim.api import load_graph, load_hw_config
     from npu_sim.errors import InputError
@@ -42,7 +45,7 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
     if invocations is not None and invocations < 1:
         raise InputError(f"-n must be at least 1, got {invocations}")
     hw = load_hw_config(hw_config)
-    graph = load_graph(graph_path)
+    graph = load_graph(graph_path, level=tosa_level)
     loaded = load_inputs(graph, input_specs, invocations=invocations, random_seed=random_seed)
     result = simulate_invocations(graph, hw, loaded.invocations, graph_label=str(graph_path),
                                   stack=invocations is not None, spread_tcm=spread_tcm,
@@ -68,14 +71,15 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
 
 
 def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False,
-              verify: bool = False) -> tuple[str, dict[str, Any]]:
+              verify: bool = False, tosa_level: str = "8K") -> tuple[str, dict[str, Any]]:
     """The Program listing and the memory-plan statistics of ``npu-sim plan``."""
     from npu_sim.api import load_graph, load_hw_config
     from npu_sim.simulation import compile_graph
     from reports.plan_stats import plan_stats
 
     hw = load_hw_config(hw_config)
-    program = compile_graph(load_graph(graph_path), hw, spread_tcm=spread_tcm, verify=verify)
+    program = compile_graph(load_graph(graph_path, level=tosa_level), hw, spread_tcm=spread_tcm,
+                            verify=verify)
     stats = plan_stats(program, hw)
     stats["graph"] = str(graph_path)
     return program.listing(), stats
@@ -106,12 +110,14 @@ def register(app: typer.Typer) -> None:
             None, "--random-inputs", metavar="SEED", help="Seeded random data for missing inputs."),
         spread_tcm: bool = typer.Option(False, "--spread-tcm", help=SPREAD_HELP),
         verify: bool = typer.Option(False, "--verify", help=VERIFY_HELP),
+        tosa_level: str = tosa_level_option(),
     ) -> None:
         """Simulate GRAPH on the NPU that CONFIG describes; write outputs and a timing report."""
         from reports.table import print_report
 
         summary = run_simulation(graph, hw, inputs, out_dir, invocations=invocations,
-                                 random_seed=random_inputs, spread_tcm=spread_tcm, verify=verify)
+                                 random_seed=random_inputs, spread_tcm=spread_tcm, verify=verify,
+                                 tosa_level=tosa_level)
         print_report(summary)
         typer.echo(f"report: {out_dir / 'summary.json'}, {out_dir / 'memory_timeline.png'}, "
                    f"{out_dir / 'trace.json'} (open in https://ui.perfetto.dev); "
@@ -124,11 +130,12 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print only the statistics, as JSON."),
         spread_tcm: bool = typer.Option(False, "--spread-tcm", help=SPREAD_HELP),
         verify: bool = typer.Option(False, "--verify", help=VERIFY_HELP),
+        tosa_level: str = tosa_level_option(),
     ) -> None:
         """Compile GRAPH for CONFIG and print the Program (memory plan + commands) and plan statistics."""
         from reports.plan_stats import format_plan_stats
 
-        listing, stats = plan_text(graph, hw, spread_tcm=spread_tcm, verify=verify)
+        listing, stats = plan_text(graph, hw, spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level)
         if as_json:
             typer.echo(json.dumps(stats, indent=2))
             return

@@ -16,6 +16,7 @@ from npu_sim.tosa.fb_schema import FILE_IDENTIFIER
 from npu_sim.tosa.flatbuffer_io import read_graph, write_graph
 from npu_sim.tosa.ir import Graph
 from npu_sim.tosa.json_io import read_json, write_json
+from npu_sim.tosa.levels import DEFAULT_LEVEL, check_level
 from npu_sim.tosa.validation import validate as validate_graph
 
 PathLike = str | os.PathLike
@@ -38,19 +39,22 @@ def detect_format(data: bytes, path: PathLike = "") -> str:
                           f"({len(data)} bytes, no 'TOSA' identifier, not JSON)")
 
 
-def parse_graph(data: bytes, path: PathLike = "", validate: bool = True) -> Graph:
-    """Parse the bytes of a ``.tosa`` or ``.json`` graph."""
+def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
+                level: str = DEFAULT_LEVEL) -> Graph:
+    """Parse the bytes of a ``.tosa`` or ``.json`` graph; validate it, and check that its
+    operator arguments lie within the TOSA ``level`` ("8K" or "none", :mod:`npu_sim.tosa.levels`)."""
     if detect_format(data, path) == "json":
         graph = read_json(data.removeprefix(b"\xef\xbb\xbf"))
     else:
         graph = read_graph(data)
     if validate:
         validate_graph(graph)
+        check_level(graph, level)
     return graph
 
 
-def load_graph(path: PathLike, validate: bool = True) -> Graph:
-    """Read a TOSA graph file (flatbuffer or its JSON form) and validate it."""
+def load_graph(path: PathLike, validate: bool = True, level: str = DEFAULT_LEVEL) -> Graph:
+    """Read a TOSA graph file (flatbuffer or its JSON form) and validate it (at TOSA ``level``)."""
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -61,7 +65,7 @@ def load_graph(path: PathLike, validate: bool = True) -> Graph:
     except OSError as exc:
         raise TosaFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
-        return parse_graph(data, p, validate)
+        return parse_graph(data, p, validate, level)
     except (TosaFormatError, GraphValidationError, UnsupportedFeatureError) as exc:
         message = str(exc)
         if not message.startswith(str(path)):  # name the file in the one-line CLI error

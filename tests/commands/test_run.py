@@ -366,3 +366,20 @@ def test_mac_utilization_is_against_the_peak_of_the_dtype(graph, hw, pe_cycles_p
     assert s["macs"] > 0
     assert s["mac_utilization"] == s["macs"] * pe_cycles_per_mac / (s["total_cycles"] * pes)
     assert (s["utilization"]["mac_array"] > 0) == (pe_cycles_per_mac > 0)
+
+
+def test_tosa_level_8k_refuses_a_rank_7_graph_and_none_runs_it(tmp_path, capsys):
+    from npu_sim.tosa.loader import save_graph
+    from tests.tosa.test_levels import _add
+
+    graph = tmp_path / "rank7.tosa"
+    save_graph(_add(7), graph)
+    for command in (["exec"], ["run", "--hw", "tiny"], ["plan", "--hw", "tiny"], ["inspect"]):
+        out = ["-o", tmp_path / command[0], "--random-inputs", 0] if command[0] in ("exec", "run") else []
+        code, _, err = _cli([*command, graph, *out], capsys)
+        assert code == 2 and err.count("\n") == 1
+        assert "the rank of 'x' is 7, more than MAX_RANK = 6 of TOSA level 8K" in err
+        assert _cli([*command, graph, *out, "--tosa-level", "none"], capsys)[0] == 0
+    _check_same_outputs(tmp_path / "run", tmp_path / "exec")
+    code, _, err = _cli(["exec", graph, "--tosa-level", "16K", "-o", tmp_path / "x"], capsys)
+    assert (code, err) == (2, "error: unknown TOSA level '16K' (levels: 8K, none)\n")

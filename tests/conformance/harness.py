@@ -125,10 +125,33 @@ class ConformanceCase:
         return tensors.get(ofm_name, {}).get("mode")
 
 
-def find_cases(root: Path) -> list[ConformanceCase]:
-    """Every positive test under ``root`` (directories holding a desc.json), sorted."""
+def find_cases(root: Path, *, negative: bool = False) -> list[ConformanceCase]:
+    """Every positive test under ``root`` (directories holding a desc.json), sorted; with
+    ``negative``, every test that expects an ERROR_IF failure instead."""
     cases = [ConformanceCase.load(d.parent) for d in sorted(root.rglob("desc.json"))]
-    return [c for c in cases if not c.expected_failure and "_ERRORIF_" not in c.name]
+    return [c for c in cases if (c.expected_failure or "_ERRORIF_" in c.name) == negative]
+
+
+def refusal(case: ConformanceCase) -> str:
+    """How npu-sim treats a test that must fail: ``"refused: <error type>"`` when loading
+    (as the CLI does, at TOSA level 8K) or executing it raises an :class:`NpuSimError`,
+    ``"accepted"`` when it runs (a silently wrong answer), ``"crash: ..."`` for any other
+    exception (a bug)."""
+    from npu_sim.tosa.loader import load_graph
+
+    try:
+        graph = load_graph(case.path / case.desc["tosa_file"])
+        inputs = {}
+        for name, file in zip(case.desc["ifm_name"], case.desc["ifm_file"]):
+            t = graph.input_types.get(name)
+            array = np.load(case.path / file)
+            inputs[name] = _as_storage(array, t.dtype).reshape(t.shape) if t is not None else array
+        execute(graph, inputs)
+    except NpuSimError as exc:
+        return f"refused: {type(exc).__name__}"
+    except Exception as exc:
+        return f"crash: {type(exc).__name__}: {exc}"[:300]
+    return "accepted"
 
 
 # --- generating tests ------------------------------------------------------------------
@@ -180,6 +203,20 @@ def generate_sample(out_dir: Path) -> None:
         out, err = proc.communicate(timeout=900)
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd[:3])} failed ({proc.returncode}): {err[-2000:]}")
+
+
+def generate_negative_sample(out_dir: Path) -> None:
+    """One ERROR_IF test per operator and ERROR_IF condition the generator knows (small tensors)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [str(BIN / "tosa_verif_build_tests"), "--tosa-version", "1.0", "--test-type", "negative",
+           "--no-special-tests", "--generate-lib-path", str(GENERATE_LIB),
+           "--test-selection-criteria", "sample", "--profile", "tosa-pro-int", "tosa-pro-fp",
+           "--extension", *EXTENSIONS_1_0, "-o", str(out_dir / "all"), "--tensor-dim-range", "1,6",
+           "--test-selection-config", str(_selection_config(out_dir / "select_one.json", [], 1)),
+           "--filter", _filter(OPERATORS)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_generator_env(), timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:3])} failed ({proc.returncode}): {proc.stderr[-2000:]}")
 
 
 def generate_full(out_dir: Path, jobs: int = 2) -> None:

@@ -22,9 +22,11 @@ from tests.conformance.harness import (
     _compare,
     cached_tests,
     find_cases,
+    generate_negative_sample,
     generate_sample,
     outcome_line,
     reference_result,
+    refusal,
     run_cases,
     write_report,
 )
@@ -89,3 +91,21 @@ def test_the_harness_rejects_a_wrong_answer(operator, kind, sample_root, tmp_pat
         flat[0] = flat[0] + 3 if flat[0] < np.iinfo(wrong.dtype).max - 3 else flat[0] - 3
     problem = _compare(case, graph, {**outputs, name: wrong}, tmp_path)
     assert problem is not None and name in problem
+
+
+@pytest.fixture(scope="session")
+def negative_root(conformance_cache):
+    return cached_tests(conformance_cache, "negative_sample", generate_negative_sample)
+
+
+def test_every_error_if_test_is_refused(negative_root):
+    """The generator's negative tests (one per operator and ERROR_IF condition it knows:
+    shapes that do not match, bad attributes, wrong operand lists, non-zero zero points...)
+    break a TOSA ERROR_IF: each must end in an NpuSimError (one line, exit 2 in the CLI), never
+    run to an answer and never crash."""
+    cases = find_cases(negative_root, negative=True)
+    assert len(cases) >= 300
+    assert {case.operator for case in cases} >= {"ADD", "CONV2D", "RESCALE", "TABLE", "GATHER", "COND_IF"}
+    verdicts = {case.name: refusal(case) for case in cases}
+    bad = {name: verdict for name, verdict in verdicts.items() if not verdict.startswith("refused: ")}
+    assert not bad, f"{len(bad)}/{len(cases)} not refused:\n" + "\n".join(f"{n}: {v}" for n, v in bad.items())

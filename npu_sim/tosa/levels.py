@@ -1,0 +1,121 @@
+"""TOSA levels: the argument ranges an implementation supports (specification, "Levels").
+
+TOSA 1.0 defines two levels (tosa.xml ``<levels>``): "none", the full range of each
+operator's arguments, and "8K", ranges enough for frames up to 8K. An operator argument
+beyond its level's maximum fails a ``LEVEL_CHECK``, which makes the graph's result
+unpredictable; npu-sim refuses such a graph with a :class:`GraphValidationError`, as
+Arm's reference model does at its default level, 8K (also npu-sim's default).
+
+The checked limits (the ``<levellimit>`` and ``<rank max="MAX_RANK">`` entries of
+tosa.xml v1.0.1):
+
+* MAX_RANK: the rank of every tensor an operator reads or writes;
+* MAX_KERNEL: convolution and pooling kernel sizes (convolutions: ``dilation * K``),
+  their pads and TRANSPOSE_CONV2D's out_pad, FFT2D/RFFT2D's H and W;
+* MAX_STRIDE: convolution and pooling strides;
+* MAX_SCALE: RESIZE's ``scale_n / scale_d`` in each direction;
+* MAX_TENSOR_LIST_SIZE: CONCAT's inputs, and the input and output lists of COND_IF,
+  WHILE_LOOP and CUSTOM.
+
+MAX_NESTING (control-flow depth) is checked when the graph runs (an ERROR_IF of
+COND_IF and WHILE_LOOP), and MAX_LOG2_SIZE bounds the integer type of sizes and indices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from npu_sim.errors import GraphValidationError, InputError
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import Block, Graph, Operator
+from npu_sim.tosa.ops import Op
+
+
+@dataclass(frozen=True)
+class Level:
+    """The maxima of one TOSA level."""
+
+    name: str
+    max_rank: int
+    max_kernel: int
+    max_stride: int
+    max_scale: int
+    max_tensor_list_size: int
+
+
+LEVELS: dict[str, Level] = {
+    "8K": Level("8K", max_rank=6, max_kernel=8192, max_stride=8192, max_scale=256,
+                max_tensor_list_size=64),
+    "none": Level("none", max_rank=32, max_kernel=2147483647, max_stride=2147483647, max_scale=2048,
+                  max_tensor_list_size=256),
+}
+
+#: The level graphs are loaded at, as in Arm's reference model.
+DEFAULT_LEVEL = "8K"
+
+_CONVOLUTIONS = (Op.CONV2D, Op.CONV3D, Op.DEPTHWISE_CONV2D)
+_POOLS = (Op.AVG_POOL2D, Op.MAX_POOL2D)
+_LISTS = (Op.CONCAT, Op.COND_IF, Op.WHILE_LOOP, Op.CUSTOM)
+
+
+def level_named(name: str) -> Level:
+    """The level called ``name`` ("8K" or "none", any case); InputError otherwise."""
+    for key, level in LEVELS.items():
+        if key.lower() == str(name).lower():
+            return level
+    raise InputError(f"unknown TOSA level {name!r} (levels: {', '.join(LEVELS)})")
+
+
+def check_level(graph: Graph, level: str | Level = DEFAULT_LEVEL) -> None:
+    """GraphValidationError naming the first operator argument beyond ``level``'s maxima."""
+    limits = level if isinstance(level, Level) else level_named(level)
+    for block in graph.blocks():
+        for op in block.operators:
+            _check_operator(block, op, limits)
+
+
+def _check_operator(block: Block, op: Operator, level: Level) -> None:
+    def over(what: str, value: int, limit_name: str, limit: int) -> None:
+        if value > limit:
+            raise GraphValidationError(
+                f"block {block.name!r}, {op.name}: {what} is {value}, more than {limit_name} = {limit} "
+                f"of TOSA level {level.name} (level 'none' allows it)")
+
+    tensors = block.tensors
+    for name in (*op.inputs, *op.outputs):
+        tensor = tensors.get(name)
+        if tensor is not None and tensor.dtype is not DType.SHAPE and not tensor.is_unranked:
+            over(f"the rank of {name!r}", len(tensor.shape), "MAX_RANK", level.max_rank)
+    attr = op.attribute
+    if op.op in _CONVOLUTIONS:
+        weights = tensors[op.inputs[1]].shape
+        kernel = weights[:2] if op.op is Op.DEPTHWISE_CONV2D else weights[1:-1]
+        for axis, (size, dilation) in enumerate(zip(kernel, attr.dilation)):
+            over(f"dilation * kernel size on axis {axis}", dilation * size, "MAX_KERNEL", level.max_kernel)
+    if op.op is Op.TRANSPOSE_CONV2D:
+        for size in tensors[op.inputs[1]].shape[1:3]:
+            over("the kernel size", size, "MAX_KERNEL", level.max_kernel)
+    if op.op in _POOLS:
+        for size in attr.kernel:
+            over("the kernel size", size, "MAX_KERNEL", level.max_kernel)
+    if op.op in _CONVOLUTIONS or op.op in _POOLS or op.op is Op.TRANSPOSE_CONV2D:
+        for stride in attr.stride:
+            over("the stride", stride, "MAX_STRIDE", level.max_stride)
+        pads = attr.out_pad if op.op is Op.TRANSPOSE_CONV2D else attr.pad
+        for pad in pads:
+            over("the pad", pad, "MAX_KERNEL", level.max_kernel)
+    if op.op in (Op.FFT2D, Op.RFFT2D):
+        for size in tensors[op.inputs[0]].shape[1:3]:
+            over("the transform size", size, "MAX_KERNEL", level.max_kernel)
+    if op.op is Op.RESIZE:
+        scale = tensors[op.inputs[1]].data
+        if scale is not None and len(scale) == 4 and scale[1] > 0 and scale[3] > 0:
+            for n, d, axis in ((scale[0], scale[1], "y"), (scale[2], scale[3], "x")):
+                if n > d * level.max_scale:   # scale_n / scale_d > MAX_SCALE, without rounding
+                    raise GraphValidationError(
+                        f"block {block.name!r}, {op.name}: scale_{axis} is {int(n)}/{int(d)}, more than "
+                        f"MAX_SCALE = {level.max_scale} of TOSA level {level.name} (level 'none' allows it)")
+    if op.op in _LISTS:
+        over("the input list length", len(op.inputs) - (1 if op.op is Op.COND_IF else 0),
+             "MAX_TENSOR_LIST_SIZE", level.max_tensor_list_size)
+        over("the output list length", len(op.outputs), "MAX_TENSOR_LIST_SIZE", level.max_tensor_list_size)
