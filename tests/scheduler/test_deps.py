@@ -46,9 +46,24 @@ def test_tracker_orders_conflicts_only():
     assert t.access(6, [], [(MemorySpace.DDR, a)]) == set()
 
 
+def test_a_partly_overwritten_record_keeps_only_the_bytes_left():
+    t = AccessTracker()
+    assert t.access(0, [], [(TCM, r((0, 64)))]) == set()
+    assert t.access(1, [], [(TCM, r((32, 96)))]) == {0}
+    # bytes 32..64 are now command 1's: a reader there waits for it alone (1 waits for 0)
+    assert t.access(2, [(TCM, r((40, 48)))], []) == {1}
+    assert t.access(3, [(TCM, r((0, 8)))], []) == {0}
+    # strided writes punch holes: what is left of command 0 is 0..8 and 16..24 and 32..
+    assert t.access(4, [], [(TCM, r((8, 16), (24, 32)))]) == {0}
+    assert t.access(5, [(TCM, r((0, 32)))], []) == {0, 4}
+    assert t.access(6, [], [(TCM, r((0, 8), (16, 24)))]) == {0, 3, 5}
+    assert 0 not in t.live_commands()
+
+
 class _Model:
     """The tracker's rules on explicit byte sets: reads wait for overlapping live writes,
-    writes for overlapping live reads and writes; a write drops the records it covers."""
+    writes for overlapping live reads and writes; a write takes its bytes out of the records
+    it meets (a record with no byte left is dead)."""
 
     def __init__(self):
         self.records = []   # [cmd, memory, bytes, write, alive]
@@ -64,8 +79,8 @@ class _Model:
             for r in self.records:
                 if r[4] and r[1] is memory and r[2] & b:
                     deps.add(r[0])
-                    if r[2] <= b:
-                        r[4] = False
+                    r[2] = r[2] - b
+                    r[4] = bool(r[2])
         deps.discard(cmd)
         self.records += [[cmd, m, b, False, True] for m, b in reads if b]
         self.records += [[cmd, m, b, True, True] for m, b in written.items()]
