@@ -181,3 +181,31 @@ def _overwrite(index: dict[int, dict[_Record, None]], rec: _Record, written: Byt
     rec.bytes, rec.lo, rec.hi, rec.starts, rec.ends = rest, rest.lo, rest.hi, rest.starts, rest.ends
     rec.single = len(rest.starts) == 1
     rec.pages = pages
+
+
+class ImpliedWaits:
+    """Drops the waits a command has anyway: a command that waits for ``b`` starts after whatever
+    ``b`` waited for is done (``b`` started after it), so a wait for one of those is implied.
+
+    Such a wait never decides when a command starts (the one implying it is done later), so
+    the program runs the same, cycle for cycle, with fewer dependencies to list and track.
+    ``after``: command id -> bit mask (a Python int) of the commands done before it starts,
+    as its dependencies imply.
+    """
+
+    def __init__(self) -> None:
+        self.after: dict[int, int] = {}
+
+    def reduce(self, cmd: int, deps: set[int]) -> tuple[int, ...]:
+        """``cmd``'s dependencies (commands of this list, numbered in stream order) without the
+        implied ones, ascending; records what ``cmd`` starts after."""
+        after = self.after
+        known = 0
+        kept = []
+        for dep in sorted(deps, reverse=True):   # a later dependency may imply an earlier one, never the reverse
+            if not (known >> dep) & 1:
+                kept.append(dep)
+                known |= after[dep] | 1 << dep
+        after[cmd] = known
+        kept.reverse()
+        return tuple(kept)

@@ -1,12 +1,18 @@
+import dataclasses
 import random
 
 import numpy as np
 import pytest
 
-from npu_sim.program import MemorySpace, View
+from npu_sim.api import load_graph
+from npu_sim.program import CondCommand, LoopCommand, MemorySpace, Program, View, _walk
+from npu_sim.simulator import simulate_program
 from npu_sim.tosa.dtype import DType
 from scheduler.byte_ranges import ByteSet, covered, normalize, overlaps, view_ranges
-from scheduler.deps import AccessTracker
+from scheduler.deps import AccessTracker, ImpliedWaits
+from scheduler.schedule import schedule
+from scheduler.verify import verify_program
+from tests.scheduler.graphs import machine, random_inputs, small_cnn
 
 TCM = MemorySpace.TCM
 
@@ -120,3 +126,59 @@ def test_tracker_matches_the_rules_on_random_accesses(page_bytes):
                     model_target.append((memory, byte_set))
             assert tracker.access(cmd, reads, writes) == model.access(cmd, model_reads, model_writes)
         assert tracker.live_commands() == {r[0] for r in model.records if r[4]}
+
+
+def test_implied_waits_drop_what_other_waits_imply():
+    implied = ImpliedWaits()
+    assert implied.reduce(0, set()) == ()
+    assert implied.reduce(1, {0}) == (0,)
+    assert implied.reduce(2, set()) == ()
+    assert implied.reduce(3, {0, 1, 2}) == (1, 2)      # 1 waits for 0
+    assert implied.reduce(4, {0, 3}) == (3,)           # 3 waits for 1, which waits for 0
+    assert implied.after[4] == 0b1111
+
+
+def _closure(program: Program) -> Program:
+    """``program`` with every command of a list waiting for all its transitive dependencies."""
+    after: dict[int, set[int]] = {}
+
+    def expand(commands):
+        out = []
+        for c in commands:
+            waits = set(c.deps).union(*[after[d] for d in c.deps])
+            after[c.id] = waits
+            changes = {"deps": tuple(sorted(waits))}
+            if isinstance(c, CondCommand):
+                changes.update(then_commands=expand(c.then_commands), else_commands=expand(c.else_commands))
+            elif isinstance(c, LoopCommand):
+                changes.update(cond_commands=expand(c.cond_commands), body_commands=expand(c.body_commands))
+            out.append(dataclasses.replace(c, **changes))
+        return tuple(out)
+
+    return dataclasses.replace(program, commands=expand(program.commands))
+
+
+@pytest.mark.parametrize("graph, hw", [
+    (lambda: small_cnn(8), lambda: machine("tiny", tcm_bytes=2048)),
+    (lambda: load_graph("examples/ds_cnn_kws_int8.tosa"), lambda: machine("tiny")),
+    (lambda: load_graph("examples/while_loop_int32.tosa"), lambda: machine("edge")),
+], ids=["small_cnn", "ds_cnn", "while_loop"])
+def test_scheduled_waits_are_minimal_and_implied_ones_change_no_cycle(graph, hw):
+    g, machine_ = graph(), hw()
+    program = schedule(g, machine_)
+    verify_program(program)
+    full = _closure(program)
+    commands = list(_walk(program.commands))
+    assert sum(len(c.deps) for c in _walk(full.commands)) > sum(len(c.deps) for c in commands)
+    # no dependency is implied by another one of the same command
+    after = {c.id: set(c.deps) for c in _walk(full.commands)}
+    for c in commands:
+        for d in c.deps:
+            assert not any(d in after[e] for e in c.deps if e != d), (c.id, d)
+    inputs = [random_inputs(g, seed=k) for k in range(2)]
+    runs = [simulate_program(p, machine_, inputs) for p in (program, full)]
+    records = [[(r.id, r.invocation, r.start_cycle, r.end_cycle, r.busy_end_cycle) for r in run.trace.commands]
+               for run in runs]
+    assert records[0] == records[1]
+    for a, b in zip(runs[0].outputs, runs[1].outputs):
+        assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
