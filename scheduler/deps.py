@@ -184,28 +184,45 @@ def _overwrite(index: dict[int, dict[_Record, None]], rec: _Record, written: Byt
 
 
 class ImpliedWaits:
-    """Drops the waits a command has anyway: a command that waits for ``b`` starts after whatever
-    ``b`` waited for is done (``b`` started after it), so a wait for one of those is implied.
+    """Drops the waits a command has anyway, from its other waits and from its unit's queue.
 
-    Such a wait never decides when a command starts (the one implying it is done later), so
-    the program runs the same, cycle for cycle, with fewer dependencies to list and track.
-    ``after``: command id -> bit mask (a Python int) of the commands done before it starts,
-    as its dependencies imply.
+    A command that waits for ``b`` starts after whatever ``b`` waited for is done (``b``
+    started after it). Each compute unit and DMA engine runs its commands one at a time in
+    stream order (:mod:`npu_sim.hw.units`): a compute command starts after the previous one
+    of its unit is done; a DMA after the previous one of its engine started (the engine takes
+    the next descriptor once the last bursts are issued, before the data lands), so after
+    what that one waited for. A wait implied so never decides when a command starts (the
+    one implying it is done later), so the program runs the same, cycle for cycle, with
+    fewer dependencies to list and track.
+
+    ``after``: command id -> bit mask (a Python int) of the commands done before it starts.
     """
 
     def __init__(self) -> None:
         self.after: dict[int, int] = {}
+        self.last: dict[object, int] = {}   # queue -> its latest command
 
-    def reduce(self, cmd: int, deps: set[int]) -> tuple[int, ...]:
+    def reduce(self, cmd: int, deps: set[int], queue: object = None, pipelined: bool = False) -> tuple[int, ...]:
         """``cmd``'s dependencies (commands of this list, numbered in stream order) without the
-        implied ones, ascending; records what ``cmd`` starts after."""
+        implied ones, ascending; records what ``cmd`` starts after. ``queue``: the unit or engine
+        running it (None: the sequencer); ``pipelined``: the queue takes a command before the
+        previous one is done (DMA engines)."""
         after = self.after
         known = 0
+        previous = self.last.get(queue) if queue is not None else None
+        if previous is not None:
+            known = after[previous] if pipelined else after[previous] | 1 << previous
         kept = []
         for dep in sorted(deps, reverse=True):   # a later dependency may imply an earlier one, never the reverse
             if not (known >> dep) & 1:
                 kept.append(dep)
                 known |= after[dep] | 1 << dep
         after[cmd] = known
+        if queue is not None:
+            self.last[queue] = cmd
         kept.reverse()
         return tuple(kept)
+
+    def restart_queues(self) -> None:
+        """Forget the queues' order (after a control command: later commands wait for it instead)."""
+        self.last.clear()

@@ -18,7 +18,7 @@
    by :data:`SPREAD_REUSE_DISTANCES` commands, keeping the longest distance that
    fits: fewer cycles for more TCM.
 4. Views resolved; dependencies from exact byte accesses (:mod:`scheduler.deps`), without
-   those the others imply (:class:`scheduler.deps.ImpliedWaits`).
+   those the others or the in-order queues imply (:class:`scheduler.deps.ImpliedWaits`).
 """
 
 from __future__ import annotations
@@ -310,7 +310,8 @@ def build_commands(cmds: list[ACommand], numbering: Numbering,
                 deps = tracker.access(cid, reads, _accesses([dst], cache))
                 if barrier is not None:
                     deps.add(barrier)
-                out.append(DmaCommand(cid, cmd.engine, src, dst, implied.reduce(cid, deps), cmd.name))
+                deps = implied.reduce(cid, deps, ("dma", cmd.engine), pipelined=True)
+                out.append(DmaCommand(cid, cmd.engine, src, dst, deps, cmd.name))
             elif isinstance(cmd, ACompute):
                 steps, reads = [], []
                 for step in cmd.steps:
@@ -322,8 +323,8 @@ def build_commands(cmds: list[ACommand], numbering: Numbering,
                 deps = tracker.access(cid, _accesses(reads, cache), _accesses(list(outputs), cache))
                 if barrier is not None:
                     deps.add(barrier)
-                out.append(ComputeCommand(cid, cmd.unit, tuple(steps), outputs, implied.reduce(cid, deps), cmd.name,
-                                          cmd.macs))
+                out.append(ComputeCommand(cid, cmd.unit, tuple(steps), outputs, implied.reduce(cid, deps, cmd.unit),
+                                          cmd.name, cmd.macs))
             else:
                 deps = tracker.live_commands()
                 if barrier is not None:
@@ -337,6 +338,7 @@ def build_commands(cmds: list[ACommand], numbering: Numbering,
                     out.append(LoopCommand(cid, tuple(build(cmd.cond)), condition, tuple(build(cmd.body)),
                                            cmd.max_iterations, deps, cmd.name))
                 tracker = AccessTracker(paging)
+                implied.restart_queues()
                 barrier = cid
         return out
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from npu_sim.api import load_graph
-from npu_sim.program import CondCommand, LoopCommand, MemorySpace, Program, View, _walk
+from npu_sim.program import CondCommand, DmaCommand, LoopCommand, MemorySpace, Program, View, _walk
 from npu_sim.simulator import simulate_program
 from npu_sim.tosa.dtype import DType
 from scheduler.byte_ranges import ByteSet, covered, normalize, overlaps, view_ranges
@@ -136,26 +136,47 @@ def test_implied_waits_drop_what_other_waits_imply():
     assert implied.reduce(3, {0, 1, 2}) == (1, 2)      # 1 waits for 0
     assert implied.reduce(4, {0, 3}) == (3,)           # 3 waits for 1, which waits for 0
     assert implied.after[4] == 0b1111
+    # in-order queues: a compute command starts after the previous one of its unit is done,
+    # a DMA after the previous one of its engine started (so after what that one waited for)
+    assert implied.reduce(5, {4}, "vector") == (4,)
+    assert implied.reduce(6, {4, 5}, "vector") == ()
+    assert implied.reduce(7, {4}, ("dma", 0), pipelined=True) == (4,)
+    assert implied.reduce(8, {2, 7}, ("dma", 0), pipelined=True) == (7,)     # 7 started after 4, after 2
+    implied.restart_queues()
+    assert implied.reduce(9, {5}, "vector") == (5,)
 
 
-def _closure(program: Program) -> Program:
-    """``program`` with every command of a list waiting for all its transitive dependencies."""
+def _closure(program: Program) -> tuple[Program, dict[int, set[int]]]:
+    """``program`` with every command of a list waiting for all the commands its dependencies
+    and its unit's queue order before its start (transitively): the previous compute command of
+    its unit, what the previous DMA of its engine waited for; and command id -> the commands
+    its queue order alone puts before it."""
     after: dict[int, set[int]] = {}
+    by_queue: dict[int, set[int]] = {}
 
     def expand(commands):
-        out = []
+        out, last = [], {}
         for c in commands:
             waits = set(c.deps).union(*[after[d] for d in c.deps])
+            queue = ("dma", c.engine) if isinstance(c, DmaCommand) else getattr(c, "unit", None)
+            previous = last.get(queue)
+            by_queue[c.id] = set() if previous is None else \
+                after[previous] | (set() if isinstance(c, DmaCommand) else {previous})
+            waits |= by_queue[c.id]
+            if queue is not None:
+                last[queue] = c.id
             after[c.id] = waits
             changes = {"deps": tuple(sorted(waits))}
             if isinstance(c, CondCommand):
                 changes.update(then_commands=expand(c.then_commands), else_commands=expand(c.else_commands))
             elif isinstance(c, LoopCommand):
                 changes.update(cond_commands=expand(c.cond_commands), body_commands=expand(c.body_commands))
+            if queue is None:
+                last = {}
             out.append(dataclasses.replace(c, **changes))
         return tuple(out)
 
-    return dataclasses.replace(program, commands=expand(program.commands))
+    return dataclasses.replace(program, commands=expand(program.commands)), by_queue
 
 
 @pytest.mark.parametrize("graph, hw", [
@@ -167,14 +188,14 @@ def test_scheduled_waits_are_minimal_and_implied_ones_change_no_cycle(graph, hw)
     g, machine_ = graph(), hw()
     program = schedule(g, machine_)
     verify_program(program)
-    full = _closure(program)
+    full, by_queue = _closure(program)
     commands = list(_walk(program.commands))
     assert sum(len(c.deps) for c in _walk(full.commands)) > sum(len(c.deps) for c in commands)
-    # no dependency is implied by another one of the same command
+    # no dependency is implied by another one of the same command or by its queue
     after = {c.id: set(c.deps) for c in _walk(full.commands)}
     for c in commands:
         for d in c.deps:
-            assert not any(d in after[e] for e in c.deps if e != d), (c.id, d)
+            assert d not in by_queue[c.id] and not any(d in after[e] for e in c.deps if e != d), (c.id, d)
     inputs = [random_inputs(g, seed=k) for k in range(2)]
     runs = [simulate_program(p, machine_, inputs) for p in (program, full)]
     records = [[(r.id, r.invocation, r.start_cycle, r.end_cycle, r.busy_end_cycle) for r in run.trace.commands]
