@@ -294,3 +294,30 @@ def set_covered(a: ByteSet, by: ByteSet) -> bool:
         if j < 0 or ends[j] < e:
             return False
     return True
+
+
+def set_difference(a: ByteSet, b: ByteSet) -> ByteSet | None:
+    """Bytes of ``a`` not in ``b`` (None if none): what is left of a record a write partly covered."""
+    if a.hi <= b.lo or b.hi <= a.lo:
+        return a
+    b_starts, b_ends = b.starts, b.ends
+    starts: list[int] = []
+    ends: list[int] = []
+    j = max(bisect.bisect_right(b_ends, a.lo) - 1, 0)   # no run of b before j ends after a starts
+    for s, e in zip(a.starts, a.ends):
+        while j < len(b_ends) and b_ends[j] <= s:
+            j += 1
+        k = j
+        while k < len(b_starts) and b_starts[k] < e:
+            if b_starts[k] > s:
+                starts.append(s)
+                ends.append(b_starts[k])
+            s = max(s, b_ends[k])
+            if b_ends[k] >= e:
+                break
+            k += 1
+        if s < e:
+            starts.append(s)
+            ends.append(e)
+        j = k
+    return ByteSet(tuple(starts), tuple(ends)) if starts else None

@@ -6,8 +6,10 @@ readers and writers of those bytes (write after read / write). Accesses are
 exact byte ranges in the planned memories, so reusing a TCM address for
 another buffer orders the new writer after the old buffer's last reader.
 
-Records fully overwritten by a later ordered write are dropped: whoever
-conflicts with them conflicts with the later write and so waits for it too.
+A record loses the bytes a later write covers (the whole record is dropped when
+nothing is left): that write waits for the record's commands, and whoever later
+conflicts on those bytes conflicts with the write and so waits for it; a direct
+wait would be implied by that one (the same start and end cycles, fewer entries).
 Reads of DDR inputs and constants are not recorded: nothing writes them.
 
 Control flow is a barrier: a CondCommand/LoopCommand waits for every command
@@ -20,7 +22,7 @@ from __future__ import annotations
 from bisect import bisect_left
 
 from npu_sim.program import MemorySpace
-from scheduler.byte_ranges import ByteSet, Ranges, set_covered, set_overlaps, set_union
+from scheduler.byte_ranges import ByteSet, Ranges, set_difference, set_overlaps, set_union
 
 PAGE_BYTES = 1024
 
@@ -125,15 +127,13 @@ class AccessTracker:
             write_sets.append((memory, ws, page_set))
             windex, rindex = self.writes.get(memory), self.reads.get(memory)
             shared = self.shared_reads.get(memory, {})
-            single = len(ws.starts) == 1
-            w_lo, w_hi = ws.lo, ws.hi
+            page_size = page_bytes.get(memory, PAGE_BYTES)
             for index in (windex, rindex):
                 met = _meeting(_candidates(index, page_set), ws)
                 for rec in met:
                     deps.update(rec.cmds)
                 for rec in met:
-                    if (w_lo <= rec.lo and rec.hi <= w_hi) if single else set_covered(rec.bytes, ws):
-                        _drop(index, rec) if rec.write else _drop(index, rec, shared)
+                    _overwrite(index, rec, ws, page_size, None if rec.write else shared)
         deps.discard(cmd)
         for memory, rs, page_set in read_sets:
             shared = self.shared_reads.setdefault(memory, {})
@@ -163,11 +163,66 @@ class AccessTracker:
         return {cmd for rec in self.records if rec.alive for cmd in rec.cmds}
 
 
-def _drop(index: dict[int, dict[_Record, None]], rec: _Record,
-          shared: dict[ByteSet, _Record] | None = None) -> None:
-    """Forget a record fully overwritten by a later write (``shared``: the read records by byte set)."""
-    rec.alive = False
-    for page in rec.pages:
-        del index[page][rec]
+def _overwrite(index: dict[int, dict[_Record, None]], rec: _Record, written: ByteSet, page_bytes: int,
+               shared: dict[ByteSet, _Record] | None) -> None:
+    """Take the bytes ``written`` by a later write (that waits for it) out of ``rec``; forget the
+    record if none are left (``shared``: the read records by byte set, ``rec`` no longer one)."""
     if shared is not None and shared.get(rec.bytes) is rec:
         del shared[rec.bytes]
+    rest = set_difference(rec.bytes, written)
+    if rest is None:
+        rec.alive = False
+        for page in rec.pages:
+            del index[page][rec]
+        return
+    pages = rest.pages(page_bytes)
+    for page in rec.pages - pages:
+        del index[page][rec]
+    rec.bytes, rec.lo, rec.hi, rec.starts, rec.ends = rest, rest.lo, rest.hi, rest.starts, rest.ends
+    rec.single = len(rest.starts) == 1
+    rec.pages = pages
+
+
+class ImpliedWaits:
+    """Drops the waits a command has anyway, from its other waits and from its unit's queue.
+
+    A command that waits for ``b`` starts after whatever ``b`` waited for is done (``b``
+    started after it). Each compute unit and DMA engine runs its commands one at a time in
+    stream order (:mod:`npu_sim.hw.units`): a compute command starts after the previous one
+    of its unit is done; a DMA after the previous one of its engine started (the engine takes
+    the next descriptor once the last bursts are issued, before the data lands), so after
+    what that one waited for. A wait implied so never decides when a command starts (the
+    one implying it is done later), so the program runs the same, cycle for cycle, with
+    fewer dependencies to list and track.
+
+    ``after``: command id -> bit mask (a Python int) of the commands done before it starts.
+    """
+
+    def __init__(self) -> None:
+        self.after: dict[int, int] = {}
+        self.last: dict[object, int] = {}   # queue -> its latest command
+
+    def reduce(self, cmd: int, deps: set[int], queue: object = None, pipelined: bool = False) -> tuple[int, ...]:
+        """``cmd``'s dependencies (commands of this list, numbered in stream order) without the
+        implied ones, ascending; records what ``cmd`` starts after. ``queue``: the unit or engine
+        running it (None: the sequencer); ``pipelined``: the queue takes a command before the
+        previous one is done (DMA engines)."""
+        after = self.after
+        known = 0
+        previous = self.last.get(queue) if queue is not None else None
+        if previous is not None:
+            known = after[previous] if pipelined else after[previous] | 1 << previous
+        kept = []
+        for dep in sorted(deps, reverse=True):   # a later dependency may imply an earlier one, never the reverse
+            if not (known >> dep) & 1:
+                kept.append(dep)
+                known |= after[dep] | 1 << dep
+        after[cmd] = known
+        if queue is not None:
+            self.last[queue] = cmd
+        kept.reverse()
+        return tuple(kept)
+
+    def restart_queues(self) -> None:
+        """Forget the queues' order (after a control command: later commands wait for it instead)."""
+        self.last.clear()

@@ -17,7 +17,8 @@
    first used soon after when the TCM has room for that: live ranges are extended
    by :data:`SPREAD_REUSE_DISTANCES` commands, keeping the longest distance that
    fits: fewer cycles for more TCM.
-4. Views resolved; dependencies from exact byte accesses (:mod:`scheduler.deps`).
+4. Views resolved; dependencies from exact byte accesses (:mod:`scheduler.deps`), without
+   those the others or the in-order queues imply (:class:`scheduler.deps.ImpliedWaits`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from npu_sim.program import (
 from scheduler.allocators import BumpAllocator, Planner, avoid_false_dependencies, footprint
 from scheduler.buffers import Buffer, BufView
 from scheduler.byte_ranges import ByteSet, view_byte_set
-from scheduler.deps import AccessTracker
+from scheduler.deps import AccessTracker, ImpliedWaits
 from scheduler.implied_order import implied_order
 from scheduler.liveness import LiveRange, max_live_bytes
 from scheduler.stream import ACommand, ACompute, ACond, ADma, ALoop
@@ -298,6 +299,7 @@ def build_commands(cmds: list[ACommand], numbering: Numbering,
 
     def build(lst: list[ACommand]) -> list[Command]:
         tracker = AccessTracker(paging)
+        implied = ImpliedWaits()   # this list's commands only: nested lists depend on none of them
         barrier: int | None = None
         out: list[Command] = []
         for cmd in lst:
@@ -308,7 +310,8 @@ def build_commands(cmds: list[ACommand], numbering: Numbering,
                 deps = tracker.access(cid, reads, _accesses([dst], cache))
                 if barrier is not None:
                     deps.add(barrier)
-                out.append(DmaCommand(cid, cmd.engine, src, dst, tuple(sorted(deps)), cmd.name))
+                deps = implied.reduce(cid, deps, ("dma", cmd.engine), pipelined=True)
+                out.append(DmaCommand(cid, cmd.engine, src, dst, deps, cmd.name))
             elif isinstance(cmd, ACompute):
                 steps, reads = [], []
                 for step in cmd.steps:
@@ -320,20 +323,22 @@ def build_commands(cmds: list[ACommand], numbering: Numbering,
                 deps = tracker.access(cid, _accesses(reads, cache), _accesses(list(outputs), cache))
                 if barrier is not None:
                     deps.add(barrier)
-                out.append(ComputeCommand(cid, cmd.unit, tuple(steps), outputs, tuple(sorted(deps)), cmd.name,
-                                          cmd.macs))
+                out.append(ComputeCommand(cid, cmd.unit, tuple(steps), outputs, implied.reduce(cid, deps, cmd.unit),
+                                          cmd.name, cmd.macs))
             else:
                 deps = tracker.live_commands()
                 if barrier is not None:
                     deps.add(barrier)
                 condition = resolve(cmd.condition)
+                deps = implied.reduce(cid, deps)
                 if isinstance(cmd, ACond):
                     out.append(CondCommand(cid, condition, tuple(build(cmd.then)), tuple(build(cmd.orelse)),
-                                           tuple(sorted(deps)), cmd.name))
+                                           deps, cmd.name))
                 else:
                     out.append(LoopCommand(cid, tuple(build(cmd.cond)), condition, tuple(build(cmd.body)),
-                                           cmd.max_iterations, tuple(sorted(deps)), cmd.name))
+                                           cmd.max_iterations, deps, cmd.name))
                 tracker = AccessTracker(paging)
+                implied.restart_queues()
                 barrier = cid
         return out
 

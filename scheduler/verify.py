@@ -20,8 +20,11 @@
    dependencies (transitively; a control command's nested commands run after
    its dependencies and before whoever depends on it; a branch and a loop body
    run after the condition is read, the body of a loop after its condition
-   commands). Loop iterations are assumed to be barriers, as the sequencer runs
-   them.
+   commands) and by the in-order queues, as the simulator runs them: within a
+   command list (between control commands), a compute command starts after the
+   previous one of its unit is done, a DMA after the previous one of its engine
+   started, so after what that one waited for (its data may land later). Loop
+   iterations are assumed to be barriers, as the sequencer runs them.
 
 Accesses are exact byte sets of the views, not their spans.
 """
@@ -218,8 +221,11 @@ class _Verifier:
     def run_list(self, cmds, start: int, records: _Records) -> int:
         """Check ``cmds``; return the bitset of commands done when all of them are."""
         finished = start
+        last: dict[object, int] = {}   # queue -> its latest command in this list
         for cmd in cmds:
             before = self._before(cmd.deps, start)
+            if isinstance(cmd, (DmaCommand, ComputeCommand)):
+                before |= self._queue_order(cmd, last)
             self.reach[cmd.id] = before
             if isinstance(cmd, (DmaCommand, ComputeCommand)):
                 self.check_unit(cmd)
@@ -266,7 +272,18 @@ class _Verifier:
                     self._merge(no_iteration)
                 self.done[cmd.id] = inner
                 finished |= inner | (1 << cmd.id)
+                last.clear()   # later commands are issued once it is done
         return finished
+
+    def _queue_order(self, cmd: DmaCommand | ComputeCommand, last: dict[object, int]) -> int:
+        """What ``cmd``'s queue orders before its start: the previous compute command of its unit
+        (done) and what it waited for; for a DMA, what the previous DMA of its engine waited for."""
+        queue: object = ("dma", cmd.engine) if isinstance(cmd, DmaCommand) else cmd.unit
+        previous = last.get(queue)
+        last[queue] = cmd.id
+        if previous is None:
+            return 0
+        return self.reach[previous] if isinstance(cmd, DmaCommand) else self.done[previous] | (1 << previous)
 
     def _read_only(self, view: View, cmd: Command) -> bool:
         """Views of DDR inputs and constants (checked above never to be written)."""

@@ -13,6 +13,7 @@ from scheduler.byte_ranges import (
     overlaps,
     pages,
     set_covered,
+    set_difference,
     set_overlaps,
     set_union,
     union,
@@ -72,6 +73,16 @@ def test_set_algebra_matches_numpy():
         assert set_covered(ByteSet.of(subset), sa)
         assert sa.pages(16) == pages(a, 16)
         assert set_union(sa, sb).array().tolist() == union(a, b).tolist()
+        rest = set_difference(sa, sb)
+        expected = _bytes(a) - _bytes(b)
+        assert (rest is None) == (not expected)
+        if rest is not None:   # sorted, disjoint, non-adjacent runs of exactly those bytes
+            assert _bytes(rest.array()) == expected
+            assert rest.array().tolist() == normalize(rest.array()).tolist()
+
+
+def _bytes(ranges: np.ndarray) -> set[int]:
+    return {x for s, e in ranges.tolist() for x in range(s, e)}
 
 
 def test_small_examples():
@@ -84,6 +95,10 @@ def test_small_examples():
     assert set_covered(s((2, 5)), s((0, 3), (4, 8))) is False
     assert s((0, 10), (4096, 4100)).pages(1024) == {0, 4}
     assert ByteSet.of(np.zeros((0, 2), dtype=np.int64)) is None
+    rest = set_difference(s((0, 10), (20, 30)), s((5, 25)))
+    assert (rest.starts, rest.ends) == ((0, 25), (5, 30))
+    assert set_difference(s((2, 5)), s((0, 3), (4, 8))).starts == (3,)
+    assert set_difference(s((2, 5)), s((0, 8))) is None
 
 
 def test_lattices_of_tiles_overlap_as_numpy_says():

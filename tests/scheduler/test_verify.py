@@ -101,3 +101,23 @@ def test_branch_may_reuse_the_bytes_of_its_condition():
                for v in ((c.dst,) if isinstance(c, DmaCommand) else c.outputs) if v.memory is MemorySpace.TCM]
     assert any(v.span[0] < hi and lo < v.span[1] for v in written)
     verify_program(program)
+
+
+def test_the_unit_queue_orders_compute_commands(program):
+    """A compute command reading what the previous one of its unit wrote lists no dependency
+    on it (the unit runs them in order); on another unit, the verifier finds the race."""
+    previous: dict[str, ComputeCommand] = {}
+    for c in program.commands:
+        if not isinstance(c, ComputeCommand):
+            continue
+        p = previous.get(c.unit)
+        previous[c.unit] = c
+        reads = {(v.memory, v.offset_bytes) for s in c.steps for v in s.operands if hasattr(v, "memory")}
+        if p is not None and p.id not in c.deps and any((o.memory, o.offset_bytes) in reads for o in p.outputs):
+            break
+    else:
+        pytest.fail("no compute command relies on its unit's order")
+    verify_program(program)
+    other = next(u for u in ("vector", "mac_array", "lut") if u != c.unit)
+    with pytest.raises(PlanError, match=rf"command {c.id} .* not ordered after"):
+        verify_program(_replace(program, c.id, unit=other))
