@@ -293,14 +293,21 @@ def _pool_loader(fixed: Fixed, ctx: CompileContext):
 
 
 def _victim(plan, ctx: CompileContext) -> str | None:
-    """The resident intermediate to spill: the largest live where the placement overflowed."""
-    worst = plan.overflow[0]
-    r = plan.ranges[worst.serial]
-    candidates = [plan.buffers[s] for s, other in plan.ranges.items()
-                  if s in ctx.group_buffers and other.overlaps(r)]
-    if not candidates:
-        return None
-    return ctx.group_buffers[max(candidates, key=lambda b: (b.size_bytes, -b.serial)).serial]
+    """The resident intermediate to spill: the largest live where the placement overflowed.
+
+    A whole-program buffer (the constant pool) that overflowed says nothing about *where*:
+    every intermediate overlaps it, so it would name the largest intermediate of the whole
+    graph, attempt after attempt (60 recompilations of EfficientNet-B0 on edge). So the
+    overflowing buffers with a lifetime are asked first, the largest first.
+    """
+    timed = [b for b in plan.overflow if not b.whole_program]
+    for worst in timed + [b for b in plan.overflow if b.whole_program]:
+        r = plan.ranges[worst.serial]
+        candidates = [plan.buffers[s] for s, other in plan.ranges.items()
+                      if s in ctx.group_buffers and other.overlaps(r)]
+        if candidates:
+            return ctx.group_buffers[max(candidates, key=lambda b: (b.size_bytes, -b.serial)).serial]
+    return None
 
 
 def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileContext, cmds: list[ACommand],
