@@ -257,9 +257,9 @@ def _schedule(graph: Graph, hw, planner: Planner | None, rules, spread_tcm: bool
                              VAR_ALIGNMENT, spread=spread_tcm)
         if plan.offsets_ok:
             return _program(graph, lowered, fixed, ctx, cmds, numbering, plan, hw, planner)
-        victim = _victim(plan, ctx)
-        if victim is not None:
-            evicted.add(victim)
+        victims = _victims(plan, ctx)
+        if victims:
+            evicted |= victims
             continue
         # fragmentation among buffers that cannot spill: plan every operation with less room
         shrunk = capacity - max(tcm_alignment, capacity // 16)
@@ -292,22 +292,33 @@ def _pool_loader(fixed: Fixed, ctx: CompileContext):
     return chunks
 
 
-def _victim(plan, ctx: CompileContext) -> str | None:
-    """The resident intermediate to spill: the largest live where the placement overflowed.
+def _victims(plan, ctx: CompileContext) -> set[str]:
+    """The resident intermediates to spill: for each place the placement overflowed, the
+    largest intermediate live there.
 
+    Overflows at disjoint times are separate shortages: one victim each, in one recompilation
+    (MobileNetV3-Small fp32 overflowed in up to 15 places, and needed as many attempts).
+    Overflowing buffers that overlap an already served one are left to the next attempt.
     A whole-program buffer (the constant pool) that overflowed says nothing about *where*:
     every intermediate overlaps it, so it would name the largest intermediate of the whole
     graph, attempt after attempt (60 recompilations of EfficientNet-B0 on edge). So the
-    overflowing buffers with a lifetime are asked first, the largest first.
+    overflowing buffers with a lifetime are asked first, the largest first, and the pool
+    only when none of them has a victim.
     """
     timed = [b for b in plan.overflow if not b.whole_program]
+    served: list = []
+    chosen: set[str] = set()
     for worst in timed + [b for b in plan.overflow if b.whole_program]:
         r = plan.ranges[worst.serial]
+        if any(r.overlaps(other) for other in served) or (chosen and worst.whole_program):
+            continue
         candidates = [plan.buffers[s] for s, other in plan.ranges.items()
-                      if s in ctx.group_buffers and other.overlaps(r)]
+                      if s in ctx.group_buffers and other.overlaps(r)
+                      and ctx.group_buffers[s] not in chosen]
         if candidates:
-            return ctx.group_buffers[max(candidates, key=lambda b: (b.size_bytes, -b.serial)).serial]
-    return None
+            chosen.add(ctx.group_buffers[max(candidates, key=lambda b: (b.size_bytes, -b.serial)).serial])
+            served.append(r)
+    return chosen
 
 
 def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileContext, cmds: list[ACommand],
