@@ -81,6 +81,23 @@ def union(a: Ranges, b: Ranges) -> Ranges:
     return normalize(np.concatenate([a, b]))
 
 
+def difference(a: Ranges, b: Ranges) -> Ranges:
+    """Bytes of ``a`` not in ``b``, normalized: the elementary segments between all run
+    boundaries that lie in a run of ``a`` and in none of ``b``, neighbours merged."""
+    points = np.unique(np.concatenate([a.ravel(), b.ravel()]))
+    lo, hi = points[:-1], points[1:]
+
+    def inside(r: Ranges) -> np.ndarray:   # segment [lo, hi) lies in a run of r
+        return np.searchsorted(r[:, 0], lo, side="right") > np.searchsorted(r[:, 1], lo, side="right")
+
+    keep = inside(a) & ~inside(b)
+    lo, hi = lo[keep], hi[keep]
+    if len(lo) == 0:
+        return np.empty((0, 2), dtype=np.int64)
+    breaks = np.flatnonzero(lo[1:] != hi[:-1]) + 1
+    return np.stack([lo[np.r_[0, breaks]], hi[np.r_[breaks - 1, len(hi) - 1]]], axis=1)
+
+
 def overlaps(a: Ranges, b: Ranges) -> bool:
     """True if any byte is in both."""
     na, nb = len(a), len(b)
@@ -134,6 +151,11 @@ def pages(ranges: Ranges, page_bytes: int) -> set[int]:
 _NUMPY_RUNS = 16
 #: Pages of sets with more runs than this are computed with numpy.
 _NUMPY_PAGE_RUNS = 64
+#: above this many runs, a set's lattice is found with numpy
+_NUMPY_LATTICE_RUNS = 64
+#: above this many runs (of the first set, and of the second within its span), set_difference
+#: works on numpy arrays
+_NUMPY_DIFFERENCE_RUNS = 48
 
 
 class ByteSet:
@@ -194,7 +216,12 @@ class ByteSet:
             starts, ends = self.starts, self.ends
             run = ends[0] - starts[0]
             found = None
-            if len(starts) > 1 and all(e - s == run for s, e in zip(starts, ends)):
+            if len(starts) > _NUMPY_LATTICE_RUNS:
+                array = self.array()
+                if bool(np.all(array[:, 1] - array[:, 0] == run)):
+                    period = int(np.gcd.reduce(array[1:, 0] - starts[0]))
+                    found = (period, starts[0] % period, run)
+            elif len(starts) > 1 and all(e - s == run for s, e in zip(starts, ends)):
                 period = math.gcd(*[s - starts[0] for s in starts])
                 found = (period, starts[0] % period, run)
             self._lattice = found
@@ -300,7 +327,12 @@ def set_difference(a: ByteSet, b: ByteSet) -> ByteSet | None:
     """Bytes of ``a`` not in ``b`` (None if none): what is left of a record a write partly covered."""
     if a.hi <= b.lo or b.hi <= a.lo:
         return a
+    if set_covered(a, b):   # the usual case: the write covers what is left of the record
+        return None
     b_starts, b_ends = b.starts, b.ends
+    b_inside = bisect.bisect_left(b_starts, a.hi) - bisect.bisect_right(b_ends, a.lo)
+    if len(a.starts) + b_inside > _NUMPY_DIFFERENCE_RUNS:
+        return ByteSet.of(difference(a.array(), b.array()))
     starts: list[int] = []
     ends: list[int] = []
     j = max(bisect.bisect_right(b_ends, a.lo) - 1, 0)   # no run of b before j ends after a starts
