@@ -24,6 +24,7 @@ COND_IF and WHILE_LOOP), and MAX_LOG2_SIZE bounds the integer type of sizes and 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 from npu_sim.errors import GraphValidationError, InputError
 from npu_sim.tosa.dtype import DType
@@ -75,7 +76,7 @@ def check_level(graph: Graph, level: str | Level = DEFAULT_LEVEL) -> None:
 
 
 def _check_operator(block: Block, op: Operator, level: Level) -> None:
-    def over(what: str, value: int, limit_name: str, limit: int) -> None:
+    def over(what: str, value: int | Fraction, limit_name: str, limit: int) -> None:
         if value > limit:
             raise GraphValidationError(
                 f"block {block.name!r}, {op.name}: {what} is {value}, more than {limit_name} = {limit} "
@@ -111,10 +112,8 @@ def _check_operator(block: Block, op: Operator, level: Level) -> None:
         scale = tensors[op.inputs[1]].data
         if scale is not None and len(scale) == 4 and scale[1] > 0 and scale[3] > 0:
             for n, d, axis in ((scale[0], scale[1], "y"), (scale[2], scale[3], "x")):
-                if n > d * level.max_scale:   # scale_n / scale_d > MAX_SCALE, without rounding
-                    raise GraphValidationError(
-                        f"block {block.name!r}, {op.name}: scale_{axis} is {int(n)}/{int(d)}, more than "
-                        f"MAX_SCALE = {level.max_scale} of TOSA level {level.name} (level 'none' allows it)")
+                # scale_n / scale_d, exactly
+                over(f"scale_{axis}", Fraction(int(n), int(d)), "MAX_SCALE", level.max_scale)
     if op.op in _LISTS:
         over("the input list length", len(op.inputs) - (1 if op.op is Op.COND_IF else 0),
              "MAX_TENSOR_LIST_SIZE", level.max_tensor_list_size)

@@ -68,10 +68,10 @@ def test_convolution_arguments_beyond_the_level(kwargs, message):
 def test_pool_resize_and_list_limits():
     b = GraphBuilder()
     x = b.input("x", (1, 2, 2, 1), DType.INT8)
-    b.output(b.op(Op.RESIZE, [x, b.const_shape("scale", [257, 1, 2, 1]), b.const_shape("offset", [0, 0]),
+    b.output(b.op(Op.RESIZE, [x, b.const_shape("scale", [257, 1, 513, 2]), b.const_shape("offset", [0, 0]),
                               b.const_shape("border", [0, 0])], (1, 258, 3, 1), DType.INT8, mode=1))
     graph = b.build(validate=False)
-    with pytest.raises(GraphValidationError, match="scale_y is 257/1, more than MAX_SCALE = 256"):
+    with pytest.raises(GraphValidationError, match="scale_y is 257, more than MAX_SCALE = 256"):
         check_level(graph, "8K")
     check_level(graph, "none")
 
