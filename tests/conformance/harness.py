@@ -405,6 +405,33 @@ def run_case(case: ConformanceCase, ref_status: str | None) -> Outcome:
     return outcome
 
 
+def npu_verdict(case: ConformanceCase, preset: str) -> str:
+    """The test graph on the simulated NPU against the executor: ``"same"`` (identical bits),
+    ``"skip"`` (the executor refuses it: judged by :func:`run_case`), ``"too big: ..."`` (a
+    ScheduleError: a tile or the graph does not fit the preset's TCM or DDR), else what went
+    wrong (``"differs: ..."``, an error or a crash)."""
+    import npu_sim
+    from npu_sim.errors import ScheduleError
+
+    graph = read_graph((case.path / case.desc["tosa_file"]).read_bytes())
+    try:
+        inputs = {n: _as_storage(np.load(case.path / f), graph.input_types[n].dtype).reshape(
+            graph.input_types[n].shape) for n, f in zip(case.desc["ifm_name"], case.desc["ifm_file"])}
+        expected = execute(graph, inputs)
+    except Exception:
+        return "skip"
+    try:
+        outputs = npu_sim.simulate(graph, preset, inputs).outputs
+    except ScheduleError as exc:
+        return f"too big: {exc}"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"[:400]
+    for name, want in expected.items():
+        if np.ascontiguousarray(outputs[name]).tobytes() != np.ascontiguousarray(want).tobytes():
+            return f"differs: output {name}"
+    return "same"
+
+
 def judge(case: ConformanceCase) -> Outcome:
     """Reference result (cached when small), then ours, then the verdict."""
     outcome = run_case(case, reference_result(case))
