@@ -102,7 +102,7 @@ def _blaming_the_graph_first(graph: Graph, per_invocation: Sequence[Mapping[str,
     except Exception:
         from npu_sim.reference.session import Session
 
-        session = Session(graph)
+        session = Session(graph, validate=False)   # simulate_invocations validated it
         for inputs in per_invocation:
             session.invoke(dict(inputs))
         raise
@@ -111,19 +111,23 @@ def _blaming_the_graph_first(graph: Graph, per_invocation: Sequence[Mapping[str,
 def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
                          per_invocation: Sequence[Mapping[str, np.ndarray]], *,
                          graph_label: str = "", stack: bool = False,
-                         spread_tcm: bool = False, verify: bool = False) -> SimulationResult:
+                         spread_tcm: bool = False, verify: bool = False,
+                         validate: bool = True) -> SimulationResult:
     """Schedule ``graph`` for ``hw`` and simulate one invocation per element of ``per_invocation``.
 
     ``stack``: return outputs stacked along a leading invocation axis (else those
     of the single invocation). ``spread_tcm``, ``verify``: see :func:`compile_graph`.
+    ``validate``: check a Graph object first (one built in Python may break what the
+    loader checks); False for a graph the loader just validated. A path is loaded, so
+    validated, anyway.
     """
     from npu_sim.simulator import gc_paused, simulate_program
+    from npu_sim.tosa.validation import validate as validate_graph
     from reports.summary import build_summary
 
-    from npu_sim.tosa.validation import validate
-
     graph, path_label = _graph(graph)
-    validate(graph)   # a graph built in Python may break what the loader checks
+    if validate and not path_label:
+        validate_graph(graph)
     hw = _hw(hw)
     if not per_invocation:
         raise InputError("at least one invocation is needed")
@@ -175,7 +179,7 @@ def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
     graph, label = _graph(graph)
     if invocations == 1:
         return simulate_invocations(graph, hw, [check_inputs(graph, inputs)], graph_label=label,
-                                    spread_tcm=spread_tcm, verify=verify)
+                                    spread_tcm=spread_tcm, verify=verify, validate=not label)
     names = list(graph.input_types)
     if inputs is None:
         inputs = {}
@@ -189,4 +193,4 @@ def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
     per = [{name: (value[k] if isinstance(value, np.ndarray) else value)
             for name, value in inputs.items()} for k in range(invocations)]
     return simulate_invocations(graph, hw, per, graph_label=label, stack=True, spread_tcm=spread_tcm,
-                                verify=verify)
+                                verify=verify, validate=not label)

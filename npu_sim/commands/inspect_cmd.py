@@ -18,7 +18,6 @@ from typing import Any
 import typer
 
 from npu_sim.commands.options import tosa_level_option
-
 from npu_sim.tosa.ir import Block, Graph, Tensor
 
 

@@ -166,6 +166,8 @@ class Session:
 
     The graph is validated first (:func:`npu_sim.tosa.validation.validate`): one built in
     Python, or read without validation, gets a :class:`GraphValidationError`, not a crash.
+    ``validate=False`` skips that for a graph :func:`npu_sim.tosa.loader.load_graph` just
+    validated (as ``load_graph(..., validate=False)`` skips it there).
 
     >>> s = Session(graph)
     >>> out1 = s.invoke({"x": x1}); out2 = s.invoke({"x": x2})   # state carried over
@@ -173,10 +175,11 @@ class Session:
     """
 
     def __init__(self, graph: Graph, *, max_iterations: int = DEFAULT_MAX_ITERATIONS,
-                 max_nesting: int = DEFAULT_MAX_NESTING):
-        from npu_sim.tosa.validation import validate
+                 max_nesting: int = DEFAULT_MAX_NESTING, validate: bool = True):
+        if validate:
+            from npu_sim.tosa.validation import validate as validate_graph
 
-        validate(graph)
+            validate_graph(graph)
         self.graph = graph
         self.limits = ExecutionLimits(max_iterations=max_iterations, max_nesting=max_nesting)
         self.variables = VariableStore()

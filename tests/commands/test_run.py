@@ -383,3 +383,14 @@ def test_tosa_level_8k_refuses_a_rank_7_graph_and_none_runs_it(tmp_path, capsys)
     _check_same_outputs(tmp_path / "run", tmp_path / "exec")
     code, _, err = _cli(["exec", graph, "--tosa-level", "16K", "-o", tmp_path / "x"], capsys)
     assert (code, err) == (2, "error: unknown TOSA level '16K' (levels: 8K, none)\n")
+
+
+def test_simulate_validates_a_graph_built_in_python():
+    """A Graph object that never went through the loader is validated before scheduling: an
+    ADD with one operand is a GraphValidationError, not a crash in the scheduler."""
+    from npu_sim.errors import GraphValidationError
+
+    tensors = {"x": Tensor("x", (4,), DType.INT32), "y": Tensor("y", (4,), DType.INT32)}
+    graph = Graph([Region("main", [Block("main", [Operator(Op.ADD, ["x"], ["y"])], tensors, ["x"], ["y"])])])
+    with pytest.raises(GraphValidationError, match=r"ADD\(y\): takes 2 input\(s\), has 1"):
+        npu_sim.simulate(graph, "edge", {"x": np.zeros(4, np.int32)})
