@@ -70,7 +70,7 @@ def compile_graph(graph: Graph, hw: HwConfig, *, spread_tcm: bool = False,
     ``verify``: also run the plan verifier (:func:`scheduler.verify.verify_program`); a plan it
     rejects is npu-sim's bug (:class:`SchedulerBugError`). It costs about as much as scheduling.
     """
-    from npu_sim.simulator import gc_paused
+    from npu_sim.gc_pause import gc_paused
     from scheduler.schedule import schedule
 
     with gc_paused():
@@ -121,7 +121,8 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     loader checks); False for a graph the loader just validated. A path is loaded, so
     validated, anyway.
     """
-    from npu_sim.simulator import gc_paused, simulate_program
+    from npu_sim.gc_pause import gc_paused
+    from npu_sim.simulator import simulate_program
     from npu_sim.tosa.validation import validate as validate_graph
     from reports.summary import build_summary
 

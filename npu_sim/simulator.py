@@ -36,8 +36,6 @@ commands. Everything is deterministic: same Program, config and inputs, same tra
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
 from functools import cached_property
 from dataclasses import dataclass
 from typing import Iterator, Sequence, Union
@@ -47,6 +45,7 @@ import simpy
 
 import npu_sim.reference  # noqa: F401  (registers the kernels the compute units run)
 from npu_sim.errors import InputError, ProgramError, SimulationDeadlock, SimulationError
+from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.compute import ComputeOp, compile_compute
 from npu_sim.hw.config import COMPUTE_UNITS, HwConfig, load_hw_config
 from npu_sim.hw.cost import command_mac_pe_cycles, command_macs, command_tcm_bytes, compute_command_cycles
@@ -88,20 +87,6 @@ def simulate_program(program: Program, hw: Union[HwConfig, str],
         hw = load_hw_config(hw)
     with gc_paused():
         return Simulator(program, hw).run(invocations_inputs)
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector: compiling and simulating a big Program create
-    millions of long-lived objects, and generational collections scanning them (and every
-    object the process already holds) cost more than the work itself. Nested pauses are fine."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _where(cmd: Command) -> str:

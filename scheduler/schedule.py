@@ -21,11 +21,10 @@ compiled again. ``Program.notes`` carries the statistics reports need (see
 from __future__ import annotations
 
 import bisect
-import gc
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from npu_sim.errors import ScheduleError
+from npu_sim.gc_pause import gc_paused
 from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace, Program
 from npu_sim.reference.executor import DEFAULT_MAX_ITERATIONS
 from npu_sim.tosa.dtype import DType
@@ -203,24 +202,8 @@ def schedule(graph: Graph, hw, *, planner: Planner | None = None, rules=DEFAULT_
     ``spread_tcm``: use free TCM to avoid reusing freed bytes soon (fewer false
     dependencies, so fewer cycles, but ``peak_tcm_bytes`` above the compact plan).
     """
-    with _cycle_collector_paused():
+    with gc_paused():   # millions of short-lived tiles, views and access records
         return _schedule(graph, hw, planner, rules, spread_tcm)
-
-
-@contextmanager
-def _cycle_collector_paused():
-    """Python's cycle collector paused while scheduling: the passes create millions of small
-    objects (tiles, views, byte sets, access records) that live until the Program is built,
-    and each full collection walks all of them, a sixth of the time on large models, to find
-    next to nothing. Reference counting frees memory as usual; any cycle left is collected
-    after (the previous setting is restored, also on errors)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _schedule(graph: Graph, hw, planner: Planner | None, rules, spread_tcm: bool) -> Program:
