@@ -36,12 +36,14 @@ class _Record:
     def __init__(self, cmd: int, byte_set: ByteSet, write: bool, pages: set[int]):
         self.cmds = [cmd]
         self.write = write
-        self.bytes = byte_set
         self.alive = True
-        self.lo = byte_set.lo
-        self.hi = byte_set.hi
-        self.starts = byte_set.starts
-        self.ends = byte_set.ends
+        self.hold(byte_set, pages)
+
+    def hold(self, byte_set: ByteSet, pages: set[int]) -> None:
+        """Record ``byte_set`` (on ``pages``), with copies of its fields the scans read often."""
+        self.bytes = byte_set
+        self.lo, self.hi = byte_set.lo, byte_set.hi
+        self.starts, self.ends = byte_set.starts, byte_set.ends
         self.single = len(byte_set.starts) == 1  # one contiguous run: its bounding box is exact
         self.pages = pages
 
@@ -178,9 +180,7 @@ def _overwrite(index: dict[int, dict[_Record, None]], rec: _Record, written: Byt
     pages = rest.pages(page_bytes)
     for page in rec.pages - pages:
         del index[page][rec]
-    rec.bytes, rec.lo, rec.hi, rec.starts, rec.ends = rest, rest.lo, rest.hi, rest.starts, rest.ends
-    rec.single = len(rest.starts) == 1
-    rec.pages = pages
+    rec.hold(rest, pages)
 
 
 class ImpliedWaits:
