@@ -330,12 +330,12 @@ def set_difference(a: ByteSet, b: ByteSet) -> ByteSet | None:
     if set_covered(a, b):   # the usual case: the write covers what is left of the record
         return None
     b_starts, b_ends = b.starts, b.ends
-    b_inside = bisect.bisect_left(b_starts, a.hi) - bisect.bisect_right(b_ends, a.lo)
-    if len(a.starts) + b_inside > _NUMPY_DIFFERENCE_RUNS:
+    first = bisect.bisect_right(b_ends, a.lo)   # b's first run ending after a starts
+    if len(a.starts) + bisect.bisect_left(b_starts, a.hi) - first > _NUMPY_DIFFERENCE_RUNS:
         return ByteSet.of(difference(a.array(), b.array()))
     starts: list[int] = []
     ends: list[int] = []
-    j = max(bisect.bisect_right(b_ends, a.lo) - 1, 0)   # no run of b before j ends after a starts
+    j = max(first - 1, 0)
     for s, e in zip(a.starts, a.ends):
         while j < len(b_ends) and b_ends[j] <= s:
             j += 1
