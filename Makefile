@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 DEMO_GRAPH ?= examples/ds_cnn_kws_int8.tosa
 
-.PHONY: demo test bench conformance clean
+.PHONY: demo test bench conformance golden clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ test: $(VENV)/.installed-test
 
 conformance: $(VENV)/.installed-test
 	$(PY) -m pytest -q -m conformance tests/conformance
+
+# Regenerates tests/golden/cycles.json (the pinned cycle figures) and prints what moved.
+golden: $(VENV)/.installed-test
+	$(PY) -m tests.golden.figures
 
 bench: $(VENV)/.installed-test
 	$(PY) benchmarks/run_all.py
