@@ -60,8 +60,8 @@ import npu_sim  # noqa: E402
 from benchmarks.common import goal_mark, table, write_result  # noqa: E402
 from benchmarks.graphs import BenchGraph, benchmark_graphs, random_inputs  # noqa: E402
 from npu_sim.errors import ProgramError  # noqa: E402
+from npu_sim.hw.compute_units.mac_array import k_step_cycles, mac_array_cycles  # noqa: E402
 from npu_sim.hw.config import HwConfig, load_hw_config  # noqa: E402
-from npu_sim.hw.cost import mac_array_cycles, mac_k_step_cycles  # noqa: E402
 from npu_sim.program import MemorySpace  # noqa: E402
 from npu_sim.tosa.ir import Block, Graph  # noqa: E402
 from npu_sim.tosa.ops import Op  # noqa: E402
@@ -128,7 +128,7 @@ def array_bound_cycles(operations: list[dict[str, Any]], hw: HwConfig) -> int | 
     """The systolic array's own cycles for each operator untiled (hardware model's fill/drain)."""
     try:
         return sum(mac_array_cycles(e["m"], e["n"], e["k"], hw.mac_array.rows, hw.mac_array.cols,
-                                    mac_k_step_cycles(hw, e["dtype"]), hw.mac_array.accumulator_buffers)
+                                    k_step_cycles(hw, e["dtype"]), hw.mac_array.accumulator_buffers)
                    for e in operations)
     except ProgramError:   # the array has no rate for this dtype
         return None

@@ -7,8 +7,8 @@ variable SRAM, constants are loaded into DDR once).
 Memory plan (in the spirit of Relax ``alloc_storage`` / ``alloc_tensor(offset)``):
 every :class:`Allocation` is a named byte range of one memory space with a
 lifetime in command ids. Operands are :class:`View`\\ s: a typed, possibly strided
-window of a memory. Each element occupies :func:`element_size_bytes` bytes,
-little-endian; INT4 occupies one byte per element (sign-extended) in memory.
+window of a memory, laid out as :mod:`npu_sim.memory_layout` says (little-endian,
+INT4 one sign-extended byte per element).
 
 Commands:
 
@@ -32,6 +32,7 @@ from enum import Enum
 from typing import Iterator, Union
 
 from npu_sim.errors import ProgramError
+from npu_sim.memory_layout import element_size_bytes
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, Op
@@ -43,23 +44,6 @@ class MemorySpace(str, Enum):
     DDR = "ddr"
     TCM = "tcm"
     VARIABLE_SRAM = "var_sram"
-
-
-def element_size_bytes(dtype: DType) -> int:
-    """Bytes one element occupies in the simulated memories."""
-    size = _ELEMENT_BYTES.get(dtype)
-    if size is None:
-        if dtype in (DType.BOOL, DType.INT4):
-            size = 1
-        elif dtype is DType.INT48:
-            size = 6
-        else:
-            size = dtype.numpy_dtype.itemsize
-        _ELEMENT_BYTES[dtype] = size
-    return size
-
-
-_ELEMENT_BYTES: dict[DType, int] = {}
 
 
 class _cached_property:

@@ -5,7 +5,7 @@ The machine (:class:`Simulator`):
 * memories (:mod:`npu_sim.hw.memory`) holding real bytes: DDR, TCM, variable SRAM,
   sized as the Program's plan (which must fit the config's capacities);
 * DMA engines ``dma0..dmaN-1`` and compute units ``mac_array``, ``vector``, ``lut``,
-  each an in-order queue (:mod:`npu_sim.hw.units`);
+  each an in-order queue (:mod:`npu_sim.hw.queues`);
 * bandwidth channels for the DDR, the variable SRAM and the TCM (:mod:`npu_sim.hw.ddr`);
 * a sequencer that issues the command stream to the queues in stream order.
 
@@ -47,14 +47,15 @@ import npu_sim.reference  # noqa: F401  (registers the kernels the compute units
 from npu_sim.errors import InputError, ProgramError, SimulationDeadlock, SimulationError
 from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.compute import ComputeOp, compile_compute
-from npu_sim.hw.config import COMPUTE_UNITS, HwConfig, load_hw_config
+from npu_sim.hw.compute_units import unit_names
+from npu_sim.hw.config import HwConfig, load_hw_config
 from npu_sim.hw.cost import command_mac_pe_cycles, command_macs, command_tcm_bytes, compute_command_cycles
 from npu_sim.hw.ddr import BandwidthChannel
 from npu_sim.hw.dma import DmaModel, DmaOp, channel_bandwidth_bytes_per_cycle, make_descriptor
 from npu_sim.hw.memory import Memory, ViewAccess, named
 from npu_sim.hw.trace import (AllocationIndex, Counters, InvocationRecord, StaticInfo, Trace,
                               TraceRecorder)
-from npu_sim.hw.units import QueuedCommand, Unit
+from npu_sim.hw.queues import QueuedCommand, Unit
 from npu_sim.program import (Allocation, Command, ComputeCommand, CondCommand, DmaCommand,
                              LoopCommand, MemorySpace, Program)
 
@@ -169,7 +170,7 @@ class Simulator:
         self.env = simpy.Environment()
         self.memories = self._make_memories(program, hw)
         self.dma_units = [Unit(f"dma{i}") for i in range(hw.dma.engine_count)]
-        self.compute_units = {name: Unit(name) for name in COMPUTE_UNITS}
+        self.compute_units = {name: Unit(name) for name in unit_names()}
         self.channels = {space: BandwidthChannel(self.env, space.value,
                                                  channel_bandwidth_bytes_per_cycle(hw, space))
                          for space in MemorySpace}
@@ -219,7 +220,7 @@ class Simulator:
         if isinstance(cmd, ComputeCommand):
             if cmd.unit not in self.compute_units:
                 raise ProgramError(f"{where}: unknown compute unit {cmd.unit!r} "
-                                   f"(units: {', '.join(COMPUTE_UNITS)})")
+                                   f"(units: {', '.join(unit_names())})")
             # (no cache of equal commands: schedulers emit each tile once; hashing them cost more)
             steps, outputs = compile_compute(cmd, self.memories[MemorySpace.TCM], where)
             cycles, macs = compute_command_cycles(self.hw, cmd), command_macs(cmd)
@@ -294,7 +295,7 @@ class Simulator:
         self.env.run()
         if driver.is_alive:
             raise SimulationDeadlock(self._deadlock_message())
-        units = [u.name for u in self.dma_units] + list(COMPUTE_UNITS)
+        units = [u.name for u in self.dma_units] + list(unit_names())
         trace = Trace(self.recorder.raw, self.recorder.invocations, _StaticFacts(self.program.allocations, self.hw),
                       self.program.allocations, units)
         per_invocation = [inv.cycles for inv in self.recorder.invocations]

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any, Mapping
 
-from npu_sim.hw.config import COMPUTE_UNITS, HwConfig
+from npu_sim.hw.compute_units import unit_names
+from npu_sim.hw.config import HwConfig
 from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace, Program
 from reports.occupancy import footprint_bytes, planned_live_bytes_bound
 from reports.table import human_bytes
@@ -28,7 +29,7 @@ def plan_stats(program: Program, hw: HwConfig) -> dict[str, Any]:
     notes: Mapping[str, Any] = program.notes or {}
     # every DMA engine and compute unit, as the run summary counts them (0 when unused)
     units: Counter[str] = Counter({name: 0 for name in (*(f"dma{e}" for e in range(hw.dma.engine_count)),
-                                                        *COMPUTE_UNITS)})
+                                                        *unit_names())})
     for cmd in program.walk():
         if isinstance(cmd, DmaCommand):
             units[f"dma{cmd.engine}"] += 1

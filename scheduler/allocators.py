@@ -23,11 +23,8 @@ import bisect
 import random
 from typing import Callable, Protocol
 
+from npu_sim.memory_layout import align_up
 from scheduler.liveness import LiveRange, max_live_bytes
-
-
-def align_up(value: int, alignment: int) -> int:
-    return -(-value // alignment) * alignment if alignment > 1 else value
 
 
 class Planner(Protocol):

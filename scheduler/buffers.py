@@ -12,7 +12,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from npu_sim.program import MemorySpace, View, _cached_property, element_size_bytes
+from npu_sim.memory_layout import contiguous_strides, element_size_bytes
+from npu_sim.program import MemorySpace, View, _cached_property
 from npu_sim.reference.kernel_api import Region
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
@@ -37,14 +38,6 @@ class Buffer:
     def __repr__(self) -> str:
         where = "?" if self.offset_bytes is None else self.offset_bytes
         return f"Buffer({self.name!r}, {self.memory.value}@{where}, {self.size_bytes}B, {self.kind})"
-
-
-def contiguous_strides(shape: tuple[int, ...], element_bytes: int) -> tuple[int, ...]:
-    strides, step = [], element_bytes
-    for dim in reversed(shape):
-        strides.append(step)
-        step *= max(1, dim)
-    return tuple(reversed(strides))
 
 
 class BufView(NamedTuple):

@@ -26,7 +26,8 @@ from typing import Callable
 import numpy as np
 
 from npu_sim.errors import ScheduleError
-from npu_sim.program import MemorySpace, element_size_bytes
+from npu_sim.memory_layout import align_up, element_size_bytes
+from npu_sim.program import MemorySpace
 from scheduler.buffers import Buffer, Placement
 from scheduler.cascade import follow_producers
 from scheduler.cost_model import dma_issue_cycles
@@ -35,7 +36,7 @@ from scheduler.lowering import LoweredBlock
 from scheduler.npu_ops import NpuOp, OpKind, Value, ValueKind
 from scheduler.residency import Group, decide
 from scheduler.stream import ACommand, ACompute, ACond, ADma, ALoop, OpRecord
-from scheduler.tiling import Tiler, align_up
+from scheduler.tiling import Tiler
 
 DDR, TCM = MemorySpace.DDR, MemorySpace.TCM
 

@@ -9,66 +9,45 @@ timing is the measurement).
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 
 from npu_sim.hw import cost
+from npu_sim.hw.compute_units import mac_array, unit
+from npu_sim.hw.config import HwConfig
 from npu_sim.program import KernelStep
-from npu_sim.tosa.dtype import DType
+from npu_sim.reference.kernel_api import Region
+from scheduler.npu_ops import Step
 
 
-def step_macs(step, out_region=None) -> int:
-    """Multiply-accumulates of a step (of ``out_region`` of it) as the hardware model counts them.
+def _kernel_step(step: Step, out_region: Region | None) -> KernelStep:
+    """``step`` as the hardware model's cost functions take it: types and region, no views."""
+    return KernelStep(step.op, step.attribute, (), tuple(step.input_types), tuple(step.output_types),
+                      out_region=out_region)
 
-    ``step`` is a :class:`scheduler.npu_ops.Step`; delegates to
-    :func:`npu_sim.hw.cost.step_macs` so the scheduler's reports and the simulator agree.
-    """
-    if step.op not in cost.MAC_OPS:
+
+def step_macs(step: Step, out_region: Region | None = None) -> int:
+    """Multiply-accumulates of a step (of ``out_region`` of it) as the hardware model counts them."""
+    if step.op not in mac_array.MAC_OPS:
         return 0
     try:
-        return cost.step_macs(KernelStep(step.op, step.attribute, (), tuple(step.input_types),
-                                         tuple(step.output_types), out_region=out_region))
+        return mac_array.step_macs(_kernel_step(step, out_region))
     except (ValueError, IndexError, TypeError):
         return 0  # malformed shapes: the kernel reports the ERROR_IF when it runs
 
 
-def compute_cycles(hw, unit: str, step, out_region) -> float:
-    """Cycles of one kernel step computing ``out_region`` on ``unit`` (the simulator's own formula).
-
-    ``step`` is a :class:`scheduler.npu_ops.Step`; reductions are charged their input
-    window (the reduced axis times the output region).
-    """
-    kstep = KernelStep(step.op, step.attribute, (), step.input_types, step.output_types, out_region=out_region)
-    if unit == cost.VECTOR and step.op in cost.REDUCE_OPS:
-        axis = getattr(step.attribute, "axis", 0)
-        shape = step.input_types[0].shape
-        work = math.prod(b - a for a, b in out_region) * (shape[axis] if 0 <= axis < len(shape) else 1)
-        return cost.vector_cycles(work, cost.vector_elements_per_cycle(hw, cost.step_dtype(kstep)))
-    return cost.step_cycles(hw, unit, kstep)
-
-
-def command_cycles(hw, unit: str, steps, out_regions) -> float:
+def command_cycles(hw: HwConfig, unit_name: str, steps: Sequence[Step], out_regions: Sequence[Region]) -> int:
     """Cycles of a compute command's ``steps`` computing ``out_regions`` (setup excluded), as the
-    simulator charges them: summed on the vector and LUT units, the epilogue pipelined behind
-    the MAC array (:func:`npu_sim.hw.cost.mac_array_body_cycles`)."""
-    if unit == cost.MAC_ARRAY:
-        return cost.mac_array_body_cycles(hw, tuple(
-            KernelStep(s.op, s.attribute, (), tuple(s.input_types), tuple(s.output_types), out_region=r)
-            for s, r in zip(steps, out_regions)))
-    return sum(compute_cycles(hw, unit, s, r) for s, r in zip(steps, out_regions))
+    simulator charges them: the unit's body cost (:mod:`npu_sim.hw.compute_units`)."""
+    return unit(unit_name).body_cycles(hw, [_kernel_step(s, r) for s, r in zip(steps, out_regions)])
 
 
-def tcm_cycles(hw, size_bytes: int) -> int:
+def tcm_cycles(hw: HwConfig, size_bytes: int) -> int:
     """Cycles ``size_bytes`` take through all TCM ports (a compute command's lower bound)."""
     return cost.tcm_cycles(size_bytes, hw)
 
 
-def unit_setup_cycles(hw, unit: str) -> int:
-    return hw.unit_setup_cycles(unit)
-
-
-def mac_array_supports(hw, dtype: DType) -> bool:
-    """True if the MAC array has a rate for ``dtype`` operands (else the op runs on the vector unit)."""
-    return dtype.name.lower() in hw.mac_array.macs_per_cycle
+def unit_setup_cycles(hw: HwConfig, unit_name: str) -> int:
+    return unit(unit_name).setup_cycles(hw)
 
 
 def dma_issue_cycles(hw, size_bytes: float) -> float:

@@ -188,7 +188,7 @@ class ImpliedWaits:
 
     A command that waits for ``b`` starts after whatever ``b`` waited for is done (``b``
     started after it). Each compute unit and DMA engine runs its commands one at a time in
-    stream order (:mod:`npu_sim.hw.units`): a compute command starts after the previous one
+    stream order (:mod:`npu_sim.hw.queues`): a compute command starts after the previous one
     of its unit is done; a DMA after the previous one of its engine started (the engine takes
     the next descriptor once the last bursts are issued, before the data lands), so after
     what that one waited for. A wait implied so never decides when a command starts (the

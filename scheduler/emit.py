@@ -19,20 +19,20 @@ from __future__ import annotations
 
 from typing import Callable
 
+from npu_sim.hw.compute_units import VECTOR
+from npu_sim.hw.dma import DMA_PATHS
+from npu_sim.memory_layout import align_up
 from npu_sim.program import KernelStep, MemorySpace
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op, make_attribute
-from scheduler import support
 from scheduler.buffers import Buffer, BufView, Placement, tile_view
 from scheduler.cost_model import dma_issue_cycles, step_macs
 from scheduler.npu_ops import NpuOp
 from scheduler.stream import ACommand, ACompute, ADma, dma_pieces
-from scheduler.tiling import TilePlan, align_up
+from scheduler.tiling import TilePlan
 from scheduler.windows import region_shape, region_size, whole_tile
 
 DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
-#: The copies DMA engines can do (the hardware model's paths).
-DMA_PATHS = frozenset({(DDR, TCM), (TCM, DDR), (DDR, VAR), (VAR, DDR), (TCM, VAR), (VAR, TCM)})
 
 
 class Emitter:
@@ -162,7 +162,7 @@ class Emitter:
         if source is not None and path == (TCM, TCM):
             t = dst.type
             step = KernelStep(Op.IDENTITY, make_attribute(Op.IDENTITY), (source,), (t,), (t,), name=name)
-            return [ACompute(support.VECTOR, [step], [dst.whole()], name, op_index)]
+            return [ACompute(VECTOR.name, [step], [dst.whole()], name, op_index)]
         return self.staged_copy(src, dst, name, op_index, staging_budget_bytes)
 
     def staged_copy(self, src: Placement, dst: Placement, name: str, op_index: int,

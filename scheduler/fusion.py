@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
+from npu_sim.hw.compute_units import MAC_ARRAY
 from npu_sim.reference.kernel_api import INPUT_WINDOWS
 from npu_sim.tosa.ir import Block
 from npu_sim.tosa.ops import Op
@@ -87,8 +88,7 @@ class EpilogueRule:
     add, ADD, RESCALE back, CLAMP), whose int32 intermediates then never leave the unit."""
 
     name: str = "epilogue"
-    anchors: frozenset[Op] = frozenset({Op.CONV2D, Op.CONV3D, Op.DEPTHWISE_CONV2D,
-                                        Op.TRANSPOSE_CONV2D, Op.MATMUL})
+    anchors: frozenset[Op] = MAC_ARRAY.ops - {Op.FFT2D, Op.RFFT2D}   # (a DFT has two results)
     epilogues: frozenset[Op] = frozenset({Op.RESCALE, Op.CLAMP, Op.ADD})
     max_length: int = 6
 

@@ -29,17 +29,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from npu_sim.errors import GraphValidationError
+from npu_sim.memory_layout import contiguous_strides
+from npu_sim.reference.data_layout import LAYOUT_DTYPES
+from npu_sim.reference.executor import DEFAULT_MAX_NESTING
 from npu_sim.tosa.ir import Block, Graph, Operator, Tensor
 from npu_sim.tosa.ops import Op
-from npu_sim.reference.data_layout import LAYOUT_DTYPES
 from scheduler import support
-from scheduler.buffers import contiguous_strides
 from scheduler.cost_model import step_macs
 from scheduler.fusion import DEFAULT_RULES, FusionRule, fuse
 from scheduler.npu_ops import NpuOp, OpKind, Step, Value, ValueKind
-
-#: Control flow nested deeper than this is refused (the executor's MAX_NESTING).
-MAX_NESTING = 256
 
 
 @dataclass
@@ -107,8 +105,8 @@ class _Lowerer:
 
     # -- blocks
     def lower_block(self, block: Block, main: bool, depth: int) -> LoweredBlock:
-        if depth > MAX_NESTING:
-            raise GraphValidationError(f"block {block.name!r}: control flow nested deeper than {MAX_NESTING}")
+        if depth > DEFAULT_MAX_NESTING:
+            raise GraphValidationError(f"block {block.name!r}: control flow nested deeper than {DEFAULT_MAX_NESTING}")
         self.declare_values(block, main)
         ops: list[NpuOp] = []
         for group in fuse(block, self.rules):
@@ -167,7 +165,7 @@ class _Lowerer:
             if index + 1 < len(operators):
                 produced[operator.outputs[0]] = index
         last = operators[-1]
-        unit = support.unit_of(first) if op != Op.CUSTOM else support.VECTOR
+        unit = support.unit_of(first)
         name = first.name if len(operators) == 1 else "+".join(o.name for o in operators)
         npu_op = NpuOp(name, OpKind.COMPUTE, unit=unit, steps=tuple(steps),
                        outputs=tuple(key(n) for n in last.outputs), graph_ops=names,

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from npu_sim.errors import ScheduleError
+from npu_sim.memory_layout import align_up
 from npu_sim.program import (
     Allocation,
     Command,
@@ -226,7 +227,7 @@ def _share_ddr_when_short(buffers: dict[int, Buffer], first_last: dict[int, tupl
     if not timed:
         return
     base = max((b.offset_bytes + b.size_bytes for b in ddr if b.serial not in first_last), default=0)
-    base = -(-base // alignment) * alignment
+    base = align_up(base, alignment)
     offsets = planner.place([LiveRange(b.serial, b.size_bytes, *first_last[b.serial]) for b in timed], alignment)
     for b in timed:
         b.offset_bytes = base + offsets[b.serial]

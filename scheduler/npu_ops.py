@@ -17,7 +17,7 @@ from enum import Enum
 
 import numpy as np
 
-from npu_sim.program import element_size_bytes
+from npu_sim.memory_layout import element_size_bytes
 from npu_sim.tosa.ir import Operator, TensorType
 from npu_sim.tosa.ops import Attribute, Op
 

@@ -25,21 +25,20 @@ from dataclasses import dataclass
 
 from npu_sim.errors import ScheduleError
 from npu_sim.gc_pause import gc_paused
+from npu_sim.hw.compute_units import MAC_ARRAY, VECTOR, mac_array
+from npu_sim.memory_layout import align_up, memory_bytes
 from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace, Program
 from npu_sim.reference.executor import DEFAULT_MAX_ITERATIONS
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import Graph, TensorType
-from scheduler import support
-from scheduler.allocators import BestOfGreedy, Planner, align_up
+from scheduler.allocators import BestOfGreedy, Planner
 from scheduler.buffers import Buffer, Placement
 from scheduler.compiler import CompileContext, NeedRoom, compile_block
-from scheduler.cost_model import mac_array_supports
 from scheduler.emit import Emitter
 from scheduler.folding import fold_constants
 from scheduler.fusion import DEFAULT_RULES
 from scheduler.lowering import LoweredBlock, LoweredGraph, lower
 from scheduler.materialize import allocations, build_commands, check_capacity, number, plan_memories, walk
-from scheduler.memory_layout import memory_bytes
 from scheduler.npu_ops import NpuOp, OpKind, ValueKind
 from scheduler.ordering import reorder_block
 from scheduler.staging import stage
@@ -108,9 +107,9 @@ def assign_units(lowered: LoweredGraph, hw) -> None:
     """MAC operators whose dtype the MAC array has no rate for run on the vector unit."""
     for block in _blocks(lowered.main):
         for op in block.ops:
-            if op.kind is OpKind.COMPUTE and op.unit == support.MAC and \
-                    not mac_array_supports(hw, op.steps[0].input_types[0].dtype):
-                op.unit = support.VECTOR
+            if op.kind is OpKind.COMPUTE and op.unit == MAC_ARRAY.name and \
+                    not mac_array.supports(hw, op.steps[0].input_types[0].dtype):
+                op.unit = VECTOR.name
 
 
 def order_blocks(lowered: LoweredGraph, hw) -> None:

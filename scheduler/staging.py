@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import dataclasses
 
+from npu_sim.hw.compute_units import MAC_ARRAY
+from npu_sim.hw.compute_units.vector import POOL_OPS
 from npu_sim.tosa.ops import Op
 from scheduler.lowering import LoweredGraph
 from scheduler.npu_ops import NpuOp, OpKind, Value, ValueKind
 
 #: Readers whose tiles read overlapping windows of an operand (or the same window again).
-REREADING_OPS = frozenset({Op.CONV2D, Op.CONV3D, Op.DEPTHWISE_CONV2D, Op.TRANSPOSE_CONV2D, Op.MATMUL,
-                           Op.AVG_POOL2D, Op.MAX_POOL2D, Op.RESIZE, Op.FFT2D, Op.RFFT2D})
+#: (Every MAC operator reduces over a window of its inputs that the next output shares.)
+REREADING_OPS = MAC_ARRAY.ops | POOL_OPS | {Op.RESIZE}
 
 
 def _aliases(ops: list[NpuOp]) -> dict[str, list[str]]:

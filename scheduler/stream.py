@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
+from npu_sim.hw.dma import MAX_DESCRIPTOR_DIMS
+from npu_sim.memory_layout import element_size_bytes
 from npu_sim.program import KernelStep
 from scheduler.buffers import BufView
 
@@ -78,7 +80,7 @@ class Stream:
     ops: list[OpRecord] = field(default_factory=list)
 
 
-def dma_pieces(src: BufView, dst: BufView, max_dims: int = 3) -> list[tuple[BufView, BufView]]:
+def dma_pieces(src: BufView, dst: BufView, max_dims: int = MAX_DESCRIPTOR_DIMS) -> list[tuple[BufView, BufView]]:
     """Split a copy into DMA descriptors of at most ``max_dims`` dimensions.
 
     Size-1 dimensions are dropped and dimensions contiguous in both views merged
@@ -103,7 +105,6 @@ def dma_pieces(src: BufView, dst: BufView, max_dims: int = 3) -> list[tuple[BufV
     def make(view: BufView, offset: int, shp: list[int], strides: list[int]) -> BufView:
         return BufView(view.buffer, offset, tuple(shp), view.dtype, tuple(strides))
 
-    from npu_sim.program import element_size_bytes
     if s_str[-1] != element_size_bytes(src.dtype) or d_str[-1] != element_size_bytes(dst.dtype):
         max_dims -= 1  # element runs: the descriptor needs one more level for them
     pieces = []

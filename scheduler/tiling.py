@@ -24,7 +24,8 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from npu_sim.errors import ScheduleError
-from npu_sim.program import _cached_property, element_size_bytes
+from npu_sim.memory_layout import align_up, element_size_bytes
+from npu_sim.program import _cached_property
 from npu_sim.reference.kernel_api import Region, full_region
 from scheduler import cost_model
 from scheduler.npu_ops import NpuOp
@@ -36,10 +37,6 @@ Slot = tuple[int, int]  # (step index, operand index): one streamed operand of a
 MAX_CANDIDATES = 48
 #: Split counts tried per dimension (tile size = ceil(dim / count)).
 SPLIT_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096)
-
-
-def align_up(value: int, alignment: int) -> int:
-    return -(-value // alignment) * alignment if alignment > 1 else value
 
 
 @dataclass(frozen=True)

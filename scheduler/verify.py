@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from npu_sim.errors import ProgramError
+from npu_sim.hw.dma import DMA_PATHS
 from npu_sim.program import (
     Allocation,
     Command,
@@ -50,7 +51,6 @@ from npu_sim.program import (
 from scheduler.byte_ranges import Ranges, covered, overlaps, pages, view_ranges
 
 DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
-DMA_PATHS = frozenset({(DDR, TCM), (TCM, DDR), (DDR, VAR), (VAR, DDR), (TCM, VAR), (VAR, TCM)})
 PAGE_BYTES = 1024
 UNWRITTEN, MIXED = -1, -2   # byte owners: never written; written through different allocations
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from npu_sim.errors import MemoryAccessError, ProgramError, SimulationError, TosaRuntimeError
 from npu_sim.hw.memory import Memory, ViewAccess
-from npu_sim.hw.units import Machine, QueuedCommand, Unit
+from npu_sim.hw.queues import Machine, QueuedCommand, Unit
 from npu_sim.program import ComputeCommand, KernelStep, MemorySpace, View
 from npu_sim.reference.custom import custom_implementation
 from npu_sim.reference.kernel_api import KernelArgs, run_kernel

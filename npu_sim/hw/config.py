@@ -24,12 +24,6 @@ from npu_sim.tosa.dtype import DType
 
 PRESET_DIR = Path(__file__).with_name("presets")
 
-#: Compute unit names, as used in ``ComputeCommand.unit`` and in traces.
-MAC_ARRAY = "mac_array"
-VECTOR = "vector"
-LUT = "lut"
-COMPUTE_UNITS = (MAC_ARRAY, VECTOR, LUT)
-
 #: dtype names accepted as keys of per-dtype rate tables (lower-case ``DType`` names)
 RATE_DTYPES = frozenset(d.name.lower() for d in DType if d.is_tosa_1_0)
 
@@ -167,7 +161,8 @@ class LutConfig(_Strict):
 
 
 class HwConfig(_Strict):
-    """One NPU: clock, memories, DMA and compute units."""
+    """One NPU: clock, memories, DMA and compute units (a section per unit of
+    :mod:`npu_sim.hw.compute_units`, named as the unit)."""
 
     name: str = ""
     description: str = ""
@@ -179,9 +174,6 @@ class HwConfig(_Strict):
     mac_array: MacArrayConfig
     vector: VectorConfig
     lut: LutConfig
-
-    def unit_setup_cycles(self, unit: str) -> int:
-        return {MAC_ARRAY: self.mac_array, VECTOR: self.vector, LUT: self.lut}[unit].setup_cycles
 
 
 # --- loading ------------------------------------------------------------------------------

@@ -53,11 +53,16 @@ from npu_sim.errors import MemoryAccessError, ProgramError
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.ddr import BandwidthChannel
 from npu_sim.hw.memory import ViewAccess
-from npu_sim.hw.units import Machine, QueuedCommand, Unit
+from npu_sim.hw.queues import Machine, QueuedCommand, Unit
 from npu_sim.program import DmaCommand, MemorySpace, View
 
 #: levels a DMA descriptor can describe (1D/2D/3D)
 MAX_DESCRIPTOR_DIMS = 3
+#: The copies the DMA engines make (DDR to DDR and TCM to TCM copies go through the TCM
+#: or the vector unit).
+DMA_PATHS = frozenset({(MemorySpace.DDR, MemorySpace.TCM), (MemorySpace.TCM, MemorySpace.DDR),
+                       (MemorySpace.DDR, MemorySpace.VARIABLE_SRAM), (MemorySpace.VARIABLE_SRAM, MemorySpace.DDR),
+                       (MemorySpace.TCM, MemorySpace.VARIABLE_SRAM), (MemorySpace.VARIABLE_SRAM, MemorySpace.TCM)})
 
 
 @dataclass(frozen=True)

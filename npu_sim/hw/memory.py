@@ -10,7 +10,7 @@ Accesses go through a :class:`ViewAccess`: a :class:`~npu_sim.program.View` boun
 to a memory once (equal views share one), holding numpy views of the bytes and of
 the mask, so that each later read or write is a single numpy operation (this is
 the simulator's hot path). Elements are little-endian,
-:func:`~npu_sim.program.element_size_bytes` bytes each (INT4 one sign-extended
+:func:`~npu_sim.memory_layout.element_size_bytes` bytes each (INT4 one sign-extended
 byte, INT48 six bytes, BOOL one byte 0/1).
 """
 
@@ -24,7 +24,6 @@ import numpy as np
 from npu_sim.errors import MemoryAccessError
 from npu_sim.program import MemorySpace, View
 from npu_sim.tosa.dtype import DType
-
 
 _UNBOUND = object()
 

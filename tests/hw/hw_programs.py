@@ -7,8 +7,7 @@ from typing import Any
 import numpy as np
 
 from npu_sim.hw.config import HwConfig, hw_config_from_dict
-from npu_sim.program import (Allocation, ComputeCommand, DmaCommand, KernelStep, MemorySpace, Program,
-                             View)
+from npu_sim.program import Allocation, ComputeCommand, DmaCommand, KernelStep, MemorySpace, Program, View
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op, make_attribute
@@ -50,6 +49,17 @@ def i32(memory: MemorySpace, offset: int, *shape: int) -> View:
 def add_step(a: View | int, b: View | int, shape: tuple[int, ...]) -> KernelStep:
     t = TensorType(shape, DType.INT32)
     return KernelStep(Op.ADD, make_attribute(Op.ADD), (a, b), (t, t), (t,))
+
+
+def conv_step(out_region=None, dtype=DType.INT8, kernel=3) -> KernelStep:
+    """CONV2D [1,4,4,8] * [16,k,k,8] 'same' padding -> [1,4,4,16] int32 (k = 3 or 1)."""
+    types = (TensorType((1, 4, 4, 8), dtype), TensorType((16, kernel, kernel, 8), dtype),
+             TensorType((16,), DType.INT32), TensorType((1,), dtype), TensorType((1,), dtype))
+    pad = (kernel // 2,) * 4
+    attr = make_attribute(Op.CONV2D, pad=pad, stride=(1, 1), dilation=(1, 1), acc_type=DType.INT32)
+    views = tuple(View(TCM, 0, t.shape, t.dtype) for t in types)
+    return KernelStep(Op.CONV2D, attr, views, types, (TensorType((1, 4, 4, 16), DType.INT32),),
+                      out_region=out_region)
 
 
 def copy_program(size_bytes: int, *, src_offset: int = 0, engine: int = 0) -> Program:

@@ -11,8 +11,14 @@ import yaml
 
 from npu_sim.cli import main
 from npu_sim.errors import ConfigError
-from npu_sim.hw.config import (PRESET_DIR, deep_merge, hw_config_from_dict, load_hw_config, preset_names,
-                               resolved_config_dict)
+from npu_sim.hw.config import (
+    PRESET_DIR,
+    deep_merge,
+    hw_config_from_dict,
+    load_hw_config,
+    preset_names,
+    resolved_config_dict,
+)
 from tests.hw.hw_programs import config_dict
 
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from npu_sim.errors import (InputError, MemoryAccessError, ProgramError, SimulationDeadlock,
-                            SimulationError)
+from npu_sim.errors import InputError, MemoryAccessError, ProgramError, SimulationDeadlock, SimulationError
 from npu_sim.hw.cost import compute_command_cycles
-from npu_sim.program import (Allocation, ComputeCommand, CondCommand, DmaCommand, KernelStep, LoopCommand,
-                             Program, View)
+from npu_sim.program import Allocation, ComputeCommand, CondCommand, DmaCommand, KernelStep, LoopCommand, Program, View
 from npu_sim.reference.kernel_api import KernelArgs, input_window
 from npu_sim.simulator import simulate_program
 from npu_sim.tosa.dtype import DType

@@ -5,13 +5,21 @@ import random
 import numpy as np
 import pytest
 
-from npu_sim.program import element_size_bytes
+from npu_sim.memory_layout import align_up, element_size_bytes
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
 from scheduler.lowering import lower
 from scheduler.npu_ops import ValueKind
-from scheduler.tiling import (TilePlan, Tiler, TilingProblem, _evaluate, _loop_order, align_up, burst_bytes,
-                              exact_working_set, too_big_error)
+from scheduler.tiling import (
+    TilePlan,
+    Tiler,
+    TilingProblem,
+    _evaluate,
+    _loop_order,
+    burst_bytes,
+    exact_working_set,
+    too_big_error,
+)
 from scheduler.windows import chain_tile, region_size
 from tests.scheduler.graphs import conv_block, machine
 

@@ -1,0 +1,28 @@
+"""The LUT/activation unit: table lookups and transcendental functions, ``elements_per_cycle`` results a cycle."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from npu_sim.hw.compute_units.unit import ComputeUnit, ceil_div, out_elements, summed_step_cycles
+from npu_sim.program import KernelStep
+from npu_sim.tosa.ops import Op
+
+if TYPE_CHECKING:
+    from npu_sim.hw.config import HwConfig
+
+#: Operators the LUT unit evaluates by table lookup.
+LUT_OPS = frozenset({Op.TABLE, Op.SIGMOID, Op.TANH, Op.ERF, Op.EXP, Op.LOG, Op.RECIPROCAL,
+                     Op.RSQRT, Op.SIN, Op.COS, Op.POW})
+
+
+def lut_cycles(element_count: int, elements_per_cycle: int) -> int:
+    return ceil_div(max(element_count, 0), elements_per_cycle)
+
+
+def step_cycles(hw: HwConfig, step: KernelStep) -> int:
+    return lut_cycles(out_elements(step), hw.lut.elements_per_cycle)
+
+
+UNIT = ComputeUnit("lut", LUT_OPS, step_cycles, summed_step_cycles(step_cycles),
+                   label="the lut unit", required_step="a table-lookup step")

@@ -1,0 +1,176 @@
+"""The MAC array: an output-stationary systolic array of ``rows x cols`` processing elements.
+
+A multiply-accumulate step (:data:`MAC_OPS`) of an ``M x N`` output with reduction depth
+``K`` works through ``ceil(M/rows) * ceil(N/cols)`` output blocks of ``K*k_step`` cycles
+each plus the skew of the operands across the PEs in use, ``k_step = rows*cols //
+macs_per_cycle[dtype]`` (1 for int8; a dtype the config does not list cannot run on the
+array); with double-buffered accumulators consecutive blocks overlap (see
+:func:`mac_array_cycles`); see :func:`mac_dims` for M, N, K of each operator (FFT2D/RFFT2D
+run as DFT matrix products). Other steps of the command are the fused epilogue (RESCALE,
+CLAMP, ADD): the array drains ``cols`` results a cycle, so the epilogue streams
+``ceil(out_elements / cols)`` cycles plus one per extra fused operator (its stages form one
+output pipeline), pipelined with the array (see :func:`body_cycles`): it costs only its
+drain beyond the MAC time, unless it is the slower stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from npu_sim.errors import ProgramError
+from npu_sim.hw.compute_units.unit import ComputeUnit, ceil_div, out_elements, out_shape
+from npu_sim.program import KernelStep
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ops import Op
+
+if TYPE_CHECKING:
+    from npu_sim.hw.config import HwConfig
+
+#: Operators the MAC array runs (multiply-accumulate reductions).
+MAC_OPS = frozenset({Op.CONV2D, Op.CONV3D, Op.DEPTHWISE_CONV2D, Op.TRANSPOSE_CONV2D, Op.MATMUL,
+                     Op.FFT2D, Op.RFFT2D})
+
+
+def mac_array_cycles(m: int, n: int, k: int, rows: int, cols: int, k_step_cycles: int = 1,
+                     accumulator_buffers: int = 1) -> int:
+    """Cycles of an ``m x n`` output with reduction depth ``k`` on an output-stationary array.
+
+    The output is cut into ``blocks = ceil(m/rows) * ceil(n/cols)`` blocks. A block
+    takes ``k*k_step + skew`` cycles: its reduction, plus the skew of the operands
+    across the PEs in use until the farthest one has its last pair,
+    ``skew = min(m, rows) + min(n, cols) - 2`` (``rows + cols - 2`` on a full array; a
+    matrix-vector product, ``m = 1``, only crosses the columns).
+
+    * One accumulator per PE: blocks run one after the other, each paying the skew:
+      ``blocks * (k*k_step + skew)``.
+    * Two (double-buffered): a finished block moves to the shadow registers and shifts
+      out, ``cols`` results a cycle (``min(m, rows)`` cycles), while the next block
+      accumulates. The next block's operands follow the previous ones without a gap,
+      so a block costs ``max(k*k_step, min(m, rows))`` and only the last block pays
+      the skew: ``(blocks - 1) * max(k*k_step, min(m, rows)) + k*k_step + skew``.
+    """
+    if m <= 0 or n <= 0 or k <= 0:
+        return 0
+    blocks = ceil_div(m, rows) * ceil_div(n, cols)
+    used_rows = min(m, rows)
+    reduce_cycles = k * k_step_cycles
+    block_cycles = reduce_cycles + used_rows + min(n, cols) - 2
+    if accumulator_buffers < 2:
+        return blocks * block_cycles
+    return (blocks - 1) * max(reduce_cycles, used_rows) + block_cycles
+
+
+def supports(hw: HwConfig, dtype: DType) -> bool:
+    """True if the array has a rate for ``dtype`` operands (else the operator runs on the vector unit)."""
+    return dtype.name.lower() in hw.mac_array.macs_per_cycle
+
+
+def k_step_cycles(hw: HwConfig, dtype: DType) -> int:
+    """Cycles per K step of the MAC array for ``dtype`` operands (1 for int8)."""
+    rate = hw.mac_array.macs_per_cycle.get(dtype.name.lower())
+    if rate is None:
+        raise ProgramError(f"the mac_array of {hw.name or 'this config'} has no {dtype.name} rate "
+                           f"(configured: {', '.join(sorted(hw.mac_array.macs_per_cycle))})")
+    return hw.mac_array.rows * hw.mac_array.cols // rate
+
+
+def mac_dims(step: KernelStep) -> tuple[int, int, int]:
+    """``(M, N, K)`` of a MAC operator: output rows x output channels x reduction depth."""
+    out = out_shape(step)
+    op = step.op
+    if op is Op.CONV2D:  # weights [OC, KH, KW, IC]
+        _, kh, kw, ic = step.input_types[1].shape
+        return out[0] * out[1] * out[2], out[3], kh * kw * ic
+    if op is Op.CONV3D:  # weights [OC, KD, KH, KW, IC]
+        _, kd, kh, kw, ic = step.input_types[1].shape
+        return out[0] * out[1] * out[2] * out[3], out[4], kd * kh * kw * ic
+    if op is Op.DEPTHWISE_CONV2D:  # weights [KH, KW, C, M]: one PE column per output channel
+        kh, kw, _, _ = step.input_types[1].shape
+        return out[0] * out[1] * out[2], out[3], kh * kw
+    if op is Op.TRANSPOSE_CONV2D:  # each output sees ceil(KH/sy)*ceil(KW/sx) taps of each IC
+        _, kh, kw, ic = step.input_types[1].shape
+        sy, sx = (tuple(step.attribute.stride) + (1, 1))[:2]
+        return out[0] * out[1] * out[2], out[3], ceil_div(kh, max(sy, 1)) * ceil_div(kw, max(sx, 1)) * ic
+    if op is Op.MATMUL:  # A [N, H, C] x B [N, C, W]
+        return out[0] * out[1], out[2], step.input_types[0].shape[2]
+    if op in (Op.FFT2D, Op.RFFT2D):  # a DFT as a matrix product: every output sums H*W inputs
+        _, h, w = step.input_types[0].shape[:3]
+        real_macs_per_term = 4 if op is Op.FFT2D else 2  # complex x complex, or real x complex
+        return out[0] * out[1], out[2], real_macs_per_term * h * w
+    raise ProgramError(f"{step.name or op.name}: {op.name} is not a multiply-accumulate operator")
+
+
+def step_macs(step: KernelStep) -> int:
+    """Multiply-accumulates a step performs (0 for non-MAC operators), on whatever unit."""
+    if step.op not in MAC_OPS:
+        return 0
+    m, n, k = mac_dims(step)
+    return m * n * k
+
+
+def step_cycles(hw: HwConfig, step: KernelStep) -> int:
+    """A MAC step on the array; an epilogue step alone drains ``cols`` results a cycle."""
+    if step.op in MAC_OPS:
+        m, n, k = mac_dims(step)
+        return mac_array_cycles(m, n, k, hw.mac_array.rows, hw.mac_array.cols,
+                                k_step_cycles(hw, step.input_types[0].dtype),
+                                hw.mac_array.accumulator_buffers)
+    return ceil_div(out_elements(step), hw.mac_array.cols)
+
+
+def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
+    """Cycles of a MAC-array command's steps, the epilogue pipelined behind the array.
+
+    The fused epilogue operators are stages of one output pipeline: every result goes
+    through all of them in turn, ``cols`` results a cycle (each stage keeps that rate),
+    so the epilogue streams an output of ``out`` elements in ``ceil(out / cols)`` cycles
+    plus one cycle per stage after the first (its depth), not once per operator. (Vela's
+    Ethos-U model likewise takes the slowest of its output and activation stages per
+    element, not their sum.)
+
+    The array works through ``ceil(M/rows) * ceil(N/cols)`` output blocks of
+    ``rows x cols`` results; each block drains into the epilogue as soon as it is done,
+    so the two run as a two-stage pipeline over those blocks:
+
+        body = max(mac + epilogue_block, mac_block + epilogue)
+
+    ``mac`` is the MAC step cycles, ``epilogue`` the epilogue's cycles over the whole
+    output and ``epilogue_block`` over one output block (``min(rows*cols, out)``
+    results): the drain of the last block after the array is done. ``mac_block`` is the
+    array cycles of one block, ``K*k_step`` plus the skew: the fill before the first
+    results reach the epilogue. For equal blocks this is exactly a two-stage pipeline;
+    in the usual MAC-bound case it is ``mac + epilogue_block``. Without epilogue,
+    ``body = mac``.
+    """
+    rows, cols = hw.mac_array.rows, hw.mac_array.cols
+    mac = mac_block = 0
+    stages = out = 0
+    for step in steps:
+        if step.op in MAC_OPS:
+            mac += step_cycles(hw, step)
+            m, n, k = mac_dims(step)
+            mac_block = max(mac_block, mac_array_cycles(min(m, rows), min(n, cols), k, rows, cols,
+                                                        k_step_cycles(hw, step.input_types[0].dtype)))
+        else:
+            stages += 1
+            out = max(out, out_elements(step))
+    if not stages:
+        return mac
+    depth = stages - 1
+    epilogue = ceil_div(out, cols) + depth
+    epilogue_block = ceil_div(min(rows * cols, out), cols) + depth
+    return max(mac + epilogue_block, mac_block + epilogue)
+
+
+def pe_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
+    """PE-cycles the array's peak needs for the steps' MACs: each MAC takes ``k_step``
+    PE-cycles of its dtype (1 for int8, ``rows*cols // macs_per_cycle[dtype]`` else).
+    ``mac_utilization`` divides this by ``cycles * rows * cols``, so an fp32 graph is
+    measured against the fp32 peak, not the int8 one."""
+    return sum(step_macs(step) * k_step_cycles(hw, step.input_types[0].dtype)
+               for step in steps if step.op in MAC_OPS)
+
+
+UNIT = ComputeUnit("mac_array", MAC_OPS, step_cycles, body_cycles,
+                   label="the mac_array", required_step="a multiply-accumulate step")

@@ -1,0 +1,83 @@
+"""The vector unit: SIMD lanes for elementwise, reduction, pooling and data-layout work.
+
+``ceil(work / elements_per_cycle[dtype])`` cycles per step, the steps of a command one
+after the other; ``work`` is the output elements, the input elements for reductions,
+``out * kernel window`` for pooling and M*N*K for a MAC operator (see
+:func:`work_elements`). It runs every computing operator: those no other unit claims,
+and the MAC operators of a dtype the MAC array has no rate for.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import TYPE_CHECKING
+
+from npu_sim.hw.compute_units.mac_array import MAC_OPS, step_macs
+from npu_sim.hw.compute_units.unit import (
+    COMPUTE_OPS,
+    ComputeUnit,
+    ceil_div,
+    out_elements,
+    step_dtype,
+    summed_step_cycles,
+)
+from npu_sim.program import KernelStep, View
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ops import Op
+
+if TYPE_CHECKING:
+    from npu_sim.hw.config import HwConfig
+
+POOL_OPS = frozenset({Op.AVG_POOL2D, Op.MAX_POOL2D})
+REDUCE_OPS = frozenset({Op.REDUCE_ALL, Op.REDUCE_ANY, Op.REDUCE_MAX, Op.REDUCE_MIN,
+                        Op.REDUCE_PRODUCT, Op.REDUCE_SUM, Op.ARGMAX})
+
+
+def vector_cycles(element_count: int, elements_per_cycle: int) -> int:
+    return ceil_div(max(element_count, 0), elements_per_cycle)
+
+
+def elements_per_cycle(hw: HwConfig, dtype: DType) -> int:
+    """Vector lanes for ``dtype``; unlisted dtypes fall back on the int8 lanes scaled by width."""
+    table = hw.vector.elements_per_cycle
+    key = dtype.name.lower()
+    if key in table:
+        return table[key]
+    width_bytes = max(1, dtype.bits // 8) if dtype is not DType.BOOL else 1
+    return max(1, table["int8"] // width_bytes)
+
+
+def reduced_elements(step: KernelStep) -> int:
+    """The input a reduction reads: its operand view (the simulator's command; an earlier
+    step's result counts whole), else, for a step planned without views, the output region
+    times the reduced axis, else the whole input."""
+    if step.operands:
+        operand = step.operands[0]
+        if isinstance(operand, View):
+            return operand.element_count
+        return prod(step.input_types[0].shape)
+    shape = step.input_types[0].shape
+    if step.out_region is None:
+        return prod(shape)
+    axis = getattr(step.attribute, "axis", 0)
+    return out_elements(step) * (shape[axis] if 0 <= axis < len(shape) else 1)
+
+
+def work_elements(step: KernelStep) -> int:
+    """Elements the vector unit processes for ``step`` (see the module doc)."""
+    if step.op in MAC_OPS:
+        return step_macs(step)
+    if step.op in REDUCE_OPS:
+        return reduced_elements(step)
+    if step.op in POOL_OPS:
+        kh, kw = (tuple(step.attribute.kernel) + (1, 1))[:2]
+        return out_elements(step) * kh * kw
+    return out_elements(step)
+
+
+def step_cycles(hw: HwConfig, step: KernelStep) -> int:
+    return vector_cycles(work_elements(step), elements_per_cycle(hw, step_dtype(step)))
+
+
+UNIT = ComputeUnit("vector", COMPUTE_OPS, step_cycles, summed_step_cycles(step_cycles), fallback=True,
+                   label="the vector unit")

@@ -1,0 +1,65 @@
+"""The systolic MAC array's cost: blocks, skew, double-buffered accumulators, dtype rates."""
+
+from __future__ import annotations
+
+import pytest
+
+from npu_sim.errors import ProgramError
+from npu_sim.hw.compute_units import mac_array
+from npu_sim.hw.compute_units.mac_array import mac_array_cycles, mac_dims
+from npu_sim.program import KernelStep
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import TensorType
+from npu_sim.tosa.ops import Op, make_attribute
+from tests.hw.hw_programs import conv_step, make_hw
+
+
+@pytest.mark.parametrize("m, n, k, rows, cols, step, expected", [
+    (16, 16, 72, 4, 8, 1, 4 * 2 * (72 + 4 + 8 - 2)),
+    (1, 1, 1, 16, 16, 1, 1 + 0),       # one PE in use: no skew
+    (1, 64, 16, 16, 16, 1, 4 * (16 + 1 + 16 - 2)),   # matrix-vector: the skew crosses the columns only
+    (17, 16, 10, 16, 16, 1, 2 * 1 * (10 + 30)),
+    (16, 16, 10, 16, 16, 2, 1 * 1 * (20 + 30)),
+    (0, 16, 10, 16, 16, 1, 0),
+])
+def test_mac_array_cycles_one_accumulator_per_pe(m, n, k, rows, cols, step, expected):
+    assert mac_array_cycles(m, n, k, rows, cols, step, accumulator_buffers=1) == expected
+    assert mac_array_cycles(m, n, k, rows, cols, step) == expected  # the function's default
+
+
+@pytest.mark.parametrize("m, n, k, rows, cols, step, expected", [
+    # 8 blocks: 7 back to back at K = 72 cycles, then the last one with its skew of 4 + 8 - 2
+    (16, 16, 72, 4, 8, 1, 7 * 72 + (72 + 4 + 8 - 2)),
+    (1, 1, 1, 16, 16, 1, 1 + 0),  # one block, one PE in use: nothing to overlap, no skew
+    # matrix-vector: one row in use drains in 1 cycle, so 4 blocks of K = 16 back to back
+    (1, 64, 16, 16, 16, 1, 3 * 16 + (16 + 1 + 16 - 2)),
+    (3, 16, 1, 16, 16, 1, 1 + 3 + 16 - 2),
+    # K = 10 < 16 rows: a block cannot leave the shadow registers faster than 16 cycles
+    (17, 16, 10, 16, 16, 1, 1 * 16 + (10 + 30)),
+    (48, 16, 10, 16, 16, 2, 2 * 20 + (20 + 30)),  # int16-like: 2 cycles per K step
+    (0, 16, 10, 16, 16, 1, 0),
+])
+def test_mac_array_cycles_double_buffered_accumulators(m, n, k, rows, cols, step, expected):
+    assert mac_array_cycles(m, n, k, rows, cols, step, accumulator_buffers=2) == expected
+
+
+def test_conv2d_dims_whole_and_tile():
+    assert mac_dims(conv_step()) == (16, 16, 72)
+    assert mac_dims(conv_step(out_region=((0, 1), (0, 2), (0, 4), (0, 8)))) == (8, 8, 72)
+
+
+def test_int16_runs_at_its_stated_rate():
+    hw = make_hw()  # int16: 16 MACs/cycle on 32 PEs -> 2 cycles per K step
+    assert mac_array.step_cycles(hw, conv_step(dtype=DType.INT16)) == 7 * 2 * 72 + (2 * 72 + 10)
+
+
+def test_dtype_without_a_rate_cannot_use_the_mac_array():
+    with pytest.raises(ProgramError, match="mac_array of test has no FP32 rate"):
+        mac_array.step_cycles(make_hw(), conv_step(dtype=DType.FP32))
+
+
+def test_epilogue_steps_drain_cols_per_cycle():
+    hw = make_hw()
+    rescale_in = TensorType((1, 4, 4, 16), DType.INT32)
+    epilogue = KernelStep(Op.CLAMP, make_attribute(Op.CLAMP), (0,), (rescale_in,), (rescale_in,))
+    assert mac_array.step_cycles(hw, epilogue) == 256 // 8
