@@ -18,7 +18,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-import time
 
 import numpy as np
 

@@ -59,7 +59,7 @@ from npu_sim.inputs import load_inputs, output_file_names  # noqa: E402
 from npu_sim.reference.executor import check_inputs  # noqa: E402
 from npu_sim.simulation import compile_graph  # noqa: E402
 from npu_sim.simulator import simulate_program  # noqa: E402
-from npu_sim.tosa.ir import Graph, TensorType  # noqa: E402
+from npu_sim.tosa.ir import Graph  # noqa: E402
 from reports.memory_timeline import plot_memory_timeline  # noqa: E402
 from reports.perfetto import write_trace  # noqa: E402
 from reports.summary import build_summary  # noqa: E402

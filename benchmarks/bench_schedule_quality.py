@@ -16,12 +16,12 @@ good). Three ratios, each with its goal:
      dtype and ``macs_per_cycle`` the config's ``mac_array.macs_per_cycle`` (the
      peak rate; int8 = rows*cols);
    * ``ddr = compulsory_ddr_bytes / ddr.bandwidth_bytes_per_cycle``, with
-     ``compulsory_ddr_bytes`` from ``Program.notes``: the graph inputs and the
+     ``compulsory_ddr_bytes`` from ``Program.stats``: the graph inputs and the
      constants some DMA reads, read once, plus the outputs written once (constants
      the scheduler folded into others or never moves are not counted).
 
    Two more columns say where a miss comes from. ``/array`` replaces ``compute`` by
-   what the configured systolic array needs at best: ``npu_sim.hw.cost.mac_array_cycles``
+   what the configured systolic array needs at best: ``npu_sim.hw.compute_units.mac_array.mac_array_cycles``
    of each operator untiled, ``ceil(M/rows)*ceil(N/cols)`` blocks of ``K*k_step`` cycles
    (at least ``rows`` each with double-buffered accumulators) plus the array's skew
    (the fill/drain of the hardware model, which no schedule can avoid). ``/+lat`` adds one DDR read latency,
@@ -29,10 +29,10 @@ good). Three ratios, each with its goal:
    arrive sooner, the last output byte cannot land sooner (every graph here computes
    its outputs from its inputs). Only ``cycles / roofline`` is the goal.
 2. ``peak_tcm_bytes / tcm_lower_bound_bytes`` (goal <= 1.05), both from
-   ``Program.notes``: the TCM plan's footprint over the most bytes live at once in it
-   (both recomputed from the Program's allocations as a check). When the notes have
+   ``Program.stats``: the TCM plan's footprint over the most bytes live at once in it
+   (both recomputed from the Program's allocations as a check). The ratio of
    ``tcm_compact_bytes`` (the planner's compact placement, before the scheduler spreads
-   buffers over spare TCM for parallelism) its ratio is shown too, with the same goal.
+   buffers over spare TCM for parallelism) is shown too, with the same goal.
 3. ``(ddr_read_bytes + ddr_write_bytes) / compulsory_ddr_bytes`` (goal <= 1.1) when the
    working set fits: the largest ``live activations + that operator's constants`` over
    the main block's operators in graph order (whole tensors; graph inputs live from
@@ -185,7 +185,7 @@ def plan_tcm_check(program) -> tuple[int, int]:
     """``(footprint, most bytes live at one command)`` of the TCM, recomputed from the allocations.
 
     A cross-check of the scheduler's ``peak_tcm_bytes`` / ``tcm_lower_bound_bytes``
-    notes; an allocation without first/last use lives over the whole program.
+    plan stats; an allocation without first/last use lives over the whole program.
     """
     tcm = [a for a in program.allocations if a.memory is MemorySpace.TCM]
     footprint = max((a.offset_bytes + a.size_bytes for a in tcm), default=0)
@@ -209,7 +209,7 @@ def measure(bench: BenchGraph, graph: Graph, hw: HwConfig, inputs: dict[str, np.
     start = time.perf_counter()
     result = npu_sim.simulate(graph, hw, inputs)
     wall = time.perf_counter() - start
-    notes, summary = result.program.notes, result.summary
+    stats, summary = result.program.stats, result.summary
     outputs_match = all(np.array_equal(result.outputs[name], expected[name], equal_nan=True)
                         if result.outputs[name].dtype.kind == "f"
                         else np.array_equal(result.outputs[name], expected[name]) for name in expected)
@@ -217,7 +217,7 @@ def measure(bench: BenchGraph, graph: Graph, hw: HwConfig, inputs: dict[str, np.
     graph_macs = sum(e["macs"] for e in operations)
     compute = compute_bound_cycles(operations, hw)
     array = array_bound_cycles(operations, hw)
-    compulsory = int(notes["compulsory_ddr_bytes"])
+    compulsory = stats.compulsory_ddr_bytes
     ddr_cycles = compulsory / hw.ddr.bandwidth_bytes_per_cycle
     roofline = max(compute or 0.0, ddr_cycles)
     cycles = int(summary["total_cycles"])
@@ -225,12 +225,12 @@ def measure(bench: BenchGraph, graph: Graph, hw: HwConfig, inputs: dict[str, np.
     ddr_bytes = int(summary["ddr_read_bytes"]) + int(summary["ddr_write_bytes"])
     working_set = working_set_bytes(graph)
     fits = working_set <= hw.tcm.size_bytes
-    peak, bound = int(notes["peak_tcm_bytes"]), int(notes["tcm_lower_bound_bytes"])
+    peak, bound = stats.peak_tcm_bytes, stats.tcm_lower_bound_bytes
     check_footprint, check_bound = plan_tcm_check(result.program)
-    compact = int(notes["tcm_compact_bytes"]) if "tcm_compact_bytes" in notes else None
+    compact = stats.tcm_compact_bytes
     return {
         "graph": bench.name, "hw": hw.name, "outputs_match": outputs_match,
-        "total_cycles": cycles, "graph_macs": graph_macs, "scheduled_macs": int(notes["macs"]),
+        "total_cycles": cycles, "graph_macs": graph_macs, "scheduled_macs": stats.macs,
         "simulated_macs": int(summary["macs"]),
         "compute_bound_cycles": compute, "array_bound_cycles": array,
         "ddr_bound_cycles": ddr_cycles, "roofline_cycles": roofline,
@@ -247,14 +247,14 @@ def measure(bench: BenchGraph, graph: Graph, hw: HwConfig, inputs: dict[str, np.
         "ddr_bytes": ddr_bytes, "ddr_read_bytes": int(summary["ddr_read_bytes"]),
         "ddr_write_bytes": int(summary["ddr_write_bytes"]),
         "compulsory_ddr_bytes": compulsory,
-        "compulsory_ddr_read_bytes": int(notes["compulsory_ddr_read_bytes"]),
-        "compulsory_ddr_write_bytes": int(notes["compulsory_ddr_write_bytes"]),
+        "compulsory_ddr_read_bytes": stats.compulsory_ddr_read_bytes,
+        "compulsory_ddr_write_bytes": stats.compulsory_ddr_write_bytes,
         "ddr_over_compulsory": ddr_bytes / compulsory if compulsory else None,
         "working_set_bytes": working_set, "fits": fits,
-        "spilled_values": list(notes.get("spilled_values", [])),
+        "spilled_values": list(stats.spilled_values),
         "utilization": summary.get("utilization", {}),
         "busy_cycles": summary.get("busy_cycles", {}),
-        "command_count": notes.get("command_count"),
+        "command_count": stats.command_count,
         "wall_seconds": wall,
     }
 
@@ -304,7 +304,7 @@ def print_tables(rows: list[dict[str, Any]]) -> None:
                 (r["peak_tcm_bytes"], r["tcm_lower_bound_bytes"]):
             print(f"warning: {r['graph']} on {r['hw']}: TCM footprint/bound from the allocations "
                   f"{r['check_tcm_footprint_bytes']:,}/{r['check_tcm_live_bound_bytes']:,} differ from "
-                  f"the notes {r['peak_tcm_bytes']:,}/{r['tcm_lower_bound_bytes']:,}")
+                  f"the plan stats {r['peak_tcm_bytes']:,}/{r['tcm_lower_bound_bytes']:,}")
     for r in rows:
         if "error" in r:
             print(f"error: {r['graph']} on {r['hw']}: {r['error']}")

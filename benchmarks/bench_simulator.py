@@ -41,8 +41,7 @@ import simpy
 
 from npu_sim.hw.config import HwConfig, deep_merge, hw_config_from_dict, resolved_config_dict
 from npu_sim.hw.cost import compute_command_cycles
-from npu_sim.program import (Allocation, ComputeCommand, DmaCommand, KernelStep, MemorySpace,
-                             Program, View)
+from npu_sim.program import Allocation, ComputeCommand, DmaCommand, KernelStep, MemorySpace, Program, View
 from npu_sim.reference.kernel_api import KernelArgs, run_kernel
 from npu_sim.simulator import simulate_program
 from npu_sim.tosa.dtype import DType

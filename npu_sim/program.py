@@ -27,9 +27,10 @@ one engine or unit execute in stream order.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterator, Union
+from typing import Union
 
 from npu_sim.errors import ProgramError
 from npu_sim.memory_layout import element_size_bytes
@@ -234,9 +235,63 @@ class LoopCommand:
 Command = Union[DmaCommand, ComputeCommand, CondCommand, LoopCommand]
 
 
+@dataclass(frozen=True)
+class OperationStats:
+    """One NPU operation of the plan: what it computes, on which unit, how it was tiled, and
+    the ids of the commands serving it (its tiles, the DMAs feeding them and storing their
+    results)."""
+
+    name: str
+    op: str                                  # what it computes: CONV2D+RESCALE+CLAMP
+    unit: str                                # compute unit, "dma" or "sequencer"
+    graph_ops: tuple[str, ...] = ()          # the graph operators it covers
+    macs: int = 0
+    block: str = ""                          # the graph block it belongs to
+    tile_shape: tuple[int, ...] | None = None   # None: one untiled kernel call
+    tile_count: int = 1
+    working_set_bytes: int = 0               # TCM its tiles need
+    commands: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanStats:
+    """Facts of a compiled plan that the summary and the reports read, computed by the scheduler.
+
+    TCM: ``peak_tcm_bytes`` (the plan's footprint), ``tcm_compact_bytes`` (the footprint of
+    the planner's placement of the exact live ranges, which the plan may spread wider),
+    ``tcm_lower_bound_bytes`` (most bytes live at once: no planner can do better).
+    DDR: ``compulsory_*`` (inputs and constants read, outputs written, once each) and
+    ``planned_*`` (what the DMA commands move, loop bodies once). Then the operations and
+    which operation each command serves. Figures of later plan features (fused composites,
+    a preamble) belong here as fields of their own.
+    """
+
+    peak_tcm_bytes: int
+    tcm_compact_bytes: int
+    tcm_lower_bound_bytes: int
+    tcm_planner: str = ""
+    compulsory_ddr_read_bytes: int = 0
+    compulsory_ddr_write_bytes: int = 0
+    planned_ddr_read_bytes: int = 0
+    planned_ddr_write_bytes: int = 0
+    macs: int = 0
+    operations: tuple[OperationStats, ...] = ()
+    command_operation: Mapping[int, int] = field(default_factory=dict)   # command id -> index in operations
+    spilled_values: tuple[str, ...] = ()     # allocations of kind "spill"
+    evicted_values: tuple[str, ...] = ()     # values the TCM plan gave up keeping resident
+    command_count: int = 0
+
+    @property
+    def compulsory_ddr_bytes(self) -> int:
+        return self.compulsory_ddr_read_bytes + self.compulsory_ddr_write_bytes
+
+
 @dataclass
 class Program:
-    """Memory plan + command stream for one invocation of a graph."""
+    """Memory plan + command stream for one invocation of a graph.
+
+    ``stats``: the scheduler's facts about the plan (None for a Program built by hand).
+    """
 
     memory_sizes: dict[MemorySpace, int]
     allocations: list[Allocation]
@@ -245,7 +300,7 @@ class Program:
     outputs: dict[str, View] = field(default_factory=dict)
     variables: dict[str, View] = field(default_factory=dict)
     graph_name: str = ""
-    notes: dict[str, object] = field(default_factory=dict)
+    stats: PlanStats | None = None
 
     def walk(self) -> Iterator[Command]:
         """Every command, nested ones included, in stream order."""

@@ -102,3 +102,15 @@ def footprint_bytes(program: Program, memory: MemorySpace | str = MemorySpace.TC
     """Highest byte a plan uses in ``memory`` (the end of its topmost allocation)."""
     name = memory_name(memory)
     return max((a.end_bytes for a in program.allocations if a.memory.value == name), default=0)
+
+
+def tcm_plan_figures(program: Program | None) -> tuple[int, int, int]:
+    """``(footprint, compact footprint, lower bound)`` of the TCM plan: the scheduler's
+    figures, else (a Program built by hand) measured from its allocations."""
+    if program is None:
+        return 0, 0, 0
+    if program.stats is not None:
+        stats = program.stats
+        return stats.peak_tcm_bytes, stats.tcm_compact_bytes, stats.tcm_lower_bound_bytes
+    footprint = footprint_bytes(program, MemorySpace.TCM)
+    return footprint, footprint, planned_live_bytes_bound(program, MemorySpace.TCM)

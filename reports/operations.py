@@ -3,7 +3,7 @@
 The simulator records commands; the scheduler knows which NPU operation
 (``CONV2D+RESCALE+CLAMP`` on the MAC array, a variable copy, ...) each command
 serves: its tiles, the DMAs that feed them and store their results. That map
-travels in ``Program.notes`` (see :func:`command_operations`). This module joins
+travels in ``Program.stats`` (see :func:`command_operations`). This module joins
 the two, per invocation, into :class:`OperationSpan` rows that the summary,
 the per-op table and the Perfetto trace share.
 """
@@ -12,25 +12,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 from npu_sim.hw.trace import CommandRecord
-from npu_sim.program import Program
-
-
-@dataclass(frozen=True)
-class OperationInfo:
-    """What the scheduler says of one NPU operation (all optional but the name)."""
-
-    name: str
-    op: str = ""
-    unit: str = ""
-    graph_ops: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)  # tiling facts, passed through to reports
-
-
-#: Scheduler facts about an operation copied into the summary rows when present.
-EXTRA_KEYS = ("block", "tile_shape", "tile_count", "working_set_bytes")
+from npu_sim.program import OperationStats, Program
 
 
 @dataclass
@@ -50,9 +35,8 @@ class OperationSpan:
     dma_cycles: int = 0  # summed busy cycles of its DMA commands (engine time; latency excluded)
     compute_commands: int = 0  # tiles (a command in a loop counts once per iteration)
     dma_commands: int = 0
-    graph_ops: tuple[str, ...] = ()
     units: dict[str, int] = field(default_factory=dict)  # unit -> busy cycles
-    extra: dict[str, Any] = field(default_factory=dict)
+    plan: OperationStats | None = None   # what the scheduler says of it (None: a command alone)
 
     @property
     def cycles(self) -> int:
@@ -74,43 +58,42 @@ class OperationSpan:
             "dma_cycles": self.dma_cycles,
             "compute_commands": self.compute_commands,
             "dma_commands": self.dma_commands,
-            "graph_ops": list(self.graph_ops),
-            **self.extra,
+            "graph_ops": list(self.plan.graph_ops) if self.plan else [],
+            **(self._tiling() if self.plan else {}),
         }
 
+    def _tiling(self) -> dict[str, Any]:
+        """The scheduler's tiling facts, as the summary rows carry them."""
+        plan = self.plan
+        assert plan is not None
+        facts: dict[str, Any] = {"block": plan.block}
+        if plan.tile_shape is not None:
+            facts["tile_shape"] = list(plan.tile_shape)
+        facts.update(tile_count=plan.tile_count, working_set_bytes=plan.working_set_bytes)
+        return facts
 
-def command_operations(program: Program | None) -> tuple[dict[int, str], dict[str, OperationInfo]]:
-    """``(command id -> operation key, operation key -> info)`` from ``program.notes``.
 
-    The scheduler's ``notes["ops"]`` (or ``notes["operations"]``) is a list of
-    mappings with ``name`` and optionally ``op``, ``unit``, ``graph_ops``,
-    ``commands`` (the ids of the commands serving the operation) and tiling facts
-    (:data:`EXTRA_KEYS`). ``notes["command_op"]`` may map command id -> index in
-    that list. The key of an operation is its name, suffixed ``#index`` if two
-    operations share a name. A command missing from both is its own operation
-    (see :func:`fallback_operation_name`).
+def command_operations(program: Program | None) -> tuple[dict[int, str], dict[str, OperationStats]]:
+    """``(command id -> operation key, operation key -> its record)`` from ``program.stats``.
+
+    The key of an operation is its name, suffixed ``#index`` if two operations share a
+    name. A command the scheduler did not map is its own operation (see
+    :func:`fallback_operation_name`).
     """
-    if program is None:
+    if program is None or program.stats is None:
         return {}, {}
-    notes = program.notes or {}
-    listed = notes.get("ops", notes.get("operations")) or []
-    entries = [e if type(e) is dict or isinstance(e, Mapping) else vars(e) for e in listed]
-    names = [str(e["name"]) for e in entries]
-    counts = Counter(names)
-    keys = [name if counts[name] == 1 else f"{e['name']}#{i}"
-            for i, (name, e) in enumerate(zip(names, entries))]
+    stats = program.stats
+    counts = Counter(op.name for op in stats.operations)
+    keys = [op.name if counts[op.name] == 1 else f"{op.name}#{i}" for i, op in enumerate(stats.operations)]
     by_command: dict[int, str] = {}
-    infos: dict[str, OperationInfo] = {}
-    for key, entry in zip(keys, entries):
-        get = entry.get
-        extra = {k: entry[k] for k in EXTRA_KEYS if get(k) is not None}
-        infos[key] = OperationInfo(key, str(get("op") or ""), str(get("unit") or ""),
-                                   tuple(get("graph_ops") or ()), extra)
-        for cid in get("commands") or ():
-            by_command[int(cid)] = key
-    for cid, index in (notes.get("command_op") or {}).items():
-        if isinstance(index, int) and 0 <= index < len(keys):
-            by_command.setdefault(int(cid), keys[index])
+    infos: dict[str, OperationStats] = {}
+    for key, op in zip(keys, stats.operations):
+        infos[key] = op
+        for cid in op.commands:
+            by_command[cid] = key
+    for cid, index in stats.command_operation.items():
+        if 0 <= index < len(keys):
+            by_command.setdefault(cid, keys[index])
     return by_command, infos
 
 
@@ -139,7 +122,7 @@ def operation_spans(commands: Iterable[CommandRecord], program: Program | None =
 
 
 def _span(name: str, invocation: int, records: list[CommandRecord],
-          info: OperationInfo | None) -> OperationSpan:
+          info: OperationStats | None) -> OperationSpan:
     """One pass over the operation's records: extent, totals, busy cycles per unit."""
     start = records[0].start_cycle
     end = records[0].end_cycle
@@ -177,8 +160,7 @@ def _span(name: str, invocation: int, records: list[CommandRecord],
     else:
         unit = "+".join(sorted(busy)) or "?"
     return OperationSpan(name, op, unit, invocation, start, end, macs, ddr_read, ddr_write,
-                         compute_cycles, dma_cycles, compute_commands, dma_commands,
-                         info.graph_ops if info else (), busy, dict(info.extra) if info else {})
+                         compute_cycles, dma_cycles, compute_commands, dma_commands, busy, info)
 
 
 def _most_common(values: list[str]) -> str:

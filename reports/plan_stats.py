@@ -1,7 +1,7 @@
 """Memory-plan statistics of a compiled Program (``npu-sim plan``), before any simulation.
 
 Read from the Program itself (allocations, command stream) and from the
-scheduler's ``Program.notes`` (TCM footprint and lower bound, planned and
+scheduler's ``Program.stats`` (TCM footprint and lower bound, planned and
 compulsory DDR traffic, spilled values, per-operation tiling) when present.
 ``tcm_overhead`` compares the compact placement (``tcm_compact_bytes``) with the
 lower bound: the plan itself may spread buffers wider when the TCM has room.
@@ -14,20 +14,36 @@ from typing import Any, Mapping
 
 from npu_sim.hw.compute_units import unit_names
 from npu_sim.hw.config import HwConfig
-from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace, Program
-from reports.occupancy import footprint_bytes, planned_live_bytes_bound
+from npu_sim.program import ComputeCommand, DmaCommand, OperationStats, PlanStats, Program
+from reports.occupancy import tcm_plan_figures
 from reports.table import human_bytes
-
-#: Scheduler notes copied as they are when present.
-NOTE_KEYS = ("tcm_planner", "planned_ddr_read_bytes", "planned_ddr_write_bytes",
-             "compulsory_ddr_read_bytes", "compulsory_ddr_write_bytes", "macs",
-             "spilled_values", "evicted_values")
 
 
 def plan_stats(program: Program, hw: HwConfig) -> dict[str, Any]:
     """JSON-ready statistics of ``program``'s memory plan and command stream on ``hw``."""
-    notes: Mapping[str, Any] = program.notes or {}
-    # every DMA engine and compute unit, as the run summary counts them (0 when unused)
+    peak, compact, bound = tcm_plan_figures(program)
+    stats: dict[str, Any] = {
+        "graph": program.graph_name,
+        "hw_config": hw.name,
+        **_command_counts(program, hw),
+        "peak_tcm_bytes": peak,
+        "tcm_compact_bytes": compact,
+        "tcm_lower_bound_bytes": bound,
+        "tcm_overhead": (compact - bound) / bound if bound else 0.0,
+        "tcm_size_bytes": hw.tcm.size_bytes,
+        "variable_sram_size_bytes": hw.variable_sram.size_bytes,
+        "memories": _memories(program),
+    }
+    facts = program.stats
+    if facts is not None:
+        stats.update(_scheduler_facts(facts))
+    stats["operations"] = [] if facts is None else [_operation(op) for op in facts.operations]
+    return stats
+
+
+def _command_counts(program: Program, hw: HwConfig) -> dict[str, Any]:
+    """Commands in all, and per DMA engine and compute unit as the run summary counts them
+    (0 when unused)."""
     units: Counter[str] = Counter({name: 0 for name in (*(f"dma{e}" for e in range(hw.dma.engine_count)),
                                                         *unit_names())})
     for cmd in program.walk():
@@ -37,6 +53,10 @@ def plan_stats(program: Program, hw: HwConfig) -> dict[str, Any]:
             units[cmd.unit] += 1
         else:
             units["sequencer"] += 1
+    return {"commands": sum(units.values()), "commands_per_unit": dict(sorted(units.items()))}
+
+
+def _memories(program: Program) -> dict[str, Any]:
     memories: dict[str, Any] = {}
     for memory, size in program.memory_sizes.items():
         allocs = [a for a in program.allocations if a.memory is memory]
@@ -46,29 +66,28 @@ def plan_stats(program: Program, hw: HwConfig) -> dict[str, Any]:
         memories[memory.value] = {"plan_size_bytes": size, "allocations": len(allocs),
                                   "allocated_bytes": sum(a.size_bytes for a in allocs),
                                   "bytes_by_kind": dict(sorted(kinds.items()))}
-    peak = notes.get("peak_tcm_bytes", footprint_bytes(program, MemorySpace.TCM))
-    compact = notes.get("tcm_compact_bytes", peak)
-    bound = notes.get("tcm_lower_bound_bytes", planned_live_bytes_bound(program, MemorySpace.TCM))
-    stats: dict[str, Any] = {
-        "graph": program.graph_name,
-        "hw_config": hw.name,
-        "commands": sum(units.values()),
-        "commands_per_unit": dict(sorted(units.items())),
-        "peak_tcm_bytes": int(peak),
-        "tcm_compact_bytes": int(compact),
-        "tcm_lower_bound_bytes": int(bound),
-        "tcm_overhead": (compact - bound) / bound if bound else 0.0,
-        "tcm_size_bytes": hw.tcm.size_bytes,
-        "variable_sram_size_bytes": hw.variable_sram.size_bytes,
-        "memories": memories,
+    return memories
+
+
+def _scheduler_facts(facts: PlanStats) -> dict[str, Any]:
+    return {
+        "tcm_planner": facts.tcm_planner,
+        "planned_ddr_read_bytes": facts.planned_ddr_read_bytes,
+        "planned_ddr_write_bytes": facts.planned_ddr_write_bytes,
+        "compulsory_ddr_read_bytes": facts.compulsory_ddr_read_bytes,
+        "compulsory_ddr_write_bytes": facts.compulsory_ddr_write_bytes,
+        "macs": facts.macs,
+        "spilled_values": list(facts.spilled_values),
+        "evicted_values": list(facts.evicted_values),
     }
-    stats.update({k: notes[k] for k in NOTE_KEYS if k in notes})
-    ops = notes.get("ops") or []
-    stats["operations"] = [
-        {k: op.get(k) for k in ("name", "op", "unit", "tile_shape", "tile_count", "working_set_bytes", "macs")
-         if op.get(k) is not None}
-        for op in ops if isinstance(op, Mapping)]
-    return stats
+
+
+def _operation(op: OperationStats) -> dict[str, Any]:
+    row: dict[str, Any] = {"name": op.name, "op": op.op, "unit": op.unit}
+    if op.tile_shape is not None:
+        row["tile_shape"] = list(op.tile_shape)
+    row.update(tile_count=op.tile_count, working_set_bytes=op.working_set_bytes, macs=op.macs)
+    return row
 
 
 def format_plan_stats(stats: Mapping[str, Any]) -> str:

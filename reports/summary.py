@@ -34,12 +34,7 @@ from typing import Any, Mapping
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.trace import Trace
 from npu_sim.program import MemorySpace, Program
-from reports.occupancy import (
-    footprint_bytes,
-    occupancy_steps,
-    peak,
-    planned_live_bytes_bound,
-)
+from reports.occupancy import occupancy_steps, peak, tcm_plan_figures
 from reports.operations import operation_spans
 
 
@@ -50,31 +45,17 @@ def total_cycles(trace: Trace) -> int:
     return max(i.end_cycle for i in trace.invocations) - min(i.start_cycle for i in trace.invocations)
 
 
-def _note_int(notes: Mapping[str, Any], key: str) -> int | None:
-    value = notes.get(key)
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
                   graph: str = "", outputs: Mapping[str, str] | None = None,
                   wall_seconds: Mapping[str, float] | None = None) -> dict[str, Any]:
     """The summary dict of one simulation (JSON-ready: only str, int, float, list, dict)."""
     cycles = total_cycles(trace)
     counters = trace.counters
-    notes: Mapping[str, Any] = program.notes if program is not None else {}
     ddr_bytes = counters.ddr_read_bytes + counters.ddr_write_bytes
     ddr_burst_bytes = counters.ddr_read_burst_bytes + counters.ddr_write_burst_bytes
     mac_pes = hw.mac_array.rows * hw.mac_array.cols
 
-    tcm_footprint = _note_int(notes, "peak_tcm_bytes")
-    if tcm_footprint is None:
-        tcm_footprint = footprint_bytes(program, MemorySpace.TCM) if program else 0
-    tcm_compact = _note_int(notes, "tcm_compact_bytes")
-    if tcm_compact is None:
-        tcm_compact = tcm_footprint
-    tcm_bound = _note_int(notes, "tcm_lower_bound_bytes")
-    if tcm_bound is None:
-        tcm_bound = planned_live_bytes_bound(program, MemorySpace.TCM) if program else 0
+    tcm_footprint, tcm_compact, tcm_bound = tcm_plan_figures(program)
     span = (min((i.start_cycle for i in trace.invocations), default=0),
             max((i.end_cycle for i in trace.invocations), default=cycles))
 

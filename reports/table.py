@@ -8,10 +8,8 @@ plain string formatting (rich's look, without its per-cell layout cost).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -32,8 +32,7 @@ from scheduler.buffers import Buffer, Placement
 from scheduler.cascade import follow_producers
 from scheduler.cost_model import dma_issue_cycles
 from scheduler.emit import Emitter, staging_need_bytes
-from scheduler.lowering import LoweredBlock
-from scheduler.npu_ops import NpuOp, OpKind, Value, ValueKind
+from scheduler.npu_ops import LoweredBlock, NpuOp, OpKind, Value, ValueKind
 from scheduler.residency import Group, decide
 from scheduler.stream import ACommand, ACompute, ACond, ADma, ALoop, OpRecord
 from scheduler.tiling import Tiler
@@ -160,7 +159,7 @@ class _BlockCompiler:
         """What a COPY operation reads: its source, or the slice of it (SLICE copies)."""
         src, dst = op.sources[0], op.outputs[0]
         return self.place(src).shifted(_slice_offset_bytes(op, self.ctx.values[src]), self.ctx.values[dst].type) \
-            if "offset_elements" in op.extra else self.place(src)
+            if op.slice_offset_elements is not None else self.place(src)
 
     def make_alias(self, i: int, op: NpuOp) -> None:
         """COPY operation ``i`` moves nothing: its result is (a slice of) its source's bytes."""
@@ -173,7 +172,7 @@ class _BlockCompiler:
     # -- passes
     def find_aliases(self) -> None:
         for i, op in enumerate(self.block.ops):
-            if op.kind is OpKind.COPY and op.extra.get("alias_ok") and not op.extra.get("stage"):
+            if op.kind is OpKind.COPY and op.alias_ok and not op.staged:
                 dst, src = op.outputs[0], op.sources[0]
                 if self.is_local(dst) and self.ctx.values[src].kind is not ValueKind.VARIABLE:
                     self.make_alias(i, op)
@@ -217,7 +216,7 @@ class _BlockCompiler:
 
         def copy_need(i: int, in_tcm: Callable[[str], bool]) -> int:
             op = ops[i]
-            if i in self.skip or op.extra.get("stage"):   # a staged input that does not fit is not copied
+            if i in self.skip or op.staged:   # a staged input that does not fit is not copied
                 return 0
             src, dst = op.sources[0], op.outputs[0]
             src_mem = TCM if in_tcm(src) else self._static_memory(src)
@@ -233,7 +232,7 @@ class _BlockCompiler:
         self.cascades = follow_producers(ops, result.plans, self.ctx.tiler, in_tcm,
                                          [self.capacity - live for live in result.live_bytes])
         for i, op in enumerate(ops):   # staged inputs that did not fit: read the input where it is
-            if op.kind is OpKind.COPY and op.extra.get("stage") and self.root(op.outputs[0]) not in result.resident:
+            if op.kind is OpKind.COPY and op.staged and self.root(op.outputs[0]) not in result.resident:
                 groups.pop(self.root(op.outputs[0]), None)
                 self.make_alias(i, op)
         for root, group in groups.items():
@@ -317,7 +316,7 @@ class _BlockCompiler:
         return cmds
 
     def _bands(self, op: NpuOp) -> int:
-        if not op.extra.get("stage"):
+        if not op.staged:
             return 1
         size = self.ctx.values[op.outputs[0]].size_bytes
         return max(1, min(STAGING_BANDS, size // STAGING_BAND_BYTES))
@@ -474,7 +473,7 @@ class _BlockCompiler:
 
 
 def _slice_offset_bytes(op: NpuOp, source: Value) -> int:
-    return int(op.extra.get("offset_elements", 0)) * element_size_bytes(source.type.dtype)
+    return (op.slice_offset_elements or 0) * element_size_bytes(source.type.dtype)
 
 
 def _reads(block, key: str) -> bool:

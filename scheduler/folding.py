@@ -18,8 +18,7 @@ import numpy as np
 from npu_sim.errors import NpuSimError
 from npu_sim.reference.kernel_api import KernelArgs, run_kernel
 from npu_sim.tosa.ops import Op
-from scheduler.lowering import LoweredBlock, LoweredGraph
-from scheduler.npu_ops import NpuOp, OpKind, Value, ValueKind
+from scheduler.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind, Value, ValueKind
 
 #: Larger results stay computed at run time (folding would only grow the constant data).
 MAX_FOLDED_BYTES = 1 << 20
@@ -39,7 +38,7 @@ def _fold(op: NpuOp, values: dict[str, Value]) -> list[np.ndarray] | None:
         data = _constant(values, op.sources[0])
         if data is None or values[op.sources[0]].type.dtype != outputs[0].type.dtype:
             return None
-        start = int(op.extra.get("offset_elements", 0))   # a SLICE copy: a run of the source
+        start = op.slice_offset_elements or 0   # a SLICE copy: a run of the source
         run = np.asarray(data).reshape(-1)[start:start + outputs[0].type.element_count]
         return [run.reshape(outputs[0].type.shape)]
     if op.kind is not OpKind.COMPUTE or any(s.op == Op.CUSTOM for s in op.steps):

@@ -24,7 +24,6 @@ blocks, and ``var:uid`` for variables (shared by every block).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,24 +36,7 @@ from npu_sim.tosa.ops import Op
 from scheduler import support
 from scheduler.cost_model import step_macs
 from scheduler.fusion import DEFAULT_RULES, FusionRule, fuse
-from scheduler.npu_ops import NpuOp, OpKind, Step, Value, ValueKind
-
-
-@dataclass
-class LoweredBlock:
-    """A block as NPU operations. ``inputs``/``outputs`` are value keys in signature order."""
-
-    name: str
-    ops: list[NpuOp]
-    inputs: list[str]
-    outputs: list[str]
-
-
-@dataclass
-class LoweredGraph:
-    main: LoweredBlock
-    values: dict[str, Value]
-    output_keys: set[str] = field(default_factory=set)
+from scheduler.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind, Step, Value, ValueKind
 
 
 def variable_key(tensor: Tensor) -> str:
@@ -147,13 +129,13 @@ class _Lowerer:
         if op in (Op.IDENTITY, Op.RESHAPE) and self.is_plain_copy(block, first):
             return self.with_variable_outputs(NpuOp(
                 first.name, OpKind.COPY, sources=(key(first.inputs[0]),), outputs=(key(first.outputs[0]),),
-                graph_ops=names, extra={"alias_ok": True}))
+                graph_ops=names, alias_ok=True))
         if op == Op.SLICE and len(operators) == 1:
             offset = contiguous_slice_offset(block, first)
             if offset is not None:
                 return self.with_variable_outputs(NpuOp(
                     first.name, OpKind.COPY, sources=(key(first.inputs[0]),), outputs=(key(first.outputs[0]),),
-                    graph_ops=names, extra={"alias_ok": True, "offset_elements": offset}))
+                    graph_ops=names, alias_ok=True, slice_offset_elements=offset))
         steps: list[Step] = []
         produced: dict[str, int] = {}
         for index, operator in enumerate(operators):
@@ -184,7 +166,7 @@ class _Lowerer:
                                     outputs=(out,), graph_ops=npu_op.graph_ops))
         npu_op.outputs = tuple(outputs)
         if npu_op.kind is OpKind.COPY:
-            npu_op.extra["alias_ok"] = npu_op.extra.get("alias_ok", False) and not copies
+            npu_op.alias_ok = npu_op.alias_ok and not copies
         return [npu_op, *copies]
 
     def is_plain_copy(self, block: Block, operator: Operator) -> bool:

@@ -6,7 +6,8 @@ on one unit), a copy between two values (variable reads and writes, RESHAPE
 that cannot alias, block results), or a control-flow operation whose blocks are
 compiled recursively. Values are named by *keys* unique in the whole graph
 (nested blocks prefix their tensor names); :class:`Value` records where a
-value comes from, which decides where it may live.
+value comes from, which decides where it may live. A :class:`LoweredGraph`
+holds the main :class:`LoweredBlock` and every value.
 """
 
 from __future__ import annotations
@@ -89,9 +90,14 @@ class NpuOp:
     sources: tuple[str, ...] = ()       # COPY: the value read; control flow: the operands
     graph_ops: tuple[str, ...] = ()     # names of the graph operators this covers
     operator: Operator | None = None    # control flow: the graph operator
-    blocks: tuple[object, ...] = ()     # control flow: lowered blocks (see lowering.LoweredBlock)
+    blocks: tuple[LoweredBlock, ...] = ()   # control flow: its lowered blocks
     macs: int = 0
-    extra: dict[str, object] = field(default_factory=dict)
+    #: COPY: its result may share its source's bytes (RESHAPE/IDENTITY, a contiguous SLICE)
+    alias_ok: bool = False
+    #: COPY of a contiguous SLICE: the element offset of the run it takes from its source
+    slice_offset_elements: int | None = None
+    #: COPY into TCM that stages a graph input or a constant for its readers (see staging)
+    staged: bool = False
     #: ``inputs`` and the (steps, sources) it was computed from
     _inputs: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -121,3 +127,22 @@ class NpuOp:
         if self.operator is not None:
             return self.operator.op.name
         return self.kind.value.upper()
+
+
+@dataclass
+class LoweredBlock:
+    """A block as NPU operations. ``inputs``/``outputs`` are value keys in signature order."""
+
+    name: str
+    ops: list[NpuOp]
+    inputs: list[str]
+    outputs: list[str]
+
+
+@dataclass
+class LoweredGraph:
+    """The lowered main block and every value of the graph by key."""
+
+    main: LoweredBlock
+    values: dict[str, Value]
+    output_keys: set[str] = field(default_factory=set)

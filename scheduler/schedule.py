@@ -14,8 +14,8 @@
 
 If the TCM planner cannot place everything (fragmentation), the largest
 resident intermediate live where it overflowed is spilled and the graph is
-compiled again. ``Program.notes`` carries the statistics reports need (see
-:func:`_notes`). :func:`scheduler.verify.verify_program` checks the result.
+compiled again. ``Program.stats`` carries the figures reports need
+(:class:`npu_sim.program.PlanStats`). :func:`scheduler.verify.verify_program` checks the result.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from npu_sim.errors import ScheduleError
 from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.compute_units import MAC_ARRAY, VECTOR, mac_array
 from npu_sim.memory_layout import align_up, memory_bytes
-from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace, Program
+from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace, OperationStats, PlanStats, Program
 from npu_sim.reference.executor import DEFAULT_MAX_ITERATIONS
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import Graph, TensorType
@@ -37,9 +37,9 @@ from scheduler.compiler import CompileContext, NeedRoom, compile_block
 from scheduler.emit import Emitter
 from scheduler.folding import fold_constants
 from scheduler.fusion import DEFAULT_RULES
-from scheduler.lowering import LoweredBlock, LoweredGraph, lower
+from scheduler.lowering import lower
 from scheduler.materialize import allocations, build_commands, check_capacity, number, plan_memories, walk
-from scheduler.npu_ops import NpuOp, OpKind, ValueKind
+from scheduler.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind, ValueKind
 from scheduler.ordering import reorder_block
 from scheduler.staging import stage
 from scheduler.stream import ACommand, OpRecord
@@ -320,25 +320,13 @@ def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileCont
                  if values[k].kind is ValueKind.VARIABLE}
     program = Program(memory_sizes, allocations(plan), commands, inputs, outputs, variables,
                       graph_name=getattr(graph, "name", "") or "")
-    program.notes.update(_notes(program, cmds, ctx, numbering, plan, planner))
+    program.stats = _plan_stats(program, cmds, ctx, numbering, plan, planner)
     return program
 
 
-def _notes(program: Program, cmds: list[ACommand], ctx: CompileContext, numbering, plan,
-           planner) -> dict[str, object]:
-    """Statistics for reports.
-
-    ``peak_tcm_bytes`` (the TCM plan's footprint), ``tcm_compact_bytes`` (the footprint
-    of the planner's placement of the exact live ranges: the TCM the schedule needs;
-    the plan may spread buffers wider when the TCM has room, see
-    :mod:`scheduler.materialize`), ``tcm_lower_bound_bytes`` (most bytes live at
-    once), ``tcm_planner``; ``compulsory_ddr_{read,write,}_bytes``
-    (inputs and constants read, outputs written, once each) and
-    ``planned_ddr_{read,write}_bytes`` (by the DMA commands, loop bodies once);
-    ``macs``; ``ops`` (per NPU operation: name, op, unit, graph_ops, macs, block,
-    tile_shape, tile_count, working_set_bytes, commands); ``command_op`` (command id
-    -> index in ``ops``); ``spilled_values``, ``evicted_values``, ``command_count``.
-    """
+def _plan_stats(program: Program, cmds: list[ACommand], ctx: CompileContext, numbering, plan,
+                planner) -> PlanStats:
+    """The plan's figures for reports (see :class:`npu_sim.program.PlanStats`)."""
     command_op: dict[int, int] = {numbering.ids[id(a)]: a.op for a in walk(cmds)}
     op_commands: dict[int, list[int]] = {}
     for cid, index in sorted(command_op.items()):
@@ -369,30 +357,24 @@ def _notes(program: Program, cmds: list[ACommand], ctx: CompileContext, numberin
         if isinstance(cmd, ComputeCommand):
             index = command_op[cmd.id]
             command_macs[index] = command_macs.get(index, 0) + cmd.macs
-    ops = []
-    for index, rec in enumerate(ctx.records):
-        ops.append({
-            "name": rec.name, "op": rec.label, "unit": rec.unit, "graph_ops": list(rec.graph_ops),
-            "macs": command_macs.get(index, 0), "block": rec.block,
-            "tile_shape": None if rec.tile_shape is None else list(rec.tile_shape),
-            "tile_count": rec.tile_count, "working_set_bytes": rec.working_set_bytes,
-            "commands": op_commands.get(index, []),
-        })
-    spilled = sorted({ctx.values[k].name for k in ctx.evicted if k in ctx.values})
-    return {
-        "peak_tcm_bytes": plan.tcm_peak_bytes,
-        "tcm_compact_bytes": plan.tcm_compact_bytes,
-        "tcm_lower_bound_bytes": plan.tcm_lower_bound_bytes,
-        "tcm_planner": planner.name + (f" ({planner.last})" if getattr(planner, "last", "") else ""),
-        "compulsory_ddr_read_bytes": compulsory_read,
-        "compulsory_ddr_write_bytes": compulsory_write,
-        "compulsory_ddr_bytes": compulsory_read + compulsory_write,
-        "planned_ddr_read_bytes": read,
-        "planned_ddr_write_bytes": write,
-        "macs": sum(command_macs.values()),
-        "ops": ops,
-        "command_op": {cid: index for cid, index in sorted(command_op.items())},
-        "spilled_values": [a.name for a in program.allocations if a.kind == "spill"],
-        "evicted_values": spilled,
-        "command_count": numbering.count,
-    }
+    operations = tuple(
+        OperationStats(rec.name, rec.label, rec.unit, tuple(rec.graph_ops), command_macs.get(index, 0), rec.block,
+                       rec.tile_shape, rec.tile_count, rec.working_set_bytes, tuple(op_commands.get(index, [])))
+        for index, rec in enumerate(ctx.records))
+    evicted = sorted({ctx.values[k].name for k in ctx.evicted if k in ctx.values})
+    return PlanStats(
+        peak_tcm_bytes=plan.tcm_peak_bytes,
+        tcm_compact_bytes=plan.tcm_compact_bytes,
+        tcm_lower_bound_bytes=plan.tcm_lower_bound_bytes,
+        tcm_planner=planner.name + (f" ({planner.last})" if getattr(planner, "last", "") else ""),
+        compulsory_ddr_read_bytes=compulsory_read,
+        compulsory_ddr_write_bytes=compulsory_write,
+        planned_ddr_read_bytes=read,
+        planned_ddr_write_bytes=write,
+        macs=sum(command_macs.values()),
+        operations=operations,
+        command_operation={cid: index for cid, index in sorted(command_op.items())},
+        spilled_values=tuple(a.name for a in program.allocations if a.kind == "spill"),
+        evicted_values=tuple(evicted),
+        command_count=numbering.count,
+    )

@@ -21,8 +21,7 @@ import dataclasses
 from npu_sim.hw.compute_units import MAC_ARRAY
 from npu_sim.hw.compute_units.vector import POOL_OPS
 from npu_sim.tosa.ops import Op
-from scheduler.lowering import LoweredGraph
-from scheduler.npu_ops import NpuOp, OpKind, Value, ValueKind
+from scheduler.npu_ops import LoweredGraph, NpuOp, OpKind, Value, ValueKind
 
 #: Readers whose tiles read overlapping windows of an operand (or the same window again).
 #: (Every MAC operator reduces over a window of its inputs that the next output shares.)
@@ -33,7 +32,7 @@ def _aliases(ops: list[NpuOp]) -> dict[str, list[str]]:
     """Value -> the values RESHAPE/IDENTITY copies that may alias it produce."""
     out: dict[str, list[str]] = {}
     for op in ops:
-        if op.kind is OpKind.COPY and op.extra.get("alias_ok"):
+        if op.kind is OpKind.COPY and op.alias_ok:
             out.setdefault(op.sources[0], []).append(op.outputs[0])
     return out
 
@@ -74,9 +73,9 @@ def stage(lowered: LoweredGraph, pooled_max_bytes: int) -> None:
     staged: dict[str, str] = {}
     ops: list[NpuOp] = []
     for op in block.ops:
-        if op.kind is OpKind.COPY and op.extra.get("alias_ok") and values[op.sources[0]].kind is ValueKind.INPUT \
+        if op.kind is OpKind.COPY and op.alias_ok and values[op.sources[0]].kind is ValueKind.INPUT \
                 and want(op.sources[0]):
-            op.extra["stage"] = True
+            op.staged = True
         if op.kind is OpKind.COMPUTE:
             for key in op.inputs:
                 if key not in staged and want(key):
@@ -85,7 +84,7 @@ def stage(lowered: LoweredGraph, pooled_max_bytes: int) -> None:
                     values[new] = Value(new, value.type, ValueKind.INTERMEDIATE, None, value.name)
                     staged[key] = new
                     ops.append(NpuOp(f"stage {value.name}", OpKind.COPY, sources=(key,), outputs=(new,),
-                                     extra={"stage": True}))
+                                     staged=True))
             if any(key in staged for key in op.inputs):   # (else the steps stay as they are)
                 op.steps = tuple(dataclasses.replace(s, operands=tuple(
                     staged.get(o, o) if isinstance(o, str) else o for o in s.operands)) for s in op.steps)

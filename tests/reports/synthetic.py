@@ -6,13 +6,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from npu_sim.hw.config import load_hw_config
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from npu_sim.hw.trace import AllocationRecord, CommandRecord, Counters, InvocationRecord
-from npu_sim.program import Allocation, MemorySpace, Program
+from npu_sim.program import Allocation, MemorySpace, OperationStats, PlanStats, Program
 
 UNITS = ["dma0", "dma1", "mac_array", "vector", "lut"]
 
@@ -27,6 +26,11 @@ class Trace:
     invocations: list[InvocationRecord]
     counters: Counters = field(default_factory=Counters)
     units: list[str] = field(default_factory=list)
+
+
+def operations_only(*operations: OperationStats, tcm_bytes: int = 0) -> PlanStats:
+    """Plan stats with the given operations and one TCM figure for footprint and bound."""
+    return PlanStats(tcm_bytes, tcm_bytes, tcm_bytes, operations=operations)
 
 
 def cmd(cid, name, kind, unit, op, start, end, *, inv=0, nbytes=0, macs=0, rd=0, wr=0) -> CommandRecord:
@@ -76,11 +80,10 @@ def tiny_case() -> tuple[Program, Trace]:
     ]
     program = Program({MemorySpace.DDR: 4096, MemorySpace.TCM: 1024, MemorySpace.VARIABLE_SRAM: 64},
                       allocations, [], graph_name="tiny")
-    program.notes["ops"] = [
-        {"name": "conv", "op": "CONV2D+RESCALE", "unit": "mac_array", "commands": [0, 1, 2, 3],
-         "graph_ops": ["conv2d_0", "rescale_1"]},
-        {"name": "add", "op": "ADD", "unit": "vector", "commands": [4, 5]},
-    ]
+    # TCM: conv_out ends at 1024; in_tcm + w_tcm + conv_out are live together at commands 2..3
+    program.stats = operations_only(
+        OperationStats("conv", "CONV2D+RESCALE", "mac_array", ("conv2d_0", "rescale_1"), commands=(0, 1, 2, 3)),
+        OperationStats("add", "ADD", "vector", commands=(4, 5)), tcm_bytes=1024)
     records = [
         AllocationRecord("in", "ddr", 0, 512, "input", 0, 0, 100),
         AllocationRecord("w", "ddr", 512, 256, "constant", 0, 0, 50),
@@ -144,18 +147,17 @@ def many_tiles_case(layers: int = 12, tiles: int = 24, invocations: int = 1, see
                 cid += 1
                 records.append(AllocationRecord(f"{name}.spill", "ddr", 1 << 20, act, "spill", inv,
                                                 t, t + 3000))
-            ops.append({"name": name, "op": "CONV2D+RESCALE+CLAMP", "unit": "mac_array",
-                        "commands": op_cmds})
+            ops.append((name, op_cmds))
         records.append(AllocationRecord("state", "var_sram", 0, 2048, "variable", inv, inv_start + 10, t))
         invs.append(InvocationRecord(inv, inv_start, t + 500))
         t += 500
     commands.sort(key=lambda r: (r.start_cycle, r.end_cycle, r.id))
     program = Program({MemorySpace.DDR: 1 << 24, MemorySpace.TCM: tcm_size,
                        MemorySpace.VARIABLE_SRAM: 4096}, [], [], graph_name="many")
-    program.notes["ops"] = ops
-    # dedupe operations repeated per invocation (same names, ids differ)
-    merged: dict[str, dict] = {}
-    for op in ops:
-        merged.setdefault(op["name"], {**op, "commands": []})["commands"].extend(op["commands"])
-    program.notes["ops"] = list(merged.values())
+    # one operation per layer, over the invocations (same names, ids differ)
+    merged: dict[str, list[int]] = {}
+    for name, op_cmds in ops:
+        merged.setdefault(name, []).extend(op_cmds)
+    program.stats = operations_only(*(OperationStats(name, "CONV2D+RESCALE+CLAMP", "mac_array",
+                                                     commands=tuple(cids)) for name, cids in merged.items()))
     return program, Trace(commands, records, invs, counters_of(commands), list(UNITS))

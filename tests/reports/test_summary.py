@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from npu_sim.hw.config import load_hw_config
+from npu_sim.program import OperationStats, PlanStats
 from reports.summary import build_summary, total_cycles
 from tests.reports.synthetic import Trace, many_tiles_case, tiny_case
 
@@ -33,8 +35,7 @@ def test_tiny_case_totals(edge):
     assert s["ddr_bandwidth_utilization"] == pytest.approx(896 / (1000 * 16))
     assert s["ddr_bytes_per_cycle"] == pytest.approx(0.896)
     assert s["utilization"] == {"dma0": 0.4, "dma1": 0.05, "mac_array": 0.4, "vector": 0.2, "lut": 0.0}
-    # no scheduler notes: footprint = end of the topmost TCM allocation; lower bound from the
-    # plan lifetimes: in_tcm + w_tcm + conv_out are live together at commands 2..3
+    # the plan's figures (tiny_case's stats, worked out from its allocations)
     assert (s["peak_tcm_bytes"], s["tcm_lower_bound_bytes"], s["peak_live_tcm_bytes"]) == (1024, 1024, 1024)
     assert s["tcm_size_bytes"] == 512 * 1024
     assert s["outputs"] == {"out": "outputs/out.npy"}
@@ -56,17 +57,22 @@ def test_tiny_case_ops_aggregate_their_commands(edge):
         "macs": 0, "ddr_read_bytes": 0, "ddr_write_bytes": 128}
 
 
-def test_scheduler_notes_take_precedence(edge):
+def test_the_scheduler_figures_are_reported_as_they_are(edge):
     program, trace = tiny_case()
-    program.notes.update(peak_tcm_bytes=2048, tcm_lower_bound_bytes=900)
+    program.stats = dataclasses.replace(program.stats, peak_tcm_bytes=2048, tcm_compact_bytes=1000,
+                                        tcm_lower_bound_bytes=900)
     s = build_summary(trace, edge, program)
-    assert (s["peak_tcm_bytes"], s["tcm_lower_bound_bytes"]) == (2048, 900)
+    assert (s["peak_tcm_bytes"], s["tcm_compact_bytes"], s["tcm_lower_bound_bytes"]) == (2048, 1000, 900)
 
 
 def test_unmapped_commands_are_their_own_operations(edge):
     program, trace = tiny_case()
-    program.notes.clear()
-    ops = build_summary(trace, edge, program)["ops"]
+    program.stats = None
+    s = build_summary(trace, edge, program)
+    # without the scheduler's figures: footprint = end of the topmost TCM allocation; lower
+    # bound from the plan lifetimes: in_tcm + w_tcm + conv_out are live together at commands 2..3
+    assert (s["peak_tcm_bytes"], s["tcm_compact_bytes"], s["tcm_lower_bound_bytes"]) == (1024, 1024, 1024)
+    ops = s["ops"]
     assert [(o["name"], o["unit"], o["op"]) for o in ops] == [
         ("conv/load_w", "dma1", "copy"), ("conv/load_in", "dma0", "copy"),  # by start, then end
         ("conv/tile0", "mac_array", "CONV2D+RESCALE"), ("conv/tile1", "mac_array", "CONV2D+RESCALE"),
@@ -75,13 +81,13 @@ def test_unmapped_commands_are_their_own_operations(edge):
 
 def test_command_op_index_map_and_duplicate_names(edge):
     program, trace = tiny_case()
-    program.notes.clear()
-    program.notes["ops"] = [{"name": "same", "op": "CONV2D", "unit": "mac_array", "tile_count": 2},
-                            {"name": "same", "op": "ADD", "unit": "vector"}]
-    program.notes["command_op"] = {0: 0, 1: 0, 2: 0, 3: 0, 4: 1, 5: 1}
+    program.stats = PlanStats(1024, 1024, 1024, operations=(
+        OperationStats("same", "CONV2D", "mac_array", tile_shape=(1, 4), tile_count=2),
+        OperationStats("same", "ADD", "vector")), command_operation={0: 0, 1: 0, 2: 0, 3: 0, 4: 1, 5: 1})
     ops = build_summary(trace, edge, program)["ops"]
     assert [(o["name"], o["op"], o["macs"]) for o in ops] == [("same#0", "CONV2D", 8192), ("same#1", "ADD", 0)]
-    assert ops[0]["tile_count"] == 2 and "tile_count" not in ops[1]
+    assert (ops[0]["tile_shape"], ops[0]["tile_count"], ops[1]["tile_count"]) == ([1, 4], 2, 1)
+    assert "tile_shape" not in ops[1]   # an untiled operation
 
 
 def test_several_invocations(edge):

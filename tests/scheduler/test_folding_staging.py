@@ -45,7 +45,7 @@ def test_staging_of_re_read_inputs_and_constants():
     lowered = lower(graph)
     stage(lowered, pooled_max_bytes=64)
     copies = [o for o in lowered.main.ops if o.kind is OpKind.COPY]
-    assert [(c.sources[0], c.extra.get("stage")) for c in copies] == [("x", True), ("big", True)]
+    assert [(c.sources[0], c.staged) for c in copies] == [("x", True), ("big", True)]
     reader = next(o for o in lowered.main.ops if o.op_label == "MINIMUM")
     assert reader.steps[0].operands == ("e", "big@tcm")
     # staged when it fits, streamed when it does not: the same bits either way

@@ -119,7 +119,7 @@ def test_cond_if_on_edge_loads_its_operand_without_waiting_for_the_selector():
     hw = load_hw_config("edge")
     program = schedule(graph, hw)
     verify_program(program)
-    assert program.notes["peak_tcm_bytes"] == program.notes["tcm_lower_bound_bytes"] == 112
+    assert program.stats.peak_tcm_bytes == program.stats.tcm_lower_bound_bytes == 112
     load_a = next(c for c in program.walk() if isinstance(c, DmaCommand) and c.name.endswith("load a"))
     assert load_a.deps == ()
     rng = np.random.default_rng(1)

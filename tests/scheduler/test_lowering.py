@@ -45,7 +45,7 @@ def test_variables_reshape_and_control_flow():
     read, add, write, reshape, cond = ops
     assert read.sources == ("var:acc",) and write.outputs == ("var:acc",)
     assert lowered.values["var:acc"].kind is ValueKind.VARIABLE
-    assert reshape.extra["alias_ok"] is True
+    assert reshape.alias_ok is True
     then_block, else_block = cond.blocks
     assert all(k.startswith(then_block.name + "/") for k in then_block.inputs + then_block.outputs)
     assert lowered.values[then_block.inputs[0]].kind is ValueKind.BOUND

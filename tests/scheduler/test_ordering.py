@@ -113,22 +113,22 @@ def _tcm_reuses(program):
 
 def test_by_default_the_tcm_plan_is_compact():
     program, _ = check_end_to_end(small_cnn(), machine("edge"))
-    notes = program.notes
-    assert notes["peak_tcm_bytes"] == notes["tcm_compact_bytes"] == notes["tcm_lower_bound_bytes"]
+    stats = program.stats
+    assert stats.peak_tcm_bytes == stats.tcm_compact_bytes == stats.tcm_lower_bound_bytes
     assert min(_tcm_reuses(program)) <= SPREAD_REUSE_DISTANCES[-1]
 
 
 def test_spreading_does_not_reuse_freed_tcm_bytes_soon_when_the_tcm_has_room():
     program, _ = check_end_to_end(small_cnn(), machine("edge"), spread_tcm=True)
-    notes = program.notes
+    stats = program.stats
     assert min(_tcm_reuses(program), default=10**9) > SPREAD_REUSE_DISTANCES[0]
-    assert notes["tcm_compact_bytes"] < notes["peak_tcm_bytes"] <= 512 * 1024
+    assert stats.tcm_compact_bytes < stats.peak_tcm_bytes <= 512 * 1024
 
 
 def test_spreading_in_a_tight_tcm_gets_the_compact_placement():
     program, _ = check_end_to_end(small_cnn(), machine("tiny", tcm_bytes=2048), spread_tcm=True)
-    notes = program.notes
-    assert notes["peak_tcm_bytes"] == notes["tcm_compact_bytes"] <= 2048
+    stats = program.stats
+    assert stats.peak_tcm_bytes == stats.tcm_compact_bytes <= 2048
     assert min(_tcm_reuses(program)) <= SPREAD_REUSE_DISTANCES[-1]
 
 

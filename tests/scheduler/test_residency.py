@@ -82,5 +82,5 @@ def test_spilling_a_value_for_bigger_tiles_when_that_pays():
         kept, without = check_end_to_end(graph, hw)
     finally:
         residency._worth_spilling = original
-    assert len(traded.notes["spilled_values"]) > len(kept.notes["spilled_values"])
+    assert len(traded.stats.spilled_values) > len(kept.stats.spilled_values)
     assert with_trades.trace.invocations[0].cycles < 0.8 * without.trace.invocations[0].cycles

@@ -26,41 +26,38 @@ MACHINES = {"tiny": lambda: machine("tiny"), "edge": lambda: machine("edge"),
 def test_graphs_bit_exact(graph_name, machine_name):
     hw = MACHINES[machine_name]()
     program, result = check_end_to_end(getattr(graphs, graph_name)(), hw)
-    notes = program.notes
-    assert notes["tcm_lower_bound_bytes"] <= notes["tcm_compact_bytes"] <= notes["peak_tcm_bytes"] \
-        <= hw.tcm.size_bytes
-    assert notes["tcm_compact_bytes"] <= 1.05 * notes["tcm_lower_bound_bytes"]
-    assert result.counters.macs == notes["macs"]
+    stats = program.stats
+    assert stats.tcm_lower_bound_bytes <= stats.tcm_compact_bytes <= stats.peak_tcm_bytes <= hw.tcm.size_bytes
+    assert stats.tcm_compact_bytes <= 1.05 * stats.tcm_lower_bound_bytes
+    assert result.counters.macs == stats.macs
 
 
 def test_tiny_tcm_tiles_and_spills():
     program, _ = check_end_to_end(graphs.small_cnn(), machine("tiny", tcm_bytes=2048))
-    ops = {o["op"]: o for o in program.notes["ops"]}
-    assert ops["CONV2D+RESCALE+CLAMP"]["tile_count"] > 4
-    assert program.notes["spilled_values"]          # intermediates went to DDR
+    ops = {o.op: o for o in program.stats.operations}
+    assert ops["CONV2D+RESCALE+CLAMP"].tile_count > 4
+    assert program.stats.spilled_values          # intermediates went to DDR
     assert any(a.kind == "spill" and a.memory is MemorySpace.DDR for a in program.allocations)
 
 
 def test_working_set_that_fits_stays_in_tcm():
     program, result = check_end_to_end(graphs.small_cnn(), machine("edge"))
-    notes = program.notes
-    assert notes["spilled_values"] == []
-    assert notes["tcm_compact_bytes"] == notes["tcm_lower_bound_bytes"]
+    stats = program.stats
+    assert stats.spilled_values == ()
+    assert stats.tcm_compact_bytes == stats.tcm_lower_bound_bytes
     moved = result.counters.ddr_read_bytes + result.counters.ddr_write_bytes
-    assert moved == notes["compulsory_ddr_bytes"]       # inputs, weights, outputs: once each
+    assert moved == stats.compulsory_ddr_bytes       # inputs, weights, outputs: once each
 
 
-def test_notes_map_every_command_to_an_operation():
+def test_plan_stats_map_every_command_to_an_operation():
     program = schedule(graphs.small_cnn(), machine("tiny"))
-    notes = program.notes
+    stats = program.stats
     ids = [c.id for c in program.walk()]
-    assert sorted(notes["command_op"]) == ids
-    assert sorted(i for o in notes["ops"] for i in o["commands"]) == ids
-    assert sum(o["macs"] for o in notes["ops"]) == notes["macs"] == 16 * 16 * 8 * (9 * 4 + 9 + 8)
-    assert {o["unit"] for o in notes["ops"]} == {"mac_array", "vector", "dma"}
-    for key in ("peak_tcm_bytes", "tcm_lower_bound_bytes", "compulsory_ddr_bytes", "compulsory_ddr_read_bytes",
-                "compulsory_ddr_write_bytes", "planned_ddr_read_bytes", "planned_ddr_write_bytes"):
-        assert isinstance(notes[key], int)
+    assert sorted(stats.command_operation) == ids and stats.command_count == len(ids)
+    assert sorted(i for o in stats.operations for i in o.commands) == ids
+    assert sum(o.macs for o in stats.operations) == stats.macs == 16 * 16 * 8 * (9 * 4 + 9 + 8)
+    assert {o.unit for o in stats.operations} == {"mac_array", "vector", "dma"}
+    assert stats.compulsory_ddr_bytes == stats.compulsory_ddr_read_bytes + stats.compulsory_ddr_write_bytes > 0
 
 
 def test_deterministic():
@@ -208,7 +205,7 @@ def test_tiled_convolutions_equal_the_reference_model(case):
     graph, inputs = _one_op(op, operands, out, attr)
     hw = machine("tiny", tcm_bytes=1024)
     program = schedule(graph, hw)
-    assert any(o["tile_count"] > 2 for o in program.notes["ops"])
+    assert any(o.tile_count > 2 for o in program.stats.operations)
     (got,) = simulate_program(program, hw, [inputs]).outputs[0].values()
     assert np.array_equal(got, expected)
 
@@ -216,7 +213,7 @@ def test_tiled_convolutions_equal_the_reference_model(case):
 # --- real models ----------------------------------------------------------------------------------
 def test_ds_cnn_with_a_tiny_tcm():
     program, _ = check_end_to_end(load_graph("examples/ds_cnn_kws_int8.tosa"), machine("tiny", tcm_bytes=8192))
-    assert program.notes["spilled_values"]
+    assert program.stats.spilled_values
     assert any(isinstance(c, DmaCommand) for c in program.walk())
 
 
@@ -283,13 +280,13 @@ def test_loop_state_stays_in_tcm():
     program, _ = check_end_to_end(load_graph("examples/while_loop_int32.tosa"), machine("edge"),
                                   inputs=[{"x": np.arange(4, dtype=np.int32), "n": np.array(k, np.int32)}
                                           for k in (0, 3)])
-    notes = program.notes
-    assert (notes["planned_ddr_read_bytes"], notes["planned_ddr_write_bytes"]) == (48, 20)
-    assert (notes["compulsory_ddr_read_bytes"], notes["compulsory_ddr_write_bytes"]) == (48, 20)
+    stats = program.stats
+    assert (stats.planned_ddr_read_bytes, stats.planned_ddr_write_bytes) == (48, 20)
+    assert (stats.compulsory_ddr_read_bytes, stats.compulsory_ddr_write_bytes) == (48, 20)
     (loop,) = [c for c in program.commands if c.__class__.__name__ == "LoopCommand"]
     assert loop.condition.memory is MemorySpace.TCM
     assert not [c for c in (*loop.cond_commands, *loop.body_commands) if isinstance(c, DmaCommand)]
-    assert not notes["spilled_values"]
+    assert not stats.spilled_values
 
 
 def test_fused_elementwise_tree_tiles():
@@ -297,8 +294,8 @@ def test_fused_elementwise_tree_tiles():
     counts = []
     for tcm_bytes in (None, 768):
         program, _ = check_end_to_end(graphs.elementwise_tree((6, 40)), machine("tiny", tcm_bytes=tcm_bytes))
-        (op,) = [o for o in program.notes["ops"] if o["op"] == "RESCALE+RESCALE+ADD+MUL"]
-        counts.append(op["tile_count"])
+        (op,) = [o for o in program.stats.operations if o.op == "RESCALE+RESCALE+ADD+MUL"]
+        counts.append(op.tile_count)
     assert counts[1] > counts[0] >= 1 and counts[1] > 2
 
 

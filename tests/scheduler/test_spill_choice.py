@@ -18,7 +18,7 @@ def test_spills_a_value_live_where_the_plan_overflowed_not_the_largest_anywhere(
     graph = load_graph(CONVERTED / "resnet_int16x8.tosa")
     program, _ = check_end_to_end(graph, machine("tiny", tcm_bytes=16384))
     # the pool-driven choice spilled 8 values here (9 compilations); 3 are needed
-    assert len(program.notes["evicted_values"]) <= 3
+    assert len(program.stats.evicted_values) <= 3
 
 
 def test_disjoint_overflows_each_get_a_victim_in_one_attempt():
