@@ -16,7 +16,7 @@ from npu_sim.hw.compute_units import mac_array, unit
 from npu_sim.hw.config import HwConfig
 from npu_sim.program import KernelStep
 from npu_sim.reference.kernel_api import Region
-from scheduler.npu_ops import Step
+from scheduler.ir.npu_ops import Step
 
 
 def _kernel_step(step: Step, out_region: Region | None) -> KernelStep:

@@ -49,17 +49,6 @@ def test_working_set_that_fits_stays_in_tcm():
     assert moved == stats.compulsory_ddr_bytes       # inputs, weights, outputs: once each
 
 
-def test_plan_stats_map_every_command_to_an_operation():
-    program = schedule(graphs.small_cnn(), machine("tiny"))
-    stats = program.stats
-    ids = [c.id for c in program.walk()]
-    assert sorted(stats.command_operation) == ids and stats.command_count == len(ids)
-    assert sorted(i for o in stats.operations for i in o.commands) == ids
-    assert sum(o.macs for o in stats.operations) == stats.macs == 16 * 16 * 8 * (9 * 4 + 9 + 8)
-    assert {o.unit for o in stats.operations} == {"mac_array", "vector", "dma"}
-    assert stats.compulsory_ddr_bytes == stats.compulsory_ddr_read_bytes + stats.compulsory_ddr_write_bytes > 0
-
-
 def test_deterministic():
     g = graphs.int_graph()
     assert schedule(g, machine("edge")).listing() == schedule(g, machine("edge")).listing()

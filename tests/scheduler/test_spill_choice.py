@@ -29,8 +29,8 @@ def test_disjoint_overflows_each_get_a_victim_in_one_attempt():
     from types import SimpleNamespace
 
     from npu_sim.program import MemorySpace
-    from scheduler.buffers import Buffer
-    from scheduler.liveness import LiveRange
+    from scheduler.memory.buffers import Buffer
+    from scheduler.memory.liveness import LiveRange
     from scheduler.schedule import _victims
 
     def plan(spans: dict[str, tuple[int, int, int]], overflow: list[str], pool: bool = False):

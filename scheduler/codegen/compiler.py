@@ -1,0 +1,558 @@
+"""Block compilation: lowered operations to abstract commands, block by block.
+
+For one block: alias RESHAPE/IDENTITY copies where the bytes can be shared,
+group each intermediate with its aliases, decide which groups stay in TCM
+(:mod:`scheduler.passes.residency`, which also picks every operation's tile plan),
+place the groups (TCM activation buffers or DDR spill buffers) and emit the
+commands (:mod:`scheduler.codegen.emit`).
+
+Control flow: the values a COND_IF/WHILE_LOOP reads and writes are planned
+like any other (TCM if they fit, else DDR). Branch blocks are compiled
+recursively with their inputs bound (by position) to the operator's operands
+and their outputs to the operator's results; a result that is not computed in
+place (a block input passed through, a constant, a repeat) is copied. A
+WHILE_LOOP keeps its loop-carried state in TCM buffers when they leave room
+for the body (else in DDR): the operands are copied in before the loop, the
+condition block reads the state and writes the condition, the body writes
+fresh buffers that are copied back at the end of each iteration, and the state
+is copied to the results after the loop (unless the results are the state).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from npu_sim.errors import ScheduleError
+from npu_sim.memory_layout import align_up, element_size_bytes
+from npu_sim.program import MemorySpace
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import TensorType
+from scheduler.codegen.emit import Emitter, staging_need_bytes
+from scheduler.codegen.stream import ACommand, ACompute, ACond, ADma, ALoop, OpRecord
+from scheduler.cost_model import dma_issue_cycles
+from scheduler.ir.npu_ops import LoweredBlock, NpuOp, OpKind, Value, ValueKind
+from scheduler.memory.buffers import Buffer, Placement
+from scheduler.memory.fixed_placements import Fixed
+from scheduler.passes.cascade import follow_producers
+from scheduler.passes.residency import Group, decide
+from scheduler.passes.tiling import Tiler
+
+DDR, TCM = MemorySpace.DDR, MemorySpace.TCM
+
+
+#: Staged inputs are loaded in up to this many row bands of at least STAGING_BAND_BYTES
+#: (the first tiles start after the first band).
+STAGING_BANDS = 4
+STAGING_BAND_BYTES = 8192
+#: Loads move back over at most this many operations (prefetch distance).
+MAX_LOOKBACK = 8
+
+
+@dataclass
+class _Emitted:
+    """One operation's commands; ``hoisted`` loads of later operations go in after its own loads."""
+
+    index: int
+    kind: OpKind
+    commands: list
+    cut: int
+    hoisted: list = field(default_factory=list)
+
+
+class NeedRoom(Exception):
+    """A control-flow block did not fit beside the resident values live across it."""
+
+    def __init__(self, keys: set[str], error: ScheduleError):
+        self.keys = keys
+        self.error = error
+        super().__init__(str(error))
+
+
+@dataclass
+class CompileContext:
+    """Everything block compilation shares across blocks and attempts."""
+
+    values: dict[str, Value]
+    fixed: dict[str, Placement]          # inputs, outputs, constants, variables
+    const_ddr: dict[str, Placement]      # DDR home of every constant (pooled ones too)
+    tiler: Tiler
+    emitter: Emitter
+    alignment: int
+    max_iterations: int
+    evicted: set[str] = field(default_factory=set)
+    records: list[OpRecord] = field(default_factory=list)
+    group_buffers: dict[int, str] = field(default_factory=dict)   # buffer serial -> group root
+
+    def const_lookup(self, key: str) -> np.ndarray | None:
+        value = self.values.get(key)
+        return value.data if value is not None and value.kind is ValueKind.CONSTANT else None
+
+    def record(self, op: NpuOp, block: str, **extra) -> int:
+        self.records.append(OpRecord(op.name, op.op_label, op.unit or _unit_name(op), op.graph_ops,
+                                     op.macs, block=block, **extra))
+        return len(self.records) - 1
+
+
+def _unit_name(op: NpuOp) -> str:
+    return "dma" if op.kind is OpKind.COPY else "sequencer"
+
+
+class _BlockCompiler:
+    def __init__(self, ctx: CompileContext, block: LoweredBlock, bindings: dict[str, Placement],
+                 capacity_bytes: int):
+        self.ctx = ctx
+        self.block = block
+        self.bindings = dict(bindings)
+        self.capacity = capacity_bytes
+        self.alias: dict[str, str] = {}
+        self.alias_offset: dict[str, int] = {}   # bytes into the aliased value (SLICE)
+        self.skip: set[int] = set()
+        self.cascades: dict[int, list[int]] = {}   # consumer op index -> producer tile each tile waits for
+        self.buffers: dict[str, Buffer] = {}
+        self.placed: dict[str, Placement] = {}   # place() results
+        self.pool_chunks: Callable[[int], list[ACommand]] | None = None   # main block: constant pool loads
+
+    # -- values
+    def root(self, key: str) -> str:
+        while key in self.alias:
+            key = self.alias[key]
+        return key
+
+    def offset(self, key: str) -> int:
+        """Bytes from the start of ``key``'s root to ``key`` (aliased slices)."""
+        total = 0
+        while key in self.alias:
+            total += self.alias_offset.get(key, 0)
+            key = self.alias[key]
+        return total
+
+    def is_local(self, key: str) -> bool:
+        """A value this block computes and places (not bound, not fixed)."""
+        return key not in self.bindings and key not in self.ctx.fixed and \
+            self.ctx.values[key].kind is ValueKind.INTERMEDIATE
+
+    def place(self, key: str) -> Placement:
+        """Where value ``key`` lives (remembered until aliases or buffers change)."""
+        placement = self.placed.get(key)
+        if placement is None:
+            placement = self.placed[key] = self._place(key)
+        return placement
+
+    def _place(self, key: str) -> Placement:
+        type_ = self.ctx.values[key].type
+        root = self.root(key)
+        if root in self.buffers:
+            return Placement(self.buffers[root], self.offset(key), type_)
+        if root in self.bindings:
+            return self.bindings[root].shifted(self.offset(key), type_)
+        if root in self.ctx.fixed:
+            return self.ctx.fixed[root].shifted(self.offset(key), type_)
+        raise ScheduleError(f"block {self.block.name!r}: value {key!r} is read before it is computed")
+
+    def ddr_place(self, key: str) -> Placement:
+        root = self.root(key)
+        if root in self.ctx.const_ddr:
+            return self.ctx.const_ddr[root].shifted(self.offset(key), self.ctx.values[key].type)
+        return self.place(key)
+
+    def copy_source(self, op: NpuOp) -> Placement:
+        """What a COPY operation reads: its source, or the slice of it (SLICE copies)."""
+        src, dst = op.sources[0], op.outputs[0]
+        return self.place(src).shifted(_slice_offset_bytes(op, self.ctx.values[src]), self.ctx.values[dst].type) \
+            if op.slice_offset_elements is not None else self.place(src)
+
+    def make_alias(self, i: int, op: NpuOp) -> None:
+        """COPY operation ``i`` moves nothing: its result is (a slice of) its source's bytes."""
+        dst, src = op.outputs[0], op.sources[0]
+        self.alias[dst] = src
+        self.alias_offset[dst] = _slice_offset_bytes(op, self.ctx.values[src])
+        self.placed.clear()
+        self.skip.add(i)
+
+    # -- passes
+    def find_aliases(self) -> None:
+        for i, op in enumerate(self.block.ops):
+            if op.kind is OpKind.COPY and op.alias_ok and not op.staged:
+                dst, src = op.outputs[0], op.sources[0]
+                if self.is_local(dst) and self.ctx.values[src].kind is not ValueKind.VARIABLE:
+                    self.make_alias(i, op)
+
+    def groups(self) -> tuple[dict[str, Group], set[str]]:
+        """Groups of local values (by root) and the roots that must live in DDR."""
+        groups: dict[str, Group] = {}
+        forced: set[str] = set()
+        for i, op in enumerate(self.block.ops):
+            if i in self.skip:
+                continue
+            for key in (*op.inputs, *op.outputs):
+                root = self.root(key)
+                if not self.is_local(root):
+                    continue
+                group = groups.get(root)
+                if group is None:
+                    size = align_up(self.ctx.values[root].size_bytes, self.ctx.alignment)
+                    group = groups[root] = Group(root, max(size, self.ctx.alignment))
+                group.users.add(i)
+                if root in self.ctx.evicted:
+                    forced.add(root)
+        return groups, forced
+
+    def compile(self) -> list[ACommand]:
+        self.find_aliases()
+        groups, forced = self.groups()
+        eligible = {r: g for r, g in groups.items() if r not in forced}
+        ops = self.block.ops
+
+        def root_of(key: str) -> str | None:
+            r = self.root(key)
+            return r if r in eligible else None
+
+        def fixed_tcm(key: str) -> bool:
+            r = self.root(key)
+            if r in groups:
+                return False
+            p = self.bindings.get(r) or self.ctx.fixed.get(r)
+            return p is not None and p.memory is TCM
+
+        def copy_need(i: int, in_tcm: Callable[[str], bool]) -> int:
+            op = ops[i]
+            if i in self.skip or op.staged:   # a staged input that does not fit is not copied
+                return 0
+            src, dst = op.sources[0], op.outputs[0]
+            src_mem = TCM if in_tcm(src) else self._static_memory(src)
+            dst_mem = TCM if in_tcm(dst) else self._static_memory(dst)
+            return staging_need_bytes(src_mem, dst_mem, self.ctx.values[dst].size_bytes, self.ctx.alignment)
+
+        result = decide(ops, eligible, root_of, self.capacity, self.ctx.tiler, fixed_tcm, copy_need)
+
+        def in_tcm(key: str) -> bool:
+            r = root_of(key)
+            return r in result.resident if r is not None else fixed_tcm(key)
+
+        self.cascades = follow_producers(ops, result.plans, self.ctx.tiler, in_tcm,
+                                         [self.capacity - live for live in result.live_bytes])
+        for i, op in enumerate(ops):   # staged inputs that did not fit: read the input where it is
+            if op.kind is OpKind.COPY and op.staged and self.root(op.outputs[0]) not in result.resident:
+                groups.pop(self.root(op.outputs[0]), None)
+                self.make_alias(i, op)
+        for root, group in groups.items():
+            memory = TCM if root in result.resident else DDR
+            kind = "activation" if memory is TCM else "spill"
+            buffer = Buffer(root, memory, group.size_bytes, kind=kind)
+            self.buffers[root] = buffer
+            if memory is TCM:
+                self.ctx.group_buffers[buffer.serial] = root
+        self.placed.clear()
+        return self.emit(result)
+
+    def _static_memory(self, key: str) -> MemorySpace:
+        r = self.root(key)
+        if r in self.bindings:
+            return self.bindings[r].memory
+        if r in self.ctx.fixed:
+            return self.ctx.fixed[r].memory
+        return DDR  # a spilled local value
+
+    # -- emission
+    def emit(self, result) -> list[ACommand]:
+        """Commands of every operation in order, with prefetching.
+
+        The leading loads of an operation (weights, constant-pool chunks, graph
+        inputs: nothing in the block writes them) move back into earlier
+        operations, after their own loads, as far as needed to cover the loads'
+        estimated time (at most MAX_LOOKBACK operations) while every working set on
+        the way still fits beside the hoisted buffers.
+        """
+        ctx = self.ctx
+        done: list[_Emitted] = []
+        extra: dict[int, int] = {}   # op index -> bytes of later operations' buffers hoisted over it
+        for i, op in enumerate(self.block.ops):
+            if i in self.skip:
+                continue
+            budget = self.capacity - result.live_bytes[i]
+            own: list[ACommand] = []
+            if self.pool_chunks is not None:
+                own += self.pool_chunks(i)
+            if op.kind is OpKind.COMPUTE:
+                plan = result.plans[i]
+                rec = ctx.record(op, self.block.name, tile_shape=plan.tile_shape, tile_count=plan.tile_count,
+                                 working_set_bytes=plan.working_set_bytes)
+                own += ctx.emitter.compute(op, plan, self.place, ctx.tiler.tiling(op).windows, rec)
+            elif op.kind is OpKind.COPY:
+                rec = ctx.record(op, self.block.name)
+                own += ctx.emitter.copy(self.copy_source(op), self.place(op.outputs[0]), op.name, rec, budget,
+                                        bands=self._bands(op))
+            else:
+                rec = ctx.record(op, self.block.name)
+                live_roots = {r for r in result.resident if self._group_live_at(r, i, result)}
+                try:
+                    if op.kind is OpKind.COND_IF:
+                        own += self.cond_if(op, budget, rec)
+                    else:
+                        own += self.while_loop(op, budget, rec)
+                except ScheduleError as exc:
+                    if live_roots:
+                        raise NeedRoom(live_roots, exc) from None
+                    raise
+            lead = _leading_loads(own) if op.kind is OpKind.COMPUTE else 0
+            if lead and done:
+                target = self._hoist_target(i, done, result, extra, own[:lead])
+                if target is not None:
+                    target.hoisted += own[:lead]
+                    own = own[lead:]
+            if i in self.cascades and done and done[-1].index == i - 1:
+                merged = _interleave(done[-1].commands, own, self.block.ops[i - 1].unit, self.cascades[i])
+                if merged is not None:
+                    # loads hoisted into the pair (the consumer's constants among them) go in
+                    # before its first consumer tile
+                    first = next(k for k, c in enumerate(merged) if c is own[0])
+                    done[-1].commands = merged
+                    done[-1].cut = min(_load_cut(merged), first)
+                    continue
+            done.append(_Emitted(i, op.kind, own, _load_cut(own)))
+        cmds: list[ACommand] = []
+        for e in done:
+            cmds += e.commands[:e.cut] + e.hoisted + e.commands[e.cut:]
+        return cmds
+
+    def _bands(self, op: NpuOp) -> int:
+        if not op.staged:
+            return 1
+        size = self.ctx.values[op.outputs[0]].size_bytes
+        return max(1, min(STAGING_BANDS, size // STAGING_BAND_BYTES))
+
+    def _ws(self, i: int, result) -> int:
+        plan = result.plans.get(i)
+        return plan.working_set_bytes if plan is not None else 0
+
+    def _hoist_target(self, i: int, done: list["_Emitted"], result, extra: dict[int, int],
+                      loads: list[ACommand]) -> "_Emitted | None":
+        """The earliest operation (going back) that the loads of operation ``i`` may move into."""
+        hw = self.ctx.emitter.hw   # the loads pipeline on their engines: one latency for all
+        need = sum(dma_issue_cycles(hw, c.src.size_bytes) for c in loads) + hw.ddr.read_latency_cycles
+        ws = self._ws(i, result)
+        covered = 0.0
+        target = None
+        for e in reversed(done[-MAX_LOOKBACK:]):
+            if e.kind not in (OpKind.COMPUTE, OpKind.COPY):
+                break
+            if result.live_bytes[e.index] + self._ws(e.index, result) + extra.get(e.index, 0) + ws > self.capacity:
+                break
+            target = e
+            plan = result.plans.get(e.index)
+            covered += plan.est_cycles if plan is not None else 0
+            if covered >= need:
+                break
+        if target is not None:
+            for e in done:
+                if e.index >= target.index:
+                    extra[e.index] = extra.get(e.index, 0) + ws
+        return target
+
+    def _group_live_at(self, root: str, i: int, result) -> bool:
+        users = [j for j, op in enumerate(self.block.ops)
+                 if j not in self.skip and root in {self.root(k) for k in (*op.inputs, *op.outputs)}]
+        return bool(users) and min(users) <= i <= max(users)
+
+    def copy(self, src: Placement, dst: Placement, name: str, rec: int, budget: int) -> list[ACommand]:
+        return self.ctx.emitter.copy(src, dst, name, rec, budget)
+
+    def compile_branch(self, block: LoweredBlock, inputs: list[Placement], outputs: list[Placement],
+                       budget: int, rec: int) -> list[ACommand]:
+        """Compile ``block`` with inputs/outputs bound by position; copy results not made in place."""
+        values = self.ctx.values
+        bindings: dict[str, Placement] = {}
+        for key, placement in zip(block.inputs, inputs):
+            bindings.setdefault(key, placement.retyped(values[key].type))
+        produced = {k for op in block.ops for k in op.outputs}
+        trailing: list[tuple[str, Placement]] = []
+        for key, target in zip(block.outputs, outputs):
+            if key in produced and key not in bindings and values[key].kind is not ValueKind.VARIABLE:
+                bindings[key] = target.retyped(values[key].type)
+            else:
+                trailing.append((key, target))
+        compiler = _BlockCompiler(self.ctx, block, bindings, budget)
+        cmds = compiler.compile()
+        for key, target in trailing:
+            cmds += self.copy(compiler.ddr_place(key), target, f"{block.name}: result {values[key].name}",
+                              rec, budget)
+        return cmds
+
+    def _tcm_or_ddr(self, key: str, attempt: Callable[[str | None], list[ACommand]]) -> list[ACommand]:
+        """``attempt(key)`` (control-flow buffers in TCM, registered under ``key``) unless those
+        were spilled or leave too little room (ScheduleError), then ``attempt(None)``."""
+        if key not in self.ctx.evicted:
+            records = len(self.ctx.records)
+            try:
+                return attempt(key)
+            except ScheduleError:
+                del self.ctx.records[records:]
+        return attempt(None)
+
+    def _tcm_buffer(self, name: str, key: str, tcm_key: str) -> Placement:
+        """A TCM buffer for value ``key`` that spills with the others of ``tcm_key``."""
+        ctx = self.ctx
+        b = Buffer(name, TCM, align_up(max(1, ctx.values[key].size_bytes), ctx.alignment), kind="activation")
+        ctx.group_buffers[b.serial] = tcm_key
+        return Placement(b, 0, ctx.values[key].type)
+
+    def cond_if(self, op: NpuOp, budget: int, rec: int) -> list[ACommand]:
+        """The branches; operands in DDR that both branches read are loaded into TCM before the
+        decision when that leaves room for the branches (the loads overlap the condition's)."""
+        return self._tcm_or_ddr(f"{op.name}:operands", lambda key: self._cond_if(op, budget, rec, key))
+
+    def _cond_if(self, op: NpuOp, budget: int, rec: int, tcm_key: str | None) -> list[ACommand]:
+        values = self.ctx.values
+        condition = self.ddr_place(op.sources[0]).whole()
+        args = [self.ddr_place(k) for k in op.sources[1:]]
+        results = [self.place(k) for k in op.outputs]
+        cmds: list[ACommand] = []
+        inner = budget
+        if tcm_key is not None:
+            for i, (key, arg) in enumerate(zip(op.sources[1:], args)):
+                if arg.memory is DDR and all(_reads(block, block.inputs[i]) for block in op.blocks):
+                    staged = self._tcm_buffer(f"{op.name}: operand {values[key].name}", key, tcm_key)
+                    inner -= staged.buffer.size_bytes
+                    cmds += self.copy(arg, staged, f"{op.name}: load {values[key].name}", rec, inner)
+                    args[i] = staged
+            if not cmds:
+                raise ScheduleError(f"{op.name}: no operand to load before the decision")
+            if inner < budget // 2:
+                raise ScheduleError(f"{op.name}: loaded operands do not leave room for the branches")
+        branches = [self.compile_branch(block, args, results, inner, rec) for block in op.blocks]
+        return cmds + [ACond(condition, branches[0], branches[1], op.name, rec)]
+
+    def while_loop(self, op: NpuOp, budget: int, rec: int) -> list[ACommand]:
+        """The loop with its carried state in TCM if it fits beside the body, else in DDR."""
+        return self._tcm_or_ddr(f"{op.name}:loop state", lambda key: self._while_loop(op, budget, rec, key))
+
+    def _while_loop(self, op: NpuOp, budget: int, rec: int, tcm_key: str | None) -> list[ACommand]:
+        """``tcm_key``: keep the state, the body's fresh results and the condition in TCM
+        buffers registered under this key (spilled as one if the TCM plan overflows);
+        None: keep them in DDR."""
+        ctx = self.ctx
+        values = ctx.values
+        cond_block, body_block = op.blocks
+        memory = DDR if tcm_key is None else TCM
+        reserved: list[Buffer] = []
+
+        def buffer(name: str, key: str) -> Placement:
+            if tcm_key is not None:
+                placement = self._tcm_buffer(f"{op.name}:{name}", key, tcm_key)
+                reserved.append(placement.buffer)
+                return placement
+            size = align_up(max(1, values[key].size_bytes), ctx.alignment)
+            return Placement(Buffer(f"{op.name}:{name}", DDR, size, kind="spill"), 0, values[key].type)
+
+        results = [self.place(k) for k in op.outputs]
+        # the state: the results' own buffers when they are in the chosen memory
+        state = [r if r.memory is memory else buffer(f"state{i}", k)
+                 for i, (k, r) in enumerate(zip(op.outputs, results))]
+        cond_target = buffer("condition", cond_block.outputs[0])
+        fresh = [None if key == inp else buffer(f"next{i}", key)   # None: passed through unchanged
+                 for i, (key, inp) in enumerate(zip(body_block.outputs, body_block.inputs))]
+        inner = budget - sum(b.size_bytes for b in reserved)
+        if tcm_key is not None and inner < budget // 2:
+            raise ScheduleError(f"{op.name}: loop state does not leave room for the body")
+        cmds: list[ACommand] = []
+        for key, target in zip(op.sources, state):
+            cmds += self.copy(self.ddr_place(key), target, f"{op.name}: init {values[key].name}", rec, inner)
+        # condition block: reads the state, writes a one-element BOOL
+        cond_cmds = self.compile_branch(cond_block, state, [cond_target], inner, rec)
+        # body: writes fresh buffers, copied back into the state at the end of each iteration
+        targets = [f if f is not None else s for f, s in zip(fresh, state)]
+        body_cmds = self.compile_branch(body_block, state, targets, inner, rec)
+        for i, f in enumerate(fresh):
+            if f is not None:
+                body_cmds += self.copy(f, state[i], f"{op.name}: carry {values[op.outputs[i]].name}", rec, inner)
+        cmds.append(ALoop(cond_cmds, cond_target.whole(), body_cmds, ctx.max_iterations, op.name, rec))
+        for k, s, r in zip(op.outputs, state, results):
+            if s is not r:
+                cmds += self.copy(s, r, f"{op.name}: result {values[k].name}", rec, budget)
+        return cmds
+
+
+def _slice_offset_bytes(op: NpuOp, source: Value) -> int:
+    return (op.slice_offset_elements or 0) * element_size_bytes(source.type.dtype)
+
+
+def _reads(block, key: str) -> bool:
+    """True if an operation of ``block`` reads value ``key``."""
+    return any(key in op.inputs for op in block.ops)
+
+
+def _is_load(cmd: ACommand) -> bool:
+    return isinstance(cmd, ADma) and cmd.dst.memory is TCM
+
+
+def _load_cut(cmds: list[ACommand]) -> int:
+    """Where loads hoisted from later operations go: after the last load of ``cmds``."""
+    return max((k + 1 for k, c in enumerate(cmds) if _is_load(c)), default=0)
+
+
+def _interleave(producer: list[ACommand], consumer: list[ACommand], producer_unit: str,
+                waits: list[int]) -> list[ACommand] | None:
+    """The producer's commands with consumer tile ``k`` right after the producer's compute
+    command ``waits[k]`` (see :mod:`scheduler.passes.cascade`); None unless the consumer is exactly
+    one compute command per tile and the producer one per tile it waits for."""
+    if len(consumer) != len(waits) or not all(isinstance(c, ACompute) for c in consumer):
+        return None
+    computes = [k for k, c in enumerate(producer) if isinstance(c, ACompute) and c.unit == producer_unit]
+    if not computes or max(waits) >= len(computes):
+        return None
+    after: dict[int, list[ACommand]] = {}
+    for cmd, wait in zip(consumer, waits):
+        after.setdefault(computes[wait], []).append(cmd)
+    merged: list[ACommand] = []
+    for k, cmd in enumerate(producer):
+        merged.append(cmd)
+        merged += after.get(k, [])
+    return merged
+
+
+def _leading_loads(cmds: list[ACommand]) -> int:
+    """How many commands at the start are loads of constants or graph inputs into TCM.
+
+    Nothing in the block writes those, so they may move earlier (prefetch)."""
+    n = 0
+    for cmd in cmds:
+        if not (_is_load(cmd) and cmd.src.buffer is not None and cmd.src.buffer.kind in ("constant", "input")):
+            break
+        n += 1
+    return n
+
+
+def compile_block(ctx: CompileContext, block: LoweredBlock, bindings: dict[str, Placement],
+                  capacity_bytes: int,
+                  pool_chunks: Callable[[int], list[ACommand]] | None = None) -> list[ACommand]:
+    """Abstract commands for ``block`` within ``capacity_bytes`` of TCM.
+
+    ``pool_chunks(i)``: constant-pool loads to issue before operation ``i`` (main block)."""
+    compiler = _BlockCompiler(ctx, block, bindings, capacity_bytes)
+    compiler.pool_chunks = pool_chunks
+    return compiler.compile()
+
+
+def constant_pool_loads(fixed: Fixed, ctx: CompileContext) -> Callable[[int], list[ACommand]] | None:
+    """The constant-pool chunk loads to issue before each main-block operation."""
+    if fixed.pool_tcm is None:
+        return None
+    record: list[int] = []
+
+    def chunks(index: int) -> list[ACommand]:
+        chunk = fixed.pool_chunks.get(index)
+        if chunk is None:
+            return []
+        if not record:
+            record.append(len(ctx.records))
+            ctx.records.append(OpRecord("constant_pool", "LOAD", "dma", ()))
+        offset, size = chunk
+        t = TensorType((size,), DType.INT8)
+        return ctx.emitter.dma(Placement(fixed.pool_ddr, offset, t).whole(),
+                               Placement(fixed.pool_tcm, offset, t).whole(),
+                               f"load constant pool [{offset}, {offset + size})", record[0])
+
+    return chunks

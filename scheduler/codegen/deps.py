@@ -1,0 +1,228 @@
+"""Dependencies from memory accesses: every command waits for the commands it conflicts with.
+
+Walking the stream in order, a command depends on the earlier commands that
+wrote bytes it reads (read after write), and, if it writes, on the earlier
+readers and writers of those bytes (write after read / write). Accesses are
+exact byte ranges in the planned memories, so reusing a TCM address for
+another buffer orders the new writer after the old buffer's last reader.
+
+A record loses the bytes a later write covers (the whole record is dropped when
+nothing is left): that write waits for the record's commands, and whoever later
+conflicts on those bytes conflicts with the write and so waits for it; a direct
+wait would be implied by that one (the same start and end cycles, fewer entries).
+Reads of DDR inputs and constants are not recorded: nothing writes them.
+
+Control flow is a barrier: a CondCommand/LoopCommand waits for every command
+with a live record, its nested lists start from a clean slate (they run after
+it starts), and every later command of the enclosing list waits for it.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+from npu_sim.program import MemorySpace
+from scheduler.memory.byte_ranges import ByteSet, Ranges, set_difference, set_overlaps, set_union
+
+PAGE_BYTES = 1024
+
+
+class _Record:
+    """Accesses to some bytes of one memory: the command that wrote them, or the commands that
+    read them (reads of the very same byte set share a record), and the index pages it is on."""
+
+    __slots__ = ("cmds", "bytes", "write", "alive", "lo", "hi", "starts", "ends", "single", "pages")
+
+    def __init__(self, cmd: int, byte_set: ByteSet, write: bool, pages: set[int]):
+        self.cmds = [cmd]
+        self.write = write
+        self.alive = True
+        self.hold(byte_set, pages)
+
+    def hold(self, byte_set: ByteSet, pages: set[int]) -> None:
+        """Record ``byte_set`` (on ``pages``), with copies of its fields the scans read often."""
+        self.bytes = byte_set
+        self.lo, self.hi = byte_set.lo, byte_set.hi
+        self.starts, self.ends = byte_set.starts, byte_set.ends
+        self.single = len(byte_set.starts) == 1  # one contiguous run: its bounding box is exact
+        self.pages = pages
+
+
+def _as_set(ranges: ByteSet | Ranges) -> ByteSet | None:
+    return ranges if isinstance(ranges, ByteSet) else ByteSet.of(ranges)
+
+
+def _candidates(index: dict[int, dict[_Record, None]] | None, page_set: set[int]):
+    """The records of one memory's ``index`` on the pages ``page_set``, each once (in no
+    particular order: callers only collect commands and drop records)."""
+    if not index:
+        return ()
+    if len(page_set) == 1:
+        for page in page_set:
+            return index.get(page, ())
+    return set().union(*[recs for page in page_set if (recs := index.get(page))])
+
+
+def _meeting(found, byte_set: ByteSet) -> list[_Record]:
+    """The records of ``found`` having a byte in ``byte_set``: bounding boxes first, then the
+    runs (one run against many: a bisection; many against many: :func:`set_overlaps`)."""
+    lo, hi, starts, ends = byte_set.lo, byte_set.hi, byte_set.starts, byte_set.ends
+    single = len(starts) == 1
+    out = []
+    for rec in found:
+        if rec.lo >= hi or lo >= rec.hi:
+            continue
+        if rec.single:
+            if single:
+                out.append(rec)
+            else:
+                j = bisect_left(starts, rec.hi) - 1   # the last run starting before the record ends
+                if ends[j] > rec.lo:
+                    out.append(rec)
+        elif single:
+            j = bisect_left(rec.starts, hi) - 1
+            if rec.ends[j] > lo:
+                out.append(rec)
+        elif set_overlaps(rec.bytes, byte_set):
+            out.append(rec)
+    return out
+
+
+class AccessTracker:
+    """Live access records of one scope, indexed by memory page (writes and reads apart:
+    a read only looks for earlier writes, a write for both).
+
+    Accesses are :class:`~scheduler.memory.byte_ranges.ByteSet` s (or ``Ranges`` arrays).
+    """
+
+    def __init__(self, page_bytes: dict[MemorySpace, int] | None = None) -> None:
+        self.page_bytes = page_bytes or {}
+        # memory -> page -> live records filed there (a dict: dropping one is O(1))
+        self.writes: dict[MemorySpace, dict[int, dict[_Record, None]]] = {}
+        self.reads: dict[MemorySpace, dict[int, dict[_Record, None]]] = {}
+        # memory -> byte set -> its live read record (weights and constants are read by every tile)
+        self.shared_reads: dict[MemorySpace, dict[ByteSet, _Record]] = {}
+        self.records: list[_Record] = []
+
+    def access(self, cmd: int, reads: list[tuple[MemorySpace, ByteSet | Ranges]],
+               writes: list[tuple[MemorySpace, ByteSet | Ranges]]) -> set[int]:
+        """Record ``cmd``'s accesses; return the commands it must wait for."""
+        deps: set[int] = set()
+        page_bytes = self.page_bytes
+        read_sets = []
+        for memory, r in reads:
+            rs = _as_set(r)
+            if rs is None:
+                continue
+            page_set = rs.pages(page_bytes.get(memory, PAGE_BYTES))
+            read_sets.append((memory, rs, page_set))
+            for rec in _meeting(_candidates(self.writes.get(memory), page_set), rs):
+                deps.update(rec.cmds)
+        written: dict[MemorySpace, ByteSet] = {}
+        for memory, w in writes:
+            ws = _as_set(w)
+            if ws is not None:
+                written[memory] = set_union(written[memory], ws) if memory in written else ws
+        write_sets = []
+        for memory, ws in written.items():
+            page_set = ws.pages(page_bytes.get(memory, PAGE_BYTES))
+            write_sets.append((memory, ws, page_set))
+            windex, rindex = self.writes.get(memory), self.reads.get(memory)
+            shared = self.shared_reads.get(memory, {})
+            page_size = page_bytes.get(memory, PAGE_BYTES)
+            for index in (windex, rindex):
+                met = _meeting(_candidates(index, page_set), ws)
+                for rec in met:
+                    deps.update(rec.cmds)
+                for rec in met:
+                    _overwrite(index, rec, ws, page_size, None if rec.write else shared)
+        deps.discard(cmd)
+        for memory, rs, page_set in read_sets:
+            shared = self.shared_reads.setdefault(memory, {})
+            rec = shared.get(rs)
+            if rec is None:
+                rec = shared[rs] = _Record(cmd, rs, False, page_set)
+                self._add(self.reads, memory, rec)
+            elif rec.cmds[-1] != cmd:
+                rec.cmds.append(cmd)
+        for memory, ws, page_set in write_sets:
+            self._add(self.writes, memory, _Record(cmd, ws, True, page_set))
+        return deps
+
+    def _add(self, index: dict, memory: MemorySpace, rec: _Record) -> None:
+        self.records.append(rec)
+        pages = index.get(memory)
+        if pages is None:
+            pages = index[memory] = {}
+        for page in rec.pages:
+            recs = pages.get(page)
+            if recs is None:
+                pages[page] = {rec: None}
+            else:
+                recs[rec] = None
+
+    def live_commands(self) -> set[int]:
+        return {cmd for rec in self.records if rec.alive for cmd in rec.cmds}
+
+
+def _overwrite(index: dict[int, dict[_Record, None]], rec: _Record, written: ByteSet, page_bytes: int,
+               shared: dict[ByteSet, _Record] | None) -> None:
+    """Take the bytes ``written`` by a later write (that waits for it) out of ``rec``; forget the
+    record if none are left (``shared``: the read records by byte set, ``rec`` no longer one)."""
+    if shared is not None and shared.get(rec.bytes) is rec:
+        del shared[rec.bytes]
+    rest = set_difference(rec.bytes, written)
+    if rest is None:
+        rec.alive = False
+        for page in rec.pages:
+            del index[page][rec]
+        return
+    pages = rest.pages(page_bytes)
+    for page in rec.pages - pages:
+        del index[page][rec]
+    rec.hold(rest, pages)
+
+
+class ImpliedWaits:
+    """Drops the waits a command has anyway, from its other waits and from its unit's queue.
+
+    A command that waits for ``b`` starts after whatever ``b`` waited for is done (``b``
+    started after it). Each compute unit and DMA engine runs its commands one at a time in
+    stream order (:mod:`npu_sim.hw.queues`): a compute command starts after the previous one
+    of its unit is done; a DMA after the previous one of its engine started (the engine takes
+    the next descriptor once the last bursts are issued, before the data lands), so after
+    what that one waited for. A wait implied so never decides when a command starts (the
+    one implying it is done later), so the program runs the same, cycle for cycle, with
+    fewer dependencies to list and track.
+
+    ``after``: command id -> bit mask (a Python int) of the commands done before it starts.
+    """
+
+    def __init__(self) -> None:
+        self.after: dict[int, int] = {}
+        self.last: dict[object, int] = {}   # queue -> its latest command
+
+    def reduce(self, cmd: int, deps: set[int], queue: object = None, pipelined: bool = False) -> tuple[int, ...]:
+        """``cmd``'s dependencies (commands of this list, numbered in stream order) without the
+        implied ones, ascending; records what ``cmd`` starts after. ``queue``: the unit or engine
+        running it (None: the sequencer); ``pipelined``: the queue takes a command before the
+        previous one is done (DMA engines)."""
+        after = self.after
+        known = 0
+        previous = self.last.get(queue) if queue is not None else None
+        if previous is not None:
+            known = after[previous] if pipelined else after[previous] | 1 << previous
+        kept = []
+        for dep in sorted(deps, reverse=True):   # a later dependency may imply an earlier one, never the reverse
+            if not (known >> dep) & 1:
+                kept.append(dep)
+                known |= after[dep] | 1 << dep
+        after[cmd] = known
+        if queue is not None:
+            self.last[queue] = cmd
+        kept.reverse()
+        return tuple(kept)
+
+    def restart_queues(self) -> None:
+        """Forget the queues' order (after a control command: later commands wait for it instead)."""
+        self.last.clear()

@@ -1,0 +1,191 @@
+"""Emission: NPU operations with their tile plans become DMA and compute commands.
+
+For a compute operation, tile by tile (in the plan's loop order):
+
+1. each streamed operand whose window differs from what its buffer holds is
+   loaded by DMA into the next of its (ping-pong) tile buffers; operands
+   resident in TCM are read in place through strided views;
+2. one compute command runs the chained kernel steps on the tile;
+3. outputs not resident in TCM are stored from their tile buffer by DMA.
+
+Loads go to the DMA engines but the last, stores to the last engine, so a
+store never waits behind the next tile's loads. Copies (variable reads and
+writes, RESHAPE/IDENTITY that cannot alias, block arguments and results) use a
+direct DMA path when the hardware has one, the vector unit for TCM to TCM,
+and a ping-pong staging buffer in TCM otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from npu_sim.hw.compute_units import VECTOR
+from npu_sim.hw.dma import DMA_PATHS
+from npu_sim.memory_layout import align_up
+from npu_sim.program import KernelStep, MemorySpace
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ops import Op, make_attribute
+from scheduler.codegen.stream import ACommand, ACompute, ADma, dma_pieces
+from scheduler.cost_model import dma_issue_cycles, step_macs
+from scheduler.ir.npu_ops import NpuOp
+from scheduler.memory.buffers import Buffer, BufView, Placement, tile_view
+from scheduler.passes.tiling import TilePlan
+from scheduler.passes.windows import region_shape, region_size, whole_tile
+
+DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
+
+
+class Emitter:
+    """Builds abstract commands; owns the tile buffers it creates.
+
+    DMA engines: stores (TCM to DDR or variable SRAM) go to the last engine, so a
+    store waiting for its tile never holds up loads; loads go to the engine with
+    the least DMA work queued so far (by the cost model's estimate of the cycles
+    each occupies its engine).
+    """
+
+    def __init__(self, hw, alignment: int):
+        self.hw = hw
+        self.dma_engines = max(1, hw.dma.engine_count)
+        self.alignment = alignment
+        self.engine_work = [0.0] * self.dma_engines
+
+    def _engine(self, src: BufView, dst: BufView) -> int:
+        store = src.memory is TCM and dst.memory is not TCM
+        cost = dma_issue_cycles(self.hw, src.size_bytes)
+        if store:
+            engine = self.dma_engines - 1
+        else:
+            engine = min(range(self.dma_engines), key=lambda e: (self.engine_work[e], e))
+        self.engine_work[engine] += cost
+        return engine
+
+    def dma(self, src: BufView, dst: BufView, name: str, op: int) -> list[ACommand]:
+        return [ADma(self._engine(s, d), s, d, name, op) for s, d in dma_pieces(src, dst)]
+
+    def tile_buffer(self, name: str, size_bytes: int, op: int | None) -> Buffer:
+        return Buffer(name, TCM, align_up(max(1, size_bytes), self.alignment), kind="tile", op=op)
+
+    # -- compute operations
+    def compute(self, op: NpuOp, plan: TilePlan, place: Callable[[str], Placement],
+                windows: Callable, op_index: int) -> list[ACommand]:
+        """Commands of a compute operation; ``windows(region)`` gives the chain's tiles."""
+        cmds: list[ACommand] = []
+        slot_buffers = {slot: [self.tile_buffer(f"{op.name}:in{slot[0]}.{slot[1]}/{i}", plan.slot_bytes[slot], op_index)
+                               for i in range(plan.slot_buffers[slot])] for slot in plan.slot_bytes}
+        out_buffers = {k: [self.tile_buffer(f"{op.name}:out{k}/{i}", plan.output_bytes[k], op_index)
+                           for i in range(plan.output_buffers)] for k in plan.output_bytes}
+        loaded: dict[tuple[int, int], tuple] = {}   # slot -> (window, buffer index)
+        next_buffer = {slot: 0 for slot in slot_buffers}
+        tiled = plan.tile_shape is not None
+        last = op.steps[-1]
+        for t, region in enumerate(plan.tiles()):
+            tiles = windows(region) if tiled else whole_tile(op.steps)
+            steps = []
+            this_tile: dict[tuple, BufView] = {}
+            for s, (step, tile) in enumerate(zip(op.steps, tiles)):
+                operands: list[BufView | int] = []
+                for j, (operand, window) in enumerate(zip(step.operands, tile.windows)):
+                    if isinstance(operand, int):
+                        operands.append(operand)
+                        continue
+                    placement = place(operand)
+                    if placement.memory is TCM or region_size(window) == 0:
+                        operands.append(placement.window(window))
+                        continue
+                    slot = (s, j)
+                    held = loaded.get(slot)
+                    if held is not None and held[0] == window:
+                        operands.append(held[1])
+                        continue
+                    twin = this_tile.get((operand, window))
+                    if twin is not None:   # the same window of the same value, already loaded
+                        operands.append(twin)
+                        continue
+                    buffers = slot_buffers[slot]
+                    index = next_buffer[slot]
+                    next_buffer[slot] = (index + 1) % len(buffers)
+                    view = tile_view(buffers[index], region_shape(window), step.input_types[j].dtype)
+                    cmds += self.dma(placement.window(window), view, f"{op.name}: load {operand}",
+                                     op_index)
+                    loaded[slot] = (window, view)
+                    this_tile[(operand, window)] = view
+                    operands.append(view)
+                steps.append(KernelStep(
+                    step.op, step.attribute, tuple(operands), step.input_types, step.output_types,
+                    out_region=tile.out_region if tiled else None,
+                    input_offsets=tuple([tuple([a for a, _ in w]) for w in tile.windows]) if tiled else None,
+                    name=step.name))
+            outputs, stores = [], []
+            out_region = tiles[-1].out_region
+            for k, key in enumerate(op.outputs):
+                placement = place(key)
+                if placement.memory is TCM:
+                    outputs.append(placement.window(out_region) if tiled else placement.whole())
+                    continue
+                buffers = out_buffers[k]
+                view = tile_view(buffers[t % len(buffers)], region_shape(out_region), last.output_types[k].dtype)
+                outputs.append(view)
+                stores.append((view, placement.window(out_region)))
+            macs = sum([step_macs(s, tile.out_region if tiled else None) for s, tile in zip(op.steps, tiles)])
+            cmds.append(ACompute(op.unit, steps, outputs, op.name, op_index, macs))
+            for view, target in stores:
+                cmds += self.dma(view, target, f"{op.name}: store", op_index)
+        return cmds
+
+    # -- copies
+    def copy(self, src: Placement, dst: Placement, name: str, op_index: int,
+             staging_budget_bytes: int, bands: int = 1) -> list[ACommand]:
+        """Copy the bytes of ``src`` into ``dst`` (same size; ``dst``'s shape).
+
+        ``bands`` > 1 splits a direct DMA into that many slices of the outermost
+        dimension (readers of the first slice need not wait for the rest)."""
+        if src.buffer is dst.buffer and src.offset_bytes == dst.offset_bytes:
+            return []
+        if dst.size_bytes == 0:
+            return []
+        source = src.whole(tuple(dst.type.shape)) if src.type.dtype == dst.type.dtype else None
+        path = (src.memory, dst.memory)
+        if source is not None and path in DMA_PATHS:
+            shape = tuple(dst.type.shape)
+            outer = next((d for d, n in enumerate(shape) if n > 1), None)
+            if bands <= 1 or outer is None:
+                return self.dma(source, dst.whole(), name, op_index)
+            cmds: list[ACommand] = []
+            n = shape[outer]
+            edges = sorted({n * k // min(bands, n) for k in range(min(bands, n) + 1)})
+            srcp = src.retyped(dst.type)
+            for lo, hi in zip(edges, edges[1:]):
+                region = tuple((lo, hi) if d == outer else (0, size) for d, size in enumerate(shape))
+                cmds += self.dma(srcp.window(region), dst.window(region), name, op_index)
+            return cmds
+        if source is not None and path == (TCM, TCM):
+            t = dst.type
+            step = KernelStep(Op.IDENTITY, make_attribute(Op.IDENTITY), (source,), (t,), (t,), name=name)
+            return [ACompute(VECTOR.name, [step], [dst.whole()], name, op_index)]
+        return self.staged_copy(src, dst, name, op_index, staging_budget_bytes)
+
+    def staged_copy(self, src: Placement, dst: Placement, name: str, op_index: int,
+                    budget_bytes: int) -> list[ACommand]:
+        """A copy without a direct DMA path, through two staging buffers in TCM."""
+        total = dst.size_bytes
+        chunk = max(self.alignment, (budget_bytes // 2) // self.alignment * self.alignment)
+        chunk = min(chunk, align_up(total, self.alignment))
+        stages = [self.tile_buffer(f"{name}:stage/{i}", chunk, None) for i in range(2 if total > chunk else 1)]
+        cmds: list[ACommand] = []
+        for i, start in enumerate(range(0, total, chunk)):
+            n = min(chunk, total - start)
+            s = BufView(src.buffer, src.offset_bytes + start, (n,), DType.INT8)
+            d = BufView(dst.buffer, dst.offset_bytes + start, (n,), DType.INT8)
+            stage = BufView(stages[i % len(stages)], 0, (n,), DType.INT8)
+            cmds += self.dma(s, stage, f"{name}: stage in", op_index)
+            cmds += self.dma(stage, d, f"{name}: stage out", op_index)
+        return cmds
+
+
+def staging_need_bytes(src: MemorySpace, dst: MemorySpace, size_bytes: int, alignment: int) -> int:
+    """TCM bytes a copy between these memories needs at least (0 with a direct path):
+    two staging chunks, as small as the alignment if need be."""
+    if (src, dst) in DMA_PATHS or (src, dst) == (TCM, TCM) or size_bytes == 0:
+        return 0
+    return min(2 * alignment, align_up(size_bytes, alignment))

@@ -1,0 +1,348 @@
+"""Materialization: number the abstract commands, plan memories, resolve views, add dependencies.
+
+1. Command ids in walk order (a control-flow command before its nested ones).
+2. Live ranges of buffers from the ids of the commands touching them.
+3. Offsets: TCM by the planner (buffers live at the same time never overlap),
+   DDR and the variable SRAM by bump allocation (no reuse; spilled values share
+   DDR bytes by their live ranges only when that overflows it). The planner places
+   the exact live ranges: the compact placement, whose footprint is what the
+   graph needs (``tcm_compact_bytes``). Reusing bytes a buffer freed makes the new
+   buffer's writer wait for the old one's last access (a false write-after-read
+   dependency that serializes independent work, e.g. a prefetch behind the
+   previous operation), so buffers then move, within that footprint, off bytes
+   whose previous or next owner the stream does not order them after anyway
+   (:func:`scheduler.memory.allocators.avoid_false_dependencies` with
+   :mod:`scheduler.codegen.implied_order`): fewer cycles for no TCM. With ``spread``
+   (``schedule(..., spread_tcm=True)``), freed bytes are not handed to a buffer
+   first used soon after when the TCM has room for that: live ranges are extended
+   by :data:`SPREAD_REUSE_DISTANCES` commands, keeping the longest distance that
+   fits: fewer cycles for more TCM.
+4. Views resolved; dependencies from exact byte accesses (:mod:`scheduler.codegen.deps`), without
+   those the others or the in-order queues imply (:class:`scheduler.codegen.deps.ImpliedWaits`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from npu_sim.errors import ScheduleError
+from npu_sim.memory_layout import align_up
+from npu_sim.program import (
+    Allocation,
+    Command,
+    ComputeCommand,
+    CondCommand,
+    DmaCommand,
+    KernelStep,
+    LoopCommand,
+    MemorySpace,
+    View,
+)
+from scheduler.codegen.deps import AccessTracker, ImpliedWaits
+from scheduler.codegen.implied_order import implied_order
+from scheduler.codegen.stream import ACommand, ACompute, ACond, ADma, ALoop
+from scheduler.memory.allocators import BumpAllocator, Planner, avoid_false_dependencies, footprint
+from scheduler.memory.buffers import Buffer, BufView
+from scheduler.memory.byte_ranges import ByteSet, view_byte_set
+from scheduler.memory.liveness import LiveRange, max_live_bytes
+
+DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
+
+#: With spreading: command distances tried, longest first, before which freed TCM bytes are not reused.
+SPREAD_REUSE_DISTANCES = (256, 32)
+
+
+def walk(cmds: list[ACommand]):
+    for cmd in cmds:
+        yield cmd
+        if isinstance(cmd, ACond):
+            yield from walk(cmd.then)
+            yield from walk(cmd.orelse)
+        elif isinstance(cmd, ALoop):
+            yield from walk(cmd.cond)
+            yield from walk(cmd.body)
+
+
+def views_of(cmd: ACommand) -> list[BufView]:
+    if isinstance(cmd, ADma):
+        return [cmd.src, cmd.dst]
+    if isinstance(cmd, ACompute):
+        return [v for step in cmd.steps for v in step.operands if isinstance(v, BufView)] + list(cmd.outputs)
+    return [cmd.condition]
+
+
+@dataclass
+class Numbering:
+    ids: dict[int, int] = field(default_factory=dict)         # id(abstract command) -> command id
+    last_nested: dict[int, int] = field(default_factory=dict)  # control command id -> last id inside
+    count: int = 0
+
+
+def number(cmds: list[ACommand]) -> Numbering:
+    numbering = Numbering()
+
+    def visit(lst: list[ACommand]) -> None:
+        for cmd in lst:
+            cid = numbering.count
+            numbering.ids[id(cmd)] = cid
+            numbering.count += 1
+            if isinstance(cmd, ACond):
+                visit(cmd.then)
+                visit(cmd.orelse)
+                numbering.last_nested[cid] = numbering.count - 1
+            elif isinstance(cmd, ALoop):
+                visit(cmd.cond)
+                visit(cmd.body)
+                numbering.last_nested[cid] = numbering.count - 1
+
+    visit(cmds)
+    del visit   # break the recursive closure's reference cycle
+    return numbering
+
+
+def live_ranges(cmds: list[ACommand], numbering: Numbering) -> dict[int, tuple[Buffer, int, int]]:
+    """Buffer serial -> (buffer, first id, last id) over every command touching it."""
+    spans: dict[int, list] = {}   # serial -> [buffer, first, last]
+    op_span: dict[int, list[int]] = {}
+    ids = numbering.ids
+    for cmd in walk(cmds):
+        cid = ids[id(cmd)]
+        end = numbering.last_nested.get(cid, cid) if isinstance(cmd, ALoop) else cid
+        span = op_span.get(cmd.op)
+        if span is None:
+            op_span[cmd.op] = [cid, cid]
+        else:
+            span[0], span[1] = min(span[0], cid), max(span[1], cid)
+        for view in views_of(cmd):
+            b = view.buffer
+            if b is None:
+                continue
+            known = spans.get(b.serial)
+            if known is None:
+                spans[b.serial] = [b, cid, end]
+            else:
+                known[1], known[2] = min(known[1], cid), max(known[2], end)
+    usage: dict[int, tuple[Buffer, int, int]] = {}
+    for serial, (b, first, last) in spans.items():
+        if b.op is not None and b.op in op_span:   # ping-pong partners must coexist
+            lo, hi = op_span[b.op]
+            first, last = min(first, lo), max(last, hi)
+        usage[serial] = (b, first, last)
+    _span_loops(cmds, numbering, usage)
+    return usage
+
+
+def _span_loops(cmds: list[ACommand], numbering: Numbering, usage: dict[int, tuple[Buffer, int, int]]) -> None:
+    """A buffer a loop touches that lives beyond the loop (the carried state, values read
+    every iteration) is live for the whole loop, not only up to its last touch in
+    command order: the next iteration reads it again. Buffers touched only inside the
+    loop live within one iteration (each iteration writes them before reading)."""
+    for cmd in walk(cmds):
+        if not isinstance(cmd, ALoop):
+            continue
+        lo = numbering.ids[id(cmd)]
+        hi = numbering.last_nested[lo]
+        inside = {view.buffer.serial for nested in walk(cmd.cond + cmd.body) for view in views_of(nested)
+                  if view.buffer is not None}
+        for serial in inside:
+            b, first, last = usage[serial]
+            if first < lo or last > hi:
+                usage[serial] = (b, min(first, lo), max(last, hi))
+
+
+@dataclass
+class MemoryPlan:
+    offsets_ok: bool
+    tcm_peak_bytes: int
+    tcm_lower_bound_bytes: int
+    overflow: list[Buffer]                   # TCM buffers placed beyond the capacity
+    ranges: dict[int, LiveRange]             # serial -> TCM live range
+    buffers: dict[int, Buffer]               # serial -> buffer (every memory)
+    first_last: dict[int, tuple[int, int]]   # serial -> live range in ids (non whole-program buffers)
+    tcm_compact_bytes: int = 0               # footprint of the placement of the exact live ranges
+
+
+def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer], hw, planner: Planner,
+                  tcm_alignment: int, ddr_alignment: int, var_alignment: int,
+                  spread: bool = False) -> MemoryPlan:
+    usage = live_ranges(cmds, numbering)
+    last_id = max(0, numbering.count - 1)
+    buffers: dict[int, Buffer] = {b.serial: b for b in fixed}
+    first_last: dict[int, tuple[int, int]] = {}
+    for serial, (b, first, last) in usage.items():
+        buffers[serial] = b
+        if not b.whole_program:
+            first_last[serial] = (first, last)
+    # TCM
+    tcm = [b for b in buffers.values() if b.memory is TCM and (b.whole_program or b.serial in first_last)]
+    ranges = {b.serial: LiveRange(b.serial, b.size_bytes, *((0, last_id) if b.whole_program else first_last[b.serial]))
+              for b in tcm}
+    capacity = hw.tcm.size_bytes
+    exact = list(ranges.values())
+    offsets = planner.place(exact, tcm_alignment)
+    compact = footprint(exact, offsets)
+    if compact <= capacity:   # (an overflowing plan stays as it is: it names the value to spill)
+        offsets = avoid_false_dependencies(exact, offsets, tcm_alignment,
+                                     implied_order(cmds, numbering.ids).reuse_test())
+    if spread and compact <= capacity:
+        for distance in SPREAD_REUSE_DISTANCES:
+            spaced = [LiveRange(r.key, r.size_bytes, r.start, min(last_id, r.end + distance)) for r in exact]
+            if spaced == exact:
+                break
+            place = getattr(planner, "place_like_last", planner.place)   # fitting is enough here
+            spaced_offsets = place(spaced, tcm_alignment)
+            if footprint(spaced, spaced_offsets) <= capacity:
+                offsets = spaced_offsets
+                break
+    for b in tcm:
+        b.offset_bytes = offsets[b.serial]
+    peak = footprint(list(ranges.values()), offsets)
+    overflow = sorted((b for b in tcm if b.offset_bytes + b.size_bytes > capacity),
+                      key=lambda b: -b.size_bytes)
+    # DDR and variable SRAM: every buffer its own bytes
+    for memory, alignment in ((DDR, ddr_alignment), (VAR, var_alignment)):
+        group = sorted((b for b in buffers.values() if b.memory is memory),
+                       key=lambda b: (_KIND_ORDER.get(b.kind, 9), b.serial))
+        bump = BumpAllocator().place([LiveRange(b.serial, b.size_bytes, 0, 0) for b in group], alignment)
+        for b in group:
+            b.offset_bytes = bump[b.serial]
+    _share_ddr_when_short(buffers, first_last, hw.ddr.size_bytes, planner, ddr_alignment)
+    return MemoryPlan(not overflow, peak, max_live_bytes(exact), overflow, ranges, buffers,
+                      first_last, compact)
+
+
+_KIND_ORDER = {"input": 0, "output": 1, "constant": 2, "variable": 3}
+
+
+def _share_ddr_when_short(buffers: dict[int, Buffer], first_last: dict[int, tuple[int, int]], ddr_bytes: int,
+                          planner: Planner, alignment: int) -> None:
+    """When every DDR buffer having its own bytes overflows the DDR, let the buffers with a
+    live range (spilled values) share bytes as the TCM planner shares the TCM: after the
+    buffers that live for the whole program (inputs, outputs, constants), the spills are
+    placed by their live ranges. Only then: sharing adds write-after-read waits."""
+    ddr = [b for b in buffers.values() if b.memory is DDR]
+    if max((b.offset_bytes + b.size_bytes for b in ddr), default=0) <= ddr_bytes:
+        return
+    timed = [b for b in ddr if b.serial in first_last]
+    if not timed:
+        return
+    base = max((b.offset_bytes + b.size_bytes for b in ddr if b.serial not in first_last), default=0)
+    base = align_up(base, alignment)
+    offsets = planner.place([LiveRange(b.serial, b.size_bytes, *first_last[b.serial]) for b in timed], alignment)
+    for b in timed:
+        b.offset_bytes = base + offsets[b.serial]
+
+
+def check_capacity(plan: MemoryPlan, hw) -> dict[MemorySpace, int]:
+    """Memory sizes for the program; ScheduleError if DDR or the variable SRAM overflows."""
+    used = {m: max((b.offset_bytes + b.size_bytes for b in plan.buffers.values() if b.memory is m), default=0)
+            for m in (DDR, VAR)}
+    if used[VAR] > hw.variable_sram.size_bytes:
+        variables = sorted((b for b in plan.buffers.values() if b.memory is VAR), key=lambda b: b.name)
+        listing = ", ".join(f"{b.name} ({b.size_bytes} bytes)" for b in variables)
+        raise ScheduleError(f"variables need {used[VAR]} bytes of variable SRAM, only "
+                            f"{hw.variable_sram.size_bytes} available: {listing}")
+    if used[DDR] > hw.ddr.size_bytes:
+        raise ScheduleError(f"the graph needs {used[DDR]} bytes of DDR, only {hw.ddr.size_bytes} available")
+    return {DDR: hw.ddr.size_bytes, TCM: hw.tcm.size_bytes, VAR: hw.variable_sram.size_bytes}
+
+
+def allocations(plan: MemoryPlan) -> list[Allocation]:
+    out, seen = [], {}
+    for serial, b in sorted(plan.buffers.items()):
+        if not b.whole_program and serial not in plan.first_last:
+            continue
+        count = seen.get(b.name, 0)
+        seen[b.name] = count + 1
+        name = b.name if count == 0 else f"{b.name}#{count}"
+        first, last = (None, None) if b.whole_program else plan.first_last[serial]
+        out.append(Allocation(name, b.memory, b.offset_bytes, b.size_bytes, b.kind, first, last, b.initial_data))
+    return out
+
+
+def _accesses(views: list[View], cache: dict[View, ByteSet | None]) -> list[tuple[MemorySpace, ByteSet]]:
+    """``(memory, bytes)`` of each non-empty view (``cache``: byte sets by view; tiles repeat)."""
+    out = []
+    for v in views:
+        try:
+            byte_set = cache[v]
+        except KeyError:
+            byte_set = cache[v] = view_byte_set(v)
+        if byte_set is not None:
+            out.append((v.memory, byte_set))
+    return out
+
+
+def _read_only(view: BufView) -> bool:
+    """Views of DDR inputs and constants: no command writes them, so their reads order nothing."""
+    b = view.buffer
+    return b is not None and b.memory is DDR and b.kind in ("input", "constant")
+
+
+def page_sizes(memory_sizes: dict[MemorySpace, int]) -> dict[MemorySpace, int]:
+    """Index granularity for dependency tracking: about 64 pages of TCM, 4 KiB elsewhere."""
+    return {TCM: max(64, memory_sizes.get(TCM, 0) // 64), DDR: 4096, VAR: 1024}
+
+
+def build_commands(cmds: list[ACommand], numbering: Numbering,
+                   memory_sizes: dict[MemorySpace, int] | None = None) -> list[Command]:
+    """Program commands with resolved views and dependencies (control flow as barriers)."""
+    paging = page_sizes(memory_sizes or {})
+    cache: dict[View, ByteSet | None] = {}
+    views: dict[BufView, View] = {}   # tiles repeat views (weights, constants): resolve each once
+
+    def resolve(view: BufView) -> View:
+        try:
+            return views[view]
+        except KeyError:
+            resolved = views[view] = view.resolve()
+            return resolved
+
+    def build(lst: list[ACommand]) -> list[Command]:
+        tracker = AccessTracker(paging)
+        implied = ImpliedWaits()   # this list's commands only: nested lists depend on none of them
+        barrier: int | None = None
+        out: list[Command] = []
+        for cmd in lst:
+            cid = numbering.ids[id(cmd)]
+            if isinstance(cmd, ADma):
+                src, dst = resolve(cmd.src), resolve(cmd.dst)
+                reads = [] if _read_only(cmd.src) else _accesses([src], cache)
+                deps = tracker.access(cid, reads, _accesses([dst], cache))
+                if barrier is not None:
+                    deps.add(barrier)
+                deps = implied.reduce(cid, deps, ("dma", cmd.engine), pipelined=True)
+                out.append(DmaCommand(cid, cmd.engine, src, dst, deps, cmd.name))
+            elif isinstance(cmd, ACompute):
+                steps, reads = [], []
+                for step in cmd.steps:
+                    operands = tuple([resolve(o) if isinstance(o, BufView) else o for o in step.operands])
+                    reads += [o for o in operands if isinstance(o, View)]
+                    steps.append(KernelStep(step.op, step.attribute, operands, step.input_types, step.output_types,
+                                            step.out_region, step.input_offsets, step.name))
+                outputs = tuple([resolve(v) for v in cmd.outputs])
+                deps = tracker.access(cid, _accesses(reads, cache), _accesses(list(outputs), cache))
+                if barrier is not None:
+                    deps.add(barrier)
+                out.append(ComputeCommand(cid, cmd.unit, tuple(steps), outputs, implied.reduce(cid, deps, cmd.unit),
+                                          cmd.name, cmd.macs))
+            else:
+                deps = tracker.live_commands()
+                if barrier is not None:
+                    deps.add(barrier)
+                condition = resolve(cmd.condition)
+                deps = implied.reduce(cid, deps)
+                if isinstance(cmd, ACond):
+                    out.append(CondCommand(cid, condition, tuple(build(cmd.then)), tuple(build(cmd.orelse)),
+                                           deps, cmd.name))
+                else:
+                    out.append(LoopCommand(cid, tuple(build(cmd.cond)), condition, tuple(build(cmd.body)),
+                                           cmd.max_iterations, deps, cmd.name))
+                tracker = AccessTracker(paging)
+                implied.restart_queues()
+                barrier = cid
+        return out
+
+    commands = build(cmds)
+    del build   # the recursive closure refers to itself: break that cycle, its caches are freed now
+    return commands

@@ -1,0 +1,121 @@
+"""The command stream before the memory plan: commands over symbolic views.
+
+Emission builds these; :mod:`scheduler.codegen.materialize` numbers them, resolves
+their views and adds dependencies to make :mod:`npu_sim.program` commands.
+``op`` indexes the :class:`OpRecord` (one per NPU operation) a command belongs to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from npu_sim.hw.dma import MAX_DESCRIPTOR_DIMS
+from npu_sim.memory_layout import element_size_bytes
+from npu_sim.program import KernelStep
+from scheduler.memory.buffers import BufView
+
+
+@dataclass
+class OpRecord:
+    """One NPU operation, for reports: what it computes and how it was tiled."""
+
+    name: str
+    label: str                 # CONV2D+RESCALE+CLAMP
+    unit: str                  # compute unit, "dma" or "sequencer"
+    graph_ops: tuple[str, ...]
+    macs: int = 0
+    tile_shape: tuple[int, ...] | None = None
+    tile_count: int = 1
+    working_set_bytes: int = 0
+    block: str = ""
+
+
+@dataclass
+class ADma:
+    engine: int
+    src: BufView
+    dst: BufView
+    name: str
+    op: int
+
+
+@dataclass
+class ACompute:
+    unit: str
+    steps: list[KernelStep]      # operands: BufView or int
+    outputs: list[BufView]
+    name: str
+    op: int
+    macs: int = 0
+
+
+@dataclass
+class ACond:
+    condition: BufView
+    then: list["ACommand"]
+    orelse: list["ACommand"]
+    name: str
+    op: int
+
+
+@dataclass
+class ALoop:
+    cond: list["ACommand"]
+    condition: BufView
+    body: list["ACommand"]
+    max_iterations: int
+    name: str
+    op: int
+
+
+ACommand = Union[ADma, ACompute, ACond, ALoop]
+
+
+@dataclass
+class Stream:
+    """Commands plus the op records they refer to."""
+
+    commands: list[ACommand] = field(default_factory=list)
+    ops: list[OpRecord] = field(default_factory=list)
+
+
+def dma_pieces(src: BufView, dst: BufView, max_dims: int = MAX_DESCRIPTOR_DIMS) -> list[tuple[BufView, BufView]]:
+    """Split a copy into DMA descriptors of at most ``max_dims`` dimensions.
+
+    Size-1 dimensions are dropped and dimensions contiguous in both views merged
+    first, so most tiles of NHWC tensors need one 1D-3D descriptor.
+    """
+    if src.element_count == 0:
+        return []
+    shape, s_str, d_str = [], [], []
+    for n, a, b in zip(src.shape, src.strides, dst.strides):
+        if n == 1:
+            continue
+        if shape and s_str[-1] == n * a and d_str[-1] == n * b:
+            shape[-1] *= n
+            s_str[-1], d_str[-1] = a, b
+            continue
+        shape.append(n)
+        s_str.append(a)
+        d_str.append(b)
+    if not shape:
+        shape, s_str, d_str = [1], [src.strides[-1] if src.strides else 1], [dst.strides[-1] if dst.strides else 1]
+
+    def make(view: BufView, offset: int, shp: list[int], strides: list[int]) -> BufView:
+        return BufView(view.buffer, offset, tuple(shp), view.dtype, tuple(strides))
+
+    if s_str[-1] != element_size_bytes(src.dtype) or d_str[-1] != element_size_bytes(dst.dtype):
+        max_dims -= 1  # element runs: the descriptor needs one more level for them
+    pieces = []
+
+    def split(s_off: int, d_off: int, shp: list[int], ss: list[int], ds: list[int]) -> None:
+        if len(shp) <= max_dims:
+            pieces.append((make(src, s_off, shp, ss), make(dst, d_off, shp, ds)))
+            return
+        for i in range(shp[0]):
+            split(s_off + i * ss[0], d_off + i * ds[0], shp[1:], ss[1:], ds[1:])
+
+    split(src.offset_bytes, dst.offset_bytes, shape, s_str, d_str)
+    del split   # break the recursive closure's reference cycle (no work left for the GC)
+    return pieces

@@ -1,0 +1,156 @@
+"""The scheduler's lowered IR: NPU operations over named values.
+
+After support check and fusion, each block of the graph becomes a list of
+:class:`NpuOp`: a compute operation (one or more chained kernel :class:`Step` s
+on one unit), a copy between two values (variable reads and writes, RESHAPE
+that cannot alias, block results), or a control-flow operation whose blocks are
+compiled recursively. Values are named by *keys* unique in the whole graph
+(nested blocks prefix their tensor names); :class:`Value` records where a
+value comes from, which decides where it may live. A :class:`LoweredGraph`
+holds the main :class:`LoweredBlock` and every value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+
+from npu_sim.memory_layout import element_size_bytes
+from npu_sim.tosa.ir import Operator, TensorType
+from npu_sim.tosa.ops import Attribute, Op
+
+
+class ValueKind(str, Enum):
+    INPUT = "input"              # graph input (DDR, written by the host)
+    OUTPUT = "output"            # graph output (DDR, read by the host)
+    CONSTANT = "constant"        # data known at compile time (DDR, or the TCM constant pool)
+    VARIABLE = "variable"        # TOSA variable (variable SRAM, persistent)
+    INTERMEDIATE = "intermediate"  # TCM if it fits, else spilled to DDR
+    BOUND = "bound"              # block input/output of a control-flow block: storage given by the caller
+
+
+@dataclass
+class Value:
+    """A tensor value of the graph, by unique key."""
+
+    key: str
+    type: TensorType
+    kind: ValueKind
+    data: np.ndarray | None = None   # constants and variable initial values
+    name: str = ""                   # the tensor name in its block (for messages and reports)
+    #: ``size_bytes`` and the type it was computed from
+    _size: tuple | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of the value (remembered for its type: passes ask for it many times)."""
+        cached = self._size
+        if cached is not None and cached[0] is self.type:
+            return cached[1]
+        size = math.prod(self.type.shape) * element_size_bytes(self.type.dtype)
+        self._size = (self.type, size)
+        return size
+
+
+@dataclass(frozen=True)
+class Step:
+    """One kernel call of an NPU operation.
+
+    ``operands`` are value keys, or ``int`` k for output 0 of step k of the same
+    operation (a fused intermediate that never leaves the unit).
+    """
+
+    op: Op
+    attribute: Attribute
+    operands: tuple[str | int, ...]
+    input_types: tuple[TensorType, ...]
+    output_types: tuple[TensorType, ...]
+    name: str
+
+
+class OpKind(str, Enum):
+    COMPUTE = "compute"
+    COPY = "copy"
+    COND_IF = "cond_if"
+    WHILE_LOOP = "while_loop"
+
+
+@dataclass
+class NpuOp:
+    """One operation of the lowered block, in execution order."""
+
+    name: str
+    kind: OpKind
+    unit: str = ""
+    steps: tuple[Step, ...] = ()
+    outputs: tuple[str, ...] = ()       # value keys written
+    sources: tuple[str, ...] = ()       # COPY: the value read; control flow: the operands
+    graph_ops: tuple[str, ...] = ()     # names of the graph operators this covers
+    operator: Operator | None = None    # control flow: the graph operator
+    blocks: tuple[LoweredBlock, ...] = ()   # control flow: its lowered blocks
+    macs: int = 0
+    #: COPY: its result may share its source's bytes (RESHAPE/IDENTITY, a contiguous SLICE)
+    alias_ok: bool = False
+    #: COPY of a contiguous SLICE: the element offset of the run it takes from its source
+    slice_offset_elements: int | None = None
+    #: COPY into TCM that stages a graph input or a constant for its readers (see staging)
+    staged: bool = False
+    #: ``inputs`` and the (steps, sources) it was computed from
+    _inputs: tuple | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Value keys read, in first-use order, without repeats (recomputed only when
+        ``steps`` or ``sources`` are replaced: passes ask for it many times)."""
+        cached = self._inputs
+        if cached is not None and cached[0] is self.steps and cached[1] is self.sources:
+            return cached[2]
+        seen: dict[str, None] = {}
+        for step in self.steps:
+            for operand in step.operands:
+                if isinstance(operand, str):
+                    seen.setdefault(operand, None)
+        for key in self.sources:
+            seen.setdefault(key, None)
+        inputs = tuple(seen)
+        self._inputs = (self.steps, self.sources, inputs)
+        return inputs
+
+    @property
+    def op_label(self) -> str:
+        """``CONV2D+RESCALE+CLAMP`` style label of what the operation computes."""
+        if self.steps:
+            return "+".join(s.op.name for s in self.steps)
+        if self.operator is not None:
+            return self.operator.op.name
+        return self.kind.value.upper()
+
+
+@dataclass
+class LoweredBlock:
+    """A block as NPU operations. ``inputs``/``outputs`` are value keys in signature order."""
+
+    name: str
+    ops: list[NpuOp]
+    inputs: list[str]
+    outputs: list[str]
+
+    def walk_blocks(self) -> Iterator[LoweredBlock]:
+        """This block and the blocks of its control-flow operations, depth first."""
+        yield self
+        for op in self.ops:
+            for sub in op.blocks:
+                yield from sub.walk_blocks()
+
+
+@dataclass
+class LoweredGraph:
+    """The lowered main block and every value of the graph by key."""
+
+    main: LoweredBlock
+    values: dict[str, Value]
+    output_keys: set[str] = field(default_factory=set)

@@ -1,0 +1,158 @@
+"""Fixed placements: where the values live that no block compiles, decided before any block is.
+
+Inputs, outputs and constants get a DDR buffer of their own, variables one in the variable
+SRAM. Small constants that compute steps read (zero points, shifts, shapes...) go to a
+constant pool instead: one DDR image, loaded into a TCM buffer chunk by chunk, each chunk
+before the main-block operation that first reads its entries (laid out in order of first
+use, so each operation loads only its new entries).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from npu_sim.hw.config import HwConfig
+from npu_sim.memory_layout import align_up, memory_bytes
+from npu_sim.program import MemorySpace
+from scheduler.ir.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind, Value, ValueKind
+from scheduler.memory.buffers import Buffer, Placement
+
+DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
+
+#: Constants up to this size may go to the TCM constant pool (zero points, shifts, shapes...).
+POOL_ITEM_MAX_BYTES = 2048
+#: The pool takes at most this share of the TCM, and never more than POOL_MAX_BYTES.
+POOL_TCM_SHARE = 1 / 16
+POOL_MAX_BYTES = 65536
+#: Pool entries are aligned to this many bytes.
+POOL_ITEM_ALIGNMENT = 8
+#: Pool chunks smaller than this (or than the bytes the DDR moves during one DMA's setup,
+#: if larger) are loaded together with the next operation's. DMA engines pipeline their
+#: descriptors (the DDR latency overlaps the next descriptor), so small chunks only cost
+#: their setup.
+POOL_MIN_CHUNK_BYTES = 256
+
+_HOME_KINDS = {ValueKind.INPUT: (DDR, "input"), ValueKind.OUTPUT: (DDR, "output"),
+               ValueKind.VARIABLE: (VAR, "variable"), ValueKind.CONSTANT: (DDR, "constant")}
+
+
+@dataclass
+class Fixed:
+    """Placements decided before any block is compiled."""
+
+    placements: dict[str, Placement]
+    const_ddr: dict[str, Placement]   # the DDR home of every constant (pooled ones too)
+    buffers: list[Buffer]
+    pool_ddr: Buffer | None
+    pool_tcm: Buffer | None
+    pool_chunks: dict[int, tuple[int, int]]   # main op index -> (offset, size) of the pool to load before it
+
+
+def compute_operands(block: LoweredBlock) -> list[str]:
+    """Value keys read by compute steps of ``block`` and its nested blocks, in first-use order."""
+    keys: dict[str, None] = {}
+    for op in block.ops:
+        for key in op_compute_operands(op):
+            keys.setdefault(key, None)
+    return list(keys)
+
+
+def op_compute_operands(op: NpuOp) -> list[str]:
+    """Value keys read by the compute steps of ``op`` (and of its blocks), in first-use order."""
+    keys: dict[str, None] = {}
+    if op.kind is OpKind.COMPUTE:
+        for step in op.steps:
+            for o in step.operands:
+                if isinstance(o, str):
+                    keys.setdefault(o, None)
+    for sub in op.blocks:
+        for key in compute_operands(sub):
+            keys.setdefault(key, None)
+    return list(keys)
+
+
+def fixed_placements(lowered: LoweredGraph, hw: HwConfig, tcm_alignment: int) -> Fixed:
+    """DDR homes of inputs, outputs and constants; variables in the variable SRAM; the constant pool."""
+    values = lowered.values
+    pooled, first_use, pool_size = _pool_layout(lowered, hw)
+    placements: dict[str, Placement] = {}
+    const_ddr: dict[str, Placement] = {}
+    buffers: list[Buffer] = []
+    for key, value in values.items():
+        buffer = None if key in pooled else _home_buffer(value)
+        if buffer is None:
+            continue
+        buffers.append(buffer)
+        placements[key] = Placement(buffer, 0, value.type)
+        if value.kind is ValueKind.CONSTANT:
+            const_ddr[key] = Placement(buffer, 0, value.type)
+    if not pooled:
+        return Fixed(placements, const_ddr, buffers, None, None, {})
+    image = _pool_image(values, pooled, pool_size)
+    pool_ddr = Buffer("constant_pool", DDR, pool_size, kind="constant", initial_data=image, whole_program=True)
+    pool_tcm = Buffer("constant_pool", TCM, align_up(pool_size, tcm_alignment), kind="constant",
+                      whole_program=True)
+    buffers += [pool_ddr, pool_tcm]
+    for key, offset in pooled.items():
+        placements[key] = Placement(pool_tcm, offset, values[key].type)
+        const_ddr[key] = Placement(pool_ddr, offset, values[key].type)
+    return Fixed(placements, const_ddr, buffers, pool_ddr, pool_tcm, _pool_chunks(values, pooled, first_use, hw))
+
+
+def _pool_layout(lowered: LoweredGraph, hw: HwConfig) -> tuple[dict[str, int], dict[str, int], int]:
+    """``(offset in the pool, index of the first main-block reader)`` of each pooled constant, and the pool size."""
+    limit = min(POOL_MAX_BYTES, int(hw.tcm.size_bytes * POOL_TCM_SHARE))
+    pooled: dict[str, int] = {}
+    first_use: dict[str, int] = {}
+    size = 0
+    for index, op in enumerate(lowered.main.ops):
+        for key in op_compute_operands(op):
+            value = lowered.values[key]
+            if value.kind is not ValueKind.CONSTANT or key in pooled:
+                continue
+            item = align_up(value.size_bytes, POOL_ITEM_ALIGNMENT)
+            if 0 < value.size_bytes <= POOL_ITEM_MAX_BYTES and size + item <= limit:
+                pooled[key] = size
+                first_use[key] = index
+                size += item
+    return pooled, first_use, size
+
+
+def _home_buffer(value: Value) -> Buffer | None:
+    """The whole-program buffer of an input, output, variable or constant (None for the others)."""
+    home = _HOME_KINDS.get(value.kind)
+    if home is None:
+        return None
+    memory, kind = home
+    data = None if value.data is None else memory_bytes(value.data, value.type.dtype)
+    return Buffer(value.name, memory, max(1, value.size_bytes), kind=kind, initial_data=data, whole_program=True)
+
+
+def _pool_image(values: dict[str, Value], pooled: dict[str, int], size: int) -> bytes:
+    image = bytearray(size)
+    for key, offset in pooled.items():
+        data = memory_bytes(values[key].data, values[key].type.dtype)
+        image[offset:offset + len(data)] = data
+    return bytes(image)
+
+
+def _pool_chunks(values: dict[str, Value], pooled: dict[str, int], first_use: dict[str, int],
+                 hw: HwConfig) -> dict[int, tuple[int, int]]:
+    """One chunk per main-block operation reading new pool entries; chunks below the minimum
+    merge into the next (the first operation waits for its own entries only)."""
+    spans: dict[int, list[int]] = {}
+    for key, offset in pooled.items():
+        lo_hi = spans.setdefault(first_use[key], [offset, offset])
+        lo_hi[1] = offset + align_up(values[key].size_bytes, POOL_ITEM_ALIGNMENT)
+    min_chunk = max(POOL_MIN_CHUNK_BYTES, hw.dma.setup_cycles * hw.ddr.bandwidth_bytes_per_cycle)
+    chunks: dict[int, tuple[int, int]] = {}
+    current: list[int] | None = None   # [first op index, start, end]
+    for index in sorted(spans):
+        lo, hi = spans[index]
+        current = [index, lo, hi] if current is None else [current[0], current[1], hi]
+        if current[2] - current[1] >= min_chunk or not chunks:
+            chunks[current[0]] = (current[1], current[2] - current[1])
+            current = None
+    if current is not None:
+        chunks[current[0]] = (current[1], current[2] - current[1])
+    return chunks

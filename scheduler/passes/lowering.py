@@ -1,0 +1,303 @@
+"""Lowering: a graph block (after fusion) becomes a list of NPU operations.
+
+* fused groups and single computing operators become COMPUTE operations on the
+  unit of their first operator (see :mod:`scheduler.ir.support`);
+* CONST / CONST_SHAPE / VARIABLE need no operation (constants are placed in
+  memory at load time, variables in the variable SRAM);
+* VARIABLE_READ / VARIABLE_WRITE, IDENTITY / RESHAPE whose result is
+  just the same bytes, and a SLICE whose result is a contiguous run of its
+  input's bytes become COPY operations (a RESHAPE or SLICE copy may later alias
+  its source: the SLICE at an offset);
+* an operator writing a variable-flagged tensor (tosa-opt's encoding of a
+  variable write) writes a fresh intermediate, followed by a COPY into the
+  variable, so tiles never overwrite what later tiles still read;
+* COND_IF / WHILE_LOOP lower their blocks recursively;
+* a graph output that later operations of the main block read is computed into
+  a fresh intermediate (which may stay in TCM), copied out to the output right
+  after, and the readers read the intermediate: they need not wait for the store
+  to DDR and its latency (:func:`read_outputs_through_tcm`).
+
+Value keys are the tensor names in the main block, ``block/name`` in other
+blocks, and ``var:uid`` for variables (shared by every block).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from npu_sim.errors import GraphValidationError
+from npu_sim.memory_layout import contiguous_strides
+from npu_sim.reference.data_layout import LAYOUT_DTYPES
+from npu_sim.reference.executor import DEFAULT_MAX_NESTING
+from npu_sim.tosa.ir import Block, Graph, Operator, Tensor
+from npu_sim.tosa.ops import Op
+from scheduler.cost_model import step_macs
+from scheduler.ir import support
+from scheduler.ir.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind, Step, Value, ValueKind
+from scheduler.passes.fusion import DEFAULT_RULES, FusionRule, fuse
+
+
+def variable_key(tensor: Tensor) -> str:
+    return "var:" + (tensor.variable_name or tensor.name)
+
+
+class _Lowerer:
+    def __init__(self, graph: Graph, rules):
+        self.graph = graph
+        self.rules = rules
+        self.values: dict[str, Value] = {}
+        self.temp_count = 0
+
+    # -- values
+    def key(self, block: Block, name: str, main: bool) -> str:
+        tensor = block.tensor(name)
+        if tensor.variable:
+            return variable_key(tensor)
+        return name if main else f"{block.name}/{name}"
+
+    def declare_values(self, block: Block, main: bool) -> None:
+        for name, tensor in block.tensors.items():
+            key = self.key(block, name, main)
+            if tensor.variable:
+                existing = self.values.get(key)
+                if existing is None or (existing.data is None and tensor.data is not None):
+                    data = None if tensor.data is None else _as_array(tensor)
+                    self.values[key] = Value(key, tensor.type, ValueKind.VARIABLE, data, key[4:])
+                continue
+            if tensor.data is not None:
+                kind = ValueKind.CONSTANT
+            elif main and name in block.inputs:
+                kind = ValueKind.INPUT
+            elif main and name in block.outputs:
+                kind = ValueKind.OUTPUT
+            elif not main and (name in block.inputs or name in block.outputs):
+                kind = ValueKind.BOUND
+            else:
+                kind = ValueKind.INTERMEDIATE
+            data = _as_array(tensor) if kind is ValueKind.CONSTANT else None
+            self.values[key] = Value(key, tensor.type, kind, data, name)
+
+    def temp(self, like: Value) -> str:
+        self.temp_count += 1
+        key = f"{like.key}@{self.temp_count}"
+        self.values[key] = Value(key, like.type, ValueKind.INTERMEDIATE, None, like.name)
+        return key
+
+    # -- blocks
+    def lower_block(self, block: Block, main: bool, depth: int) -> LoweredBlock:
+        if depth > DEFAULT_MAX_NESTING:
+            raise GraphValidationError(f"block {block.name!r}: control flow nested deeper than {DEFAULT_MAX_NESTING}")
+        self.declare_values(block, main)
+        ops: list[NpuOp] = []
+        for group in fuse(block, self.rules):
+            operators = [block.operators[i] for i in group]
+            ops.extend(self.lower_group(block, operators, main, depth))
+        key = lambda n: self.key(block, n, main)  # noqa: E731
+        return LoweredBlock(block.name, ops, [key(n) for n in block.inputs], [key(n) for n in block.outputs])
+
+    def lower_group(self, block: Block, operators: list[Operator], main: bool, depth: int) -> list[NpuOp]:
+        key = lambda n: self.key(block, n, main)  # noqa: E731
+        first = operators[0]
+        op = first.op
+        if op in (Op.CONST, Op.CONST_SHAPE):
+            for name in first.outputs:
+                if block.tensor(name).data is None:
+                    raise GraphValidationError(f"{first.name}: constant tensor {name!r} has no data")
+            return []
+        if op == Op.VARIABLE:
+            self.variable_initial_value(block, first, main)
+            return []
+        names = tuple([o.name for o in operators])
+        if op == Op.VARIABLE_READ:
+            var = self.variable_operand(block, first, [*first.inputs, *first.outputs])
+            targets = [n for n in first.outputs if not block.tensor(n).variable]
+            if len(targets) != 1:
+                raise GraphValidationError(f"{first.name}: VARIABLE_READ needs one output tensor")
+            return [NpuOp(first.name, OpKind.COPY, sources=(var,), outputs=(key(targets[0]),),
+                          graph_ops=names)]
+        if op == Op.VARIABLE_WRITE:
+            var = self.variable_operand(block, first, [*first.outputs, *first.inputs])
+            sources = [n for n in first.inputs if not block.tensor(n).variable]
+            if len(sources) != 1:
+                raise GraphValidationError(f"{first.name}: VARIABLE_WRITE needs one input tensor")
+            return [NpuOp(first.name, OpKind.COPY, sources=(key(sources[0]),), outputs=(var,),
+                          graph_ops=names)]
+        if op in (Op.COND_IF, Op.WHILE_LOOP):
+            return [self.lower_control(block, first, main, depth)]
+        if op in (Op.IDENTITY, Op.RESHAPE) and self.is_plain_copy(block, first):
+            return self.with_variable_outputs(NpuOp(
+                first.name, OpKind.COPY, sources=(key(first.inputs[0]),), outputs=(key(first.outputs[0]),),
+                graph_ops=names, alias_ok=True))
+        if op == Op.SLICE and len(operators) == 1:
+            offset = contiguous_slice_offset(block, first)
+            if offset is not None:
+                return self.with_variable_outputs(NpuOp(
+                    first.name, OpKind.COPY, sources=(key(first.inputs[0]),), outputs=(key(first.outputs[0]),),
+                    graph_ops=names, alias_ok=True, slice_offset_elements=offset))
+        steps: list[Step] = []
+        produced: dict[str, int] = {}
+        for index, operator in enumerate(operators):
+            support.check_operator(operator)
+            operands = tuple([produced[n] if n in produced else key(n) for n in operator.inputs])
+            steps.append(Step(operator.op, operator.attribute, operands,
+                              tuple([block.tensor(n).type for n in operator.inputs]),
+                              tuple([block.tensor(n).type for n in operator.outputs]), operator.name))
+            if index + 1 < len(operators):
+                produced[operator.outputs[0]] = index
+        last = operators[-1]
+        unit = support.unit_of(first)
+        name = first.name if len(operators) == 1 else "+".join(o.name for o in operators)
+        npu_op = NpuOp(name, OpKind.COMPUTE, unit=unit, steps=tuple(steps),
+                       outputs=tuple(key(n) for n in last.outputs), graph_ops=names,
+                       macs=sum(step_macs(s) for s in steps))
+        return self.with_variable_outputs(npu_op)
+
+    def with_variable_outputs(self, npu_op: NpuOp) -> list[NpuOp]:
+        """Redirect outputs that are variables through a fresh value and a COPY."""
+        copies = []
+        outputs = list(npu_op.outputs)
+        for i, out in enumerate(outputs):
+            if self.values[out].kind is ValueKind.VARIABLE:
+                temp = self.temp(self.values[out])
+                outputs[i] = temp
+                copies.append(NpuOp(f"{npu_op.name}:write {out[4:]}", OpKind.COPY, sources=(temp,),
+                                    outputs=(out,), graph_ops=npu_op.graph_ops))
+        npu_op.outputs = tuple(outputs)
+        if npu_op.kind is OpKind.COPY:
+            npu_op.alias_ok = npu_op.alias_ok and not copies
+        return [npu_op, *copies]
+
+    def is_plain_copy(self, block: Block, operator: Operator) -> bool:
+        """IDENTITY/RESHAPE whose output is provably the input's bytes (else the kernel checks)."""
+        if len(operator.outputs) != 1 or not operator.inputs:
+            return False
+        src, dst = block.tensor(operator.inputs[0]), block.tensor(operator.outputs[0])
+        if src.dtype != dst.dtype or src.element_count != dst.element_count:
+            return False
+        if operator.op == Op.IDENTITY:
+            return len(operator.inputs) == 1 and src.shape == dst.shape
+        if len(operator.inputs) != 2:
+            return False
+        shape = block.tensor(operator.inputs[1])
+        if shape.data is None:
+            return False
+        return tuple(int(v) for v in np.asarray(shape.data).reshape(-1)) == tuple(dst.shape)
+
+    def variable_operand(self, block: Block, operator: Operator, names: list[str]) -> str:
+        for name in names:
+            tensor = block.tensors.get(name)
+            if tensor is not None and tensor.variable:
+                return variable_key(tensor)
+        raise GraphValidationError(f"{operator.name}: names no variable tensor")
+
+    def variable_initial_value(self, block: Block, operator: Operator, main: bool) -> None:
+        var = self.variable_operand(block, operator, [*operator.outputs, *operator.inputs])
+        for name in operator.inputs:
+            tensor = block.tensors.get(name)
+            if tensor is not None and not tensor.variable and tensor.data is not None:
+                value = self.values[var]
+                value.data = _as_array(tensor).reshape(value.type.shape)
+
+    def lower_control(self, block: Block, operator: Operator, main: bool, depth: int) -> NpuOp:
+        key = lambda n: self.key(block, n, main)  # noqa: E731
+        attribute = operator.attribute
+        if operator.op == Op.COND_IF:
+            names = (attribute.then_graph, attribute.else_graph)
+            kind = OpKind.COND_IF
+        else:
+            names = (attribute.cond_graph, attribute.body_graph)
+            kind = OpKind.WHILE_LOOP
+        blocks = tuple(self.lower_block(self.resolve(name, operator), False, depth + 1) for name in names)
+        return NpuOp(operator.name, kind, sources=tuple(key(n) for n in operator.inputs),
+                     outputs=tuple(key(n) for n in operator.outputs), graph_ops=(operator.name,),
+                     operator=operator, blocks=blocks)
+
+    def resolve(self, name: str, operator: Operator) -> Block:
+        try:
+            return self.graph.block(name)
+        except GraphValidationError as exc:
+            raise GraphValidationError(f"{operator.name}: {exc}") from None
+
+
+def _as_array(tensor: Tensor) -> np.ndarray:
+    data = np.asarray(tensor.data)
+    want = tensor.dtype.numpy_dtype
+    if data.dtype != want or data.size != tensor.element_count:
+        raise GraphValidationError(f"constant {tensor.name!r} holds {data.dtype.name} x {data.size}, "
+                                   f"expected {tensor.dtype.name} x {tensor.element_count}")
+    return data.reshape(tensor.shape)
+
+
+def read_outputs_through_tcm(block: LoweredBlock, lowerer: "_Lowerer") -> None:
+    """Outputs of compute operations that later compute/copy operations read: write a
+    fresh intermediate, copy it to the output, let the readers read the intermediate.
+
+    Outputs read by control flow are left alone (control flow reads DDR values)."""
+    values = lowerer.values
+    readers: dict[str, list[int]] = {}
+    for i, op in enumerate(block.ops):
+        for key in op.inputs:
+            if values[key].kind is ValueKind.OUTPUT:
+                readers.setdefault(key, []).append(i)
+    if not readers:
+        return
+    renamed: dict[str, str] = {}
+    ops: list[NpuOp] = []
+    for i, op in enumerate(block.ops):
+        if renamed and op.kind in (OpKind.COMPUTE, OpKind.COPY):
+            op.steps = tuple(dataclasses.replace(s, operands=tuple(renamed.get(o, o) if isinstance(o, str) else o
+                                                                     for o in s.operands)) for s in op.steps)
+            op.sources = tuple(renamed.get(k, k) for k in op.sources)
+        ops.append(op)
+        if op.kind is not OpKind.COMPUTE:
+            continue
+        outputs = list(op.outputs)
+        for k, key in enumerate(outputs):
+            later = [j for j in readers.get(key, ()) if j > i]
+            if not later or key in renamed or \
+                    any(block.ops[j].kind not in (OpKind.COMPUTE, OpKind.COPY) for j in later):
+                continue
+            temp = lowerer.temp(values[key])
+            outputs[k] = temp
+            renamed[key] = temp
+            ops.append(NpuOp(f"{op.name}:output {values[key].name}", OpKind.COPY, sources=(temp,),
+                             outputs=(key,), graph_ops=op.graph_ops))
+        op.outputs = tuple(outputs)
+    block.ops = ops
+
+
+def contiguous_slice_offset(block: Block, operator: Operator) -> int | None:
+    """Element offset of a SLICE whose result is one contiguous run of its input's bytes
+    (every dimension after the last partly taken one is whole, every one before it has
+    extent 1), else None. The result is then the input's bytes at that offset: a copy
+    that may alias them, like a RESHAPE. Slices the kernel would refuse (bad start or
+    size, a dtype outside its LAYOUT_DTYPES) stay kernel calls."""
+    if len(operator.inputs) != 3 or len(operator.outputs) != 1:
+        return None
+    src, dst = block.tensor(operator.inputs[0]), block.tensor(operator.outputs[0])
+    start_t, size_t = block.tensor(operator.inputs[1]), block.tensor(operator.inputs[2])
+    if start_t.data is None or size_t.data is None or src.dtype != dst.dtype \
+            or src.dtype not in LAYOUT_DTYPES:
+        return None
+    shape = tuple(src.shape)
+    start = [int(v) for v in np.asarray(start_t.data).reshape(-1)]
+    size = [int(v) for v in np.asarray(size_t.data).reshape(-1)]
+    if not (len(start) == len(size) == len(shape) == len(dst.shape)) or tuple(dst.shape) != tuple(size):
+        return None
+    if any(a < 0 or n <= 0 or a + n > d for a, n, d in zip(start, size, shape)):
+        return None
+    partial = [k for k in range(len(shape)) if size[k] != shape[k]]
+    if partial and any(size[k] != 1 for k in range(partial[-1])):
+        return None
+    return sum(a * stride for a, stride in zip(start, contiguous_strides(shape, 1)))
+
+
+def lower(graph: Graph, rules: tuple[FusionRule, ...] = DEFAULT_RULES) -> LoweredGraph:
+    """Fuse and lower every block reachable from the main block."""
+    support.check_graph(graph)
+    lowerer = _Lowerer(graph, rules)
+    main = lowerer.lower_block(graph.main, True, 0)
+    read_outputs_through_tcm(main, lowerer)
+    return LoweredGraph(main, lowerer.values, set(main.outputs))

@@ -1,0 +1,194 @@
+"""Residency: which intermediates stay in TCM, and each operation's tile plan.
+
+An intermediate (with the values aliasing it) is *resident* when it lives in
+TCM from its producer to its last consumer; otherwise it is spilled to DDR
+(written by its producer's tile stores, read by its consumers' tile loads).
+Start with every eligible intermediate resident; walk the operations; where an
+operation's smallest tile plan does not fit beside the resident values live at
+that point, evict one and re-plan the operations it touches:
+
+* prefer values the operation does not use: the smallest one that frees
+  enough, else the largest (Belady-like: what waits longest gives up its room);
+* only then the operation's own operands, largest first.
+
+An operation whose plan fits may still ask for room: when spilling a value (one it does
+not use, or one of its own, which it then streams) lets the tiler find a plan faster by
+more than the spill's DDR time (its bytes written once and read by each later user),
+that value is evicted the same way.
+
+If nothing is left to evict, the operation cannot run: ScheduleError naming it
+and the sizes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from npu_sim.errors import ScheduleError
+from scheduler.ir.npu_ops import NpuOp, OpKind
+from scheduler.passes.tiling import TilePlan, Tiler, too_big_error
+
+
+@dataclass
+class Group:
+    """A set of values sharing one buffer (an intermediate and its aliases)."""
+
+    root: str
+    size_bytes: int
+    users: set[int] = field(default_factory=set)   # op indices reading or writing it
+
+    @property
+    def start(self) -> int:
+        return min(self.users)
+
+    @property
+    def end(self) -> int:
+        return max(self.users)
+
+
+@dataclass
+class ResidencyResult:
+    resident: set[str]                 # roots of groups living in TCM
+    plans: dict[int, TilePlan]         # op index -> tile plan (compute operations)
+    live_bytes: list[int]              # resident bytes live at each op index
+    evictions: list[str]
+
+
+def decide(ops: list[NpuOp], groups: dict[str, Group], root_of: Callable[[str], str | None],
+           capacity_bytes: int, tiler: Tiler, fixed_tcm: Callable[[str], bool],
+           copy_need: Callable[[int, Callable[[str], bool]], int]) -> ResidencyResult:
+    """Choose resident groups and tile plans for ``ops`` within ``capacity_bytes`` of TCM.
+
+    ``root_of(key)``: the group of a value (None for values not planned here);
+    ``fixed_tcm(key)``: values in TCM regardless (the constant pool);
+    ``copy_need(i, in_tcm)``: TCM bytes COPY operation ``i`` needs beside the residents.
+    """
+    resident = set(groups)
+    live = [0] * len(ops)
+    for g in groups.values():
+        for i in range(g.start, g.end + 1):
+            live[i] += g.size_bytes
+
+    def in_tcm(key: str) -> bool:
+        root = root_of(key)
+        if root is not None:
+            return root in resident
+        return fixed_tcm(key)
+
+    plans: dict[int, TilePlan] = {}
+    evictions: list[str] = []
+    pending = set(range(len(ops)))
+    while pending:
+        i = min(pending)
+        pending.discard(i)
+        op = ops[i]
+        budget = capacity_bytes - live[i]
+        if op.kind is OpKind.COMPUTE:
+            plan = tiler.plan(op, in_tcm, budget) if budget >= 0 else None
+            need = None if plan is not None else tiler.smallest(op, in_tcm).working_set_bytes
+        elif op.kind is OpKind.COPY:
+            need_bytes = copy_need(i, in_tcm)
+            plan, need = None, (None if budget >= need_bytes else need_bytes)
+        else:
+            plan, need = None, (None if budget >= 0 else 0)
+        if need is None:
+            victim = None if plan is None else _worth_spilling(i, op, plan, budget, groups, resident, root_of,
+                                                                tiler, in_tcm)
+            if victim is None:
+                if plan is not None:
+                    plans[i] = plan
+                continue
+        else:
+            victim = _victim(i, op, groups, resident, need - budget, root_of)
+        if victim is None:
+            if op.kind is OpKind.COMPUTE:
+                raise too_big_error(op, tiler.smallest(op, in_tcm), budget, capacity_bytes)
+            raise ScheduleError(f"{op.name}: needs {need} bytes of TCM, only {budget} of {capacity_bytes} available")
+        resident.discard(victim)
+        evictions.append(victim)
+        g = groups[victim]
+        for j in range(g.start, g.end + 1):
+            live[j] -= g.size_bytes
+        pending.update(u for u in g.users if u <= i or u in plans)
+        for u in g.users:
+            plans.pop(u, None)
+        pending.add(i)
+        pending.update(u for u in g.users)
+    return ResidencyResult(resident, plans, live, evictions)
+
+
+def _worth_spilling(i: int, op: NpuOp, plan: TilePlan, budget: int, groups: dict[str, Group],
+                    resident: set[str], root_of: Callable[[str], str | None], tiler: Tiler,
+                    in_tcm: Callable[[str], bool]) -> str | None:
+    """A resident value to spill so that ``op`` gets a faster plan, or None.
+
+    Resident values live across ``op`` take TCM its tiles could use: with their room the
+    tiler may find a plan with bigger tiles (fewer weight reloads, a fuller array).
+    Spilling costs DDR time, the value's bytes written once and read by each later user:
+    worth it when the estimated gain is larger. Two kinds of candidates:
+
+    * the values ``op`` does not use, together (the cheapest that pays for the room goes
+      first, see :func:`_room_makers`);
+    * each of ``op``'s own operands and results, alone (``op`` then streams it).
+
+    The caller evicts the best one, re-plans and asks again. Only a plan of several tiles
+    can gain from room.
+    """
+    if plan.tile_count < 2:
+        return None
+    live = [r for r in resident if groups[r].start <= i <= groups[r].end]
+    own = {root_of(k) for k in (*op.inputs, *op.outputs)}
+    bandwidth = tiler.hw.ddr.bandwidth_bytes_per_cycle
+
+    def spill_cycles(roots: list[str]) -> float:
+        return sum(groups[r].size_bytes * len(groups[r].users) for r in roots) / bandwidth
+
+    best, best_net = None, 0.0
+    others = [r for r in live if r not in own]
+    if others:
+        roomier = tiler.plan(op, in_tcm, budget + sum(groups[r].size_bytes for r in others))
+        if roomier is not None and roomier.working_set_bytes > budget:
+            chosen = _room_makers(others, groups, roomier.working_set_bytes - budget)
+            net = plan.est_cycles - roomier.est_cycles - spill_cycles(chosen)
+            if net > best_net:
+                best, best_net = chosen[0], net
+    # streaming an own value never computes faster than the best plan with it resident
+    unbounded = tiler.best_estimate(op, in_tcm)
+    for r in sorted((r for r in live if r in own), key=lambda r: (-groups[r].size_bytes, r)):
+        if plan.est_cycles - unbounded - spill_cycles([r]) <= best_net:
+            continue
+        without = (lambda key, r=r: root_of(key) != r and in_tcm(key))
+        roomier = tiler.plan(op, without, budget + groups[r].size_bytes)
+        if roomier is not None:
+            net = plan.est_cycles - roomier.est_cycles - spill_cycles([r])
+            if net > best_net:
+                best, best_net = r, net
+    return best
+
+
+def _victim(i: int, op: NpuOp, groups: dict[str, Group], resident: set[str], deficit: int,
+            root_of: Callable[[str], str | None]) -> str | None:
+    live_here = [r for r in resident if groups[r].start <= i <= groups[r].end]
+    if not live_here:
+        return None
+    own = {root_of(k) for k in (*op.inputs, *op.outputs)}
+    others = [r for r in live_here if r not in own]
+    if others:
+        return _room_makers(others, groups, deficit)[0]
+    return max(live_here, key=lambda r: (groups[r].size_bytes, r))
+
+
+def _room_makers(candidates: list[str], groups: dict[str, Group], deficit: int) -> list[str]:
+    """Values to evict for ``deficit`` bytes, cheapest first: the smallest that frees enough
+    alone, else the largest ones (what waits longest first) until enough."""
+    enough = [r for r in candidates if groups[r].size_bytes >= deficit]
+    if enough:
+        return [min(enough, key=lambda r: (groups[r].size_bytes, -groups[r].end, r))]
+    chosen, freed = [], 0
+    for r in sorted(candidates, key=lambda r: (groups[r].size_bytes, groups[r].end, r), reverse=True):
+        if freed >= deficit:
+            break
+        chosen.append(r)
+        freed += groups[r].size_bytes
+    return chosen

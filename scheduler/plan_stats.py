@@ -1,0 +1,94 @@
+"""The plan's figures for reports: :class:`npu_sim.program.PlanStats` of a compiled Program.
+
+Read from the Program itself (allocations, DMA commands, compute commands' MACs), from the
+memory plan (TCM footprint, compact size and lower bound) and from the operation records
+emission kept (what each NPU operation computes and how it was tiled).
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace, OperationStats, PlanStats, Program
+from scheduler.codegen.materialize import MemoryPlan, Numbering, walk
+from scheduler.codegen.stream import ACommand, OpRecord
+
+DDR = MemorySpace.DDR
+
+
+def plan_stats(program: Program, cmds: list[ACommand], numbering: Numbering, records: list[OpRecord],
+               evicted: list[str], plan: MemoryPlan, planner: str) -> PlanStats:
+    """The figures of ``program`` (compiled from ``cmds``; ``records``: one per NPU operation)."""
+    command_op: dict[int, int] = {numbering.ids[id(a)]: a.op for a in walk(cmds)}
+    planned_read, planned_write = planned_ddr_bytes(program)
+    compulsory_read, compulsory_write = compulsory_ddr_bytes(program)
+    macs = operation_macs(program, command_op)
+    return PlanStats(
+        peak_tcm_bytes=plan.tcm_peak_bytes,
+        tcm_compact_bytes=plan.tcm_compact_bytes,
+        tcm_lower_bound_bytes=plan.tcm_lower_bound_bytes,
+        tcm_planner=planner,
+        compulsory_ddr_read_bytes=compulsory_read,
+        compulsory_ddr_write_bytes=compulsory_write,
+        planned_ddr_read_bytes=planned_read,
+        planned_ddr_write_bytes=planned_write,
+        macs=sum(macs.values()),
+        operations=operations(records, command_op, macs),
+        command_operation=dict(sorted(command_op.items())),
+        spilled_values=tuple(a.name for a in program.allocations if a.kind == "spill"),
+        evicted_values=tuple(evicted),
+        command_count=numbering.count,
+    )
+
+
+def operations(records: list[OpRecord], command_op: dict[int, int], macs: dict[int, int]
+               ) -> tuple[OperationStats, ...]:
+    """One record per NPU operation, with the ids of its commands and their MACs."""
+    op_commands: dict[int, list[int]] = {}
+    for cid, index in sorted(command_op.items()):
+        op_commands.setdefault(index, []).append(cid)
+    return tuple(
+        OperationStats(rec.name, rec.label, rec.unit, tuple(rec.graph_ops), macs.get(index, 0), rec.block,
+                       rec.tile_shape, rec.tile_count, rec.working_set_bytes, tuple(op_commands.get(index, [])))
+        for index, rec in enumerate(records))
+
+
+def operation_macs(program: Program, command_op: dict[int, int]) -> dict[int, int]:
+    """Operation index -> MACs of its compute commands (loop bodies once)."""
+    macs: dict[int, int] = {}
+    for cmd in program.walk():
+        if isinstance(cmd, ComputeCommand):
+            index = command_op[cmd.id]
+            macs[index] = macs.get(index, 0) + cmd.macs
+    return macs
+
+
+def planned_ddr_bytes(program: Program) -> tuple[int, int]:
+    """``(read, write)`` bytes the DMA commands move from and to DDR (loop bodies once)."""
+    read = write = 0
+    for cmd in program.walk():
+        if isinstance(cmd, DmaCommand):
+            if cmd.src.memory is DDR and cmd.src.element_count:
+                read += cmd.size_bytes
+            if cmd.dst.memory is DDR and cmd.dst.element_count:
+                write += cmd.size_bytes
+    return read, write
+
+
+def compulsory_ddr_bytes(program: Program) -> tuple[int, int]:
+    """``(read, write)``: the inputs and constants some DMA reads, and the outputs some DMA
+    writes, once each."""
+    ddr_allocs = sorted((a for a in program.allocations if a.memory is DDR), key=lambda a: a.offset_bytes)
+    starts = [a.offset_bytes for a in ddr_allocs]
+    touched: set[int] = set()   # offsets of the DDR allocations some DMA reads or writes
+    for cmd in program.walk():
+        if not isinstance(cmd, DmaCommand):
+            continue
+        for view in (cmd.src, cmd.dst):
+            if view.memory is DDR and view.element_count:
+                k = bisect.bisect_right(starts, view.span[0]) - 1
+                if k >= 0:
+                    touched.add(starts[k])
+    read = sum(a.size_bytes for a in ddr_allocs if a.kind in ("input", "constant") and a.offset_bytes in touched)
+    write = sum(a.size_bytes for a in ddr_allocs if a.kind == "output" and a.offset_bytes in touched)
+    return read, write

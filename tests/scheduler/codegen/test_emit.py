@@ -1,0 +1,69 @@
+from npu_sim.program import MemorySpace
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import TensorType
+from scheduler.codegen.emit import Emitter
+from scheduler.codegen.stream import ACompute, ADma, dma_pieces
+from scheduler.ir.npu_ops import ValueKind
+from scheduler.memory.buffers import Buffer, BufView, Placement
+from scheduler.passes.lowering import lower
+from scheduler.passes.tiling import Tiler
+from tests.scheduler.graphs import machine, small_cnn
+
+DDR, TCM = MemorySpace.DDR, MemorySpace.TCM
+
+
+def test_dma_pieces_merge_and_split():
+    ddr, tcm = Buffer("t", DDR, 4096), Buffer("b", TCM, 4096)
+    full = Placement(ddr, 0, TensorType((1, 8, 8, 4), DType.INT8))
+    # rows 2..5, all columns: one contiguous run of 4*8*4 bytes
+    (piece,) = dma_pieces(full.window(((0, 1), (2, 6), (0, 8), (0, 4))), BufView(tcm, 0, (1, 4, 8, 4), DType.INT8))
+    assert piece[0].shape == (128,) and piece[0].offset_bytes == 64
+    # a 2x3 window of columns: 2 rows of 12-byte runs
+    (piece,) = dma_pieces(full.window(((0, 1), (0, 2), (1, 4), (0, 4))), BufView(tcm, 0, (1, 2, 3, 4), DType.INT8))
+    assert piece[0].shape == (2, 12) and piece[0].strides_bytes == (32, 1)
+    # four strided levels on both sides: split along the outermost
+    big = Placement(ddr, 0, TensorType((3, 4, 5, 6), DType.INT8))
+    window = big.window(((0, 2), (0, 3), (0, 4), (0, 5)))
+    strided = BufView(tcm, 0, (2, 3, 4, 5), DType.INT8, (200, 50, 10, 1))
+    pieces = dma_pieces(window, strided)
+    assert [p[0].shape for p in pieces] == [(3, 4, 5), (3, 4, 5)]
+    assert [p[0].offset_bytes for p in pieces] == [0, 120] and [p[1].offset_bytes for p in pieces] == [0, 200]
+
+
+def test_copy_paths():
+    hw = machine("edge")
+    em = Emitter(hw, 16)
+    t = TensorType((8, 64), DType.INT8)
+    ddr_a, ddr_b = Placement(Buffer("a", DDR, 512), 0, t), Placement(Buffer("b", DDR, 512), 0, t)
+    tcm_a, tcm_b = Placement(Buffer("c", TCM, 512), 0, t), Placement(Buffer("d", TCM, 512), 0, t)
+    (load,) = em.copy(ddr_a, tcm_a, "load", 0, 0)
+    assert isinstance(load, ADma) and load.src.shape == (512,)
+    banded = em.copy(ddr_a, tcm_a, "load", 0, 0, bands=4)
+    assert [c.dst.offset_bytes for c in banded] == [0, 128, 256, 384]
+    (ident,) = em.copy(tcm_a, tcm_b, "move", 0, 0)
+    assert isinstance(ident, ACompute) and ident.unit == "vector" and ident.steps[0].op.name == "IDENTITY"
+    staged = em.copy(ddr_a, ddr_b, "spill", 0, 512)
+    assert [(c.src.memory, c.dst.memory) for c in staged] == [(DDR, TCM), (TCM, DDR)] * 2
+    assert [c.engine for c in staged][1::2] == [1, 1]          # stores on the last engine
+
+
+def test_compute_ping_pong():
+    lowered = lower(small_cnn(8))
+    values = lowered.values
+    op = lowered.main.ops[0]
+    tiler = Tiler(machine("tiny"), lambda k: values[k].data if values[k].kind is ValueKind.CONSTANT else None)
+    plan = tiler.plan(op, lambda k: values[k].kind is ValueKind.CONSTANT, 700)
+    assert plan.tile_count > 2
+    places = {k: Placement(Buffer(k, TCM if values[k].kind is ValueKind.CONSTANT else DDR, 4096), 0, values[k].type)
+              for k in (*op.inputs, *op.outputs)}
+    cmds = Emitter(machine("tiny"), 16).compute(op, plan, places.__getitem__, tiler.tiling(op).windows, 0)
+    computes = [c for c in cmds if isinstance(c, ACompute)]
+    loads = [c for c in cmds if isinstance(c, ADma) and c.dst.memory is TCM]
+    stores = [c for c in cmds if isinstance(c, ADma) and c.dst.memory is DDR]
+    assert len(computes) == len(stores) == plan.tile_count
+    assert len(loads) == plan.tile_count                  # only the image window changes per tile
+    buffers = [c.dst.buffer for c in loads]
+    assert buffers[0] is not buffers[1] and buffers[0] is buffers[2]   # ping, pong, ping
+    outs = [c.outputs[0].buffer for c in computes]
+    assert outs[0] is not outs[1] and outs[0] is outs[2]
+    assert sum(c.macs for c in computes) == op.macs

@@ -1,0 +1,79 @@
+"""Fixed placements: homes of inputs, outputs, constants and variables; the constant pool and its chunks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npu_sim.program import MemorySpace
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import TensorType
+from npu_sim.tosa.ops import Op, make_attribute
+from scheduler.ir.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind, Step, Value, ValueKind
+from scheduler.memory.fixed_placements import fixed_placements
+from tests.hw.hw_programs import make_hw
+
+DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
+
+
+def _value(key: str, kind: ValueKind, count: int, dtype: DType = DType.INT8, data: bool = False) -> Value:
+    t = TensorType((count,), dtype)
+    array = np.arange(count, dtype=dtype.numpy_dtype) if data else None
+    return Value(key, t, kind, array, key)
+
+
+def _add(name: str, a: str, b: str, out: str, values: dict[str, Value]) -> NpuOp:
+    types = (values[a].type, values[b].type)
+    step = Step(Op.ADD, make_attribute(Op.ADD), (a, b), types, (values[out].type,), name)
+    return NpuOp(name, OpKind.COMPUTE, unit="vector", steps=(step,), outputs=(out,))
+
+
+def _graph(swap: bool = False) -> LoweredGraph:
+    """x + a -> t; b + c -> t; t + d -> y (``swap``: d read by the second operation, b by the third)."""
+    values = {v.key: v for v in (
+        _value("x", ValueKind.INPUT, 64), _value("y", ValueKind.OUTPUT, 64),
+        _value("a", ValueKind.CONSTANT, 100, data=True),                 # pooled: 100 -> 104 bytes
+        _value("b", ValueKind.CONSTANT, 50, DType.INT32, data=True),    # pooled: 200 bytes
+        _value("c", ValueKind.CONSTANT, 3000, data=True),                # too big for the pool
+        _value("d", ValueKind.CONSTANT, 300, data=True),                 # pooled: 300 -> 304 bytes
+        _value("v", ValueKind.VARIABLE, 16, data=True),
+        _value("t", ValueKind.INTERMEDIATE, 64))}
+    second, third = ("d", "b") if swap else ("b", "d")
+    ops = [_add("op0", "x", "a", "t", values), _add("op1", second, "c", "t", values),
+           _add("op2", "t", third, "y", values)]
+    return LoweredGraph(LoweredBlock("main", ops, ["x"], ["y"]), values)
+
+
+def test_homes_and_the_pool_in_order_of_first_use():
+    lowered = _graph()
+    fixed = fixed_placements(lowered, make_hw(), tcm_alignment=16)
+    assert [(b.name, b.memory, b.kind, b.size_bytes) for b in fixed.buffers] == [
+        ("x", DDR, "input", 64), ("y", DDR, "output", 64), ("c", DDR, "constant", 3000),
+        ("v", VAR, "variable", 16), ("constant_pool", DDR, "constant", 608), ("constant_pool", TCM, "constant", 608)]
+    assert [(k, fixed.placements[k].offset_bytes) for k in ("a", "b", "d")] == [("a", 0), ("b", 104), ("d", 304)]
+    assert all(fixed.placements[k].buffer is fixed.pool_tcm and fixed.const_ddr[k].buffer is fixed.pool_ddr
+               for k in ("a", "b", "d"))
+    assert fixed.const_ddr["c"].buffer.memory is DDR and "t" not in fixed.placements
+    image = fixed.pool_ddr.initial_data
+    assert image[104:304] == np.arange(50, dtype=np.int32).tobytes() and image[100:104] == bytes(4)
+    assert fixed.buffers[3].initial_data == np.arange(16, dtype=np.int8).tobytes()
+
+
+def test_small_chunks_merge_into_the_next_but_the_first():
+    # entries: a 104 bytes (op0), b 200 (op1), d 304 (op2); a chunk below max(256 B, the bytes
+    # the DDR moves during a DMA setup: 10 cycles x 16 B) waits for the next operation's
+    assert fixed_placements(_graph(), make_hw(), 16).pool_chunks == {0: (0, 104), 1: (104, 504)}
+    # d (304 bytes) first: a chunk of its own; b (200) is the last: its own too
+    assert fixed_placements(_graph(swap=True), make_hw(), 16).pool_chunks == {0: (0, 104), 1: (104, 304),
+                                                                             2: (408, 200)}
+    # a slow setup (40 cycles: 640 bytes) merges all but the first
+    slow = make_hw(dma={"setup_cycles": 40})
+    assert fixed_placements(_graph(swap=True), slow, 16).pool_chunks == {0: (0, 104), 1: (104, 504)}
+
+
+def test_no_pool_without_small_constants():
+    lowered = _graph()
+    for key in ("a", "b", "d"):
+        lowered.values[key] = _value(key, ValueKind.CONSTANT, 4096, data=True)
+    fixed = fixed_placements(lowered, make_hw(), tcm_alignment=16)
+    assert (fixed.pool_ddr, fixed.pool_tcm, fixed.pool_chunks) == (None, None, {})
+    assert [b.name for b in fixed.buffers] == ["x", "y", "a", "b", "c", "d", "v"]

@@ -1,0 +1,53 @@
+import numpy as np
+
+from npu_sim.tosa.builder import GraphBuilder
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ops import Op
+from scheduler.ir.npu_ops import OpKind, ValueKind
+from scheduler.passes.folding import fold_constants
+from scheduler.passes.lowering import lower
+from scheduler.passes.staging import stage
+from tests.scheduler.graphs import _rescale, check_end_to_end, conv_block, machine
+
+
+def _graph():
+    b = GraphBuilder()
+    x = b.input("x", (1, 6, 6, 4), DType.INT32)
+    flat = b.const("flat", np.arange(24, dtype=np.int32))
+    shaped = b.op(Op.RESHAPE, [flat, b.const_shape(None, [1, 1, 6, 4])], name="shaped")   # folds
+    doubled = b.op(Op.ADD, [shaped, shaped], name="doubled")                              # folds
+    zero = b.const("zero", np.zeros((1, 1, 6, 4), np.int32))
+    bad = b.op(Op.INTDIV, [doubled, zero], name="bad")        # would raise: stays for run time
+    y = b.op(Op.ADD, [x, doubled], name="y")
+    z = b.op(Op.SUB, [x, bad], name="z")
+    b.output(y, z)
+    return b.build()
+
+
+def test_constant_operations_fold_but_errors_wait_for_run_time():
+    lowered = lower(_graph())
+    assert fold_constants(lowered) == 2
+    assert lowered.values["doubled"].kind is ValueKind.CONSTANT
+    assert lowered.values["doubled"].data.reshape(-1).tolist() == [2 * v for v in range(24)]
+    assert [o.op_label for o in lowered.main.ops] == ["INTDIV", "ADD", "SUB"]
+
+
+def test_staging_of_re_read_inputs_and_constants():
+    b = GraphBuilder()
+    x = b.input("x", (1, 8, 8, 4), DType.INT8)
+    e = b.input("e", (1, 8, 8, 4), DType.INT32)
+    y = _rescale(b, conv_block(b, x, 4, seed=3), out_dtype=DType.INT32, shift=30)   # the conv re-reads x
+    big = b.const("big", np.arange(256, dtype=np.int32).reshape(1, 8, 8, 4))
+    s1 = b.op(Op.MAXIMUM, [y, big], nan_mode="PROPAGATE")   # "big" has two readers: staged
+    s2 = b.op(Op.MINIMUM, [e, big], nan_mode="PROPAGATE")   # "e" is read once, elementwise: streamed
+    b.output(s1, s2)
+    graph = b.build()
+    lowered = lower(graph)
+    stage(lowered, pooled_max_bytes=64)
+    copies = [o for o in lowered.main.ops if o.kind is OpKind.COPY]
+    assert [(c.sources[0], c.staged) for c in copies] == [("x", True), ("big", True)]
+    reader = next(o for o in lowered.main.ops if o.op_label == "MINIMUM")
+    assert reader.steps[0].operands == ("e", "big@tcm")
+    # staged when it fits, streamed when it does not: the same bits either way
+    for hw in (machine("edge"), machine("tiny", tcm_bytes=512)):
+        check_end_to_end(graph, hw)

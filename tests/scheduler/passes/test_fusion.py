@@ -1,0 +1,104 @@
+import numpy as np
+
+from npu_sim.tosa.builder import GraphBuilder
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ops import Op
+from scheduler.passes.fusion import ElementwiseRule, EpilogueRule, fuse
+from tests.scheduler.graphs import conv_block, elementwise_tree, small_cnn
+
+
+def _ops(block, group):
+    return [block.operators[i].op for i in group]
+
+
+def _conv_graph(extra_consumer=False, output_intermediate=False):
+    b = GraphBuilder()
+    x = b.input("x", (1, 5, 5, 2), DType.INT8)
+    y = conv_block(b, x, 3, seed=0)
+    b.output(y)
+    block = b.main.block
+    rescale = next(o for o in block.operators if o.op == Op.RESCALE)
+    if extra_consumer:
+        b.output(rescale.outputs[0])
+    if output_intermediate:
+        conv = next(o for o in block.operators if o.op == Op.CONV2D)
+        b.output(conv.outputs[0])
+    return b.build()
+
+
+def test_conv_rescale_clamp_become_one_group():
+    block = _conv_graph().main
+    groups = [g for g in fuse(block) if len(g) > 1]
+    assert [_ops(block, g) for g in groups] == [[Op.CONV2D, Op.RESCALE, Op.CLAMP]]
+
+
+def test_every_operator_in_exactly_one_group_ordered_by_last():
+    block = small_cnn().main
+    groups = fuse(block)
+    flat = sorted(i for g in groups for i in g)
+    assert flat == list(range(len(block.operators)))
+    assert [g[-1] for g in groups] == sorted(g[-1] for g in groups)
+
+
+def test_residual_add_joins_the_epilogue():
+    """With the RESCALE after it: the int32 sum never leaves the unit."""
+    block = small_cnn().main
+    chains = [_ops(block, g) for g in fuse(block) if len(g) > 1]
+    assert [Op.CONV2D, Op.RESCALE, Op.RESCALE, Op.ADD, Op.RESCALE] in chains
+    short = EpilogueRule(max_length=4)
+    assert [Op.CONV2D, Op.RESCALE, Op.RESCALE, Op.ADD] in [_ops(block, g) for g in fuse(block, rules=(short,))]
+
+
+def test_no_fusion_through_a_graph_output():
+    block = _conv_graph(extra_consumer=True).main
+    chains = [_ops(block, g) for g in fuse(block) if len(g) > 1]
+    assert chains == [[Op.CONV2D, Op.RESCALE]]
+    block = _conv_graph(output_intermediate=True).main
+    assert [g for g in fuse(block, rules=(EpilogueRule(),)) if len(g) > 1] == []
+    # the convolution's result leaves the unit; its RESCALE and CLAMP chain on the vector unit
+    assert [_ops(block, g) for g in fuse(block) if len(g) > 1] == [[Op.RESCALE, Op.CLAMP]]
+
+
+def test_rules_are_pluggable():
+    block = _conv_graph().main
+    assert all(len(g) == 1 for g in fuse(block, rules=()))
+    short = EpilogueRule(max_length=2)
+    assert [_ops(block, g) for g in fuse(block, rules=(short,)) if len(g) > 1] == [[Op.CONV2D, Op.RESCALE]]
+
+
+def test_no_fusion_when_intermediate_has_two_readers():
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 4, 2), DType.INT8)
+    w = b.const(None, np.ones((2, 1, 1, 2), np.int8))
+    bias = b.const(None, np.zeros((2,), np.int32))
+    zp = b.const(None, np.array([0], np.int8))
+    acc = b.op(Op.CONV2D, [x, w, bias, zp, zp], pad=(0,) * 4, stride=(1, 1), dilation=(1, 1),
+               acc_type=DType.INT32)
+    s = b.op(Op.ADD, [acc, acc])
+    b.output(s)
+    block = b.build().main
+    assert all(len(g) == 1 for g in fuse(block))
+
+
+def _tree_graph(broadcast=False, shared=False):
+    return elementwise_tree((1, 8), broadcast=broadcast, shared=shared).main
+
+
+def test_elementwise_tree_becomes_one_vector_group():
+    block = _tree_graph()
+    assert [_ops(block, g) for g in fuse(block) if len(g) > 1] == [[Op.RESCALE, Op.RESCALE, Op.ADD, Op.MUL]]
+
+
+def test_elementwise_tree_stops_at_broadcasts_and_shared_results():
+    # the (1, 1) operand's rescale would be broadcast by the ADD: it stays a separate operation
+    block = _tree_graph(broadcast=True)
+    assert [_ops(block, g) for g in fuse(block) if len(g) > 1] == [[Op.RESCALE, Op.ADD, Op.MUL]]
+    # MUL reads the first rescale's result besides the ADD: it must be stored
+    block = _tree_graph(shared=True)
+    assert [_ops(block, g) for g in fuse(block) if len(g) > 1] == [[Op.RESCALE, Op.ADD, Op.MUL]]
+
+
+def test_elementwise_tree_length_is_bounded():
+    block = _tree_graph()
+    assert [_ops(block, g) for g in fuse(block, rules=(ElementwiseRule(max_length=2),)) if len(g) > 1] \
+        == [[Op.RESCALE, Op.ADD]]

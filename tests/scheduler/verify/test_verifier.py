@@ -1,0 +1,123 @@
+import dataclasses
+
+import pytest
+
+from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace, Program
+from scheduler.schedule import schedule
+from scheduler.verify import PlanError, verify_program
+from tests.scheduler.graphs import machine, small_cnn
+
+
+@pytest.fixture(scope="module")
+def program() -> Program:
+    return schedule(small_cnn(8), machine("tiny", tcm_bytes=2048))
+
+
+def _replace(program: Program, cid: int, **changes) -> Program:
+    commands = [dataclasses.replace(c, **changes) if c.id == cid else c for c in program.commands]
+    return dataclasses.replace(program, commands=commands)
+
+
+def _first(program, kind, pred=lambda c: True):
+    return next(c for c in program.commands if isinstance(c, kind) and pred(c))
+
+
+def test_valid_plan_passes(program):
+    verify_program(program)
+
+
+def test_missing_dependency_is_caught(program):
+    compute = _first(program, ComputeCommand, lambda c: c.deps)
+    with pytest.raises(PlanError, match=rf"command {compute.id} .* not ordered after"):
+        verify_program(_replace(program, compute.id, deps=()))
+
+
+def test_overlapping_allocations_are_caught(program):
+    tcm = sorted((a for a in program.allocations if a.memory is MemorySpace.TCM and a.first_use is not None),
+                 key=lambda a: a.first_use)
+    a, b = next((x, y) for x in tcm for y in tcm if x is not y and x.offset_bytes != y.offset_bytes
+                and x.first_use <= y.last_use and y.first_use <= x.last_use)
+    moved = dataclasses.replace(b, offset_bytes=a.offset_bytes)
+    bad = dataclasses.replace(program, allocations=[moved if x is b else x for x in program.allocations])
+    with pytest.raises(PlanError, match="overlap while both live"):
+        verify_program(bad)
+
+
+def test_view_outside_allocations_is_caught(program):
+    dma = _first(program, DmaCommand, lambda c: c.dst.memory is MemorySpace.TCM)
+    size = program.memory_sizes[MemorySpace.TCM]
+    stray = dataclasses.replace(dma.dst, offset_bytes=size - dma.dst.size_bytes)
+    with pytest.raises(PlanError, match="lies in no allocation"):
+        verify_program(_replace(program, dma.id, dst=stray))
+
+
+def test_read_before_write_is_caught(program):
+    compute = _first(program, ComputeCommand, lambda c: c.deps)
+    loads = [c for c in program.commands if isinstance(c, DmaCommand) and c.id in compute.deps
+             and c.dst.memory is MemorySpace.TCM]
+    load = loads[0]
+    # the load now writes elsewhere in the same buffer region: its old target is never written
+    dropped = dataclasses.replace(program, commands=[c for c in program.commands if c.id != load.id])
+    dropped.commands = [dataclasses.replace(c, deps=tuple(d for d in c.deps if d != load.id))
+                        for c in dropped.commands]
+    with pytest.raises(PlanError, match="before anything writes it"):
+        verify_program(dropped)
+
+
+def test_compute_outside_tcm_is_caught(program):
+    compute = _first(program, ComputeCommand)
+    ddr_out = _first(program, DmaCommand, lambda c: c.dst.memory is MemorySpace.DDR).dst
+    with pytest.raises(PlanError, match="not in TCM"):
+        verify_program(_replace(program, compute.id, outputs=(ddr_out,)))
+
+
+def _loop_program(monkeypatch=None):
+    import scheduler.codegen.materialize as materialize
+    from npu_sim.tosa.loader import load_graph
+    if monkeypatch is not None:   # forget that the carried state is live for the whole loop
+        monkeypatch.setattr(materialize, "_span_loops", lambda *args: None)
+    return schedule(load_graph("examples/while_loop_int32.tosa"), machine("edge"))
+
+
+def test_loop_carried_value_clobbered_by_the_body_is_caught(monkeypatch):
+    """With lifetimes cut at their last touch in command order, the loop bound ``n`` (read by
+    the condition every iteration) shares bytes with a buffer the body writes: the second
+    iteration reads the body's bytes."""
+    verify_program(_loop_program())
+    with pytest.raises(PlanError, match=r"GREATER\(keep_going\).*allocation 'n_final'\) after allocation "
+                                        r"'WHILE_LOOP\(i_final\):next0' overwrote it"):
+        verify_program(_loop_program(monkeypatch))
+
+
+def test_branch_may_reuse_the_bytes_of_its_condition():
+    """The sequencer reads a COND_IF condition before the branch runs: the branch may overwrite it."""
+    from npu_sim.program import CondCommand
+    from npu_sim.tosa.loader import load_graph
+    program = schedule(load_graph("examples/cond_if_int32.tosa"), machine("edge"))
+    cond = _first(program, CondCommand)
+    assert cond.condition.memory is MemorySpace.TCM
+    lo, hi = cond.condition.span
+    written = [v for c in cond.then_commands
+               for v in ((c.dst,) if isinstance(c, DmaCommand) else c.outputs) if v.memory is MemorySpace.TCM]
+    assert any(v.span[0] < hi and lo < v.span[1] for v in written)
+    verify_program(program)
+
+
+def test_the_unit_queue_orders_compute_commands(program):
+    """A compute command reading what the previous one of its unit wrote lists no dependency
+    on it (the unit runs them in order); on another unit, the verifier finds the race."""
+    previous: dict[str, ComputeCommand] = {}
+    for c in program.commands:
+        if not isinstance(c, ComputeCommand):
+            continue
+        p = previous.get(c.unit)
+        previous[c.unit] = c
+        reads = {(v.memory, v.offset_bytes) for s in c.steps for v in s.operands if hasattr(v, "memory")}
+        if p is not None and p.id not in c.deps and any((o.memory, o.offset_bytes) in reads for o in p.outputs):
+            break
+    else:
+        pytest.fail("no compute command relies on its unit's order")
+    verify_program(program)
+    other = next(u for u in ("vector", "mac_array", "lut") if u != c.unit)
+    with pytest.raises(PlanError, match=rf"command {c.id} .* not ordered after"):
+        verify_program(_replace(program, c.id, unit=other))
