@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from npu_sim.hw.config import load_hw_config
-from npu_sim.reference.executor import execute
-from npu_sim.reference.session import Session
+from npu_sim.reference.session import Session, execute
 from npu_sim.simulation import SimulationResult, simulate
 from npu_sim.tosa.ir import Graph
+from npu_sim.tosa.loader import load_graph as _load_graph
 
 
 def load_graph(path: str | Path, *, level: str = "8K") -> Graph:
@@ -25,8 +25,6 @@ def load_graph(path: str | Path, *, level: str = "8K") -> Graph:
     ``level``: the TOSA level its operator arguments must respect, "8K" (as Arm's reference
     model by default) or "none" (see :mod:`npu_sim.tosa.levels`).
     """
-    from npu_sim.tosa.loader import load_graph as _load_graph
-
     return _load_graph(path, level=level)
 
 

@@ -1,9 +1,9 @@
-"""The ``npu-sim`` command line.
+"""The ``npu-sim`` command line: its commands, their options and their help.
 
-Every command lives in its own module under :mod:`npu_sim.commands` and
-registers itself on :data:`app`. Errors: an :class:`~npu_sim.errors.NpuSimError`
-prints one line to stderr and exits 2; any other exception is a bug and exits 1
-with one line (``--debug`` shows the traceback).
+What each command does is in :mod:`npu_sim.commands` (one module per command group), imported
+when a command runs, so that ``npu-sim --help`` does not load the simulator. Errors: an
+:class:`~npu_sim.errors.NpuSimError` prints one line to stderr and exits 2; any other
+exception is a bug and exits 1 with one line (``--debug`` shows the traceback).
 """
 
 from __future__ import annotations
@@ -16,9 +16,13 @@ import sys
 # the cores). One thread, unless the user chose otherwise. Set before numpy is imported.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from pathlib import Path  # noqa: E402
+from types import ModuleType  # noqa: E402
+from typing import Any  # noqa: E402
+
 import typer  # noqa: E402
 
-from npu_sim.errors import NpuSimError
+from npu_sim.errors import NpuSimError  # noqa: E402
 
 app = typer.Typer(
     add_completion=False,
@@ -26,7 +30,32 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="npu-sim: a timed, bit-exact simulation model of a TOSA NPU.",
 )
+hw_app = typer.Typer(no_args_is_help=True, help="Hardware configurations (presets and YAML files).")
 _state = {"debug": False}
+
+GRAPH_HELP = "A .tosa flatbuffer or its JSON form."
+INPUT_HELP = "NAME=FILE.npy, or FILE.npy for the next input in order."
+INVOCATIONS_HELP = "Invoke N times; each input file has a leading axis of length N."
+RANDOM_HELP = "Seeded random data for missing inputs."
+SPREAD_HELP = ("Use free TCM to avoid reusing freed bytes soon: fewer false dependencies "
+               "(fewer cycles) for a larger peak_tcm_bytes.")
+VERIFY_HELP = ("Check the plan statically before using it: no two live allocations overlap, every "
+               "read sees the bytes last written there, conflicting accesses are ordered. "
+               "A rejected plan is an internal error (exit 1). Costs about one more schedule time.")
+
+
+def _commands() -> ModuleType:
+    """The command implementations: the whole simulator, imported only when a command runs."""
+    import npu_sim.commands
+
+    return npu_sim.commands
+
+
+def tosa_level_option() -> Any:
+    """``--tosa-level 8K|none``: the TOSA level a graph is loaded at (:mod:`npu_sim.tosa.levels`)."""
+    return typer.Option("8K", "--tosa-level", metavar="LEVEL",
+                        help="TOSA level the graph's operator arguments must respect: 8K (ranks up "
+                             "to 6, kernels up to 8192, ..., as Arm's reference model) or none.")
 
 
 @app.callback()
@@ -36,18 +65,83 @@ def _global_options(
     _state["debug"] = debug
 
 
-def _register_commands() -> None:
-    from npu_sim.commands import COMMAND_MODULES
+@app.command("inspect")
+def inspect_command(
+    graph: str = typer.Argument(..., help=GRAPH_HELP),
+    json_output: bool = typer.Option(False, "--json", help="Print a JSON dict instead of tables."),
+    tosa_level: str = tosa_level_option(),
+) -> None:
+    """Describe a TOSA graph: version, signature, blocks, operators, tensors, profiles."""
+    _commands().inspect_cmd.inspect(graph, json_output, tosa_level)
 
-    for module in COMMAND_MODULES:
-        module.register(app)
+
+@app.command("exec")
+def exec_command(
+    graph: str = typer.Argument(..., help=GRAPH_HELP),
+    inputs: list[str] = typer.Option([], "-i", "--input", help=INPUT_HELP),
+    invocations: int | None = typer.Option(None, "-n", "--invocations", help=INVOCATIONS_HELP),
+    out_dir: Path = typer.Option(..., "-o", "--out-dir", help="Where outputs/ and summary.json go."),
+    random_inputs: int | None = typer.Option(None, "--random-inputs", metavar="SEED", help=RANDOM_HELP),
+    tosa_level: str = tosa_level_option(),
+) -> None:
+    """Run GRAPH in the bit-exact reference executor; write its outputs and a summary."""
+    _commands().exec_cmd.exec_graph(graph, inputs, out_dir, invocations=invocations, random_seed=random_inputs,
+                                    tosa_level=tosa_level)
+
+
+app.add_typer(hw_app, name="hw")   # (here: the help lists the commands in this order)
+
+
+@hw_app.command("list")
+def hw_list_command() -> None:
+    """List the bundled presets with what each resembles."""
+    _commands().hw_cmd.hw_list()
+
+
+@hw_app.command("show")
+def hw_show_command(
+    config: str = typer.Argument(..., help="A preset name or a YAML file path."),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON instead of YAML."),
+) -> None:
+    """Print a config fully resolved (``extends`` merged, defaults filled in)."""
+    _commands().hw_cmd.hw_show(config, json_output)
+
+
+@app.command("run")
+def run_command(
+    graph: str = typer.Argument(..., help=GRAPH_HELP),
+    hw: str = typer.Option(..., "--hw", help="Hardware config: a preset name (edge, tiny, ...) or a YAML file."),
+    inputs: list[str] = typer.Option([], "-i", "--input", help=INPUT_HELP),
+    invocations: int | None = typer.Option(None, "-n", "--invocations", help=INVOCATIONS_HELP),
+    out_dir: Path = typer.Option(..., "-o", "--out-dir",
+                                 help="Where outputs/, summary.json, memory_timeline.png and trace.json go."),
+    random_inputs: int | None = typer.Option(None, "--random-inputs", metavar="SEED", help=RANDOM_HELP),
+    spread_tcm: bool = typer.Option(False, "--spread-tcm", help=SPREAD_HELP),
+    verify: bool = typer.Option(False, "--verify", help=VERIFY_HELP),
+    tosa_level: str = tosa_level_option(),
+) -> None:
+    """Simulate GRAPH on the NPU that CONFIG describes; write outputs and a timing report."""
+    _commands().run_cmd.run_graph(graph, hw, inputs, out_dir, invocations=invocations, random_seed=random_inputs,
+                                  spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level)
+
+
+@app.command("plan")
+def plan_command(
+    graph: str = typer.Argument(..., help=GRAPH_HELP),
+    hw: str = typer.Option(..., "--hw", help="Hardware config: a preset name or a YAML file."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the statistics, as JSON."),
+    spread_tcm: bool = typer.Option(False, "--spread-tcm", help=SPREAD_HELP),
+    verify: bool = typer.Option(False, "--verify", help=VERIFY_HELP),
+    tosa_level: str = tosa_level_option(),
+) -> None:
+    """Compile GRAPH for CONFIG and print the Program (memory plan + commands) and plan statistics."""
+    _commands().run_cmd.plan_graph(graph, hw, as_json, spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
-    _register_commands()
     try:
         app(args=args, standalone_mode=False)
     except NpuSimError as exc:

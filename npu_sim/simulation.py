@@ -16,11 +16,19 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from npu_sim.errors import InputError, NpuSimError, ProgramError, SchedulerBugError, SimulationError
+from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.config import HwConfig, load_hw_config
 from npu_sim.hw.trace import Trace
 from npu_sim.program import Program
 from npu_sim.reference.executor import check_inputs
+from npu_sim.reference.session import Session
+from npu_sim.simulator import simulate_program
 from npu_sim.tosa.ir import Graph
+from npu_sim.tosa.loader import load_graph
+from npu_sim.tosa.validation import validate as validate_graph
+from reports.summary import build_summary
+from scheduler.schedule import schedule
+from scheduler.verify import PlanError, verify_program
 
 
 @dataclass
@@ -53,8 +61,6 @@ class SimulationResult:
 def _graph(graph: Graph | str | Path) -> tuple[Graph, str]:
     if isinstance(graph, Graph):
         return graph, ""
-    from npu_sim.api import load_graph
-
     return load_graph(graph), str(graph)
 
 
@@ -70,9 +76,6 @@ def compile_graph(graph: Graph, hw: HwConfig, *, spread_tcm: bool = False,
     ``verify``: also run the plan verifier (:func:`scheduler.verify.verify_program`); a plan it
     rejects is npu-sim's bug (:class:`SchedulerBugError`). It costs about as much as scheduling.
     """
-    from npu_sim.gc_pause import gc_paused
-    from scheduler.schedule import schedule
-
     with gc_paused():
         program = schedule(graph, hw, spread_tcm=spread_tcm)
         if verify:
@@ -82,8 +85,6 @@ def compile_graph(graph: Graph, hw: HwConfig, *, spread_tcm: bool = False,
 
 def verify_plan(program: Program) -> None:
     """Run the plan verifier; a plan it rejects is the scheduler's bug, not the graph's."""
-    from scheduler.verify import PlanError, verify_program
-
     try:
         verify_program(program)
     except PlanError as exc:
@@ -100,8 +101,6 @@ def _blaming_the_graph_first(graph: Graph, per_invocation: Sequence[Mapping[str,
     except NpuSimError:
         raise
     except Exception:
-        from npu_sim.reference.session import Session
-
         session = Session(graph, validate=False)   # simulate_invocations validated it
         for inputs in per_invocation:
             session.invoke(dict(inputs))
@@ -121,11 +120,6 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     loader checks); False for a graph the loader just validated. A path is loaded, so
     validated, anyway.
     """
-    from npu_sim.gc_pause import gc_paused
-    from npu_sim.simulator import simulate_program
-    from npu_sim.tosa.validation import validate as validate_graph
-    from reports.summary import build_summary
-
     graph, path_label = _graph(graph)
     if validate and not path_label:
         validate_graph(graph)

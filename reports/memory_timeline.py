@@ -11,27 +11,25 @@ With many invocations only the first :data:`MAX_INVOCATIONS_SHOWN` are drawn (th
 repeat). Reads only the trace's allocation records.
 
 Drawn with matplotlib's object API on an Agg canvas (no pyplot: no global figure
-registry, fewer imports), with a fixed layout that leaves room for the legends (one
-draw; ``bbox_inches="tight"`` would draw twice), one PatchCollection for all the
+registry, fewer imports; matplotlib itself, 0.4 s to import, only when a figure is
+drawn), with a fixed layout that leaves room for the legends (one draw; ``bbox_inches="tight"`` would draw twice), one PatchCollection for all the
 rectangles, label widths summed from cached glyph widths, and fast PNG compression.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.collections import PatchCollection
-from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties
-from matplotlib.patches import Patch, Rectangle
-from matplotlib.ticker import FuncFormatter, MultipleLocator
-
-from npu_sim.hw.trace import AllocationRecord, Trace
+from npu_sim.hw.trace import AllocationRecord, InvocationRecord, Trace
 from npu_sim.program import MemorySpace
 from reports.occupancy import occupancy_steps, selected
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 #: Colour of each allocation kind (Program.Allocation.kind); other kinds are grey.
 KIND_COLOURS = {
@@ -123,84 +121,122 @@ def _fitting_label(name: str, width: float, height: float, measure: Callable[[st
     return None
 
 
-def plot_memory_timeline(trace: Trace, path: str | Path, *, tcm_size_bytes: int | None = None,
-                         title: str = "") -> Path:
-    """Draw the figure into ``path`` (PNG); returns the path."""
-    path = Path(path)
-    all_tcm = selected(trace.allocations, MemorySpace.TCM)
+@dataclass(frozen=True)
+class _Shown:
+    """What the figure shows: the first invocations, their allocations and the cycles they span."""
+
+    invocations: list[InvocationRecord]
+    allocations: list[AllocationRecord]
+    tcm: list[AllocationRecord]          # the shown TCM allocations
+    all_tcm: list[AllocationRecord]      # every TCM allocation (for the footprint)
+    span: tuple[int, int]
+    x_range: int
+    top: int                             # the TCM footprint: end of the topmost allocation
+    y_max: float
+
+
+def _shown(trace: Trace) -> _Shown:
     shown = trace.invocations[:MAX_INVOCATIONS_SHOWN]
     allocations = [a for a in trace.allocations if a.invocation < MAX_INVOCATIONS_SHOWN]
     tcm = selected(allocations, MemorySpace.TCM)
+    all_tcm = selected(trace.allocations, MemorySpace.TCM)
     span_lo = min((i.start_cycle for i in shown), default=0)
     span_hi = max((i.end_cycle for i in shown), default=0)
     span_hi = max([span_hi, *(a.last_cycle for a in tcm)]) if tcm else span_hi
-    x_range = max(1, span_hi - span_lo)
-    min_width = x_range * 0.002
+    top = max((a.offset_bytes + a.size_bytes for a in all_tcm), default=0)
+    return _Shown(shown, allocations, tcm, all_tcm, (span_lo, span_hi), max(1, span_hi - span_lo), top,
+                  max(top, 1) * 1.06)
 
+
+def plot_memory_timeline(trace: Trace, path: str | Path, *, tcm_size_bytes: int | None = None,
+                         title: str = "") -> Path:
+    """Draw the figure into ``path`` (PNG); returns the path."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
+
+    path = Path(path)
+    shown = _shown(trace)
     fig = Figure(figsize=FIGSIZE_INCHES, dpi=DPI)
     FigureCanvasAgg(fig)
     ax_map, ax_use = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.3], "hspace": 0.08})
     fig.subplots_adjust(**MARGINS)
-    top = max((a.offset_bytes + a.size_bytes for a in all_tcm), default=0)
-    y_max = max(top, 1) * 1.06
-
-    rects, colours = [], []
-    for a in tcm:
-        rects.append(Rectangle((a.first_cycle, a.offset_bytes),
-                               max(a.last_cycle - a.first_cycle, min_width), a.size_bytes))
-        colours.append(KIND_COLOURS.get(a.kind, OTHER_COLOUR))
-    if rects:
-        ax_map.add_collection(PatchCollection(rects, facecolors=colours, edgecolors="black",
-                                              linewidths=0.3 if len(rects) < 400 else 0.1,
-                                              alpha=0.85))
-    box = ax_map.get_position()
-    width_px = box.width * fig.get_figwidth() * DPI
-    height_px = box.height * fig.get_figheight() * DPI
-    measure, text_height_px = _text_measure(fig)
-    for a, text, rotation in _labels(tcm, width_px / (x_range * 1.005), height_px / y_max,
-                                     measure, text_height_px):
-        ax_map.text((a.first_cycle + a.last_cycle) / 2, a.offset_bytes + a.size_bytes / 2, text,
-                    ha="center", va="center", fontsize=LABEL_FONT_SIZE, rotation=rotation,
-                    clip_on=True)
-    if tcm_size_bytes is not None and tcm_size_bytes <= y_max:
-        ax_map.axhline(tcm_size_bytes, color="red", linestyle="--", linewidth=1)
-        ax_map.text(span_lo, tcm_size_bytes, " TCM size", color="red", va="bottom", fontsize=8)
-    for inv in shown[1:]:
-        for ax in (ax_map, ax_use):
-            ax.axvline(inv.start_cycle, color="grey", linestyle=":", linewidth=0.8)
-        ax_map.text(inv.start_cycle, 0.995, f" invocation {inv.index}", transform=ax_map.get_xaxis_transform(),
-                    va="top", ha="left", fontsize=7, color="grey")
-    ax_map.set_ylim(0, y_max)
-    ax_map.set_xlim(span_lo, span_lo + x_range * 1.005)
-    ax_map.yaxis.set_major_locator(MultipleLocator(byte_tick_step(y_max)))
-    ax_map.yaxis.set_major_formatter(FuncFormatter(_kib))
-    ax_map.set_ylabel("TCM offset")
-    kinds = sorted({a.kind for a in tcm}, key=lambda k: (k not in KIND_COLOURS, k))
-    handles = [Patch(facecolor=KIND_COLOURS.get(k, OTHER_COLOUR), edgecolor="black", label=k)
-               for k in kinds]
-    if handles:
-        ax_map.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8,
-                      title="allocation kind", title_fontsize=8, frameon=False)
-    heading = title or "TCM memory map"
-    capacity = f" of {_kib(tcm_size_bytes)}" if tcm_size_bytes else ""
-    window = (f" (invocations 0-{len(shown) - 1} of {len(trace.invocations)} shown)"
-              if len(trace.invocations) > len(shown) else "")
-    ax_map.set_title(f"{heading}: {len(all_tcm)} TCM allocations, footprint {_kib(top)}{capacity}{window}",
-                     loc="left", fontsize=10, y=1.0)  # a fixed y: no tight-bbox pass to place it
-    if not tcm:
-        ax_map.text(0.5, 0.5, "no TCM allocation was used", transform=ax_map.transAxes,
-                    ha="center", va="center", color="grey")
-
-    _plot_use(ax_use, allocations, (span_lo, span_hi))
+    _draw_map(fig, ax_map, shown)
+    _mark_limits(ax_map, ax_use, shown, tcm_size_bytes)
+    _label_map(ax_map, shown, len(trace.invocations), tcm_size_bytes, title)
+    _plot_use(ax_use, shown.allocations, shown.span)
     ax_use.set_xlabel("cycle")
     ax_use.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{int(v):,}"))
     fig.savefig(path, dpi=DPI, pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
     return path
 
 
+def _draw_map(fig: Figure, ax: Axes, shown: _Shown) -> None:
+    """One rectangle per TCM allocation (at least a sliver wide), labels where they fit."""
+    from matplotlib.collections import PatchCollection
+    from matplotlib.patches import Rectangle
+
+    min_width = shown.x_range * 0.002
+    rects = [Rectangle((a.first_cycle, a.offset_bytes), max(a.last_cycle - a.first_cycle, min_width), a.size_bytes)
+             for a in shown.tcm]
+    if rects:
+        colours = [KIND_COLOURS.get(a.kind, OTHER_COLOUR) for a in shown.tcm]
+        ax.add_collection(PatchCollection(rects, facecolors=colours, edgecolors="black",
+                                          linewidths=0.3 if len(rects) < 400 else 0.1, alpha=0.85))
+    box = ax.get_position()
+    width_px = box.width * fig.get_figwidth() * DPI
+    height_px = box.height * fig.get_figheight() * DPI
+    measure, text_height_px = _text_measure(fig)
+    for a, text, rotation in _labels(shown.tcm, width_px / (shown.x_range * 1.005), height_px / shown.y_max,
+                                     measure, text_height_px):
+        ax.text((a.first_cycle + a.last_cycle) / 2, a.offset_bytes + a.size_bytes / 2, text,
+                ha="center", va="center", fontsize=LABEL_FONT_SIZE, rotation=rotation, clip_on=True)
+
+
+def _mark_limits(ax_map: Axes, ax_use: Axes, shown: _Shown, tcm_size_bytes: int | None) -> None:
+    """The TCM size as a line, and where each shown invocation after the first starts."""
+    span_lo = shown.span[0]
+    if tcm_size_bytes is not None and tcm_size_bytes <= shown.y_max:
+        ax_map.axhline(tcm_size_bytes, color="red", linestyle="--", linewidth=1)
+        ax_map.text(span_lo, tcm_size_bytes, " TCM size", color="red", va="bottom", fontsize=8)
+    for inv in shown.invocations[1:]:
+        for ax in (ax_map, ax_use):
+            ax.axvline(inv.start_cycle, color="grey", linestyle=":", linewidth=0.8)
+        ax_map.text(inv.start_cycle, 0.995, f" invocation {inv.index}", transform=ax_map.get_xaxis_transform(),
+                    va="top", ha="left", fontsize=7, color="grey")
+    ax_map.set_ylim(0, shown.y_max)
+    ax_map.set_xlim(span_lo, span_lo + shown.x_range * 1.005)
+
+
+def _label_map(ax: Axes, shown: _Shown, invocations: int, tcm_size_bytes: int | None, title: str) -> None:
+    """Axis, legend of the kinds and title of the memory map."""
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter, MultipleLocator
+
+    ax.yaxis.set_major_locator(MultipleLocator(byte_tick_step(shown.y_max)))
+    ax.yaxis.set_major_formatter(FuncFormatter(_kib))
+    ax.set_ylabel("TCM offset")
+    kinds = sorted({a.kind for a in shown.tcm}, key=lambda k: (k not in KIND_COLOURS, k))
+    handles = [Patch(facecolor=KIND_COLOURS.get(k, OTHER_COLOUR), edgecolor="black", label=k) for k in kinds]
+    if handles:
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8,
+                  title="allocation kind", title_fontsize=8, frameon=False)
+    heading = title or "TCM memory map"
+    capacity = f" of {_kib(tcm_size_bytes)}" if tcm_size_bytes else ""
+    count = len(shown.invocations)
+    window = f" (invocations 0-{count - 1} of {invocations} shown)" if invocations > count else ""
+    ax.set_title(f"{heading}: {len(shown.all_tcm)} TCM allocations, footprint {_kib(shown.top)}{capacity}{window}",
+                 loc="left", fontsize=10, y=1.0)  # a fixed y: no tight-bbox pass to place it
+    if not shown.tcm:
+        ax.text(0.5, 0.5, "no TCM allocation was used", transform=ax.transAxes,
+                ha="center", va="center", color="grey")
+
+
 def _text_measure(fig: Figure) -> tuple[Callable[[str], float], float]:
     """Width in pixels of a label (the sum of its glyphs' widths as the figure's renderer
     draws them, measured once per character), and the label height."""
+    from matplotlib.font_manager import FontProperties
+
     renderer = fig.canvas.get_renderer()
     font = FontProperties(size=LABEL_FONT_SIZE)
     scale = DPI / fig.dpi  # the renderer measures at the figure's dpi; we save at DPI
@@ -220,6 +256,9 @@ def _text_measure(fig: Figure) -> tuple[Callable[[str], float], float]:
 
 
 def _plot_use(ax: Axes, allocations: Iterable[AllocationRecord], span: tuple[int, int]) -> None:
+    """Bytes in use over time in the TCM, the variable SRAM and the DDR spill space."""
+    from matplotlib.ticker import FuncFormatter, MultipleLocator
+
     allocations = list(allocations)
     curves = [
         ("TCM", occupancy_steps(allocations, MemorySpace.TCM), "#4c72b0"),

@@ -17,17 +17,16 @@ from typing import Any
 import numpy as np
 import typer
 
-from npu_sim.commands.options import tosa_level_option
+from npu_sim.errors import InputError
+from npu_sim.inputs import load_inputs, output_file_names
+from npu_sim.reference.session import Session
+from npu_sim.tosa.loader import load_graph
 
 
 def run_exec(graph_path: str, input_specs: list[str], out_dir: Path, *,
              invocations: int | None = None, random_seed: int | None = None,
              tosa_level: str = "8K") -> dict[str, Any]:
     """Do what ``npu-sim exec`` does; returns the summary written to ``summary.json``."""
-    from npu_sim.api import Session, load_graph
-    from npu_sim.errors import InputError
-    from npu_sim.inputs import load_inputs, output_file_names
-
     if invocations is not None and invocations < 1:
         raise InputError(f"-n must be at least 1, got {invocations}")
     graph = load_graph(graph_path, level=tosa_level)
@@ -64,23 +63,11 @@ def run_exec(graph_path: str, input_specs: list[str], out_dir: Path, *,
     return summary
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("exec")
-    def exec_command(
-        graph: str = typer.Argument(..., help="A .tosa flatbuffer or its JSON form."),
-        inputs: list[str] = typer.Option(
-            [], "-i", "--input", help="NAME=FILE.npy, or FILE.npy for the next input in order."),
-        invocations: int | None = typer.Option(
-            None, "-n", "--invocations",
-            help="Invoke N times; each input file has a leading axis of length N."),
-        out_dir: Path = typer.Option(..., "-o", "--out-dir", help="Where outputs/ and summary.json go."),
-        random_inputs: int | None = typer.Option(
-            None, "--random-inputs", metavar="SEED", help="Seeded random data for missing inputs."),
-        tosa_level: str = tosa_level_option(),
-    ) -> None:
-        """Run GRAPH in the bit-exact reference executor; write its outputs and a summary."""
-        summary = run_exec(graph, inputs, out_dir, invocations=invocations, random_seed=random_inputs,
-                           tosa_level=tosa_level)
-        seconds = summary["timing"]["reference_seconds"]
-        typer.echo(f"{summary['invocations']} invocation(s) in {seconds:.3f} s; "
-                   f"{len(summary['outputs'])} output(s) in {out_dir / 'outputs'}")
+def exec_graph(graph_path: str, input_specs: list[str], out_dir: Path, *, invocations: int | None = None,
+               random_seed: int | None = None, tosa_level: str = "8K") -> None:
+    """``npu-sim exec``: run the graph, write its outputs and summary, say where."""
+    summary = run_exec(graph_path, input_specs, out_dir, invocations=invocations, random_seed=random_seed,
+                       tosa_level=tosa_level)
+    seconds = summary["timing"]["reference_seconds"]
+    typer.echo(f"{summary['invocations']} invocation(s) in {seconds:.3f} s; "
+               f"{len(summary['outputs'])} output(s) in {out_dir / 'outputs'}")

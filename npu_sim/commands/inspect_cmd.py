@@ -17,8 +17,10 @@ from typing import Any
 
 import typer
 
-from npu_sim.commands.options import tosa_level_option
 from npu_sim.tosa.ir import Block, Graph, Tensor
+from npu_sim.tosa.loader import detect_format, load_graph
+from npu_sim.tosa.profiles import required_profiles
+from npu_sim.tosa.serial_tree import format_version
 
 
 def _type(tensor: Tensor) -> dict[str, Any]:
@@ -65,9 +67,6 @@ def _region_of(graph: Graph, block: Block) -> str:
 
 def describe_graph(graph: Graph, path: str = "", file_format: str = "") -> dict[str, Any]:
     """The stable dict ``npu-sim inspect --json`` prints."""
-    from npu_sim.tosa.profiles import required_profiles
-    from npu_sim.tosa.serial_tree import format_version
-
     main = graph.main
     operators = []
     for block in graph.blocks():
@@ -179,23 +178,15 @@ def print_description(info: dict[str, Any]) -> None:
 
 def run_inspect(graph_path: str, tosa_level: str = "8K") -> dict[str, Any]:
     """Load, validate and describe a graph file (errors: NpuSimError subclasses)."""
-    from npu_sim.tosa.loader import detect_format, load_graph
-
     graph = load_graph(graph_path, level=tosa_level)
     file_format = detect_format(Path(graph_path).read_bytes(), graph_path)
     return describe_graph(graph, str(graph_path), file_format)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("inspect")
-    def inspect(graph: str = typer.Argument(..., help="A .tosa flatbuffer or its JSON form."),
-                json_output: bool = typer.Option(False, "--json",
-                                                 help="Print a JSON dict instead of tables."),
-                tosa_level: str = tosa_level_option(),
-                ) -> None:
-        """Describe a TOSA graph: version, signature, blocks, operators, tensors, profiles."""
-        info = run_inspect(graph, tosa_level)
-        if json_output:
-            typer.echo(json.dumps(info, indent=2))
-        else:
-            print_description(info)
+def inspect(graph_path: str, json_output: bool, tosa_level: str = "8K") -> None:
+    """``npu-sim inspect``: the description as tables, or as JSON."""
+    info = run_inspect(graph_path, tosa_level)
+    if json_output:
+        typer.echo(json.dumps(info, indent=2))
+    else:
+        print_description(info)

@@ -25,7 +25,15 @@ from typing import Any
 import numpy as np
 import typer
 
-from npu_sim.commands.options import tosa_level_option
+from npu_sim.errors import InputError
+from npu_sim.hw.config import load_hw_config
+from npu_sim.inputs import load_inputs, output_file_names
+from npu_sim.simulation import compile_graph, simulate_invocations
+from npu_sim.tosa.loader import load_graph
+from reports.memory_timeline import plot_memory_timeline
+from reports.perfetto import write_trace
+from reports.plan_stats import format_plan_stats, plan_stats
+from reports.table import print_report
 
 REPORT_FILES = ("summary.json", "memory_timeline.png", "trace.json")
 
@@ -35,13 +43,6 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
                    spread_tcm: bool = False, verify: bool = False,
                    tosa_level: str = "8K") -> dict[str, Any]:
     """Do what ``npu-sim run`` does; returns the summary written to ``summary.json``."""
-    from npu_sim.api import load_graph, load_hw_config
-    from npu_sim.errors import InputError
-    from npu_sim.inputs import load_inputs, output_file_names
-    from npu_sim.simulation import simulate_invocations
-    from reports.memory_timeline import plot_memory_timeline
-    from reports.perfetto import write_trace
-
     if invocations is not None and invocations < 1:
         raise InputError(f"-n must be at least 1, got {invocations}")
     hw = load_hw_config(hw_config)
@@ -73,10 +74,6 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
 def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False,
               verify: bool = False, tosa_level: str = "8K") -> tuple[str, dict[str, Any]]:
     """The Program listing and the memory-plan statistics of ``npu-sim plan``."""
-    from npu_sim.api import load_graph, load_hw_config
-    from npu_sim.simulation import compile_graph
-    from reports.plan_stats import plan_stats
-
     hw = load_hw_config(hw_config)
     program = compile_graph(load_graph(graph_path, level=tosa_level), hw, spread_tcm=spread_tcm,
                             verify=verify)
@@ -85,60 +82,26 @@ def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False,
     return program.listing(), stats
 
 
-SPREAD_HELP = ("Use free TCM to avoid reusing freed bytes soon: fewer false dependencies "
-               "(fewer cycles) for a larger peak_tcm_bytes.")
-VERIFY_HELP = ("Check the plan statically before using it: no two live allocations overlap, every "
-               "read sees the bytes last written there, conflicting accesses are ordered. "
-               "A rejected plan is an internal error (exit 1). Costs about one more schedule time.")
+def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: Path, *,
+              invocations: int | None = None, random_seed: int | None = None, spread_tcm: bool = False,
+              verify: bool = False, tosa_level: str = "8K") -> None:
+    """``npu-sim run``: simulate, write the outputs and reports, print the per-operation table."""
+    summary = run_simulation(graph_path, hw_config, input_specs, out_dir, invocations=invocations,
+                             random_seed=random_seed, spread_tcm=spread_tcm, verify=verify,
+                             tosa_level=tosa_level)
+    print_report(summary)
+    typer.echo(f"report: {out_dir / 'summary.json'}, {out_dir / 'memory_timeline.png'}, "
+               f"{out_dir / 'trace.json'} (open in https://ui.perfetto.dev); "
+               f"outputs in {out_dir / 'outputs'}")
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("run")
-    def run_command(
-        graph: str = typer.Argument(..., help="A .tosa flatbuffer or its JSON form."),
-        hw: str = typer.Option(..., "--hw", help="Hardware config: a preset name (edge, tiny, ...) "
-                               "or a YAML file."),
-        inputs: list[str] = typer.Option(
-            [], "-i", "--input", help="NAME=FILE.npy, or FILE.npy for the next input in order."),
-        invocations: int | None = typer.Option(
-            None, "-n", "--invocations",
-            help="Invoke N times; each input file has a leading axis of length N."),
-        out_dir: Path = typer.Option(..., "-o", "--out-dir",
-                                     help="Where outputs/, summary.json, memory_timeline.png "
-                                          "and trace.json go."),
-        random_inputs: int | None = typer.Option(
-            None, "--random-inputs", metavar="SEED", help="Seeded random data for missing inputs."),
-        spread_tcm: bool = typer.Option(False, "--spread-tcm", help=SPREAD_HELP),
-        verify: bool = typer.Option(False, "--verify", help=VERIFY_HELP),
-        tosa_level: str = tosa_level_option(),
-    ) -> None:
-        """Simulate GRAPH on the NPU that CONFIG describes; write outputs and a timing report."""
-        from reports.table import print_report
-
-        summary = run_simulation(graph, hw, inputs, out_dir, invocations=invocations,
-                                 random_seed=random_inputs, spread_tcm=spread_tcm, verify=verify,
-                                 tosa_level=tosa_level)
-        print_report(summary)
-        typer.echo(f"report: {out_dir / 'summary.json'}, {out_dir / 'memory_timeline.png'}, "
-                   f"{out_dir / 'trace.json'} (open in https://ui.perfetto.dev); "
-                   f"outputs in {out_dir / 'outputs'}")
-
-    @app.command("plan")
-    def plan_command(
-        graph: str = typer.Argument(..., help="A .tosa flatbuffer or its JSON form."),
-        hw: str = typer.Option(..., "--hw", help="Hardware config: a preset name or a YAML file."),
-        as_json: bool = typer.Option(False, "--json", help="Print only the statistics, as JSON."),
-        spread_tcm: bool = typer.Option(False, "--spread-tcm", help=SPREAD_HELP),
-        verify: bool = typer.Option(False, "--verify", help=VERIFY_HELP),
-        tosa_level: str = tosa_level_option(),
-    ) -> None:
-        """Compile GRAPH for CONFIG and print the Program (memory plan + commands) and plan statistics."""
-        from reports.plan_stats import format_plan_stats
-
-        listing, stats = plan_text(graph, hw, spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level)
-        if as_json:
-            typer.echo(json.dumps(stats, indent=2))
-            return
-        typer.echo(listing)
-        typer.echo("")
-        typer.echo(format_plan_stats(stats))
+def plan_graph(graph_path: str, hw_config: str, as_json: bool, *, spread_tcm: bool = False,
+               verify: bool = False, tosa_level: str = "8K") -> None:
+    """``npu-sim plan``: print the Program listing and the plan statistics (or only these, as JSON)."""
+    listing, stats = plan_text(graph_path, hw_config, spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level)
+    if as_json:
+        typer.echo(json.dumps(stats, indent=2))
+        return
+    typer.echo(listing)
+    typer.echo("")
+    typer.echo(format_plan_stats(stats))

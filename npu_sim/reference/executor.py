@@ -68,21 +68,6 @@ class ExecutionLimits:
             raise ValueError(f"max_nesting must be >= 1, got {self.max_nesting}")
 
 
-def execute(graph: Graph, inputs: Inputs | None = None, *,
-            max_iterations: int = DEFAULT_MAX_ITERATIONS,
-            max_nesting: int = DEFAULT_MAX_NESTING) -> dict[str, np.ndarray]:
-    """Run ``graph`` once on ``inputs`` (by name, or a list in input order).
-
-    Returns the graph outputs by name, as arrays of their storage dtypes.
-    Equivalent to ``Session(graph).invoke(inputs)``: variables start from
-    their initial values and are discarded afterwards.
-    """
-    from npu_sim.reference.session import Session
-
-    session = Session(graph, max_iterations=max_iterations, max_nesting=max_nesting)
-    return session.invoke(inputs)
-
-
 # --- graph inputs -----------------------------------------------------------
 def describe_type(t: TensorType) -> str:
     """``INT8 (int8) of shape [1, 4]``: how messages name an expected value."""

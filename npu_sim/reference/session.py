@@ -37,6 +37,7 @@ from npu_sim.reference.executor import (
     describe_type,
 )
 from npu_sim.tosa.ir import Graph, Tensor, TensorType
+from npu_sim.tosa.validation import validate as validate_graph
 
 
 def graph_variables(graph: Graph) -> dict[str, TensorType]:
@@ -177,8 +178,6 @@ class Session:
     def __init__(self, graph: Graph, *, max_iterations: int = DEFAULT_MAX_ITERATIONS,
                  max_nesting: int = DEFAULT_MAX_NESTING, validate: bool = True):
         if validate:
-            from npu_sim.tosa.validation import validate as validate_graph
-
             validate_graph(graph)
         self.graph = graph
         self.limits = ExecutionLimits(max_iterations=max_iterations, max_nesting=max_nesting)
@@ -236,3 +235,16 @@ class Session:
             if slot is None:
                 slot = self.variables.slots[name] = VariableSlot(name, self.variable_types[name])
             slot.value = np.array(value, copy=True)
+
+
+def execute(graph: Graph, inputs: Inputs | None = None, *,
+            max_iterations: int = DEFAULT_MAX_ITERATIONS,
+            max_nesting: int = DEFAULT_MAX_NESTING) -> dict[str, np.ndarray]:
+    """Run ``graph`` once on ``inputs`` (by name, or a list in input order).
+
+    Returns the graph outputs by name, as arrays of their storage dtypes.
+    Equivalent to ``Session(graph).invoke(inputs)``: variables start from
+    their initial values and are discarded afterwards.
+    """
+    session = Session(graph, max_iterations=max_iterations, max_nesting=max_nesting)
+    return session.invoke(inputs)

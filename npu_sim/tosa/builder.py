@@ -39,6 +39,7 @@ from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import Block, Graph, Operator, Region, Tensor, TensorType
 from npu_sim.tosa.ops import Attribute, Op, make_attribute
 from npu_sim.tosa.type_rules import RuleViolation, expected_outputs
+from npu_sim.tosa.validation import validate as validate_graph
 
 _NUMPY_TO_DTYPE = {
     np.dtype(np.bool_): DType.BOOL, np.dtype(np.int8): DType.INT8, np.dtype(np.int16): DType.INT16,
@@ -305,9 +306,7 @@ class GraphBuilder(BlockBuilder):
         """The graph; validated (GraphValidationError) unless ``validate=False``."""
         graph = Graph(regions=self.regions, version=self.version)
         if validate:
-            from npu_sim.tosa.validation import validate as check
-
-            check(graph)
+            validate_graph(graph)
         return graph
 
 

@@ -45,6 +45,7 @@ from flatbuffers import number_types
 from npu_sim.errors import NpuSimError, TosaFormatError
 from npu_sim.tosa import fb_schema
 from npu_sim.tosa.fb_schema import FILE_IDENTIFIER, ROOT_TABLE, Field
+from npu_sim.tosa.serial_tree import graph_from_tree, graph_to_tree
 
 Tree = dict[str, Any]
 
@@ -363,8 +364,6 @@ def read_tree(data: bytes | bytearray | memoryview) -> Tree:
 
 def read_graph(data: bytes | bytearray | memoryview):
     """Parse a TOSA flatbuffer into a :class:`~npu_sim.tosa.ir.Graph` (not yet validated)."""
-    from npu_sim.tosa.serial_tree import graph_from_tree
-
     return graph_from_tree(read_tree(data))
 
 
@@ -466,6 +465,4 @@ def write_graph(graph) -> bytes:
     ``tosa-opt`` writes them, SHAPE tensors as the block's ``shapes``. See
     :func:`npu_sim.tosa.serial_tree.graph_to_tree`.
     """
-    from npu_sim.tosa.serial_tree import graph_to_tree
-
     return write_tree(graph_to_tree(graph))

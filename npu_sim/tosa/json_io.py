@@ -21,6 +21,7 @@ from typing import Any
 from npu_sim.errors import TosaFormatError, UnknownOperatorError
 from npu_sim.tosa import fb_schema
 from npu_sim.tosa.fb_schema import ROOT_TABLE, Field
+from npu_sim.tosa.serial_tree import graph_from_tree, graph_to_tree
 
 Tree = dict[str, Any]
 
@@ -44,8 +45,6 @@ def read_json_tree(text: str | bytes) -> Tree:
 
 def read_json(text: str | bytes):
     """Parse the JSON form into a :class:`~npu_sim.tosa.ir.Graph` (not yet validated)."""
-    from npu_sim.tosa.serial_tree import graph_from_tree
-
     return graph_from_tree(read_json_tree(text))
 
 
@@ -146,8 +145,6 @@ def write_json_tree(tree: Tree) -> str:
 
 def write_json(graph) -> str:
     """The JSON form of a :class:`~npu_sim.tosa.ir.Graph`."""
-    from npu_sim.tosa.serial_tree import graph_to_tree
-
     return write_json_tree(graph_to_tree(graph))
 
 

@@ -249,13 +249,13 @@ def test_while_loop_example_runs_n_iterations(n):
 
 def test_a_program_the_simulator_rejects_is_an_internal_error(tmp_path, capsys, monkeypatch):
     """A bad access in a program the scheduler made is npu-sim's bug, not the input's: exit 1."""
-    import npu_sim.simulator
+    import npu_sim.simulation
     from npu_sim.errors import MemoryAccessError
 
     def broken(*args, **kwargs):
         raise MemoryAccessError("command 3 (ADD): reads tcm[0x40] 1 INT32 element [0], which was never written")
 
-    monkeypatch.setattr(npu_sim.simulator, "simulate_program", broken)
+    monkeypatch.setattr(npu_sim.simulation, "simulate_program", broken)
     code, _, err = _cli(["run", EXAMPLES / "add_mul_fp32.tosa", "--hw", "edge", "--random-inputs", 1,
                          "-o", tmp_path / "out"], capsys)
     assert code == 1
@@ -319,12 +319,11 @@ def test_a_plan_the_verifier_rejects_is_an_internal_error(tmp_path, capsys, monk
     """A scheduler that places two live TCM buffers on the same bytes: ``--verify`` says so (exit 1)
     before anything runs; without it the plan is printed as it is."""
     import dataclasses
-    import importlib
 
+    import npu_sim.simulation
     from npu_sim.program import MemorySpace
 
-    module = importlib.import_module("scheduler.schedule")   # the package re-exports the function
-    real_schedule = module.schedule
+    real_schedule = npu_sim.simulation.schedule
 
     def overlapping(graph, hw, **kwargs):
         program = real_schedule(graph, hw, **kwargs)
@@ -338,7 +337,7 @@ def test_a_plan_the_verifier_rejects_is_an_internal_error(tmp_path, capsys, monk
                     return program
         raise AssertionError("no two TCM allocations live at once")
 
-    monkeypatch.setattr(module, "schedule", overlapping)
+    monkeypatch.setattr(npu_sim.simulation, "schedule", overlapping)
     graph = EXAMPLES / "conv_rescale_int8.tosa"
     assert _cli(["plan", graph, "--hw", "edge"], capsys)[0] == 0
     for command in (["plan"], ["run", "--random-inputs", 0, "-o", tmp_path / "out"]):

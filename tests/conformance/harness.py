@@ -35,7 +35,7 @@ import numpy as np
 import tosa_reference_model
 
 from npu_sim.errors import NpuSimError, UnsupportedFeatureError
-from npu_sim.reference.executor import execute
+from npu_sim.reference.session import execute
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.flatbuffer_io import read_graph
 from npu_sim.tosa.profiles import required_profiles

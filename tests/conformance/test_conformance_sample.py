@@ -14,7 +14,7 @@ import pytest
 
 import numpy as np
 
-from npu_sim.reference.executor import execute
+from npu_sim.reference.session import execute
 from npu_sim.tosa.flatbuffer_io import read_graph
 from tests.conformance.harness import (
     OPERATORS,

@@ -10,7 +10,7 @@ from npu_sim.hw.compute import KernelResultError
 from npu_sim.program import ComputeCommand, DmaCommand, KernelStep, Program, View
 from npu_sim.reference import kernel_api
 from npu_sim.reference.custom import register_custom, unregister_custom
-from npu_sim.reference.executor import execute
+from npu_sim.reference.session import execute
 from npu_sim.simulation import simulate
 from npu_sim.simulator import simulate_program
 from npu_sim.tosa.builder import GraphBuilder

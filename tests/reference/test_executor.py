@@ -15,8 +15,7 @@ import tosa_reference_model as trm
 from npu_sim.errors import GraphValidationError, InputError, TosaRuntimeError, UnsupportedFeatureError
 from npu_sim.inputs import random_array
 from npu_sim.reference.custom import register_custom, unregister_custom
-from npu_sim.reference.executor import execute
-from npu_sim.reference.session import Session
+from npu_sim.reference.session import Session, execute
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.flatbuffer_io import read_graph
 from npu_sim.tosa.ir import Block, Graph, Operator, Region, Tensor

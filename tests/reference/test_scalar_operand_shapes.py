@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from npu_sim.errors import TosaRuntimeError
-from npu_sim.reference.executor import execute
+from npu_sim.reference.session import execute
 from npu_sim.tosa import DType, GraphBuilder, Op
 
 

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from npu_sim.errors import GraphValidationError, InputError, TosaRuntimeError, VariableError
-from npu_sim.reference.executor import execute
-from npu_sim.reference.session import Session, VariableStore
+from npu_sim.reference.session import Session, VariableStore, execute
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.flatbuffer_io import read_graph
 from npu_sim.tosa.ir import Block, Graph, Operator, Region, Tensor, TensorType

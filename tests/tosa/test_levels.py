@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from npu_sim.errors import GraphValidationError, InputError
-from npu_sim.reference.executor import execute
+from npu_sim.reference.session import execute
 from npu_sim.tosa import DType, GraphBuilder, Op
 from npu_sim.tosa.levels import LEVELS, check_level, level_named
 from npu_sim.tosa.loader import load_graph, save_graph
