@@ -309,23 +309,9 @@ class Program:
     def validate(self) -> None:
         """Structural checks: ids unique, deps known and earlier, views inside their memories."""
         seen: set[int] = set()
-        sizes = self.memory_sizes
         for cmd in self.walk():
-            if cmd.id in seen:
-                raise ProgramError(f"command id {cmd.id} used twice")
-            for dep in cmd.deps:
-                if dep not in seen:
-                    raise ProgramError(f"command {cmd.id} ({cmd.name}) depends on unknown or later command {dep}")
+            self._check_command(cmd, seen)
             seen.add(cmd.id)
-            for view in command_views(cmd):
-                size = sizes.get(view.memory)
-                lo, hi = view.span
-                if size is None or lo < 0 or hi > size:  # the message is built only on failure
-                    self.check_view(view, f"command {cmd.id} ({cmd.name})")
-            if isinstance(cmd, DmaCommand) and cmd.src.shape != cmd.dst.shape:
-                raise ProgramError(f"command {cmd.id} ({cmd.name}): DMA shapes differ {cmd.src.shape} vs {cmd.dst.shape}")
-            if isinstance(cmd, DmaCommand) and cmd.src.dtype != cmd.dst.dtype:
-                raise ProgramError(f"command {cmd.id} ({cmd.name}): DMA dtypes differ")
         for alloc in self.allocations:
             size = self.memory_sizes.get(alloc.memory)
             if size is None:
@@ -335,6 +321,24 @@ class Program:
                                    f"outside {alloc.memory.value} of {size} bytes")
         for name, view in {**self.inputs, **self.outputs, **self.variables}.items():
             self.check_view(view, f"graph tensor {name!r}")
+
+    def _check_command(self, cmd: Command, seen: set[int]) -> None:
+        """``cmd``'s id is new, its deps are earlier commands, its views lie in their memories."""
+        if cmd.id in seen:
+            raise ProgramError(f"command id {cmd.id} used twice")
+        for dep in cmd.deps:
+            if dep not in seen:
+                raise ProgramError(f"command {cmd.id} ({cmd.name}) depends on unknown or later command {dep}")
+        sizes = self.memory_sizes
+        for view in command_views(cmd):
+            size = sizes.get(view.memory)
+            lo, hi = view.span
+            if size is None or lo < 0 or hi > size:  # the message is built only on failure
+                self.check_view(view, f"command {cmd.id} ({cmd.name})")
+        if isinstance(cmd, DmaCommand) and cmd.src.shape != cmd.dst.shape:
+            raise ProgramError(f"command {cmd.id} ({cmd.name}): DMA shapes differ {cmd.src.shape} vs {cmd.dst.shape}")
+        if isinstance(cmd, DmaCommand) and cmd.src.dtype != cmd.dst.dtype:
+            raise ProgramError(f"command {cmd.id} ({cmd.name}): DMA dtypes differ")
 
     def check_view(self, view: View, where: str) -> None:
         size = self.memory_sizes.get(view.memory)

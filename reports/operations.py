@@ -151,16 +151,22 @@ def _span(name: str, invocation: int, records: list[CommandRecord],
         elif kind == "dma":
             dma_cycles += busy_cycles
             dma_commands += 1
+    op, unit = _label(info, records, compute_ops, compute_units, busy)
+    return OperationSpan(name, op, unit, invocation, start, end, macs, ddr_read, ddr_write,
+                         compute_cycles, dma_cycles, compute_commands, dma_commands, busy, info)
+
+
+def _label(info: OperationStats | None, records: list[CommandRecord], compute_ops: list[str],
+           compute_units: list[str], busy: dict[str, int]) -> tuple[str, str]:
+    """What the operation computes and on which unit: as the scheduler says, else the most
+    frequent of its compute commands (of its commands), else its units joined."""
     op = (info.op if info and info.op else None) or _most_common(compute_ops) \
         or _most_common([r.op for r in records]) or "?"
     if info and info.unit:
-        unit = info.unit
-    elif compute_units:
-        unit = _most_common(compute_units)
-    else:
-        unit = "+".join(sorted(busy)) or "?"
-    return OperationSpan(name, op, unit, invocation, start, end, macs, ddr_read, ddr_write,
-                         compute_cycles, dma_cycles, compute_commands, dma_commands, busy, info)
+        return op, info.unit
+    if compute_units:
+        return op, _most_common(compute_units)
+    return op, "+".join(sorted(busy)) or "?"
 
 
 def _most_common(values: list[str]) -> str:

@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from npu_sim.hw.trace import Trace
+from npu_sim.hw.trace import CommandRecord, Trace
 from npu_sim.program import MemorySpace, Program
 from reports.occupancy import occupancy_steps
 from reports.operations import OperationSpan, operation_spans
@@ -94,32 +94,38 @@ def trace_events(trace: Trace, clock_hz: int, program: Program | None = None, *,
     """The trace-event JSON object of a simulation."""
     if clock_hz <= 0:
         raise ValueError(f"clock_hz must be > 0, got {clock_hz}")
+    events: list[dict[str, Any]] = []
+    events += _metadata("process", UNITS_PID, None, f"{title}: units", 0)
+    events += _metadata("process", OPERATIONS_PID, None, f"{title}: operations", 1)
+    slices: list[dict[str, Any]] = []
+    _unit_tracks(trace, clock_hz, events, slices)
+    _operation_tracks(trace, program, clock_hz, events, slices)
+    slices.sort(key=lambda e: (e["pid"], e["tid"], e["ts"], -e["dur"]))
+    events += slices
+    events += _counters(trace, clock_hz)
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {"generator": "npu-sim", "title": title, "clock_hz": clock_hz,
+                      "time_unit": "microseconds of simulated time (cycles / clock_hz)"},
+    }
+
+
+def _unit_tracks(trace: Trace, clock_hz: int, events: list[dict[str, Any]], slices: list[dict[str, Any]]) -> None:
+    """A track per unit with its commands (a DMA until it leaves its engine), then lanes of the
+    DMA data still in flight after that."""
     units = list(trace.units)
     for record in trace.commands:  # e.g. the sequencer running control flow
         if record.unit not in units:
             units.append(record.unit)
     unit_tid = {unit: i + 1 for i, unit in enumerate(units)}
-
-    events: list[dict[str, Any]] = []
-    events += _metadata("process", UNITS_PID, None, f"{title}: units", 0)
-    events += _metadata("process", OPERATIONS_PID, None, f"{title}: operations", 1)
     for unit, tid in unit_tid.items():
         events += _metadata("thread", UNITS_PID, tid, unit, tid)
-
-    slices: list[dict[str, Any]] = []
     tails: list[tuple[Any, int]] = []  # (record, busy end) of DMAs done after they left the engine
     for r in trace.commands:
         busy_end = r.end_cycle if r.busy_end_cycle is None else r.busy_end_cycle
-        args = {"id": r.id, "op": r.op, "kind": r.kind, "invocation": r.invocation,
-                "start_cycle": r.start_cycle, "end_cycle": r.end_cycle, "cycles": r.cycles,
-                "busy_cycles": busy_end - r.start_cycle, "bytes": r.bytes}
-        if r.macs:
-            args["macs"] = r.macs
-        if r.ddr_read_bytes or r.ddr_write_bytes:
-            args["ddr_read_bytes"] = r.ddr_read_bytes
-            args["ddr_write_bytes"] = r.ddr_write_bytes
         slices.append(_complete(r.name or r.op, UNITS_PID, unit_tid[r.unit], r.start_cycle,
-                                busy_end, clock_hz, r.kind, args))
+                                busy_end, clock_hz, r.kind, _command_args(r, busy_end)))
         if r.end_cycle > busy_end:
             tails.append((r, busy_end))
     tail_lanes = pack_lanes((busy_end, r.end_cycle) for r, busy_end in tails)
@@ -132,12 +138,27 @@ def trace_events(trace: Trace, clock_hz: int, program: Program | None = None, *,
                                 clock_hz, "latency", {"id": r.id, "unit": r.unit,
                                                       "latency_cycles": r.end_cycle - busy_end}))
 
+
+def _command_args(r: CommandRecord, busy_end: int) -> dict[str, Any]:
+    args = {"id": r.id, "op": r.op, "kind": r.kind, "invocation": r.invocation,
+            "start_cycle": r.start_cycle, "end_cycle": r.end_cycle, "cycles": r.cycles,
+            "busy_cycles": busy_end - r.start_cycle, "bytes": r.bytes}
+    if r.macs:
+        args["macs"] = r.macs
+    if r.ddr_read_bytes or r.ddr_write_bytes:
+        args["ddr_read_bytes"] = r.ddr_read_bytes
+        args["ddr_write_bytes"] = r.ddr_write_bytes
+    return args
+
+
+def _operation_tracks(trace: Trace, program: Program | None, clock_hz: int, events: list[dict[str, Any]],
+                      slices: list[dict[str, Any]]) -> None:
+    """The invocations on one track, the NPU operations on as many lanes as overlap."""
     events += _metadata("thread", OPERATIONS_PID, INVOCATIONS_TID, "invocations", 0)
     for inv in trace.invocations:
         slices.append(_complete(f"invocation {inv.index}", OPERATIONS_PID, INVOCATIONS_TID,
                                 inv.start_cycle, inv.end_cycle, clock_hz, "invocation",
                                 {"cycles": inv.cycles}))
-
     spans = operation_spans(trace.commands, program)
     lanes = pack_lanes((s.start_cycle, s.end_cycle) for s in spans)
     for lane in range(max(lanes, default=-1) + 1):
@@ -147,16 +168,6 @@ def trace_events(trace: Trace, clock_hz: int, program: Program | None = None, *,
         slices.append(_complete(span.name, OPERATIONS_PID, INVOCATIONS_TID + 1 + lane,
                                 span.start_cycle, span.end_cycle, clock_hz, "operation",
                                 _span_args(span)))
-
-    slices.sort(key=lambda e: (e["pid"], e["tid"], e["ts"], -e["dur"]))
-    events += slices
-    events += _counters(trace, clock_hz)
-    return {
-        "traceEvents": events,
-        "displayTimeUnit": "ns",
-        "otherData": {"generator": "npu-sim", "title": title, "clock_hz": clock_hz,
-                      "time_unit": "microseconds of simulated time (cycles / clock_hz)"},
-    }
 
 
 def _span_args(span: OperationSpan) -> dict[str, Any]:

@@ -57,14 +57,20 @@ def ops_table(summary: Mapping[str, Any], *, invocation: int = 0, max_rows: int 
     return "\n".join([title] + _boxed([c[0] for c in COLUMNS], cells))
 
 
-def _boxed(headers: list[str], rows: list[list[str]]) -> list[str]:
-    """Lines of a table with a heavy header box (rich's HEAVY_HEAD look, no edge padding)."""
+def _column_widths(headers: list[str], rows: list[list[str]]) -> list[int]:
+    """Per column: its header, or its longest cell capped at the column's limit if longer."""
     limits = [limit for _, _, limit in COLUMNS]
-    right = [r for _, r, _ in COLUMNS]
     widths = [len(h) for h in headers]
-    for i, column in enumerate(zip(*rows)):  # the longest cell, capped at the column's limit
+    for i, column in enumerate(zip(*rows)):
         longest = max(map(len, column))
         widths[i] = max(widths[i], min(longest, limits[i]) if limits[i] else longest)
+    return widths
+
+
+def _boxed(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """Lines of a table with a heavy header box (rich's HEAVY_HEAD look, no edge padding)."""
+    right = [r for _, r, _ in COLUMNS]
+    widths = _column_widths(headers, rows)
     pads = [(0 if i == 0 else 1, 0 if i == len(widths) - 1 else 1) for i in range(len(widths))]
     spans = [w + a + b for w, (a, b) in zip(widths, pads)]
 

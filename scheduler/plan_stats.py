@@ -79,8 +79,15 @@ def compulsory_ddr_bytes(program: Program) -> tuple[int, int]:
     """``(read, write)``: the inputs and constants some DMA reads, and the outputs some DMA
     writes, once each."""
     ddr_allocs = sorted((a for a in program.allocations if a.memory is DDR), key=lambda a: a.offset_bytes)
-    starts = [a.offset_bytes for a in ddr_allocs]
-    touched: set[int] = set()   # offsets of the DDR allocations some DMA reads or writes
+    touched = _touched_offsets(program, [a.offset_bytes for a in ddr_allocs])
+    read = sum(a.size_bytes for a in ddr_allocs if a.kind in ("input", "constant") and a.offset_bytes in touched)
+    write = sum(a.size_bytes for a in ddr_allocs if a.kind == "output" and a.offset_bytes in touched)
+    return read, write
+
+
+def _touched_offsets(program: Program, starts: list[int]) -> set[int]:
+    """The offsets (of ``starts``, sorted) of the DDR allocations some DMA reads or writes."""
+    touched: set[int] = set()
     for cmd in program.walk():
         if not isinstance(cmd, DmaCommand):
             continue
@@ -89,6 +96,4 @@ def compulsory_ddr_bytes(program: Program) -> tuple[int, int]:
                 k = bisect.bisect_right(starts, view.span[0]) - 1
                 if k >= 0:
                     touched.add(starts[k])
-    read = sum(a.size_bytes for a in ddr_allocs if a.kind in ("input", "constant") and a.offset_bytes in touched)
-    write = sum(a.size_bytes for a in ddr_allocs if a.kind == "output" and a.offset_bytes in touched)
-    return read, write
+    return touched

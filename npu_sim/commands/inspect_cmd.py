@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from npu_sim.tosa.ir import Block, Graph, Tensor
 from npu_sim.tosa.loader import detect_format, load_graph
@@ -117,54 +119,18 @@ def _describe_attribute(attribute: dict[str, Any]) -> str:
 
 def print_description(info: dict[str, Any]) -> None:
     """Human-readable tables of :func:`describe_graph`'s dict (rich)."""
-    from rich.console import Console
-    from rich.table import Table
-
     # piped output (no terminal): wide enough that names are not cut
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     version = info["tosa_version"].rstrip("d") + (" (draft)" if info["draft"] else "")
     writer = f", written by serialization library {info['software_version']}" \
         if info["software_version"] else ""
     console.print(f"[bold]{info['file']}[/bold]: TOSA {version}, {info['format']}{writer}")
-
-    signature = Table(title="Signature", title_justify="left")
-    for column in ("", "name", "dtype", "shape"):
-        signature.add_column(column)
-    for kind in ("inputs", "outputs"):
-        for t in info[kind]:
-            signature.add_row(kind[:-1], t["name"], t["dtype"], str(t["shape"]))
-    console.print(signature)
-
-    blocks = Table(title="Regions and blocks", title_justify="left")
-    for column in ("region", "block", "operators", "tensors", "inputs", "outputs"):
-        blocks.add_column(column)
-    for region in info["regions"]:
-        for b in region["blocks"]:
-            blocks.add_row(region["name"], b["name"], str(b["operator_count"]),
-                           str(b["tensor_count"]), ", ".join(b["inputs"]), ", ".join(b["outputs"]))
-    console.print(blocks)
-
-    ops = Table(title=f"Operators ({info['operator_count']})", title_justify="left")
-    for column in ("block", "#", "op", "inputs", "outputs", "attributes"):
-        ops.add_column(column)
-    for o in info["operators"]:
-        ops.add_row(o["block"], str(o["index"]), o["op"],
-                    "\n".join(_describe_operand(i) for i in o["inputs"]),
-                    "\n".join(_describe_operand(i) for i in o["outputs"]),
-                    _describe_attribute(o["attribute"]))
-    console.print(ops)
-
-    tensors = Table(title="Tensors", title_justify="left")
-    for column in ("kind", "count", "bytes"):
-        tensors.add_column(column)
-    for kind, total in info["tensors"].items():
-        tensors.add_row(kind, str(total["count"]), f"{total['bytes']:,}")
-    console.print(tensors)
+    for table in (_signature_table(info), _blocks_table(info), _operators_table(info), _tensors_table(info)):
+        console.print(table)
     for v in info["variables"]:
         initial = "yes" if v["initial_value"] else "no"
         console.print(f"variable {v['variable_name']!r}: {v['dtype']}{v['shape']} "
                       f"({v['bytes']} bytes, initial value: {initial})")
-
     counts = ", ".join(f"{op} x{n}" for op, n in info["op_counts"].items())
     console.print(f"[bold]Operator counts:[/bold] {counts or 'none'}")
     console.print(f"[bold]Profiles:[/bold] {', '.join(info['profiles']) or 'none'}; "
@@ -174,6 +140,47 @@ def print_description(info: dict[str, Any]) -> None:
                       + ", ".join(info["draft_operators"]))
     for line in info["unsupported"]:
         console.print(f"[bold]No TOSA 1.0 profile covers:[/bold] {line}")
+
+
+def _table(title: str, columns: tuple[str, ...]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    return table
+
+
+def _signature_table(info: dict[str, Any]) -> Table:
+    signature = _table("Signature", ("", "name", "dtype", "shape"))
+    for kind in ("inputs", "outputs"):
+        for t in info[kind]:
+            signature.add_row(kind[:-1], t["name"], t["dtype"], str(t["shape"]))
+    return signature
+
+
+def _blocks_table(info: dict[str, Any]) -> Table:
+    blocks = _table("Regions and blocks", ("region", "block", "operators", "tensors", "inputs", "outputs"))
+    for region in info["regions"]:
+        for b in region["blocks"]:
+            blocks.add_row(region["name"], b["name"], str(b["operator_count"]),
+                           str(b["tensor_count"]), ", ".join(b["inputs"]), ", ".join(b["outputs"]))
+    return blocks
+
+
+def _operators_table(info: dict[str, Any]) -> Table:
+    ops = _table(f"Operators ({info['operator_count']})", ("block", "#", "op", "inputs", "outputs", "attributes"))
+    for o in info["operators"]:
+        ops.add_row(o["block"], str(o["index"]), o["op"],
+                    "\n".join(_describe_operand(i) for i in o["inputs"]),
+                    "\n".join(_describe_operand(i) for i in o["outputs"]),
+                    _describe_attribute(o["attribute"]))
+    return ops
+
+
+def _tensors_table(info: dict[str, Any]) -> Table:
+    tensors = _table("Tensors", ("kind", "count", "bytes"))
+    for kind, total in info["tensors"].items():
+        tensors.add_row(kind, str(total["count"]), f"{total['bytes']:,}")
+    return tensors
 
 
 def run_inspect(graph_path: str, tosa_level: str = "8K") -> dict[str, Any]:

@@ -98,35 +98,46 @@ def _evolve(bandwidth: float, flows: list[list], pending: list[Transfer], t: flo
             f = pending.pop(0)
             flows.append([f, float(f.size_bytes)])
             continue
-        fair = bandwidth / len(flows)
-        if all(flow[0].cap_bytes_per_cycle >= fair for flow in flows):  # the usual case: equal shares
-            dt_done = min(flow[1] for flow in flows) / fair
-            t_done = t + dt_done
-            step_to = min(t_done, next_arrival, until)
-            moved = fair * (step_to - t)
-            for flow in flows:
-                flow[1] -= moved
-        else:
-            rates = fair_rates(bandwidth, [flow[0].cap_bytes_per_cycle for flow in flows])
-            dt_done = min(flow[1] / r for flow, r in zip(flows, rates))
-            t_done = t + dt_done
-            step_to = min(t_done, next_arrival, until)
-            dt = step_to - t
-            for flow, r in zip(flows, rates):
-                flow[1] -= r * dt
+        t_done, step_to = _share(bandwidth, flows, t, min(next_arrival, until))
         t = step_to
         if t_done <= step_to:  # the first to finish has run out
-            left = [flow for flow in flows if flow[1] > 1e-9 * flow[0].size_bytes + 1e-9]
-            if len(left) == len(flows):  # float noise: retire the closest one
-                left.remove(min(flows, key=lambda flow: flow[1]))
-            if finished is not None:
-                finished.extend((flow[0], t) for flow in flows if flow not in left)
-            flows[:] = left
+            _retire(flows, finished, t)
         while pending and pending[0].arrive_cycle <= t:
             f = pending.pop(0)
             flows.append([f, float(f.size_bytes)])
         if t >= until:
             return until
+
+
+def _share(bandwidth: float, flows: list[list], t: float, horizon: float) -> tuple[float, float]:
+    """Move the flows' bytes at their max-min fair rates from ``t`` until the first finishes or
+    ``horizon``; ``(when the first would finish, the time reached)``."""
+    fair = bandwidth / len(flows)
+    if all(flow[0].cap_bytes_per_cycle >= fair for flow in flows):  # the usual case: equal shares
+        t_done = t + min(flow[1] for flow in flows) / fair
+        step_to = min(t_done, horizon)
+        moved = fair * (step_to - t)
+        for flow in flows:
+            flow[1] -= moved
+        return t_done, step_to
+    rates = fair_rates(bandwidth, [flow[0].cap_bytes_per_cycle for flow in flows])
+    t_done = t + min(flow[1] / r for flow, r in zip(flows, rates))
+    step_to = min(t_done, horizon)
+    dt = step_to - t
+    for flow, r in zip(flows, rates):
+        flow[1] -= r * dt
+    return t_done, step_to
+
+
+def _retire(flows: list[list], finished: list[tuple[Transfer, float]] | None, t: float) -> None:
+    """Drop the flows that have moved their bytes at ``t`` (at least one: float noise
+    retires the closest), noting them in ``finished``."""
+    left = [flow for flow in flows if flow[1] > 1e-9 * flow[0].size_bytes + 1e-9]
+    if len(left) == len(flows):  # float noise: retire the closest one
+        left.remove(min(flows, key=lambda flow: flow[1]))
+    if finished is not None:
+        finished.extend((flow[0], t) for flow in flows if flow not in left)
+    flows[:] = left
 
 
 class BandwidthChannel:

@@ -222,12 +222,25 @@ def build_tables(raw: list[tuple[Any, int, int, int, int]], invocations: list[In
                  static_info: Callable[[Any], StaticInfo], allocations: list[Allocation],
                  units: list[str]) -> tuple[list[CommandRecord], list[AllocationRecord], Counters]:
     """Typed command records, allocation uses and counters from the raw tuples."""
-    # Per command (not per execution): its static facts, as record prefix/suffix tuples.
-    info: dict[int, tuple[StaticInfo, tuple, tuple]] = {}
-    # Per (command, invocation): executions, busy cycles, first start and last end.
+    commands, info, usage = _command_records(raw, static_info)
+    counters, used = _count(usage, info, units)
+    records = _allocation_records(allocations, invocations, used)
+    commands.sort(key=attrgetter("start_cycle", "end_cycle", "id"))
+    return commands, records, counters
+
+
+#: Per command id: its static facts, and its record's prefix and suffix tuples.
+_Info = dict[int, tuple[StaticInfo, tuple[Any, ...], tuple[Any, ...]]]
+
+
+def _command_records(raw: list[tuple[Any, int, int, int, int]], static_info: Callable[[Any], StaticInfo]
+                     ) -> tuple[list[CommandRecord], _Info, dict[tuple[int, int], list[int]]]:
+    """One record per execution; per (command, invocation): executions, busy cycles, first
+    start and last end."""
+    info: _Info = {}
     usage: dict[tuple[int, int], list[int]] = {}
     new_record = tuple.__new__
-    commands = []
+    commands: list[CommandRecord] = []
     append = commands.append
     for command, invocation, start, end, busy_end in raw:
         cid = command.cid
@@ -247,10 +260,16 @@ def build_tables(raw: list[tuple[Any, int, int, int, int]], invocations: list[In
                 use[2] = start
             if end > use[3]:
                 use[3] = end
+    return commands, info, usage
+
+
+def _count(usage: dict[tuple[int, int], list[int]], info: _Info, units: list[str]
+           ) -> tuple[Counters, dict[tuple[int, int], list[int]]]:
+    """The run's counters, and per (allocation index, invocation) the first start and last
+    end of the commands touching it."""
     counters = Counters(busy_cycles={u: 0 for u in units}, command_counts={u: 0 for u in units})
     busy_cycles, command_counts = counters.busy_cycles, counters.command_counts
     ddr_read = ddr_write = ddr_read_burst = ddr_write_burst = macs = mac_pe_cycles = 0
-    # Per (allocation index, invocation): [first start, last end] of the commands touching it.
     used: dict[tuple[int, int], list[int]] = {}
     for (cid, invocation), (runs, busy, start, end) in usage.items():
         s = info[cid][0]
@@ -277,6 +296,13 @@ def build_tables(raw: list[tuple[Any, int, int, int, int]], invocations: list[In
     counters.ddr_read_bytes, counters.ddr_write_bytes = ddr_read, ddr_write
     counters.ddr_read_burst_bytes, counters.ddr_write_burst_bytes = ddr_read_burst, ddr_write_burst
     counters.macs, counters.mac_pe_cycles = macs, mac_pe_cycles
+    return counters, used
+
+
+def _allocation_records(allocations: list[Allocation], invocations: list[InvocationRecord],
+                        used: dict[tuple[int, int], list[int]]) -> list[AllocationRecord]:
+    """One record per allocation and invocation, with its first and last cycle in use (None: unused)."""
+    new_record = tuple.__new__
     names = {id(space): space.value for space in MemorySpace}
     prefixes = [(a.name, names.get(id(a.memory)) or a.memory.value, a.offset_bytes, a.size_bytes, a.kind)
                 for a in allocations]
@@ -288,8 +314,19 @@ def build_tables(raw: list[tuple[Any, int, int, int, int]], invocations: list[In
             extent = used.get((index, k))
             records.append(new_record(AllocationRecord,
                                       prefix + (k,) + (unused if extent is None else tuple(extent))))
-    commands.sort(key=attrgetter("start_cycle", "end_cycle", "id"))
-    return commands, records, counters
+    return records
+
+
+def _segments(ranges: list[tuple[int, int, int]]) -> tuple[list[int], list[tuple[int, ...]]]:
+    """The boundaries of the ``(index, lo, hi)`` ranges, and per segment between two of them
+    the indices of the ranges covering it (sorted)."""
+    bounds = sorted({lo for _, lo, _ in ranges} | {hi for _, _, hi in ranges})
+    position = {b: k for k, b in enumerate(bounds)}
+    segments: list[list[int]] = [[] for _ in range(len(bounds) - 1)] if bounds else []
+    for i, lo, hi in ranges:  # in index order: every segment's list comes out sorted
+        for k in range(position[lo], position[hi]):
+            segments[k].append(i)
+    return bounds, [tuple(s) for s in segments]
 
 
 class AllocationIndex:
@@ -314,14 +351,7 @@ class AllocationIndex:
             if size > 0:
                 ranges[id(a.memory)].append((i, a.offset_bytes, a.offset_bytes + size))
         for space in MemorySpace:
-            mine = ranges[id(space)]
-            bounds = sorted({lo for _, lo, _ in mine} | {hi for _, _, hi in mine})
-            position = {b: k for k, b in enumerate(bounds)}
-            segments: list[list[int]] = [[] for _ in range(len(bounds) - 1)] if bounds else []
-            for i, lo, hi in mine:  # in index order: every segment's list comes out sorted
-                for k in range(position[lo], position[hi]):
-                    segments[k].append(i)
-            covering = [tuple(s) for s in segments]
+            bounds, covering = _segments(ranges[id(space)])
             self.bounds[space], self.covering[space] = bounds, covering
             self._by_space[id(space)] = (bounds, covering, {})
         self.life = [(-math.inf if a.first_use is None else a.first_use,

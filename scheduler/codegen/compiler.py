@@ -37,7 +37,7 @@ from scheduler.ir.npu_ops import LoweredBlock, NpuOp, OpKind, Value, ValueKind
 from scheduler.memory.buffers import Buffer, Placement
 from scheduler.memory.fixed_placements import Fixed
 from scheduler.passes.cascade import follow_producers
-from scheduler.passes.residency import Group, decide
+from scheduler.passes.residency import Group, ResidencyResult, decide
 from scheduler.passes.tiling import Tiler
 
 DDR, TCM = MemorySpace.DDR, MemorySpace.TCM
@@ -257,7 +257,7 @@ class _BlockCompiler:
         return DDR  # a spilled local value
 
     # -- emission
-    def emit(self, result) -> list[ACommand]:
+    def emit(self, result: ResidencyResult) -> list[ACommand]:
         """Commands of every operation in order, with prefetching.
 
         The leading loads of an operation (weights, constant-pool chunks, graph
@@ -266,57 +266,70 @@ class _BlockCompiler:
         estimated time (at most MAX_LOOKBACK operations) while every working set on
         the way still fits beside the hoisted buffers.
         """
-        ctx = self.ctx
         done: list[_Emitted] = []
         extra: dict[int, int] = {}   # op index -> bytes of later operations' buffers hoisted over it
         for i, op in enumerate(self.block.ops):
             if i in self.skip:
                 continue
-            budget = self.capacity - result.live_bytes[i]
-            own: list[ACommand] = []
-            if self.pool_chunks is not None:
-                own += self.pool_chunks(i)
-            if op.kind is OpKind.COMPUTE:
-                plan = result.plans[i]
-                rec = ctx.record(op, self.block.name, tile_shape=plan.tile_shape, tile_count=plan.tile_count,
-                                 working_set_bytes=plan.working_set_bytes)
-                own += ctx.emitter.compute(op, plan, self.place, ctx.tiler.tiling(op).windows, rec)
-            elif op.kind is OpKind.COPY:
-                rec = ctx.record(op, self.block.name)
-                own += ctx.emitter.copy(self.copy_source(op), self.place(op.outputs[0]), op.name, rec, budget,
-                                        bands=self._bands(op))
-            else:
-                rec = ctx.record(op, self.block.name)
-                live_roots = {r for r in result.resident if self._group_live_at(r, i, result)}
-                try:
-                    if op.kind is OpKind.COND_IF:
-                        own += self.cond_if(op, budget, rec)
-                    else:
-                        own += self.while_loop(op, budget, rec)
-                except ScheduleError as exc:
-                    if live_roots:
-                        raise NeedRoom(live_roots, exc) from None
-                    raise
-            lead = _leading_loads(own) if op.kind is OpKind.COMPUTE else 0
-            if lead and done:
-                target = self._hoist_target(i, done, result, extra, own[:lead])
-                if target is not None:
-                    target.hoisted += own[:lead]
-                    own = own[lead:]
-            if i in self.cascades and done and done[-1].index == i - 1:
-                merged = _interleave(done[-1].commands, own, self.block.ops[i - 1].unit, self.cascades[i])
-                if merged is not None:
-                    # loads hoisted into the pair (the consumer's constants among them) go in
-                    # before its first consumer tile
-                    first = next(k for k, c in enumerate(merged) if c is own[0])
-                    done[-1].commands = merged
-                    done[-1].cut = min(_load_cut(merged), first)
-                    continue
-            done.append(_Emitted(i, op.kind, own, _load_cut(own)))
+            own = self._hoist(i, op, self.operation_commands(i, op, result), done, result, extra)
+            if not self._follow_producer(i, own, done):
+                done.append(_Emitted(i, op.kind, own, _load_cut(own)))
         cmds: list[ACommand] = []
         for e in done:
             cmds += e.commands[:e.cut] + e.hoisted + e.commands[e.cut:]
         return cmds
+
+    def operation_commands(self, i: int, op: NpuOp, result: ResidencyResult) -> list[ACommand]:
+        """Operation ``i``'s own commands (after its constant-pool chunk in the main block)."""
+        ctx = self.ctx
+        budget = self.capacity - result.live_bytes[i]
+        own: list[ACommand] = []
+        if self.pool_chunks is not None:
+            own += self.pool_chunks(i)
+        if op.kind is OpKind.COMPUTE:
+            plan = result.plans[i]
+            rec = ctx.record(op, self.block.name, tile_shape=plan.tile_shape, tile_count=plan.tile_count,
+                             working_set_bytes=plan.working_set_bytes)
+            return own + ctx.emitter.compute(op, plan, self.place, ctx.tiler.tiling(op).windows, rec)
+        rec = ctx.record(op, self.block.name)
+        if op.kind is OpKind.COPY:
+            return own + ctx.emitter.copy(self.copy_source(op), self.place(op.outputs[0]), op.name, rec, budget,
+                                          bands=self._bands(op))
+        live_roots = {r for r in result.resident if self._group_live_at(r, i, result)}
+        try:
+            return own + (self.cond_if(op, budget, rec) if op.kind is OpKind.COND_IF
+                          else self.while_loop(op, budget, rec))
+        except ScheduleError as exc:
+            if live_roots:
+                raise NeedRoom(live_roots, exc) from None
+            raise
+
+    def _hoist(self, i: int, op: NpuOp, own: list[ACommand], done: list[_Emitted], result: ResidencyResult,
+               extra: dict[int, int]) -> list[ACommand]:
+        """Move the leading loads of compute operation ``i`` into an earlier operation (see
+        :meth:`emit`); its remaining commands."""
+        lead = _leading_loads(own) if op.kind is OpKind.COMPUTE else 0
+        if lead and done:
+            target = self._hoist_target(i, done, result, extra, own[:lead])
+            if target is not None:
+                target.hoisted += own[:lead]
+                return own[lead:]
+        return own
+
+    def _follow_producer(self, i: int, own: list[ACommand], done: list[_Emitted]) -> bool:
+        """Interleave operation ``i`` with the one before it if it cascades on it (its tiles
+        right after the producer tiles they need); False if it does not."""
+        if i not in self.cascades or not done or done[-1].index != i - 1:
+            return False
+        merged = _interleave(done[-1].commands, own, self.block.ops[i - 1].unit, self.cascades[i])
+        if merged is None:
+            return False
+        # loads hoisted into the pair (the consumer's constants among them) go in before its
+        # first consumer tile
+        first = next(k for k, c in enumerate(merged) if c is own[0])
+        done[-1].commands = merged
+        done[-1].cut = min(_load_cut(merged), first)
+        return True
 
     def _bands(self, op: NpuOp) -> int:
         if not op.staged:
@@ -436,43 +449,61 @@ class _BlockCompiler:
         ctx = self.ctx
         values = ctx.values
         cond_block, body_block = op.blocks
-        memory = DDR if tcm_key is None else TCM
-        reserved: list[Buffer] = []
-
-        def buffer(name: str, key: str) -> Placement:
-            if tcm_key is not None:
-                placement = self._tcm_buffer(f"{op.name}:{name}", key, tcm_key)
-                reserved.append(placement.buffer)
-                return placement
-            size = align_up(max(1, values[key].size_bytes), ctx.alignment)
-            return Placement(Buffer(f"{op.name}:{name}", DDR, size, kind="spill"), 0, values[key].type)
-
-        results = [self.place(k) for k in op.outputs]
-        # the state: the results' own buffers when they are in the chosen memory
-        state = [r if r.memory is memory else buffer(f"state{i}", k)
-                 for i, (k, r) in enumerate(zip(op.outputs, results))]
-        cond_target = buffer("condition", cond_block.outputs[0])
-        fresh = [None if key == inp else buffer(f"next{i}", key)   # None: passed through unchanged
-                 for i, (key, inp) in enumerate(zip(body_block.outputs, body_block.inputs))]
-        inner = budget - sum(b.size_bytes for b in reserved)
+        loop = self._loop_buffers(op, tcm_key)
+        inner = budget - loop.reserved_bytes
         if tcm_key is not None and inner < budget // 2:
             raise ScheduleError(f"{op.name}: loop state does not leave room for the body")
         cmds: list[ACommand] = []
-        for key, target in zip(op.sources, state):
+        for key, target in zip(op.sources, loop.state):
             cmds += self.copy(self.ddr_place(key), target, f"{op.name}: init {values[key].name}", rec, inner)
         # condition block: reads the state, writes a one-element BOOL
-        cond_cmds = self.compile_branch(cond_block, state, [cond_target], inner, rec)
+        cond_cmds = self.compile_branch(cond_block, loop.state, [loop.condition], inner, rec)
         # body: writes fresh buffers, copied back into the state at the end of each iteration
-        targets = [f if f is not None else s for f, s in zip(fresh, state)]
-        body_cmds = self.compile_branch(body_block, state, targets, inner, rec)
-        for i, f in enumerate(fresh):
+        targets = [f if f is not None else s for f, s in zip(loop.fresh, loop.state)]
+        body_cmds = self.compile_branch(body_block, loop.state, targets, inner, rec)
+        for i, f in enumerate(loop.fresh):
             if f is not None:
-                body_cmds += self.copy(f, state[i], f"{op.name}: carry {values[op.outputs[i]].name}", rec, inner)
-        cmds.append(ALoop(cond_cmds, cond_target.whole(), body_cmds, ctx.max_iterations, op.name, rec))
-        for k, s, r in zip(op.outputs, state, results):
+                body_cmds += self.copy(f, loop.state[i], f"{op.name}: carry {values[op.outputs[i]].name}", rec,
+                                       inner)
+        cmds.append(ALoop(cond_cmds, loop.condition.whole(), body_cmds, ctx.max_iterations, op.name, rec))
+        for k, s, r in zip(op.outputs, loop.state, loop.results):
             if s is not r:
                 cmds += self.copy(s, r, f"{op.name}: result {values[k].name}", rec, budget)
         return cmds
+
+    def _loop_buffers(self, op: NpuOp, tcm_key: str | None) -> _LoopBuffers:
+        """The loop's state (the results' own buffers when they are in the chosen memory), its
+        condition and the body's fresh results, in TCM under ``tcm_key`` or else in DDR."""
+        cond_block, body_block = op.blocks
+        memory = DDR if tcm_key is None else TCM
+        reserved: list[Buffer] = []
+        results = [self.place(k) for k in op.outputs]
+        state = [r if r.memory is memory else self._loop_buffer(op, f"state{i}", k, tcm_key, reserved)
+                 for i, (k, r) in enumerate(zip(op.outputs, results))]
+        condition = self._loop_buffer(op, "condition", cond_block.outputs[0], tcm_key, reserved)
+        fresh = [None if key == inp else self._loop_buffer(op, f"next{i}", key, tcm_key, reserved)
+                 for i, (key, inp) in enumerate(zip(body_block.outputs, body_block.inputs))]  # None: unchanged
+        return _LoopBuffers(results, state, condition, fresh, sum(b.size_bytes for b in reserved))
+
+    def _loop_buffer(self, op: NpuOp, name: str, key: str, tcm_key: str | None, reserved: list[Buffer]) -> Placement:
+        if tcm_key is not None:
+            placement = self._tcm_buffer(f"{op.name}:{name}", key, tcm_key)
+            reserved.append(placement.buffer)
+            return placement
+        value = self.ctx.values[key]
+        size = align_up(max(1, value.size_bytes), self.ctx.alignment)
+        return Placement(Buffer(f"{op.name}:{name}", DDR, size, kind="spill"), 0, value.type)
+
+
+@dataclass
+class _LoopBuffers:
+    """Where a WHILE_LOOP keeps its values: ``reserved_bytes`` of them in TCM."""
+
+    results: list[Placement]
+    state: list[Placement]
+    condition: Placement
+    fresh: list[Placement | None]
+    reserved_bytes: int
 
 
 def _slice_offset_bytes(op: NpuOp, source: Value) -> int:

@@ -108,34 +108,8 @@ class AccessTracker:
                writes: list[tuple[MemorySpace, ByteSet | Ranges]]) -> set[int]:
         """Record ``cmd``'s accesses; return the commands it must wait for."""
         deps: set[int] = set()
-        page_bytes = self.page_bytes
-        read_sets = []
-        for memory, r in reads:
-            rs = _as_set(r)
-            if rs is None:
-                continue
-            page_set = rs.pages(page_bytes.get(memory, PAGE_BYTES))
-            read_sets.append((memory, rs, page_set))
-            for rec in _meeting(_candidates(self.writes.get(memory), page_set), rs):
-                deps.update(rec.cmds)
-        written: dict[MemorySpace, ByteSet] = {}
-        for memory, w in writes:
-            ws = _as_set(w)
-            if ws is not None:
-                written[memory] = set_union(written[memory], ws) if memory in written else ws
-        write_sets = []
-        for memory, ws in written.items():
-            page_set = ws.pages(page_bytes.get(memory, PAGE_BYTES))
-            write_sets.append((memory, ws, page_set))
-            windex, rindex = self.writes.get(memory), self.reads.get(memory)
-            shared = self.shared_reads.get(memory, {})
-            page_size = page_bytes.get(memory, PAGE_BYTES)
-            for index in (windex, rindex):
-                met = _meeting(_candidates(index, page_set), ws)
-                for rec in met:
-                    deps.update(rec.cmds)
-                for rec in met:
-                    _overwrite(index, rec, ws, page_size, None if rec.write else shared)
+        read_sets = self._wait_to_read(reads, deps)
+        write_sets = self._wait_to_write(writes, deps)
         deps.discard(cmd)
         for memory, rs, page_set in read_sets:
             shared = self.shared_reads.setdefault(memory, {})
@@ -148,6 +122,43 @@ class AccessTracker:
         for memory, ws, page_set in write_sets:
             self._add(self.writes, memory, _Record(cmd, ws, True, page_set))
         return deps
+
+    def _wait_to_read(self, reads: list[tuple[MemorySpace, ByteSet | Ranges]], deps: set[int]
+                      ) -> list[tuple[MemorySpace, ByteSet, set[int]]]:
+        """Add to ``deps`` the writers of the bytes read; the reads' byte sets and pages."""
+        read_sets = []
+        for memory, r in reads:
+            rs = _as_set(r)
+            if rs is None:
+                continue
+            page_set = rs.pages(self.page_bytes.get(memory, PAGE_BYTES))
+            read_sets.append((memory, rs, page_set))
+            for rec in _meeting(_candidates(self.writes.get(memory), page_set), rs):
+                deps.update(rec.cmds)
+        return read_sets
+
+    def _wait_to_write(self, writes: list[tuple[MemorySpace, ByteSet | Ranges]], deps: set[int]
+                       ) -> list[tuple[MemorySpace, ByteSet, set[int]]]:
+        """Add to ``deps`` the earlier readers and writers of the bytes written, and take those
+        bytes out of their records; the writes' byte sets (one per memory) and pages."""
+        written: dict[MemorySpace, ByteSet] = {}
+        for memory, w in writes:
+            ws = _as_set(w)
+            if ws is not None:
+                written[memory] = set_union(written[memory], ws) if memory in written else ws
+        write_sets = []
+        for memory, ws in written.items():
+            page_size = self.page_bytes.get(memory, PAGE_BYTES)
+            page_set = ws.pages(page_size)
+            write_sets.append((memory, ws, page_set))
+            shared = self.shared_reads.get(memory, {})
+            for index in (self.writes.get(memory), self.reads.get(memory)):
+                met = _meeting(_candidates(index, page_set), ws)
+                for rec in met:
+                    deps.update(rec.cmds)
+                for rec in met:
+                    _overwrite(index, rec, ws, page_size, None if rec.write else shared)
+        return write_sets
 
     def _add(self, index: dict, memory: MemorySpace, rec: _Record) -> None:
         self.records.append(rec)

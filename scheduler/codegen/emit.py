@@ -23,6 +23,7 @@ from npu_sim.hw.compute_units import VECTOR
 from npu_sim.hw.dma import DMA_PATHS
 from npu_sim.memory_layout import align_up
 from npu_sim.program import KernelStep, MemorySpace
+from npu_sim.reference.kernel_api import Region
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op, make_attribute
 from scheduler.codegen.stream import ACommand, ACompute, ADma, dma_pieces
@@ -30,7 +31,7 @@ from scheduler.cost_model import dma_issue_cycles, step_macs
 from scheduler.ir.npu_ops import NpuOp
 from scheduler.memory.buffers import Buffer, BufView, Placement, tile_view
 from scheduler.passes.tiling import TilePlan
-from scheduler.passes.windows import region_shape, region_size, whole_tile
+from scheduler.passes.windows import StepTile, region_shape, region_size, whole_tile
 
 DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
 
@@ -68,70 +69,12 @@ class Emitter:
 
     # -- compute operations
     def compute(self, op: NpuOp, plan: TilePlan, place: Callable[[str], Placement],
-                windows: Callable, op_index: int) -> list[ACommand]:
+                windows: Callable[[Region], list[StepTile]], op_index: int) -> list[ACommand]:
         """Commands of a compute operation; ``windows(region)`` gives the chain's tiles."""
-        cmds: list[ACommand] = []
-        slot_buffers = {slot: [self.tile_buffer(f"{op.name}:in{slot[0]}.{slot[1]}/{i}", plan.slot_bytes[slot], op_index)
-                               for i in range(plan.slot_buffers[slot])] for slot in plan.slot_bytes}
-        out_buffers = {k: [self.tile_buffer(f"{op.name}:out{k}/{i}", plan.output_bytes[k], op_index)
-                           for i in range(plan.output_buffers)] for k in plan.output_bytes}
-        loaded: dict[tuple[int, int], tuple] = {}   # slot -> (window, buffer index)
-        next_buffer = {slot: 0 for slot in slot_buffers}
-        tiled = plan.tile_shape is not None
-        last = op.steps[-1]
+        emission = _OperationEmission(self, op, plan, place, op_index)
         for t, region in enumerate(plan.tiles()):
-            tiles = windows(region) if tiled else whole_tile(op.steps)
-            steps = []
-            this_tile: dict[tuple, BufView] = {}
-            for s, (step, tile) in enumerate(zip(op.steps, tiles)):
-                operands: list[BufView | int] = []
-                for j, (operand, window) in enumerate(zip(step.operands, tile.windows)):
-                    if isinstance(operand, int):
-                        operands.append(operand)
-                        continue
-                    placement = place(operand)
-                    if placement.memory is TCM or region_size(window) == 0:
-                        operands.append(placement.window(window))
-                        continue
-                    slot = (s, j)
-                    held = loaded.get(slot)
-                    if held is not None and held[0] == window:
-                        operands.append(held[1])
-                        continue
-                    twin = this_tile.get((operand, window))
-                    if twin is not None:   # the same window of the same value, already loaded
-                        operands.append(twin)
-                        continue
-                    buffers = slot_buffers[slot]
-                    index = next_buffer[slot]
-                    next_buffer[slot] = (index + 1) % len(buffers)
-                    view = tile_view(buffers[index], region_shape(window), step.input_types[j].dtype)
-                    cmds += self.dma(placement.window(window), view, f"{op.name}: load {operand}",
-                                     op_index)
-                    loaded[slot] = (window, view)
-                    this_tile[(operand, window)] = view
-                    operands.append(view)
-                steps.append(KernelStep(
-                    step.op, step.attribute, tuple(operands), step.input_types, step.output_types,
-                    out_region=tile.out_region if tiled else None,
-                    input_offsets=tuple([tuple([a for a, _ in w]) for w in tile.windows]) if tiled else None,
-                    name=step.name))
-            outputs, stores = [], []
-            out_region = tiles[-1].out_region
-            for k, key in enumerate(op.outputs):
-                placement = place(key)
-                if placement.memory is TCM:
-                    outputs.append(placement.window(out_region) if tiled else placement.whole())
-                    continue
-                buffers = out_buffers[k]
-                view = tile_view(buffers[t % len(buffers)], region_shape(out_region), last.output_types[k].dtype)
-                outputs.append(view)
-                stores.append((view, placement.window(out_region)))
-            macs = sum([step_macs(s, tile.out_region if tiled else None) for s, tile in zip(op.steps, tiles)])
-            cmds.append(ACompute(op.unit, steps, outputs, op.name, op_index, macs))
-            for view, target in stores:
-                cmds += self.dma(view, target, f"{op.name}: store", op_index)
-        return cmds
+            emission.tile(t, windows(region) if emission.tiled else whole_tile(op.steps))
+        return emission.cmds
 
     # -- copies
     def copy(self, src: Placement, dst: Placement, name: str, op_index: int,
@@ -147,23 +90,29 @@ class Emitter:
         source = src.whole(tuple(dst.type.shape)) if src.type.dtype == dst.type.dtype else None
         path = (src.memory, dst.memory)
         if source is not None and path in DMA_PATHS:
-            shape = tuple(dst.type.shape)
-            outer = next((d for d, n in enumerate(shape) if n > 1), None)
-            if bands <= 1 or outer is None:
-                return self.dma(source, dst.whole(), name, op_index)
-            cmds: list[ACommand] = []
-            n = shape[outer]
-            edges = sorted({n * k // min(bands, n) for k in range(min(bands, n) + 1)})
-            srcp = src.retyped(dst.type)
-            for lo, hi in zip(edges, edges[1:]):
-                region = tuple((lo, hi) if d == outer else (0, size) for d, size in enumerate(shape))
-                cmds += self.dma(srcp.window(region), dst.window(region), name, op_index)
-            return cmds
+            return self.banded_dma(src, dst, source, name, op_index, bands)
         if source is not None and path == (TCM, TCM):
             t = dst.type
             step = KernelStep(Op.IDENTITY, make_attribute(Op.IDENTITY), (source,), (t,), (t,), name=name)
             return [ACompute(VECTOR.name, [step], [dst.whole()], name, op_index)]
         return self.staged_copy(src, dst, name, op_index, staging_budget_bytes)
+
+    def banded_dma(self, src: Placement, dst: Placement, source: BufView, name: str, op_index: int,
+                   bands: int) -> list[ACommand]:
+        """A direct DMA of ``source`` (``src`` as ``dst``'s shape) into ``dst``, in up to ``bands``
+        slices of the outermost dimension larger than one."""
+        shape = tuple(dst.type.shape)
+        outer = next((d for d, n in enumerate(shape) if n > 1), None)
+        if bands <= 1 or outer is None:
+            return self.dma(source, dst.whole(), name, op_index)
+        cmds: list[ACommand] = []
+        n = shape[outer]
+        edges = sorted({n * k // min(bands, n) for k in range(min(bands, n) + 1)})
+        srcp = src.retyped(dst.type)
+        for lo, hi in zip(edges, edges[1:]):
+            region = tuple((lo, hi) if d == outer else (0, size) for d, size in enumerate(shape))
+            cmds += self.dma(srcp.window(region), dst.window(region), name, op_index)
+        return cmds
 
     def staged_copy(self, src: Placement, dst: Placement, name: str, op_index: int,
                     budget_bytes: int) -> list[ACommand]:
@@ -189,3 +138,82 @@ def staging_need_bytes(src: MemorySpace, dst: MemorySpace, size_bytes: int, alig
     if (src, dst) in DMA_PATHS or (src, dst) == (TCM, TCM) or size_bytes == 0:
         return 0
     return min(2 * alignment, align_up(size_bytes, alignment))
+
+
+class _OperationEmission:
+    """The commands of one compute operation, tile by tile, and the tile buffers they use:
+    ping-pong buffers per streamed operand (what each holds, which is next) and per output
+    not resident in TCM."""
+
+    def __init__(self, emitter: Emitter, op: NpuOp, plan: TilePlan, place: Callable[[str], Placement],
+                 op_index: int):
+        self.emitter, self.op, self.place, self.op_index = emitter, op, place, op_index
+        self.tiled = plan.tile_shape is not None
+        name = op.name
+        self.slot_buffers = {slot: [emitter.tile_buffer(f"{name}:in{slot[0]}.{slot[1]}/{i}", plan.slot_bytes[slot],
+                                                        op_index)
+                                    for i in range(plan.slot_buffers[slot])] for slot in plan.slot_bytes}
+        self.out_buffers = {k: [emitter.tile_buffer(f"{name}:out{k}/{i}", plan.output_bytes[k], op_index)
+                                for i in range(plan.output_buffers)] for k in plan.output_bytes}
+        self.loaded: dict[tuple[int, int], tuple[Region, BufView]] = {}   # slot -> (window, view holding it)
+        self.next_buffer = {slot: 0 for slot in self.slot_buffers}
+        self.cmds: list[ACommand] = []
+
+    def tile(self, t: int, tiles: list[StepTile]) -> None:
+        """Tile ``t``: loads of the operand windows its buffers do not hold, the compute command, the stores."""
+        op, tiled = self.op, self.tiled
+        steps = []
+        this_tile: dict[tuple[str, Region], BufView] = {}
+        for s, (step, tile) in enumerate(zip(op.steps, tiles)):
+            operands = tuple([operand if isinstance(operand, int) else self.operand(s, j, operand, window, this_tile)
+                              for j, (operand, window) in enumerate(zip(step.operands, tile.windows))])
+            steps.append(KernelStep(
+                step.op, step.attribute, operands, step.input_types, step.output_types,
+                out_region=tile.out_region if tiled else None,
+                input_offsets=tuple([tuple([a for a, _ in w]) for w in tile.windows]) if tiled else None,
+                name=step.name))
+        outputs, stores = self.outputs(t, tiles[-1].out_region)
+        macs = sum([step_macs(s, tile.out_region if tiled else None) for s, tile in zip(op.steps, tiles)])
+        self.cmds.append(ACompute(op.unit, steps, outputs, op.name, self.op_index, macs))
+        for view, target in stores:
+            self.cmds += self.emitter.dma(view, target, f"{op.name}: store", self.op_index)
+
+    def operand(self, s: int, j: int, operand: str, window: Region,
+                this_tile: dict[tuple[str, Region], BufView]) -> BufView:
+        """Operand ``j`` of step ``s``: in place in TCM, else the tile buffer holding its window
+        (loaded now unless a buffer holds it already)."""
+        placement = self.place(operand)
+        if placement.memory is TCM or region_size(window) == 0:
+            return placement.window(window)
+        slot = (s, j)
+        held = self.loaded.get(slot)
+        if held is not None and held[0] == window:
+            return held[1]
+        twin = this_tile.get((operand, window))
+        if twin is not None:   # the same window of the same value, already loaded
+            return twin
+        buffers = self.slot_buffers[slot]
+        index = self.next_buffer[slot]
+        self.next_buffer[slot] = (index + 1) % len(buffers)
+        view = tile_view(buffers[index], region_shape(window), self.op.steps[s].input_types[j].dtype)
+        self.cmds += self.emitter.dma(placement.window(window), view, f"{self.op.name}: load {operand}",
+                                      self.op_index)
+        self.loaded[slot] = (window, view)
+        this_tile[(operand, window)] = view
+        return view
+
+    def outputs(self, t: int, out_region: Region) -> tuple[list[BufView], list[tuple[BufView, BufView]]]:
+        """Where tile ``t`` writes each output (in place in TCM, else a tile buffer), and the
+        ``(tile buffer, destination)`` stores."""
+        outputs, stores = [], []
+        last = self.op.steps[-1]
+        for k, key in enumerate(self.op.outputs):
+            placement = self.place(key)
+            if placement.memory is TCM:
+                outputs.append(placement.window(out_region) if self.tiled else placement.whole())
+                continue
+            buffers = self.out_buffers[k]
+            view = tile_view(buffers[t % len(buffers)], region_shape(out_region), last.output_types[k].dtype)
+            outputs.append(view)
+            stores.append((view, placement.window(out_region)))
+        return outputs, stores

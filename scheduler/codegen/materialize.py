@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from npu_sim.errors import ScheduleError
+from npu_sim.hw.config import HwConfig
 from npu_sim.memory_layout import align_up
 from npu_sim.program import (
     Allocation,
@@ -162,9 +163,10 @@ class MemoryPlan:
     tcm_compact_bytes: int = 0               # footprint of the placement of the exact live ranges
 
 
-def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer], hw, planner: Planner,
+def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer], hw: HwConfig, planner: Planner,
                   tcm_alignment: int, ddr_alignment: int, var_alignment: int,
                   spread: bool = False) -> MemoryPlan:
+    """Offsets of every buffer (TCM by ``planner``, DDR and the variable SRAM by bump allocation)."""
     usage = live_ranges(cmds, numbering)
     last_id = max(0, numbering.count - 1)
     buffers: dict[int, Buffer] = {b.serial: b for b in fixed}
@@ -173,7 +175,6 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
         buffers[serial] = b
         if not b.whole_program:
             first_last[serial] = (first, last)
-    # TCM
     tcm = [b for b in buffers.values() if b.memory is TCM and (b.whole_program or b.serial in first_last)]
     ranges = {b.serial: LiveRange(b.serial, b.size_bytes, *((0, last_id) if b.whole_program else first_last[b.serial]))
               for b in tcm}
@@ -183,32 +184,43 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
     compact = footprint(exact, offsets)
     if compact <= capacity:   # (an overflowing plan stays as it is: it names the value to spill)
         offsets = avoid_false_dependencies(exact, offsets, tcm_alignment,
-                                     implied_order(cmds, numbering.ids).reuse_test())
-    if spread and compact <= capacity:
-        for distance in SPREAD_REUSE_DISTANCES:
-            spaced = [LiveRange(r.key, r.size_bytes, r.start, min(last_id, r.end + distance)) for r in exact]
-            if spaced == exact:
-                break
-            place = getattr(planner, "place_like_last", planner.place)   # fitting is enough here
-            spaced_offsets = place(spaced, tcm_alignment)
-            if footprint(spaced, spaced_offsets) <= capacity:
-                offsets = spaced_offsets
-                break
+                                           implied_order(cmds, numbering.ids).reuse_test())
+        if spread:
+            offsets = _spread(exact, offsets, planner, tcm_alignment, last_id, capacity)
     for b in tcm:
         b.offset_bytes = offsets[b.serial]
     peak = footprint(list(ranges.values()), offsets)
     overflow = sorted((b for b in tcm if b.offset_bytes + b.size_bytes > capacity),
                       key=lambda b: -b.size_bytes)
-    # DDR and variable SRAM: every buffer its own bytes
+    _bump_allocate(buffers, ddr_alignment, var_alignment)
+    _share_ddr_when_short(buffers, first_last, hw.ddr.size_bytes, planner, ddr_alignment)
+    return MemoryPlan(not overflow, peak, max_live_bytes(exact), overflow, ranges, buffers,
+                      first_last, compact)
+
+
+def _spread(exact: list[LiveRange], offsets: dict[int, int], planner: Planner, alignment: int, last_id: int,
+            capacity: int) -> dict[int, int]:
+    """A placement that does not hand freed bytes to a buffer first used soon after (live
+    ranges extended by the longest of :data:`SPREAD_REUSE_DISTANCES` that fits), else ``offsets``."""
+    for distance in SPREAD_REUSE_DISTANCES:
+        spaced = [LiveRange(r.key, r.size_bytes, r.start, min(last_id, r.end + distance)) for r in exact]
+        if spaced == exact:
+            break
+        place = getattr(planner, "place_like_last", planner.place)   # fitting is enough here
+        spaced_offsets = place(spaced, alignment)
+        if footprint(spaced, spaced_offsets) <= capacity:
+            return spaced_offsets
+    return offsets
+
+
+def _bump_allocate(buffers: dict[int, Buffer], ddr_alignment: int, var_alignment: int) -> None:
+    """DDR and variable SRAM: every buffer its own bytes (inputs, outputs, constants, variables first)."""
     for memory, alignment in ((DDR, ddr_alignment), (VAR, var_alignment)):
         group = sorted((b for b in buffers.values() if b.memory is memory),
                        key=lambda b: (_KIND_ORDER.get(b.kind, 9), b.serial))
         bump = BumpAllocator().place([LiveRange(b.serial, b.size_bytes, 0, 0) for b in group], alignment)
         for b in group:
             b.offset_bytes = bump[b.serial]
-    _share_ddr_when_short(buffers, first_last, hw.ddr.size_bytes, planner, ddr_alignment)
-    return MemoryPlan(not overflow, peak, max_live_bytes(exact), overflow, ranges, buffers,
-                      first_last, compact)
 
 
 _KIND_ORDER = {"input": 0, "output": 1, "constant": 2, "variable": 3}

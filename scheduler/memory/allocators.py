@@ -127,7 +127,7 @@ def search_order(order: list[LiveRange], alignment: int, best_fit: bool, bound: 
     placements_left = max(8 * n, work // placement_work)
     rng = random.Random(SEARCH_SEED)
 
-    def run(candidate: list[LiveRange], limit: tuple[int, int] | None):
+    def run(candidate: list[LiveRange], limit: tuple[int, int] | None) -> tuple[tuple[int, int], dict[int, int]]:
         nonlocal placements_left
         score, offsets, placed = _scored_first_fit(candidate, alignment, best_fit, bound, limit)
         placements_left -= placed
@@ -137,23 +137,7 @@ def search_order(order: list[LiveRange], alignment: int, best_fit: bool, bound: 
     score, offsets = run(current, None)
     best = (score, current, offsets)
     while placements_left > 0 and best[0][0] > bound:
-        improved = None
-        ends = {r.key: offsets[r.key] + r.size_bytes for r in current}
-        high = sorted((i for i, r in enumerate(current) if ends[r.key] > bound),
-                      key=lambda i: (-ends[current[i].key], i))
-        for i in high:
-            for j in range(i):
-                if not current[j].overlaps(current[i]):
-                    continue
-                candidate = current[:j] + [current[i]] + current[j:i] + current[i + 1:]
-                candidate_score, candidate_offsets = run(candidate, score)
-                if candidate_offsets:   # complete, so below ``score``
-                    improved = (candidate_score, candidate, candidate_offsets)
-                    break
-                if placements_left <= 0:
-                    break
-            if improved is not None or placements_left <= 0:
-                break
+        improved = _climb(current, offsets, score, bound, run, lambda: placements_left)
         if improved is not None:
             score, current, offsets = improved
             if score < best[0]:
@@ -165,6 +149,30 @@ def search_order(order: list[LiveRange], alignment: int, best_fit: bool, bound: 
             current.insert(j, current.pop(i))
         score, offsets = run(current, None)
     return best[1], best[2]
+
+
+Scored = tuple[tuple[int, int], list[LiveRange], dict[int, int]]
+
+
+def _climb(current: list[LiveRange], offsets: dict[int, int], score: tuple[int, int], bound: int,
+           run: Callable[[list[LiveRange], tuple[int, int] | None], tuple[tuple[int, int], dict[int, int]]],
+           work_left: Callable[[], int]) -> Scored | None:
+    """The first move of a range ending above ``bound`` (highest first) in front of an earlier
+    range live at the same time that lowers the score; None if none does (or the work is spent)."""
+    ends = {r.key: offsets[r.key] + r.size_bytes for r in current}
+    high = sorted((i for i, r in enumerate(current) if ends[r.key] > bound),
+                  key=lambda i: (-ends[current[i].key], i))
+    for i in high:
+        for j in range(i):
+            if not current[j].overlaps(current[i]):
+                continue
+            candidate = current[:j] + [current[i]] + current[j:i] + current[i + 1:]
+            candidate_score, candidate_offsets = run(candidate, score)
+            if candidate_offsets:   # complete, so below ``score``
+                return candidate_score, candidate, candidate_offsets
+            if work_left() <= 0:
+                return None
+    return None
 
 
 class GreedyBySize:
@@ -266,7 +274,7 @@ def _reuse_cost(x: int, size: int, near: list[tuple[int, int]]) -> int:
 
 
 def avoid_false_dependencies(ranges: list[LiveRange], offsets: dict[int, int], alignment: int,
-                       reuse_is_free: Callable[[int, int], bool] | None = None) -> dict[int, int]:
+                             reuse_is_free: Callable[[int, int], bool] | None = None) -> dict[int, int]:
     """``offsets`` with buffers moved, within the placement's footprint, so that fewer
     buffers take bytes of another buffer whose commands they would otherwise not wait for.
 
@@ -284,7 +292,18 @@ def avoid_false_dependencies(ranges: list[LiveRange], offsets: dict[int, int], a
     top = footprint(ranges, offsets)
     offsets = dict(offsets)
     order = sorted(ranges, key=lambda r: (r.start, r.key))
-    # per range (by index in ``order``): the ranges live with it, and those it may not share bytes with for free
+    live_with, costly = _neighbours(order, reuse_is_free)
+    for i, r in enumerate(order):
+        near = [(offsets[u.key], offsets[u.key] + u.size_bytes) for u in costly[i]]
+        offsets[r.key] = _least_shared_offset(offsets[r.key], r.size_bytes, near, live_with[i], offsets, top,
+                                              alignment)
+    return offsets
+
+
+def _neighbours(order: list[LiveRange], reuse_is_free: Callable[[int, int], bool] | None
+                ) -> tuple[list[list[LiveRange]], list[list[LiveRange]]]:
+    """Per range of ``order`` (sorted by start): the ranges live with it, and the ranges
+    not live with it that it may not share bytes with for free."""
     live_with: list[list[LiveRange]] = [[] for _ in order]
     costly: list[list[LiveRange]] = [[] for _ in order]
     starts = [r.start for r in order]
@@ -298,33 +317,35 @@ def avoid_false_dependencies(ranges: list[LiveRange], offsets: dict[int, int], a
             if reuse_is_free is None or not reuse_is_free(a.key, b.key):
                 costly[i].append(b)
                 costly[j].append(a)
-    for i, r in enumerate(order):
-        size = r.size_bytes
-        near = [(offsets[u.key], offsets[u.key] + u.size_bytes) for u in costly[i]]
-        here = offsets[r.key]
-        best_cost = _reuse_cost(here, size, near)
-        if not best_cost:
+    return live_with, costly
+
+
+def _least_shared_offset(here: int, size: int, near: list[tuple[int, int]], live_with: list[LiveRange],
+                         offsets: dict[int, int], top: int, alignment: int) -> int:
+    """The lowest aligned offset below ``top``, free of the bytes of the ranges ``live_with``,
+    whose bytes meet the fewest ``near`` ranges; ``here`` unless another meets fewer."""
+    best_cost = _reuse_cost(here, size, near)
+    if not best_cost:
+        return here
+    busy = sorted((offsets[u.key], offsets[u.key] + u.size_bytes) for u in live_with)
+    # candidates: both ends of every free stretch of bytes, and the offsets just clear of a near buffer
+    free, low = [], 0
+    for lo, hi in busy + [(top, top)]:
+        if lo > low:
+            free.append((low, lo))
+        low = max(low, hi)
+    points = set()
+    for lo, hi in near:
+        points.add(align_up(hi, alignment))
+        points.add((lo - size) // alignment * alignment)
+    best = here
+    for f_lo, f_hi in free:
+        first = align_up(f_lo, alignment)
+        last = (f_hi - size) // alignment * alignment
+        if first > last:
             continue
-        # candidates: both ends of every free stretch of bytes, and the offsets just clear of a near buffer
-        busy = sorted((offsets[u.key], offsets[u.key] + u.size_bytes) for u in live_with[i])
-        free, low = [], 0
-        for lo, hi in busy + [(top, top)]:
-            if lo > low:
-                free.append((low, lo))
-            low = max(low, hi)
-        points = set()
-        for lo, hi in near:
-            points.add(align_up(hi, alignment))
-            points.add((lo - size) // alignment * alignment)
-        best = here
-        for f_lo, f_hi in free:
-            first = align_up(f_lo, alignment)
-            last = (f_hi - size) // alignment * alignment
-            if first > last:
-                continue
-            for x in sorted({first, last} | {p for p in points if first < p < last}):
-                cost = _reuse_cost(x, size, near)
-                if cost < best_cost:
-                    best, best_cost = x, cost
-        offsets[r.key] = best
-    return offsets
+        for x in sorted({first, last} | {p for p in points if first < p < last}):
+            cost = _reuse_cost(x, size, near)
+            if cost < best_cost:
+                best, best_cost = x, cost
+    return best

@@ -47,11 +47,7 @@ def follow_producers(ops: Sequence[NpuOp], plans: dict[int, TilePlan], tiler: Ti
     cascades: dict[int, list[int]] = {}
     for i in range(1, len(ops)):
         consumer, producer = ops[i], ops[i - 1]
-        plan, producer_plan = plans.get(i), plans.get(i - 1)
-        if (plan is None or producer_plan is None or plan.tile_count != 1
-                or consumer.kind is not OpKind.COMPUTE or producer.kind is not OpKind.COMPUTE
-                or consumer.unit == producer.unit or not _all_in_tcm(consumer, in_tcm)
-                or not tiler.tiling(consumer).tileable):
+        if not _may_follow(i, consumer, producer, plans, tiler, in_tcm):
             continue
         slots = [(s, j) for s, step in enumerate(consumer.steps) for j, operand in enumerate(step.operands)
                  if isinstance(operand, str) and operand in producer.outputs]
@@ -65,8 +61,24 @@ def follow_producers(ops: Sequence[NpuOp], plans: dict[int, TilePlan], tiler: Ti
     return cascades
 
 
+def _may_follow(i: int, consumer: NpuOp, producer: NpuOp, plans: dict[int, TilePlan], tiler: Tiler,
+                in_tcm: Callable[[str], bool]) -> bool:
+    """Two compute operations on different units, the consumer planned as one tile with all
+    it touches in the TCM, and tileable."""
+    plan, producer_plan = plans.get(i), plans.get(i - 1)
+    return not (plan is None or producer_plan is None or plan.tile_count != 1
+                or consumer.kind is not OpKind.COMPUTE or producer.kind is not OpKind.COMPUTE
+                or consumer.unit == producer.unit or not _all_in_tcm(consumer, in_tcm)
+                or not tiler.tiling(consumer).tileable)
+
+
 def _all_in_tcm(op: NpuOp, in_tcm: Callable[[str], bool]) -> bool:
     return all(in_tcm(key) for key in (*op.inputs, *op.outputs))
+
+
+#: A consumer split: its plan and, per tile, the windows it reads of the producer's result
+#: and its cycles.
+ConsumerSplit = tuple[TilePlan, list[tuple[list[Region], float]]]
 
 
 def _cascade(i: int, consumer: NpuOp, producer: NpuOp, slots: list[Slot], plans: dict[int, TilePlan],
@@ -80,13 +92,12 @@ def _cascade(i: int, consumer: NpuOp, producer: NpuOp, slots: list[Slot], plans:
         return None   # a second tile's setup would cost more than the whole operation saves
     current = plans[i - 1]
     base_end = _tile_ends(tiler, producer, current)[-1][1]
-    best_cost = base_end + whole_cycles + setup
-    best: tuple[TilePlan, TilePlan, list[int]] | None = None
     # each consumer split: its tiles' windows of the producer's result and their cycles
-    consumers = [(candidate, [([windows[s].windows[j] for s, j in slots], tiling.compute_cycles(hw, region) + setup)
-                              for region in candidate.tiles()
-                              for windows in (tiling.windows(region, keep=False),)])
-                 for candidate in _consumer_splits(tiler, consumer, in_tcm)]
+    consumers: list[ConsumerSplit] = [
+        (candidate, [([windows[s].windows[j] for s, j in slots], tiling.compute_cycles(hw, region) + setup)
+                     for region in candidate.tiles()
+                     for windows in (tiling.windows(region, keep=False),)])
+        for candidate in _consumer_splits(tiler, consumer, in_tcm)]
     # the producer's dimensions some consumer tile reads only part of: splits along the others
     # leave every consumer tile waiting for the last producer tile
     shape = tiler.tiling(producer).out_shape
@@ -97,6 +108,21 @@ def _cascade(i: int, consumer: NpuOp, producer: NpuOp, slots: list[Slot], plans:
     producer_plans = [current]
     if producer_budget is not None:
         producer_plans += _producer_splits(tiler, producer, current, in_tcm, producer_budget, dims)
+    best = _best_pair(tiler, producer, producer_plans, consumers, base_end, base_end + whole_cycles + setup,
+                      in_tcm, producer_budget)
+    if best is None:
+        return None
+    plans[i - 1], plans[i], waits = best
+    return waits
+
+
+def _best_pair(tiler: Tiler, producer: NpuOp, producer_plans: list[TilePlan], consumers: list[ConsumerSplit],
+               base_end: float, best_cost: float, in_tcm: Callable[[str], bool], producer_budget: int | None
+               ) -> tuple[TilePlan, TilePlan, list[int]] | None:
+    """The producer and consumer plans that finish the pair soonest (below ``best_cost``, the
+    pair as planned), with the producer tile each consumer tile waits for; None if none does."""
+    current = producer_plans[0]
+    best: tuple[TilePlan, TilePlan, list[int]] | None = None
     for producer_plan in producer_plans:
         ends = _tile_ends(tiler, producer, producer_plan)
         extra = max(0.0, ends[-1][1] - base_end)
@@ -104,21 +130,27 @@ def _cascade(i: int, consumer: NpuOp, producer: NpuOp, slots: list[Slot], plans:
         for candidate, tiles in consumers:
             if len(tiles) > most_tiles:
                 continue   # more tiles than the producer has only add setups
-            finish, waits = 0.0, []
-            for reads, cycles in tiles:
-                last = max((k for k, (r, _) in enumerate(ends) if any(_overlaps(w, r) for w in reads)), default=-1)
-                waits.append(max(last, 0))
-                finish = max(finish, ends[last][1] if last >= 0 else 0.0) + cycles
+            finish, waits = _follow(ends, tiles)
             if finish + extra < best_cost:
                 if producer_plan is not current:   # the exact working set, only for a winner
-                    producer_plan = tiler.fitting(producer, in_tcm, producer_plan.tile_shape, producer_budget)
-                    if producer_plan is None:
+                    assert producer_budget is not None and producer_plan.tile_shape is not None
+                    fitting = tiler.fitting(producer, in_tcm, producer_plan.tile_shape, producer_budget)
+                    if fitting is None:
                         break
+                    producer_plan = fitting
                 best, best_cost = (producer_plan, candidate, waits), finish + extra
-    if best is None:
-        return None
-    plans[i - 1], plans[i], waits = best
-    return waits
+    return best
+
+
+def _follow(ends: list[tuple[Region, float]], tiles: list[tuple[list[Region], float]]) -> tuple[float, list[int]]:
+    """When the consumer's ``tiles`` finish behind producer tiles ending at ``ends``, and the
+    index of the last producer tile each waits for."""
+    finish, waits = 0.0, []
+    for reads, cycles in tiles:
+        last = max((k for k, (r, _) in enumerate(ends) if any(_overlaps(w, r) for w in reads)), default=-1)
+        waits.append(max(last, 0))
+        finish = max(finish, ends[last][1] if last >= 0 else 0.0) + cycles
+    return finish, waits
 
 
 def _tile_ends(tiler: Tiler, op: NpuOp, plan: TilePlan) -> list[tuple[Region, float]]:

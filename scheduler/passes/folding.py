@@ -35,14 +35,25 @@ def _fold(op: NpuOp, values: dict[str, Value]) -> list[np.ndarray] | None:
     if any(v.kind is not ValueKind.INTERMEDIATE or v.size_bytes > MAX_FOLDED_BYTES for v in outputs):
         return None
     if op.kind is OpKind.COPY:
-        data = _constant(values, op.sources[0])
-        if data is None or values[op.sources[0]].type.dtype != outputs[0].type.dtype:
-            return None
-        start = op.slice_offset_elements or 0   # a SLICE copy: a run of the source
-        run = np.asarray(data).reshape(-1)[start:start + outputs[0].type.element_count]
-        return [run.reshape(outputs[0].type.shape)]
+        return _fold_copy(op, values, outputs[0])
     if op.kind is not OpKind.COMPUTE or any(s.op == Op.CUSTOM for s in op.steps):
         return None
+    return _fold_steps(op, values)
+
+
+def _fold_copy(op: NpuOp, values: dict[str, Value], output: Value) -> list[np.ndarray] | None:
+    """A COPY of a constant (a SLICE copy: the run of the source it takes)."""
+    data = _constant(values, op.sources[0])
+    if data is None or values[op.sources[0]].type.dtype != output.type.dtype:
+        return None
+    start = op.slice_offset_elements or 0
+    run = np.asarray(data).reshape(-1)[start:start + output.type.element_count]
+    return [run.reshape(output.type.shape)]
+
+
+def _fold_steps(op: NpuOp, values: dict[str, Value]) -> list[np.ndarray] | None:
+    """The last step's results, computed by the reference kernels (None if an operand is not
+    constant or a kernel refuses: the error must come when the graph runs)."""
     results: list[list[np.ndarray]] = []
     for step in op.steps:
         inputs = []

@@ -61,23 +61,18 @@ class _Lowerer:
         for name, tensor in block.tensors.items():
             key = self.key(block, name, main)
             if tensor.variable:
-                existing = self.values.get(key)
-                if existing is None or (existing.data is None and tensor.data is not None):
-                    data = None if tensor.data is None else _as_array(tensor)
-                    self.values[key] = Value(key, tensor.type, ValueKind.VARIABLE, data, key[4:])
+                self.declare_variable(key, tensor)
                 continue
-            if tensor.data is not None:
-                kind = ValueKind.CONSTANT
-            elif main and name in block.inputs:
-                kind = ValueKind.INPUT
-            elif main and name in block.outputs:
-                kind = ValueKind.OUTPUT
-            elif not main and (name in block.inputs or name in block.outputs):
-                kind = ValueKind.BOUND
-            else:
-                kind = ValueKind.INTERMEDIATE
+            kind = _value_kind(block, name, tensor, main)
             data = _as_array(tensor) if kind is ValueKind.CONSTANT else None
             self.values[key] = Value(key, tensor.type, kind, data, name)
+
+    def declare_variable(self, key: str, tensor: Tensor) -> None:
+        """A variable is declared once for all blocks; a declaration with an initial value wins."""
+        existing = self.values.get(key)
+        if existing is None or (existing.data is None and tensor.data is not None):
+            data = None if tensor.data is None else _as_array(tensor)
+            self.values[key] = Value(key, tensor.type, ValueKind.VARIABLE, data, key[4:])
 
     def temp(self, like: Value) -> str:
         self.temp_count += 1
@@ -98,61 +93,72 @@ class _Lowerer:
         return LoweredBlock(block.name, ops, [key(n) for n in block.inputs], [key(n) for n in block.outputs])
 
     def lower_group(self, block: Block, operators: list[Operator], main: bool, depth: int) -> list[NpuOp]:
-        key = lambda n: self.key(block, n, main)  # noqa: E731
+        """The NPU operations of one fused group (none for declarations)."""
         first = operators[0]
         op = first.op
         if op in (Op.CONST, Op.CONST_SHAPE):
-            for name in first.outputs:
-                if block.tensor(name).data is None:
-                    raise GraphValidationError(f"{first.name}: constant tensor {name!r} has no data")
+            _check_constants(block, first)
             return []
         if op == Op.VARIABLE:
             self.variable_initial_value(block, first, main)
             return []
-        names = tuple([o.name for o in operators])
-        if op == Op.VARIABLE_READ:
-            var = self.variable_operand(block, first, [*first.inputs, *first.outputs])
-            targets = [n for n in first.outputs if not block.tensor(n).variable]
-            if len(targets) != 1:
-                raise GraphValidationError(f"{first.name}: VARIABLE_READ needs one output tensor")
-            return [NpuOp(first.name, OpKind.COPY, sources=(var,), outputs=(key(targets[0]),),
-                          graph_ops=names)]
-        if op == Op.VARIABLE_WRITE:
-            var = self.variable_operand(block, first, [*first.outputs, *first.inputs])
-            sources = [n for n in first.inputs if not block.tensor(n).variable]
-            if len(sources) != 1:
-                raise GraphValidationError(f"{first.name}: VARIABLE_WRITE needs one input tensor")
-            return [NpuOp(first.name, OpKind.COPY, sources=(key(sources[0]),), outputs=(var,),
-                          graph_ops=names)]
+        if op in (Op.VARIABLE_READ, Op.VARIABLE_WRITE):
+            return [self.lower_variable_access(block, operators, main)]
         if op in (Op.COND_IF, Op.WHILE_LOOP):
             return [self.lower_control(block, first, main, depth)]
-        if op in (Op.IDENTITY, Op.RESHAPE) and self.is_plain_copy(block, first):
-            return self.with_variable_outputs(NpuOp(
-                first.name, OpKind.COPY, sources=(key(first.inputs[0]),), outputs=(key(first.outputs[0]),),
-                graph_ops=names, alias_ok=True))
-        if op == Op.SLICE and len(operators) == 1:
+        npu_op = self.lower_copy(block, operators, main) or self.lower_compute(block, operators, main)
+        return self.with_variable_outputs(npu_op)
+
+    def lower_variable_access(self, block: Block, operators: list[Operator], main: bool) -> NpuOp:
+        """VARIABLE_READ / VARIABLE_WRITE: a COPY between the variable and a tensor of the block."""
+        first = operators[0]
+        names = tuple([o.name for o in operators])
+        reading = first.op == Op.VARIABLE_READ
+        ends = [*first.inputs, *first.outputs] if reading else [*first.outputs, *first.inputs]
+        var = self.variable_operand(block, first, ends)
+        tensors = [n for n in (first.outputs if reading else first.inputs) if not block.tensor(n).variable]
+        if len(tensors) != 1:
+            needed = "one output tensor" if reading else "one input tensor"
+            raise GraphValidationError(f"{first.name}: {first.op.name} needs {needed}")
+        other = self.key(block, tensors[0], main)
+        sources, outputs = ((var,), (other,)) if reading else ((other,), (var,))
+        return NpuOp(first.name, OpKind.COPY, sources=sources, outputs=outputs, graph_ops=names)
+
+    def lower_copy(self, block: Block, operators: list[Operator], main: bool) -> NpuOp | None:
+        """A COPY for IDENTITY/RESHAPE of the same bytes and for a contiguous SLICE (both may
+        alias their source), else None."""
+        first = operators[0]
+        offset: int | None = None
+        if first.op in (Op.IDENTITY, Op.RESHAPE):
+            if not self.is_plain_copy(block, first):
+                return None
+        elif first.op == Op.SLICE and len(operators) == 1:
             offset = contiguous_slice_offset(block, first)
-            if offset is not None:
-                return self.with_variable_outputs(NpuOp(
-                    first.name, OpKind.COPY, sources=(key(first.inputs[0]),), outputs=(key(first.outputs[0]),),
-                    graph_ops=names, alias_ok=True, slice_offset_elements=offset))
+            if offset is None:
+                return None
+        else:
+            return None
+        return NpuOp(first.name, OpKind.COPY, sources=(self.key(block, first.inputs[0], main),),
+                     outputs=(self.key(block, first.outputs[0], main),), graph_ops=tuple([o.name for o in operators]),
+                     alias_ok=True, slice_offset_elements=offset)
+
+    def lower_compute(self, block: Block, operators: list[Operator], main: bool) -> NpuOp:
+        """A COMPUTE operation: one kernel step per operator, each step's result handed to the next."""
         steps: list[Step] = []
         produced: dict[str, int] = {}
         for index, operator in enumerate(operators):
             support.check_operator(operator)
-            operands = tuple([produced[n] if n in produced else key(n) for n in operator.inputs])
+            operands = tuple([produced[n] if n in produced else self.key(block, n, main) for n in operator.inputs])
             steps.append(Step(operator.op, operator.attribute, operands,
                               tuple([block.tensor(n).type for n in operator.inputs]),
                               tuple([block.tensor(n).type for n in operator.outputs]), operator.name))
             if index + 1 < len(operators):
                 produced[operator.outputs[0]] = index
-        last = operators[-1]
-        unit = support.unit_of(first)
+        first, last = operators[0], operators[-1]
         name = first.name if len(operators) == 1 else "+".join(o.name for o in operators)
-        npu_op = NpuOp(name, OpKind.COMPUTE, unit=unit, steps=tuple(steps),
-                       outputs=tuple(key(n) for n in last.outputs), graph_ops=names,
-                       macs=sum(step_macs(s) for s in steps))
-        return self.with_variable_outputs(npu_op)
+        return NpuOp(name, OpKind.COMPUTE, unit=support.unit_of(first), steps=tuple(steps),
+                     outputs=tuple(self.key(block, n, main) for n in last.outputs),
+                     graph_ops=tuple([o.name for o in operators]), macs=sum(step_macs(s) for s in steps))
 
     def with_variable_outputs(self, npu_op: NpuOp) -> list[NpuOp]:
         """Redirect outputs that are variables through a fresh value and a COPY."""
@@ -221,6 +227,25 @@ class _Lowerer:
             raise GraphValidationError(f"{operator.name}: {exc}") from None
 
 
+def _value_kind(block: Block, name: str, tensor: Tensor, main: bool) -> ValueKind:
+    """What a (non-variable) tensor of ``block`` is; a nested block's signature is bound by its caller."""
+    if tensor.data is not None:
+        return ValueKind.CONSTANT
+    if main and name in block.inputs:
+        return ValueKind.INPUT
+    if main and name in block.outputs:
+        return ValueKind.OUTPUT
+    if not main and (name in block.inputs or name in block.outputs):
+        return ValueKind.BOUND
+    return ValueKind.INTERMEDIATE
+
+
+def _check_constants(block: Block, operator: Operator) -> None:
+    for name in operator.outputs:
+        if block.tensor(name).data is None:
+            raise GraphValidationError(f"{operator.name}: constant tensor {name!r} has no data")
+
+
 def _as_array(tensor: Tensor) -> np.ndarray:
     data = np.asarray(tensor.data)
     want = tensor.dtype.numpy_dtype
@@ -230,7 +255,7 @@ def _as_array(tensor: Tensor) -> np.ndarray:
     return data.reshape(tensor.shape)
 
 
-def read_outputs_through_tcm(block: LoweredBlock, lowerer: "_Lowerer") -> None:
+def read_outputs_through_tcm(block: LoweredBlock, lowerer: _Lowerer) -> None:
     """Outputs of compute operations that later compute/copy operations read: write a
     fresh intermediate, copy it to the output, let the readers read the intermediate.
 
@@ -247,25 +272,39 @@ def read_outputs_through_tcm(block: LoweredBlock, lowerer: "_Lowerer") -> None:
     ops: list[NpuOp] = []
     for i, op in enumerate(block.ops):
         if renamed and op.kind in (OpKind.COMPUTE, OpKind.COPY):
-            op.steps = tuple(dataclasses.replace(s, operands=tuple(renamed.get(o, o) if isinstance(o, str) else o
-                                                                     for o in s.operands)) for s in op.steps)
-            op.sources = tuple(renamed.get(k, k) for k in op.sources)
+            _rename_inputs(op, renamed)
         ops.append(op)
-        if op.kind is not OpKind.COMPUTE:
-            continue
-        outputs = list(op.outputs)
-        for k, key in enumerate(outputs):
-            later = [j for j in readers.get(key, ()) if j > i]
-            if not later or key in renamed or \
-                    any(block.ops[j].kind not in (OpKind.COMPUTE, OpKind.COPY) for j in later):
-                continue
-            temp = lowerer.temp(values[key])
-            outputs[k] = temp
-            renamed[key] = temp
-            ops.append(NpuOp(f"{op.name}:output {values[key].name}", OpKind.COPY, sources=(temp,),
-                             outputs=(key,), graph_ops=op.graph_ops))
-        op.outputs = tuple(outputs)
+        if op.kind is OpKind.COMPUTE:
+            ops += _outputs_through_tcm(block, i, readers, renamed, lowerer)
     block.ops = ops
+
+
+def _rename_inputs(op: NpuOp, renamed: dict[str, str]) -> None:
+    op.steps = tuple(dataclasses.replace(s, operands=tuple(renamed.get(o, o) if isinstance(o, str) else o
+                                                             for o in s.operands)) for s in op.steps)
+    op.sources = tuple(renamed.get(k, k) for k in op.sources)
+
+
+def _outputs_through_tcm(block: LoweredBlock, i: int, readers: dict[str, list[int]], renamed: dict[str, str],
+                         lowerer: _Lowerer) -> list[NpuOp]:
+    """Compute operation ``i`` writes the outputs later operations read into fresh values
+    (``renamed`` learns them); the COPYs of those values to the outputs."""
+    op = block.ops[i]
+    values = lowerer.values
+    copies = []
+    outputs = list(op.outputs)
+    for k, key in enumerate(outputs):
+        later = [j for j in readers.get(key, ()) if j > i]
+        if not later or key in renamed or \
+                any(block.ops[j].kind not in (OpKind.COMPUTE, OpKind.COPY) for j in later):
+            continue
+        temp = lowerer.temp(values[key])
+        outputs[k] = temp
+        renamed[key] = temp
+        copies.append(NpuOp(f"{op.name}:output {values[key].name}", OpKind.COPY, sources=(temp,),
+                            outputs=(key,), graph_ops=op.graph_ops))
+    op.outputs = tuple(outputs)
+    return copies
 
 
 def contiguous_slice_offset(block: Block, operator: Operator) -> int | None:
@@ -274,6 +313,19 @@ def contiguous_slice_offset(block: Block, operator: Operator) -> int | None:
     extent 1), else None. The result is then the input's bytes at that offset: a copy
     that may alias them, like a RESHAPE. Slices the kernel would refuse (bad start or
     size, a dtype outside its LAYOUT_DTYPES) stay kernel calls."""
+    bounds = _slice_bounds(block, operator)
+    if bounds is None:
+        return None
+    shape, start, size = bounds
+    partial = [k for k in range(len(shape)) if size[k] != shape[k]]
+    if partial and any(size[k] != 1 for k in range(partial[-1])):
+        return None
+    return sum(a * stride for a, stride in zip(start, contiguous_strides(shape, 1)))
+
+
+def _slice_bounds(block: Block, operator: Operator) -> tuple[tuple[int, ...], list[int], list[int]] | None:
+    """``(input shape, start, size)`` of a SLICE with constant, valid bounds and a layout
+    dtype kept, else None."""
     if len(operator.inputs) != 3 or len(operator.outputs) != 1:
         return None
     src, dst = block.tensor(operator.inputs[0]), block.tensor(operator.outputs[0])
@@ -288,10 +340,7 @@ def contiguous_slice_offset(block: Block, operator: Operator) -> int | None:
         return None
     if any(a < 0 or n <= 0 or a + n > d for a, n, d in zip(start, size, shape)):
         return None
-    partial = [k for k in range(len(shape)) if size[k] != shape[k]]
-    if partial and any(size[k] != 1 for k in range(partial[-1])):
-        return None
-    return sum(a * stride for a, stride in zip(start, contiguous_strides(shape, 1)))
+    return shape, start, size
 
 
 def lower(graph: Graph, rules: tuple[FusionRule, ...] = DEFAULT_RULES) -> LoweredGraph:

@@ -101,7 +101,7 @@ def _peak_live_bytes(ops: list[NpuOp], values: dict[str, Value]) -> int:
     return peak
 
 
-def list_schedule(ops: list[NpuOp], values: dict[str, Value], hw) -> list[NpuOp]:
+def list_schedule(ops: list[NpuOp], values: dict[str, Value], hw: HwConfig) -> list[NpuOp]:
     """``ops`` (one segment without control flow) in list-schedule order."""
     n = len(ops)
     if n < 3:
@@ -115,12 +115,20 @@ def list_schedule(ops: list[NpuOp], values: dict[str, Value], hw) -> list[NpuOp]
     rank = [0.0] * n
     for i in range(n - 1, -1, -1):
         rank[i] = sum(timing[i]) + max((rank[s] for s in succs[i]), default=0.0)
-    engines = max(1, hw.dma.engine_count)
+    start = _place(ops, preds, succs, timing, rank, max(1, hw.dma.engine_count))
+    order = sorted(range(n), key=lambda i: (start[i], i))
+    return [ops[i] for i in order]
+
+
+def _place(ops: list[NpuOp], preds: list[set[int]], succs: list[list[int]], timing: list[tuple[float, float]],
+           rank: list[float], engines: int) -> list[float]:
+    """Estimated start of each operation: the ready one of highest rank first, at the earliest
+    time its predecessors allow, in the first gap of its unit's timeline that holds it."""
     busy_lanes: dict[str, list[list[tuple[float, float]]]] = {}   # unit -> lanes of busy intervals
-    finish = [0.0] * n
-    start = [0.0] * n
+    finish = [0.0] * len(ops)
+    start = [0.0] * len(ops)
     waiting = [len(p) for p in preds]
-    ready = [(-rank[i], i) for i in range(n) if waiting[i] == 0]
+    ready = [(-rank[i], i) for i in range(len(ops)) if waiting[i] == 0]
     heapq.heapify(ready)
     while ready:
         _, i = heapq.heappop(ready)
@@ -137,8 +145,7 @@ def list_schedule(ops: list[NpuOp], values: dict[str, Value], hw) -> list[NpuOp]
             waiting[s] -= 1
             if waiting[s] == 0:
                 heapq.heappush(ready, (-rank[s], s))
-    order = sorted(range(n), key=lambda i: (start[i], i))
-    return [ops[i] for i in order]
+    return start
 
 
 def _first_gap(intervals: list[tuple[float, float]], earliest: float, length: float) -> float:

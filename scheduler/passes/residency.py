@@ -64,58 +64,78 @@ def decide(ops: list[NpuOp], groups: dict[str, Group], root_of: Callable[[str], 
     ``fixed_tcm(key)``: values in TCM regardless (the constant pool);
     ``copy_need(i, in_tcm)``: TCM bytes COPY operation ``i`` needs beside the residents.
     """
-    resident = set(groups)
-    live = [0] * len(ops)
-    for g in groups.values():
-        for i in range(g.start, g.end + 1):
-            live[i] += g.size_bytes
-
-    def in_tcm(key: str) -> bool:
-        root = root_of(key)
-        if root is not None:
-            return root in resident
-        return fixed_tcm(key)
-
-    plans: dict[int, TilePlan] = {}
-    evictions: list[str] = []
+    state = _Residency(ops, groups, root_of, capacity_bytes, tiler, fixed_tcm, copy_need)
     pending = set(range(len(ops)))
     while pending:
         i = min(pending)
         pending.discard(i)
-        op = ops[i]
-        budget = capacity_bytes - live[i]
-        if op.kind is OpKind.COMPUTE:
-            plan = tiler.plan(op, in_tcm, budget) if budget >= 0 else None
-            need = None if plan is not None else tiler.smallest(op, in_tcm).working_set_bytes
-        elif op.kind is OpKind.COPY:
-            need_bytes = copy_need(i, in_tcm)
-            plan, need = None, (None if budget >= need_bytes else need_bytes)
-        else:
-            plan, need = None, (None if budget >= 0 else 0)
+        victim = state.settle(i)
+        if victim is not None:
+            pending |= state.evict(victim, i)
+    return ResidencyResult(state.resident, state.plans, state.live, state.evictions)
+
+
+class _Residency:
+    """The walk of :func:`decide`: resident groups, the bytes they keep live at each operation,
+    and the plans found so far."""
+
+    def __init__(self, ops: list[NpuOp], groups: dict[str, Group], root_of: Callable[[str], str | None],
+                 capacity_bytes: int, tiler: Tiler, fixed_tcm: Callable[[str], bool],
+                 copy_need: Callable[[int, Callable[[str], bool]], int]):
+        self.ops, self.groups, self.root_of = ops, groups, root_of
+        self.capacity, self.tiler, self.fixed_tcm, self.copy_need = capacity_bytes, tiler, fixed_tcm, copy_need
+        self.resident = set(groups)
+        self.live = [0] * len(ops)
+        for g in groups.values():
+            for i in range(g.start, g.end + 1):
+                self.live[i] += g.size_bytes
+        self.plans: dict[int, TilePlan] = {}
+        self.evictions: list[str] = []
+
+    def in_tcm(self, key: str) -> bool:
+        root = self.root_of(key)
+        if root is not None:
+            return root in self.resident
+        return self.fixed_tcm(key)
+
+    def settle(self, i: int) -> str | None:
+        """Plan operation ``i`` beside the residents; the group to evict first, or None when it fits."""
+        op = self.ops[i]
+        budget = self.capacity - self.live[i]
+        plan, need = self._plan(i, op, budget)
         if need is None:
-            victim = None if plan is None else _worth_spilling(i, op, plan, budget, groups, resident, root_of,
-                                                                tiler, in_tcm)
-            if victim is None:
-                if plan is not None:
-                    plans[i] = plan
-                continue
-        else:
-            victim = _victim(i, op, groups, resident, need - budget, root_of)
+            victim = None if plan is None else _worth_spilling(i, op, plan, budget, self.groups, self.resident,
+                                                                self.root_of, self.tiler, self.in_tcm)
+            if victim is None and plan is not None:
+                self.plans[i] = plan
+            return victim
+        victim = _victim(i, op, self.groups, self.resident, need - budget, self.root_of)
         if victim is None:
             if op.kind is OpKind.COMPUTE:
-                raise too_big_error(op, tiler.smallest(op, in_tcm), budget, capacity_bytes)
-            raise ScheduleError(f"{op.name}: needs {need} bytes of TCM, only {budget} of {capacity_bytes} available")
-        resident.discard(victim)
-        evictions.append(victim)
-        g = groups[victim]
+                raise too_big_error(op, self.tiler.smallest(op, self.in_tcm), budget, self.capacity)
+            raise ScheduleError(f"{op.name}: needs {need} bytes of TCM, only {budget} of {self.capacity} available")
+        return victim
+
+    def _plan(self, i: int, op: NpuOp, budget: int) -> tuple[TilePlan | None, int | None]:
+        """``(plan, None)`` if operation ``i`` fits in ``budget`` bytes, else ``(None, bytes it needs)``."""
+        if op.kind is OpKind.COMPUTE:
+            plan = self.tiler.plan(op, self.in_tcm, budget) if budget >= 0 else None
+            return plan, (None if plan is not None else self.tiler.smallest(op, self.in_tcm).working_set_bytes)
+        if op.kind is OpKind.COPY:
+            need_bytes = self.copy_need(i, self.in_tcm)
+            return None, (None if budget >= need_bytes else need_bytes)
+        return None, (None if budget >= 0 else 0)
+
+    def evict(self, victim: str, i: int) -> set[int]:
+        """Spill group ``victim``; the operations to plan again (``i`` and the group's users)."""
+        self.resident.discard(victim)
+        self.evictions.append(victim)
+        g = self.groups[victim]
         for j in range(g.start, g.end + 1):
-            live[j] -= g.size_bytes
-        pending.update(u for u in g.users if u <= i or u in plans)
+            self.live[j] -= g.size_bytes
         for u in g.users:
-            plans.pop(u, None)
-        pending.add(i)
-        pending.update(u for u in g.users)
-    return ResidencyResult(resident, plans, live, evictions)
+            self.plans.pop(u, None)
+        return {i, *g.users}
 
 
 def _worth_spilling(i: int, op: NpuOp, plan: TilePlan, budget: int, groups: dict[str, Group],
@@ -153,9 +173,20 @@ def _worth_spilling(i: int, op: NpuOp, plan: TilePlan, budget: int, groups: dict
             net = plan.est_cycles - roomier.est_cycles - spill_cycles(chosen)
             if net > best_net:
                 best, best_net = chosen[0], net
+    own_live = sorted((r for r in live if r in own), key=lambda r: (-groups[r].size_bytes, r))
+    return _best_own_spill(op, plan, budget, own_live, best, best_net, groups, root_of, tiler, in_tcm,
+                           spill_cycles)
+
+
+def _best_own_spill(op: NpuOp, plan: TilePlan, budget: int, own_live: list[str], best: str | None,
+                    best_net: float, groups: dict[str, Group], root_of: Callable[[str], str | None],
+                    tiler: Tiler, in_tcm: Callable[[str], bool],
+                    spill_cycles: Callable[[list[str]], float]) -> str | None:
+    """``best``, or one of ``op``'s own resident values (largest first) that gains more when
+    ``op`` streams it instead."""
     # streaming an own value never computes faster than the best plan with it resident
     unbounded = tiler.best_estimate(op, in_tcm)
-    for r in sorted((r for r in live if r in own), key=lambda r: (-groups[r].size_bytes, r)):
+    for r in own_live:
         if plan.est_cycles - unbounded - spill_cycles([r]) <= best_net:
             continue
         without = (lambda key, r=r: root_of(key) != r and in_tcm(key))

@@ -348,19 +348,27 @@ def _loop_order(grid: tuple[int, ...], split: list[int],
     groups = list(varying.items())
     best: tuple[int, int, tuple[int, ...]] | None = None
     for order in orders:
-        fetched = {}    # dimension -> fetches of a slot whose innermost moving dimension it is
-        count = 1
-        for d in order:
-            count *= grid[d]
-            fetched[d] = count
-        load = loads = 0
-        for dims, (traffic, slots) in groups:
-            fetches = max([fetched[d] for d in dims])
-            load += fetches * traffic
-            loads += fetches * slots
+        load, loads = _fetched(grid, order, groups)
         if best is None or load < best[0]:
             best = (load, loads, order)
-    return best   # type: ignore[return-value]
+    assert best is not None
+    return best
+
+
+def _fetched(grid: tuple[int, ...], order: tuple[int, ...],
+             groups: list[tuple[tuple[int, ...], list[int]]]) -> tuple[int, int]:
+    """``(bytes, loads)`` the slot groups fetch with the loops in ``order``."""
+    fetched = {}    # dimension -> fetches of a slot whose innermost moving dimension it is
+    count = 1
+    for d in order:
+        count *= grid[d]
+        fetched[d] = count
+    load = loads = 0
+    for dims, (traffic, slots) in groups:
+        fetches = max([fetched[d] for d in dims])
+        load += fetches * traffic
+        loads += fetches * slots
+    return load, loads
 
 
 def exact_working_set(problem: TilingProblem, tiling: OpTiling, plan: TilePlan) -> TilePlan:

@@ -345,25 +345,37 @@ class _Verifier:
 
     def check_order(self, cmd: Command, before: int, reads: list[View], writes: list[View],
                     records: _Records) -> None:
+        """Every earlier access ``cmd`` conflicts with is ordered before it (``before``: a bit
+        per command id); then its writes retire the records they cover, and its accesses join."""
         accesses = [(v.memory, view_ranges(v), False) for v in reads if v.element_count] + \
                    [(v.memory, view_ranges(v), True) for v in writes if v.element_count]
         for memory, ranges, is_write in accesses:
-            for rec in records.candidates(memory, ranges, with_reads=is_write):
-                if rec.cmd == cmd.id:
-                    continue
-                if overlaps(rec.ranges, ranges) and not (before >> rec.cmd) & 1:
-                    kind = "write" if is_write else "read"
-                    other = "write" if rec.write else "read"
-                    raise PlanError(f"{_label(cmd)}: its {kind} of {memory.value} bytes is not ordered "
-                                    f"after the {other} by command {rec.cmd}")
+            _check_conflicts(cmd, before, memory, ranges, is_write, records)
         for memory, ranges, is_write in accesses:
             if is_write:
-                lo, hi = int(ranges[0, 0]), int(ranges[-1, 1])
-                for rec in records.candidates(memory, ranges, with_reads=True):
-                    if rec.cmd != cmd.id and lo <= rec.lo and rec.hi <= hi and covered(rec.ranges, ranges):
-                        rec.alive = False
+                _retire_covered(cmd, memory, ranges, records)
         for memory, ranges, is_write in accesses:
             records.add(memory, _Access(cmd.id, ranges, is_write))
+
+
+def _check_conflicts(cmd: Command, before: int, memory: MemorySpace, ranges: Ranges, is_write: bool,
+                     records: _Records) -> None:
+    for rec in records.candidates(memory, ranges, with_reads=is_write):
+        if rec.cmd == cmd.id:
+            continue
+        if overlaps(rec.ranges, ranges) and not (before >> rec.cmd) & 1:
+            kind = "write" if is_write else "read"
+            other = "write" if rec.write else "read"
+            raise PlanError(f"{_label(cmd)}: its {kind} of {memory.value} bytes is not ordered "
+                            f"after the {other} by command {rec.cmd}")
+
+
+def _retire_covered(cmd: Command, memory: MemorySpace, ranges: Ranges, records: _Records) -> None:
+    """Earlier accesses whose bytes a write of ``cmd`` covers need not be checked again."""
+    lo, hi = int(ranges[0, 0]), int(ranges[-1, 1])
+    for rec in records.candidates(memory, ranges, with_reads=True):
+        if rec.cmd != cmd.id and lo <= rec.lo and rec.hi <= hi and covered(rec.ranges, ranges):
+            rec.alive = False
 
 
 def verify_program(program: Program) -> None:
