@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 DEMO_GRAPH ?= examples/ds_cnn_kws_int8.tosa
 
-.PHONY: demo test bench conformance golden clean
+.PHONY: demo test lint bench conformance golden clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ demo: $(VENV)/.installed
 # Runs the whole suite; pytest's "no tests collected" (exit 5) is not a failure.
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -m "not conformance" --nbmake tests notebooks; rc=$$?; [ $$rc -eq 5 ] && exit 0; exit $$rc
+
+# ruff (pyproject.toml: lint rules, complexity at most 15) and mypy (npu_sim, scheduler, reports).
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 conformance: $(VENV)/.installed-test
 	$(PY) -m pytest -q -m conformance tests/conformance

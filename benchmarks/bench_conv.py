@@ -25,7 +25,7 @@ try:
     import tosa_reference_model as trm
     import tosa_serializer as ts
 except ImportError as exc:  # pragma: no cover
-    raise SystemExit(f"error: bench_conv needs tosa-tools (pip install -e '.[test]'): {exc}")
+    raise SystemExit(f"error: bench_conv needs tosa-tools (pip install -e '.[test]'): {exc}") from exc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import median_seconds  # noqa: E402

@@ -40,8 +40,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 try:
     import tosa_reference_model as trm
 except ImportError as exc:  # pragma: no cover
-    raise SystemExit(f"error: bench_run_speed needs tosa-tools (pip install -e '.[test]'): {exc}")
+    raise SystemExit(f"error: bench_run_speed needs tosa-tools (pip install -e '.[test]'): {exc}") from exc
 
 from benchmarks.common import ROOT, goal_mark, reference_outputs, table, write_result  # noqa: E402
 from benchmarks.graphs import BenchGraph, benchmark_graphs, random_inputs, tosa_file  # noqa: E402
@@ -215,7 +216,7 @@ def cold_processes(bench: BenchGraph, graph: Graph, work: Path) -> dict[str, Any
         done = subprocess.run(cmd, capture_output=True, text=True, env=env)
         result[key] = time.perf_counter() - start
         if done.returncode != 0:
-            result[key + "_error"] = (done.stderr.strip().splitlines() or ["exit %d" % done.returncode])[-1]
+            result[key + "_error"] = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
     result["ratio"] = result["npu_sim_run_s"] / result["reference_s"]
     return result
 

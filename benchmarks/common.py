@@ -12,8 +12,9 @@ import os
 import platform
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -26,9 +26,9 @@ flatbuffer writer, for tools that read files: tosa_reference_model, vela).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 

@@ -53,10 +53,10 @@ from pathlib import Path
 import numpy as np
 
 try:
-    import tosa_serializer as ts
     import tosa_reference_model as trm
+    import tosa_serializer as ts
 except ImportError as exc:  # pragma: no cover - only without tosa-tools
-    raise SystemExit(f"error: needs tosa-tools (pip install tosa-tools==2026.8.0): {exc}")
+    raise SystemExit(f"error: needs tosa-tools (pip install tosa-tools==2026.8.0): {exc}") from exc
 
 DT = ts.DType
 OP = ts.Op
@@ -68,7 +68,7 @@ SEED = 20240601
 # --------------------------------------------------------------------------
 
 
-def _attr(method: str, *args) -> "ts.TosaSerializerAttribute":
+def _attr(method: str, *args) -> ts.TosaSerializerAttribute:
     a = ts.TosaSerializerAttribute()
     getattr(a, method)(*args)
     return a
@@ -79,7 +79,7 @@ def _le_bytes(value, np_dtype) -> list[int]:
     return list(np.array([value], dtype=np_dtype).view(np.uint8))
 
 
-def _new_serializer() -> "ts.TosaSerializer":
+def _new_serializer() -> ts.TosaSerializer:
     # Default target version = the library's TOSA 1.1.0 draft; constants
     # are embedded in the flatbuffer.
     return ts.TosaSerializer("", ts.ConstMode.EMBED)

@@ -27,10 +27,10 @@ one engine or unit execute in stream order.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Union
+from typing import Generic, TypeVar, overload
 
 from npu_sim.errors import ProgramError
 from npu_sim.memory_layout import element_size_bytes
@@ -39,6 +39,9 @@ from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, Op
 
 Region = tuple[tuple[int, int], ...]
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+OperandT = TypeVar("OperandT")
 
 
 class MemorySpace(str, Enum):
@@ -47,7 +50,7 @@ class MemorySpace(str, Enum):
     VARIABLE_SRAM = "var_sram"
 
 
-class _cached_property:
+class _cached_property(Generic[_T, _R]):
     """Computes an attribute once and stores it in the instance ``__dict__``.
 
     Works on frozen dataclasses (it bypasses ``__setattr__``; equality and hashing use
@@ -55,12 +58,18 @@ class _cached_property:
     takes no lock: later reads are plain attribute lookups.
     """
 
-    def __init__(self, fn):
+    def __init__(self, fn: Callable[[_T], _R]):
         self.fn = fn
         self.name = fn.__name__
         self.__doc__ = fn.__doc__
 
-    def __get__(self, obj, owner=None):
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _cached_property[_T, _R]: ...
+
+    @overload
+    def __get__(self, obj: _T, owner: type | None = None) -> _R: ...
+
+    def __get__(self, obj: _T | None, owner: type | None = None) -> _R | _cached_property[_T, _R]:
         if obj is None:
             return self
         value = obj.__dict__[self.name] = self.fn(obj)
@@ -172,18 +181,19 @@ class DmaCommand:
 
 
 @dataclass(frozen=True)
-class KernelStep:
+class KernelStep(Generic[OperandT]):
     """One TOSA kernel call inside a compute command.
 
     ``operands`` are views, or ``int`` k meaning "output 0 of step k of this command"
     (kept inside the unit, as a fused epilogue does). ``input_types``/``output_types``
     are full-tensor types; ``out_region``/``input_offsets`` locate a tile (see
-    :mod:`npu_sim.reference.kernel_api`).
+    :mod:`npu_sim.reference.kernel_api`). A Program's steps hold :class:`View` s; the
+    scheduler builds them with its own views, placed later.
     """
 
     op: Op
     attribute: Attribute
-    operands: tuple[Union[View, int], ...]
+    operands: tuple[OperandT | int, ...]
     input_types: tuple[TensorType, ...]
     output_types: tuple[TensorType, ...]
     out_region: Region | None = None
@@ -197,7 +207,7 @@ class ComputeCommand:
 
     id: int
     unit: str
-    steps: tuple[KernelStep, ...]
+    steps: tuple[KernelStep[View], ...]
     outputs: tuple[View, ...]
     deps: tuple[int, ...] = ()
     name: str = ""
@@ -210,8 +220,8 @@ class CondCommand:
 
     id: int
     condition: View
-    then_commands: tuple["Command", ...]
-    else_commands: tuple["Command", ...]
+    then_commands: tuple[Command, ...]
+    else_commands: tuple[Command, ...]
     deps: tuple[int, ...] = ()
     name: str = ""
 
@@ -224,15 +234,15 @@ class LoopCommand:
     """
 
     id: int
-    cond_commands: tuple["Command", ...]
+    cond_commands: tuple[Command, ...]
     condition: View
-    body_commands: tuple["Command", ...]
+    body_commands: tuple[Command, ...]
     max_iterations: int
     deps: tuple[int, ...] = ()
     name: str = ""
 
 
-Command = Union[DmaCommand, ComputeCommand, CondCommand, LoopCommand]
+Command = DmaCommand | ComputeCommand | CondCommand | LoopCommand
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,11 @@ only the API and the CLI tie the layers together). ``npu-sim run`` and
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -92,7 +93,7 @@ def verify_plan(program: Program) -> None:
 
 
 @contextmanager
-def _blaming_the_graph_first(graph: Graph, per_invocation: Sequence[Mapping[str, np.ndarray]]):
+def _blaming_the_graph_first(graph: Graph, per_invocation: Sequence[Mapping[str, np.ndarray]]) -> Iterator[None]:
     """An unexpected failure in the scheduler or the simulator (anything but an
     :class:`NpuSimError`) is npu-sim's bug, unless the reference executor rejects the graph
     on these inputs: then its error (an ERROR_IF the graph breaks, exit 2) is raised instead."""

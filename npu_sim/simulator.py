@@ -36,9 +36,9 @@ commands. Everything is deterministic: same Program, config and inputs, same tra
 
 from __future__ import annotations
 
-from functools import cached_property
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence, Union
+from functools import cached_property
 
 import numpy as np
 import simpy
@@ -53,11 +53,18 @@ from npu_sim.hw.cost import command_mac_pe_cycles, command_macs, command_tcm_byt
 from npu_sim.hw.ddr import BandwidthChannel
 from npu_sim.hw.dma import DmaModel, DmaOp, channel_bandwidth_bytes_per_cycle, make_descriptor
 from npu_sim.hw.memory import Memory, ViewAccess, named
-from npu_sim.hw.trace import (AllocationIndex, Counters, InvocationRecord, StaticInfo, Trace,
-                              TraceRecorder)
-from npu_sim.hw.queues import QueuedCommand, Unit
-from npu_sim.program import (Allocation, Command, ComputeCommand, CondCommand, DmaCommand,
-                             LoopCommand, MemorySpace, Program)
+from npu_sim.hw.queues import Clock, Dependency, QueuedCommand, Unit, Waiter
+from npu_sim.hw.trace import AllocationIndex, Counters, InvocationRecord, StaticInfo, Trace, TraceRecorder
+from npu_sim.program import (
+    Allocation,
+    Command,
+    ComputeCommand,
+    CondCommand,
+    DmaCommand,
+    LoopCommand,
+    MemorySpace,
+    Program,
+)
 
 
 @dataclass
@@ -81,7 +88,7 @@ class SimResult:
         return self.total_cycles / self.clock_hz
 
 
-def simulate_program(program: Program, hw: Union[HwConfig, str],
+def simulate_program(program: Program, hw: HwConfig | str,
                      invocations_inputs: Sequence[dict[str, np.ndarray]]) -> SimResult:
     """Run ``program`` once per element of ``invocations_inputs`` on the machine ``hw`` describes."""
     if isinstance(hw, str):
@@ -100,13 +107,13 @@ class _Control:
     __slots__ = ("cid", "name", "command", "deps", "done", "issued", "waiters", "condition",
                  "branches")
 
-    def __init__(self, command: Union[CondCommand, LoopCommand], condition: ViewAccess,
-                 branches: tuple[list, list]):
+    def __init__(self, command: CondCommand | LoopCommand, condition: ViewAccess,
+                 branches: tuple[list[Node], list[Node]]):
         self.cid, self.name, self.command = command.id, command.name, command
-        self.deps: tuple = ()
+        self.deps: tuple[Node, ...] = ()
         self.done = False
         self.issued = False
-        self.waiters: list | None = None
+        self.waiters: list[Waiter] | None = None
         self.condition = condition
         self.branches = branches  # (then, else) or (cond_commands, body_commands)
 
@@ -127,7 +134,7 @@ class _StaticFacts:
     def _allocation_index(self) -> AllocationIndex:
         return AllocationIndex(self.allocations)
 
-    def __call__(self, node: "Node") -> StaticInfo:
+    def __call__(self, node: Node) -> StaticInfo:
         touched = self._allocation_index.touched(node.command)
         if isinstance(node, DmaOp):
             t = node.timing
@@ -158,7 +165,7 @@ class _Barrier:
             self.event.succeed()
 
 
-Node = Union[QueuedCommand, _Control]
+Node = DmaOp | ComputeOp | _Control
 
 
 class Simulator:
@@ -167,7 +174,7 @@ class Simulator:
     def __init__(self, program: Program, hw: HwConfig):
         program.validate()
         self.program, self.hw = program, hw
-        self.env = simpy.Environment()
+        self.env = Clock()
         self.memories = self._make_memories(program, hw)
         self.dma_units = [Unit(f"dma{i}") for i in range(hw.dma.engine_count)]
         self.compute_units = {name: Unit(name) for name in unit_names()}
@@ -201,8 +208,7 @@ class Simulator:
         return [self._compile(cmd) for cmd in commands]
 
     def _compile(self, cmd: Command) -> Node:
-        kind = type(cmd)
-        if kind is DmaCommand:  # the hot case: keep it lean (error messages built only on error)
+        if type(cmd) is DmaCommand:  # the hot case: keep it lean (error messages built only on error)
             src, dst = cmd.src, cmd.dst
             if not 0 <= cmd.engine < len(self.dma_units):
                 raise ProgramError(f"{_where(cmd)}: DMA engine {cmd.engine} does not exist "
@@ -241,7 +247,7 @@ class Simulator:
         self.nodes[cmd.id] = node
         return node
 
-    def _resolve_deps(self, cmd: Command) -> tuple:
+    def _resolve_deps(self, cmd: Command) -> tuple[Node, ...]:
         nodes = self.nodes
         try:
             return tuple([nodes[d] for d in cmd.deps])  # validate(): deps precede in stream order
@@ -259,14 +265,14 @@ class Simulator:
         memories as soon as the run ends; the trace keeps what its records need."""
         for node in self.all_nodes:
             if isinstance(node, _Control):
-                node.condition = None
-                node.branches = ((), ())
+                del node.condition
+                node.branches = ([], [])
                 continue
-            node.machine = None
+            del node.machine
             if isinstance(node, ComputeOp):
-                node.steps = node.outputs = ()
-            elif isinstance(node, DmaOp):
-                node.src = node.dst = node.channel = None
+                node.steps, node.outputs = [], []
+            else:
+                del node.src, node.dst, node.channel
         for memory in self.memories.values():
             memory.forget_accesses()
         self.nodes.clear()
@@ -305,7 +311,7 @@ class Simulator:
         return result
 
     def _drive(self, invocations: list[dict[str, np.ndarray]],
-               outputs: list[dict[str, np.ndarray]]) -> Iterator[simpy.Event]:
+               outputs: list[dict[str, np.ndarray]]) -> Generator[simpy.Event, object, None]:
         env = self.env
         for k, inputs in enumerate(invocations):
             self.invocation = k
@@ -320,7 +326,7 @@ class Simulator:
             outputs.append(self._read_outputs(k))
             self.recorder.invocations.append(InvocationRecord(k, int(start), int(env.now)))
 
-    def _sequence(self, block: list[Node]) -> Iterator[simpy.Event]:
+    def _sequence(self, block: list[Node]) -> Generator[simpy.Event, object, None]:
         issue = self._issue
         for node in block:
             if isinstance(node, _Control):
@@ -342,7 +348,7 @@ class Simulator:
         op.pending = pending
         op.unit.push(op)
 
-    def _wait(self, nodes: Sequence[Node], what: str) -> Iterator[simpy.Event]:
+    def _wait(self, nodes: Sequence[Node], what: str) -> Generator[simpy.Event, object, None]:
         barrier = None
         for node in nodes:
             if not node.done:
@@ -358,7 +364,7 @@ class Simulator:
             yield barrier.event
             self._waiting = None
 
-    def _control(self, node: _Control) -> Iterator[simpy.Event]:
+    def _control(self, node: _Control) -> Generator[simpy.Event, object, None]:
         node.issued = True
         node.done = False
         yield from self._wait(node.deps, f"the dependencies of {node.label}")
@@ -391,7 +397,7 @@ class Simulator:
             values = node.condition.read()
         return bool(values.reshape(-1)[0]) if values.size else False
 
-    def _mark_done(self, node: Node) -> None:
+    def _mark_done(self, node: QueuedCommand | _Control) -> None:
         """``node`` is done: release the commands waiting on it."""
         node.done = True
         waiters = node.waiters
@@ -463,7 +469,7 @@ class Simulator:
         return f"simulation deadlock in invocation {self.invocation} at cycle {int(self.env.now)}: {detail}"
 
     @staticmethod
-    def _describe_deps(nodes: Sequence[Node]) -> str:
+    def _describe_deps(nodes: Sequence[Dependency]) -> str:
         parts = [f"{n.label}" + ("" if n.issued else " (never issued in this invocation)")
                  for n in nodes if not n.done]
         return ", ".join(parts) or "nothing"

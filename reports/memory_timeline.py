@@ -10,10 +10,11 @@ the DDR spill space (allocations of kind ``spill`` in DDR).
 With many invocations only the first :data:`MAX_INVOCATIONS_SHOWN` are drawn (they
 repeat). Reads only the trace's allocation records.
 
-Drawn with matplotlib's object API on an Agg canvas (no pyplot: no global figure
-registry, fewer imports; matplotlib itself, 0.4 s to import, only when a figure is
-drawn), with a fixed layout that leaves room for the legends (one draw; ``bbox_inches="tight"`` would draw twice), one PatchCollection for all the
-rectangles, label widths summed from cached glyph widths, and fast PNG compression.
+Drawn with matplotlib's object API on an Agg canvas (no pyplot: no global figure registry,
+fewer imports; matplotlib itself, 0.4 s to import, only when a figure is drawn), with a
+fixed layout that leaves room for the legends (one draw; ``bbox_inches="tight"`` would draw
+twice), one PatchCollection for all the rectangles, label widths summed from cached glyph
+widths, and fast PNG compression.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ from typing import TYPE_CHECKING
 
 from npu_sim.hw.trace import AllocationRecord, InvocationRecord, Trace
 from npu_sim.program import MemorySpace
-from reports.occupancy import occupancy_steps, selected
+from reports.occupancy import UsedAllocation, occupancy_steps, selected
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.backends.backend_agg import RendererAgg
     from matplotlib.figure import Figure
 
 #: Colour of each allocation kind (Program.Allocation.kind); other kinds are grey.
@@ -86,9 +88,9 @@ def label_texts(name: str) -> list[str]:
     return texts
 
 
-def _labels(records: list[AllocationRecord], px_per_cycle: float, px_per_byte: float,
+def _labels(records: list[UsedAllocation], px_per_cycle: float, px_per_byte: float,
             measure: Callable[[str], float], text_height_px: float
-            ) -> list[tuple[AllocationRecord, str, float]]:
+            ) -> list[tuple[UsedAllocation, str, float]]:
     """``(record, text, rotation)`` for the largest rectangles that can hold a label
     (``measure(text)``: its width in pixels) horizontally, or vertically in tall
     narrow ones; names that do not fit are shortened. At most :data:`MAX_LABELS`."""
@@ -127,8 +129,8 @@ class _Shown:
 
     invocations: list[InvocationRecord]
     allocations: list[AllocationRecord]
-    tcm: list[AllocationRecord]          # the shown TCM allocations
-    all_tcm: list[AllocationRecord]      # every TCM allocation (for the footprint)
+    tcm: list[UsedAllocation]            # the shown TCM allocations
+    all_tcm: list[UsedAllocation]        # every TCM allocation (for the footprint)
     span: tuple[int, int]
     x_range: int
     top: int                             # the TCM footprint: end of the topmost allocation
@@ -158,10 +160,10 @@ def plot_memory_timeline(trace: Trace, path: str | Path, *, tcm_size_bytes: int 
     path = Path(path)
     shown = _shown(trace)
     fig = Figure(figsize=FIGSIZE_INCHES, dpi=DPI)
-    FigureCanvasAgg(fig)
+    canvas = FigureCanvasAgg(fig)
     ax_map, ax_use = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.3], "hspace": 0.08})
     fig.subplots_adjust(**MARGINS)
-    _draw_map(fig, ax_map, shown)
+    _draw_map(fig, canvas.get_renderer(), ax_map, shown)
     _mark_limits(ax_map, ax_use, shown, tcm_size_bytes)
     _label_map(ax_map, shown, len(trace.invocations), tcm_size_bytes, title)
     _plot_use(ax_use, shown.allocations, shown.span)
@@ -171,7 +173,7 @@ def plot_memory_timeline(trace: Trace, path: str | Path, *, tcm_size_bytes: int 
     return path
 
 
-def _draw_map(fig: Figure, ax: Axes, shown: _Shown) -> None:
+def _draw_map(fig: Figure, renderer: RendererAgg, ax: Axes, shown: _Shown) -> None:
     """One rectangle per TCM allocation (at least a sliver wide), labels where they fit."""
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
@@ -186,7 +188,7 @@ def _draw_map(fig: Figure, ax: Axes, shown: _Shown) -> None:
     box = ax.get_position()
     width_px = box.width * fig.get_figwidth() * DPI
     height_px = box.height * fig.get_figheight() * DPI
-    measure, text_height_px = _text_measure(fig)
+    measure, text_height_px = _text_measure(renderer, fig.dpi)
     for a, text, rotation in _labels(shown.tcm, width_px / (shown.x_range * 1.005), height_px / shown.y_max,
                                      measure, text_height_px):
         ax.text((a.first_cycle + a.last_cycle) / 2, a.offset_bytes + a.size_bytes / 2, text,
@@ -232,14 +234,13 @@ def _label_map(ax: Axes, shown: _Shown, invocations: int, tcm_size_bytes: int | 
                 ha="center", va="center", color="grey")
 
 
-def _text_measure(fig: Figure) -> tuple[Callable[[str], float], float]:
+def _text_measure(renderer: RendererAgg, figure_dpi: float) -> tuple[Callable[[str], float], float]:
     """Width in pixels of a label (the sum of its glyphs' widths as the figure's renderer
     draws them, measured once per character), and the label height."""
     from matplotlib.font_manager import FontProperties
 
-    renderer = fig.canvas.get_renderer()
     font = FontProperties(size=LABEL_FONT_SIZE)
-    scale = DPI / fig.dpi  # the renderer measures at the figure's dpi; we save at DPI
+    scale = DPI / figure_dpi  # the renderer measures at the figure's dpi; we save at DPI
     glyphs: dict[str, float] = {}
 
     def measure(text: str) -> float:

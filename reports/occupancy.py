@@ -15,7 +15,8 @@ Two views of the same question:
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Protocol, cast
 
 from npu_sim.hw.trace import AllocationRecord, usage_steps
 from npu_sim.program import MemorySpace, Program
@@ -28,13 +29,35 @@ def memory_name(memory: MemorySpace | str) -> str:
     return memory.value if isinstance(memory, MemorySpace) else str(memory)
 
 
+class UsedAllocation(Protocol):
+    """An allocation record some command used: its first and last cycles are known."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def memory(self) -> str: ...
+    @property
+    def offset_bytes(self) -> int: ...
+    @property
+    def size_bytes(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def invocation(self) -> int: ...
+    @property
+    def first_cycle(self) -> int: ...
+    @property
+    def last_cycle(self) -> int: ...
+
+
 def selected(allocations: Iterable[AllocationRecord], memory: MemorySpace | str,
-             kinds: Iterable[str] | None = None) -> list[AllocationRecord]:
+             kinds: Iterable[str] | None = None) -> list[UsedAllocation]:
     """The records of ``memory`` (optionally only of some ``kinds``) that some command used."""
     name = memory_name(memory)
     wanted = None if kinds is None else set(kinds)
-    return [a for a in allocations if a.memory == name and a.first_cycle is not None
+    used = [a for a in allocations if a.memory == name and a.first_cycle is not None
             and (wanted is None or a.kind in wanted)]
+    return cast(list[UsedAllocation], used)   # a used allocation has both cycles
 
 
 def occupancy_steps(allocations: Iterable[AllocationRecord], memory: MemorySpace | str, *,
@@ -43,9 +66,10 @@ def occupancy_steps(allocations: Iterable[AllocationRecord], memory: MemorySpace
     """Step curve ``(cycles, bytes)`` of the bytes in use (``bytes[i]`` holds from ``cycles[i]`` on).
 
     Bytes two allocations share at once count once. Allocations of persistent memories
-    (variable SRAM) count as in use over the whole ``span`` (default: the records' own extent). Allocations are in use over
-    ``[first_cycle, last_cycle)``: one ending at cycle c and one starting at c never
-    count together. Allocations used for zero cycles are left out.
+    (variable SRAM) count as in use over the whole ``span`` (default: the records' own
+    extent). Allocations are in use over ``[first_cycle, last_cycle)``: one ending at cycle
+    c and one starting at c never count together. Allocations used for zero cycles are left
+    out.
     """
     records = selected(allocations, memory, kinds)
     persistent = memory_name(memory) in PERSISTENT_MEMORIES

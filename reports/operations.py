@@ -11,8 +11,9 @@ the per-op table and the Perfetto trace share.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from npu_sim.hw.trace import CommandRecord
 from npu_sim.program import OperationStats, Program

@@ -22,8 +22,9 @@ to whole nanoseconds, Perfetto's resolution); every event's args keep the exact 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from npu_sim.hw.trace import CommandRecord, Trace
 from npu_sim.program import MemorySpace, Program
@@ -78,11 +79,8 @@ def pack_lanes(spans: Iterable[tuple[int, int]]) -> list[int]:
     lanes = [0] * len(spans)
     for i in order:
         start, end = spans[i]
-        for lane, busy_until in enumerate(lane_end):
-            if busy_until <= start:
-                break
-        else:
-            lane = len(lane_end)
+        lane = next((k for k, busy_until in enumerate(lane_end) if busy_until <= start), len(lane_end))
+        if lane == len(lane_end):
             lane_end.append(0)
         lane_end[lane] = end
         lanes[i] = lane

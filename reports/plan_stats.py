@@ -10,7 +10,8 @@ lower bound: the plan itself may spread buffers wider when the TCM has room.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from npu_sim.hw.compute_units import unit_names
 from npu_sim.hw.config import HwConfig

@@ -29,7 +29,8 @@ Fields (ARCHITECTURE.md lists the required ones):
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.trace import Trace

@@ -9,7 +9,8 @@ plain string formatting (rich's look, without its per-cell layout cost).
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -62,8 +63,8 @@ def _column_widths(headers: list[str], rows: list[list[str]]) -> list[int]:
     limits = [limit for _, _, limit in COLUMNS]
     widths = [len(h) for h in headers]
     for i, column in enumerate(zip(*rows)):
-        longest = max(map(len, column))
-        widths[i] = max(widths[i], min(longest, limits[i]) if limits[i] else longest)
+        longest, limit = max(map(len, column)), limits[i]
+        widths[i] = max(widths[i], min(longest, limit) if limit else longest)
     return widths
 
 
@@ -133,7 +134,7 @@ def report_text(summary: Mapping[str, Any]) -> str:
     return "\n".join([ops_table(summary), totals_line(summary), utilization_line(summary)])
 
 
-def print_report(summary: Mapping[str, Any], console: "Console | None" = None) -> None:
+def print_report(summary: Mapping[str, Any], console: Console | None = None) -> None:
     """Print the table and the totals (to ``console``, a rich Console, or standard output)."""
     text = report_text(summary)
     if console is None:

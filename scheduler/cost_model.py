@@ -50,19 +50,19 @@ def unit_setup_cycles(hw: HwConfig, unit_name: str) -> int:
     return unit(unit_name).setup_cycles(hw)
 
 
-def dma_issue_cycles(hw, size_bytes: float) -> float:
+def dma_issue_cycles(hw: HwConfig, size_bytes: float) -> float:
     """Cycles a DMA occupies its engine: setup, then its bytes at the DDR rate (the latency
     overlaps the engine's next descriptor, see :mod:`npu_sim.hw.dma`)."""
     return hw.dma.setup_cycles + size_bytes / hw.ddr.bandwidth_bytes_per_cycle
 
 
-def dma_command_cycles(hw, size_bytes: float, write: bool = False) -> float:
+def dma_command_cycles(hw: HwConfig, size_bytes: float, write: bool = False) -> float:
     """One DMA alone, from its start until its data has landed: issue, then the DDR latency."""
     latency = hw.ddr.write_latency_cycles if write else hw.ddr.read_latency_cycles
     return dma_issue_cycles(hw, size_bytes) + latency
 
 
-def tile_loop_cycles(hw, invariant_load_bytes: list[int], varying_load_bytes: int, varying_load_count: int,
+def tile_loop_cycles(hw: HwConfig, invariant_load_bytes: list[int], varying_load_bytes: int, varying_load_count: int,
                      store_bytes: int, store_count: int, compute_cycles_per_tile: float, tile_count: int) -> float:
     """Estimated cycles of a double-buffered tile loop.
 

@@ -18,7 +18,7 @@ Operators not in ``OP_BOUNDS`` can pass ``num_ulp=`` or ``err_bnd=`` directly.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -10,7 +10,7 @@ the output tile by tile (each tile from its input windows only) and stitches it,
 from __future__ import annotations
 
 import itertools
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest

@@ -7,7 +7,7 @@ them with that probability.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import ml_dtypes
 import numpy as np

@@ -23,7 +23,7 @@ reference executor). Nothing wrong is ever written silently.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import NoReturn
 
 import numpy as np
 
@@ -47,7 +47,7 @@ class CompiledStep:
     """A kernel step with its operands bound: ``ViewAccess`` (memory) or ``int`` (earlier step)."""
 
     step: KernelStep
-    operands: list[Union[ViewAccess, int]]
+    operands: list[ViewAccess | int]
     input_types: list
     output_types: list
     input_offsets: list | None
@@ -59,7 +59,7 @@ _TCM = MemorySpace.TCM
 
 
 def compile_step(step: KernelStep, index: int, tcm: Memory, where: str) -> CompiledStep:
-    operands: list[Union[ViewAccess, int]] = []
+    operands: list[ViewAccess | int] = []
     for i, operand in enumerate(step.operands):
         if type(operand) is View or isinstance(operand, View):
             if operand.memory is not _TCM:
@@ -161,7 +161,7 @@ class ComputeOp(QueuedCommand):
                 self._fail(index, f"output {k} is {_describe(array)}, expected {dtype.name} of "
                                   f"shape {list(shape)}")
 
-    def _fail(self, index: int, problem: str) -> None:
+    def _fail(self, index: int, problem: str) -> NoReturn:
         step = self.steps[index].step
         what = f"step {index} ({step.op.name}{': ' + step.name if step.name else ''})"
         if step.op is Op.CUSTOM:

@@ -45,7 +45,7 @@ class DdrConfig(_Strict):
     burst_size_bytes: int = PositiveInt
 
     @model_validator(mode="after")
-    def _check(self) -> "DdrConfig":
+    def _check(self) -> DdrConfig:
         if self.burst_size_bytes > self.size_bytes:
             raise ValueError(f"burst_size_bytes: a burst of {self.burst_size_bytes} bytes is larger "
                              f"than the DDR ({self.size_bytes} bytes)")
@@ -69,7 +69,7 @@ class TcmConfig(_Strict):
     port_bytes_per_cycle: int = PositiveInt
 
     @model_validator(mode="after")
-    def _check(self) -> "TcmConfig":
+    def _check(self) -> TcmConfig:
         if self.size_bytes % self.bank_count:
             raise ValueError(f"bank_count: {self.bank_count} banks do not divide size_bytes "
                              f"{self.size_bytes}")
@@ -121,7 +121,7 @@ class MacArrayConfig(_Strict):
     accumulator_buffers: int = Field(default=2, ge=1, le=2)
 
     @model_validator(mode="after")
-    def _check(self) -> "MacArrayConfig":
+    def _check(self) -> MacArrayConfig:
         _check_rate_table(self.macs_per_cycle, "macs_per_cycle")
         pes = self.rows * self.cols
         stated = self.macs_per_cycle.get("int8")
@@ -146,7 +146,7 @@ class VectorConfig(_Strict):
     setup_cycles: int = NonNegativeInt
 
     @model_validator(mode="after")
-    def _check(self) -> "VectorConfig":
+    def _check(self) -> VectorConfig:
         _check_rate_table(self.elements_per_cycle, "elements_per_cycle")
         if "int8" not in self.elements_per_cycle:
             raise ValueError("elements_per_cycle.int8: required (the rate other dtypes fall back on)")

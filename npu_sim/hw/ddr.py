@@ -33,9 +33,11 @@ Times are floats inside the channel (exact fractions would be slow); a time with
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import simpy
+
+from npu_sim.hw.queues import Clock
 
 _INF = math.inf
 
@@ -143,7 +145,7 @@ def _retire(flows: list[list], finished: list[tuple[Transfer, float]] | None, t:
 class BandwidthChannel:
     """``bandwidth_bytes_per_cycle`` shared max-min fairly by concurrent transfers (see module doc)."""
 
-    def __init__(self, env: simpy.Environment, name: str, bandwidth_bytes_per_cycle: float):
+    def __init__(self, env: Clock, name: str, bandwidth_bytes_per_cycle: float):
         if bandwidth_bytes_per_cycle <= 0:
             raise ValueError(f"{name}: bandwidth must be > 0, got {bandwidth_bytes_per_cycle}")
         self.env = env
@@ -200,7 +202,7 @@ class BandwidthChannel:
 
 
 def _notify(event: simpy.Event) -> None:
-    transfer: Transfer = event._value  # type: ignore[attr-defined]  (the Timeout's value)
+    transfer: Transfer = event._value  # the Timeout's value
     if transfer.event is event:  # not superseded by a later prediction
         transfer.event = None    # (no reference cycle with its event once it is done)
         transfer.on_done(event)

@@ -16,8 +16,9 @@ byte, INT48 six bytes, BOOL one byte 0/1).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ class Memory:
         # fields but its memory, hashed and compared in C (a View's own hash and == are Python)
         self._accesses: dict[tuple, ViewAccess] = {}
 
-    def access(self, view: View) -> "ViewAccess":
+    def access(self, view: View) -> ViewAccess:
         """``view`` bound to this memory (bounds checked once; equal views share the binding)."""
         if view.memory is not self.space:  # (a view of another memory never shares a binding)
             return ViewAccess(self, view)  # raises
@@ -99,7 +100,7 @@ class ViewAccess:
         self.view, self.memory = view, memory
         self.dtype, self.shape = view.dtype, tuple(view.shape)
         self.storage = view.dtype.numpy_dtype
-        self._typed = _UNBOUND  # bound on first typed access (DMAs never need it)
+        self._typed: Any = _UNBOUND  # bound on first typed access (DMAs never need it)
         # Bytes never become unwritten again, so once a view was seen fully written its
         # later checks (and mask updates) can be skipped: the hot path stays one numpy call.
         self.known_written = False
@@ -188,7 +189,7 @@ class ViewAccess:
             self.mask[...] = True
             self.known_written = True
 
-    def copy_from(self, src: "ViewAccess") -> None:
+    def copy_from(self, src: ViewAccess) -> None:
         """Byte copy ``src`` -> this view (a DMA): same shape and element size."""
         if not src.known_written:
             src.check_written()

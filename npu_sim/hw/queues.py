@@ -15,10 +15,18 @@ no per-command simpy processes (callbacks on simpy events instead).
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    import simpy
+import simpy
+
+
+class Clock(simpy.Environment):
+    """The simulation's environment. Every delay is a whole number of cycles, so the time is
+    an int (simpy types it as a float)."""
+
+    @property
+    def now(self) -> int:
+        return self._now  # type: ignore[return-value]  # ints in, ints out
 
 
 class Waiter(Protocol):
@@ -30,12 +38,12 @@ class Waiter(Protocol):
 class Machine(Protocol):
     """What a queued command needs from the simulator running it."""
 
-    env: "simpy.Environment"
+    env: Clock
 
-    def finish(self, command: "QueuedCommand") -> None:
+    def finish(self, command: QueuedCommand) -> None:
         """The command is done and its unit free (compute commands, on-chip copies)."""
 
-    def complete(self, command: "QueuedCommand") -> None:
+    def complete(self, command: QueuedCommand) -> None:
         """The command is done; its unit was freed earlier (a pipelined DMA's data landing)."""
 
 
@@ -49,7 +57,7 @@ class Unit:
         self.queue: deque[QueuedCommand] = deque()
         self.busy = False
 
-    def push(self, command: "QueuedCommand") -> None:
+    def push(self, command: QueuedCommand) -> None:
         """Append an issued command; start it at once if it is first, ready and the unit idle."""
         queue = self.queue
         queue.append(command)
@@ -80,11 +88,11 @@ class QueuedCommand:
         self.name = name
         self.unit = unit
         self.machine = machine
-        self.deps: tuple = ()  # resolved to the depended-on command objects by the simulator
+        self.deps: tuple[Dependency, ...] = ()  # resolved to the depended-on command objects by the simulator
         self.pending = 0
         self.done = False
         self.issued = False
-        self.waiters: list | None = None
+        self.waiters: list[Waiter] | None = None
         self.start_cycle = 0
         self.busy_end_cycle = 0  # when the unit was free again (a DMA may be done later)
 
@@ -101,3 +109,14 @@ class QueuedCommand:
     @property
     def label(self) -> str:
         return f"command {self.cid}" + (f" ({self.name})" if self.name else "")
+
+
+class Dependency(Protocol):
+    """What a command waits for: a queued command, or a control command the sequencer runs."""
+
+    done: bool
+    issued: bool
+    waiters: list[Waiter] | None
+
+    @property
+    def label(self) -> str: ...

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -76,7 +77,7 @@ class AllocationRecord(NamedTuple):
 
 
 class InvocationRecord(NamedTuple):
-    index: int
+    index: int  # type: ignore[assignment]  # a field named like tuple.index, read as one
     start_cycle: int
     end_cycle: int
 
@@ -110,7 +111,7 @@ class Trace:
     busy_end)`` tuples; the typed tables below are built from them on first access."""
 
     def __init__(self, raw: list[tuple[Any, int, int, int, int]], invocations: list[InvocationRecord],
-                 static_info: Callable[[Any], "StaticInfo"], allocations: list[Allocation],
+                 static_info: Callable[[Any], StaticInfo], allocations: list[Allocation],
                  units: list[str]):
         self._raw = raw
         self.invocations = invocations
@@ -189,7 +190,7 @@ def peak_live_bytes(allocations: Iterable[AllocationRecord], memory: MemorySpace
     """Most bytes of ``memory`` in use at one cycle, each allocation over ``[first, last)``."""
     name = memory.value if isinstance(memory, MemorySpace) else memory
     intervals = [(a.first_cycle, a.last_cycle, a.offset_bytes, a.size_bytes) for a in allocations
-                 if a.memory == name and a.first_cycle is not None
+                 if a.memory == name and a.first_cycle is not None and a.last_cycle is not None
                  and (invocation is None or a.invocation == invocation)]
     return max(usage_steps(intervals)[1], default=0)
 

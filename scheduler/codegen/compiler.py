@@ -20,8 +20,9 @@ is copied to the results after the loop (unless the results are the state).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TypeGuard
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from scheduler.memory.buffers import Buffer, Placement
 from scheduler.memory.fixed_placements import Fixed
 from scheduler.passes.cascade import follow_producers
 from scheduler.passes.residency import Group, ResidencyResult, decide
-from scheduler.passes.tiling import Tiler
+from scheduler.passes.tiling import TilePlan, Tiler
 
 DDR, TCM = MemorySpace.DDR, MemorySpace.TCM
 
@@ -90,9 +91,13 @@ class CompileContext:
         value = self.values.get(key)
         return value.data if value is not None and value.kind is ValueKind.CONSTANT else None
 
-    def record(self, op: NpuOp, block: str, **extra) -> int:
-        self.records.append(OpRecord(op.name, op.op_label, op.unit or _unit_name(op), op.graph_ops,
-                                     op.macs, block=block, **extra))
+    def record(self, op: NpuOp, block: str, plan: TilePlan | None = None) -> int:
+        """A record of ``op`` (and of its tiling) for reports; its index."""
+        record = OpRecord(op.name, op.op_label, op.unit or _unit_name(op), op.graph_ops, op.macs, block=block)
+        if plan is not None:
+            record.tile_shape, record.tile_count = plan.tile_shape, plan.tile_count
+            record.working_set_bytes = plan.working_set_bytes
+        self.records.append(record)
         return len(self.records) - 1
 
 
@@ -288,8 +293,7 @@ class _BlockCompiler:
             own += self.pool_chunks(i)
         if op.kind is OpKind.COMPUTE:
             plan = result.plans[i]
-            rec = ctx.record(op, self.block.name, tile_shape=plan.tile_shape, tile_count=plan.tile_count,
-                             working_set_bytes=plan.working_set_bytes)
+            rec = ctx.record(op, self.block.name, plan)
             return own + ctx.emitter.compute(op, plan, self.place, ctx.tiler.tiling(op).windows, rec)
         rec = ctx.record(op, self.block.name)
         if op.kind is OpKind.COPY:
@@ -308,12 +312,12 @@ class _BlockCompiler:
                extra: dict[int, int]) -> list[ACommand]:
         """Move the leading loads of compute operation ``i`` into an earlier operation (see
         :meth:`emit`); its remaining commands."""
-        lead = _leading_loads(own) if op.kind is OpKind.COMPUTE else 0
-        if lead and done:
-            target = self._hoist_target(i, done, result, extra, own[:lead])
+        loads = _leading_loads(own) if op.kind is OpKind.COMPUTE else []
+        if loads and done:
+            target = self._hoist_target(i, done, result, extra, loads)
             if target is not None:
-                target.hoisted += own[:lead]
-                return own[lead:]
+                target.hoisted += loads
+                return own[len(loads):]
         return own
 
     def _follow_producer(self, i: int, own: list[ACommand], done: list[_Emitted]) -> bool:
@@ -337,12 +341,12 @@ class _BlockCompiler:
         size = self.ctx.values[op.outputs[0]].size_bytes
         return max(1, min(STAGING_BANDS, size // STAGING_BAND_BYTES))
 
-    def _ws(self, i: int, result) -> int:
+    def _ws(self, i: int, result: ResidencyResult) -> int:
         plan = result.plans.get(i)
         return plan.working_set_bytes if plan is not None else 0
 
-    def _hoist_target(self, i: int, done: list["_Emitted"], result, extra: dict[int, int],
-                      loads: list[ACommand]) -> "_Emitted | None":
+    def _hoist_target(self, i: int, done: list[_Emitted], result: ResidencyResult, extra: dict[int, int],
+                      loads: list[ADma]) -> _Emitted | None:
         """The earliest operation (going back) that the loads of operation ``i`` may move into."""
         hw = self.ctx.emitter.hw   # the loads pipeline on their engines: one latency for all
         need = sum(dma_issue_cycles(hw, c.src.size_bytes) for c in loads) + hw.ddr.read_latency_cycles
@@ -365,7 +369,7 @@ class _BlockCompiler:
                     extra[e.index] = extra.get(e.index, 0) + ws
         return target
 
-    def _group_live_at(self, root: str, i: int, result) -> bool:
+    def _group_live_at(self, root: str, i: int, result: ResidencyResult) -> bool:
         users = [j for j, op in enumerate(self.block.ops)
                  if j not in self.skip and root in {self.root(k) for k in (*op.inputs, *op.outputs)}]
         return bool(users) and min(users) <= i <= max(users)
@@ -510,12 +514,12 @@ def _slice_offset_bytes(op: NpuOp, source: Value) -> int:
     return (op.slice_offset_elements or 0) * element_size_bytes(source.type.dtype)
 
 
-def _reads(block, key: str) -> bool:
+def _reads(block: LoweredBlock, key: str) -> bool:
     """True if an operation of ``block`` reads value ``key``."""
     return any(key in op.inputs for op in block.ops)
 
 
-def _is_load(cmd: ACommand) -> bool:
+def _is_load(cmd: ACommand) -> TypeGuard[ADma]:
     return isinstance(cmd, ADma) and cmd.dst.memory is TCM
 
 
@@ -544,16 +548,16 @@ def _interleave(producer: list[ACommand], consumer: list[ACommand], producer_uni
     return merged
 
 
-def _leading_loads(cmds: list[ACommand]) -> int:
-    """How many commands at the start are loads of constants or graph inputs into TCM.
+def _leading_loads(cmds: list[ACommand]) -> list[ADma]:
+    """The commands at the start that load constants or graph inputs into TCM.
 
     Nothing in the block writes those, so they may move earlier (prefetch)."""
-    n = 0
+    loads = []
     for cmd in cmds:
         if not (_is_load(cmd) and cmd.src.buffer is not None and cmd.src.buffer.kind in ("constant", "input")):
             break
-        n += 1
-    return n
+        loads.append(cmd)
+    return loads
 
 
 def compile_block(ctx: CompileContext, block: LoweredBlock, bindings: dict[str, Placement],
@@ -569,7 +573,8 @@ def compile_block(ctx: CompileContext, block: LoweredBlock, bindings: dict[str, 
 
 def constant_pool_loads(fixed: Fixed, ctx: CompileContext) -> Callable[[int], list[ACommand]] | None:
     """The constant-pool chunk loads to issue before each main-block operation."""
-    if fixed.pool_tcm is None:
+    pool_ddr, pool_tcm = fixed.pool_ddr, fixed.pool_tcm
+    if pool_ddr is None or pool_tcm is None:
         return None
     record: list[int] = []
 
@@ -582,8 +587,7 @@ def constant_pool_loads(fixed: Fixed, ctx: CompileContext) -> Callable[[int], li
             ctx.records.append(OpRecord("constant_pool", "LOAD", "dma", ()))
         offset, size = chunk
         t = TensorType((size,), DType.INT8)
-        return ctx.emitter.dma(Placement(fixed.pool_ddr, offset, t).whole(),
-                               Placement(fixed.pool_tcm, offset, t).whole(),
+        return ctx.emitter.dma(Placement(pool_ddr, offset, t).whole(), Placement(pool_tcm, offset, t).whole(),
                                f"load constant pool [{offset}, {offset + size})", record[0])
 
     return chunks

@@ -20,11 +20,14 @@ it starts), and every later command of the enclosing list waits for it.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from typing import Generic, TypeVar
 
-from npu_sim.program import MemorySpace
 from scheduler.memory.byte_ranges import ByteSet, Ranges, set_difference, set_overlaps, set_union
 
 PAGE_BYTES = 1024
+#: An address space whose accesses a tracker orders: a memory, or a buffer (by serial).
+SpaceT = TypeVar("SpaceT", bound=Hashable)
 
 
 class _Record:
@@ -52,7 +55,7 @@ def _as_set(ranges: ByteSet | Ranges) -> ByteSet | None:
     return ranges if isinstance(ranges, ByteSet) else ByteSet.of(ranges)
 
 
-def _candidates(index: dict[int, dict[_Record, None]] | None, page_set: set[int]):
+def _candidates(index: dict[int, dict[_Record, None]] | None, page_set: set[int]) -> Collection[_Record]:
     """The records of one memory's ``index`` on the pages ``page_set``, each once (in no
     particular order: callers only collect commands and drop records)."""
     if not index:
@@ -63,7 +66,7 @@ def _candidates(index: dict[int, dict[_Record, None]] | None, page_set: set[int]
     return set().union(*[recs for page in page_set if (recs := index.get(page))])
 
 
-def _meeting(found, byte_set: ByteSet) -> list[_Record]:
+def _meeting(found: Iterable[_Record], byte_set: ByteSet) -> list[_Record]:
     """The records of ``found`` having a byte in ``byte_set``: bounding boxes first, then the
     runs (one run against many: a bisection; many against many: :func:`set_overlaps`)."""
     lo, hi, starts, ends = byte_set.lo, byte_set.hi, byte_set.starts, byte_set.ends
@@ -88,24 +91,25 @@ def _meeting(found, byte_set: ByteSet) -> list[_Record]:
     return out
 
 
-class AccessTracker:
+class AccessTracker(Generic[SpaceT]):
     """Live access records of one scope, indexed by memory page (writes and reads apart:
     a read only looks for earlier writes, a write for both).
 
-    Accesses are :class:`~scheduler.memory.byte_ranges.ByteSet` s (or ``Ranges`` arrays).
+    Accesses are :class:`~scheduler.memory.byte_ranges.ByteSet` s (or ``Ranges`` arrays) of
+    address spaces ``SpaceT`` (the memories, or buffers).
     """
 
-    def __init__(self, page_bytes: dict[MemorySpace, int] | None = None) -> None:
+    def __init__(self, page_bytes: Mapping[SpaceT, int] | None = None) -> None:
         self.page_bytes = page_bytes or {}
         # memory -> page -> live records filed there (a dict: dropping one is O(1))
-        self.writes: dict[MemorySpace, dict[int, dict[_Record, None]]] = {}
-        self.reads: dict[MemorySpace, dict[int, dict[_Record, None]]] = {}
+        self.writes: dict[SpaceT, dict[int, dict[_Record, None]]] = {}
+        self.reads: dict[SpaceT, dict[int, dict[_Record, None]]] = {}
         # memory -> byte set -> its live read record (weights and constants are read by every tile)
-        self.shared_reads: dict[MemorySpace, dict[ByteSet, _Record]] = {}
+        self.shared_reads: dict[SpaceT, dict[ByteSet, _Record]] = {}
         self.records: list[_Record] = []
 
-    def access(self, cmd: int, reads: list[tuple[MemorySpace, ByteSet | Ranges]],
-               writes: list[tuple[MemorySpace, ByteSet | Ranges]]) -> set[int]:
+    def access(self, cmd: int, reads: Sequence[tuple[SpaceT, ByteSet | Ranges]],
+               writes: Sequence[tuple[SpaceT, ByteSet | Ranges]]) -> set[int]:
         """Record ``cmd``'s accesses; return the commands it must wait for."""
         deps: set[int] = set()
         read_sets = self._wait_to_read(reads, deps)
@@ -123,8 +127,8 @@ class AccessTracker:
             self._add(self.writes, memory, _Record(cmd, ws, True, page_set))
         return deps
 
-    def _wait_to_read(self, reads: list[tuple[MemorySpace, ByteSet | Ranges]], deps: set[int]
-                      ) -> list[tuple[MemorySpace, ByteSet, set[int]]]:
+    def _wait_to_read(self, reads: Sequence[tuple[SpaceT, ByteSet | Ranges]], deps: set[int]
+                      ) -> list[tuple[SpaceT, ByteSet, set[int]]]:
         """Add to ``deps`` the writers of the bytes read; the reads' byte sets and pages."""
         read_sets = []
         for memory, r in reads:
@@ -137,11 +141,11 @@ class AccessTracker:
                 deps.update(rec.cmds)
         return read_sets
 
-    def _wait_to_write(self, writes: list[tuple[MemorySpace, ByteSet | Ranges]], deps: set[int]
-                       ) -> list[tuple[MemorySpace, ByteSet, set[int]]]:
+    def _wait_to_write(self, writes: Sequence[tuple[SpaceT, ByteSet | Ranges]], deps: set[int]
+                       ) -> list[tuple[SpaceT, ByteSet, set[int]]]:
         """Add to ``deps`` the earlier readers and writers of the bytes written, and take those
         bytes out of their records; the writes' byte sets (one per memory) and pages."""
-        written: dict[MemorySpace, ByteSet] = {}
+        written: dict[SpaceT, ByteSet] = {}
         for memory, w in writes:
             ws = _as_set(w)
             if ws is not None:
@@ -153,6 +157,8 @@ class AccessTracker:
             write_sets.append((memory, ws, page_set))
             shared = self.shared_reads.get(memory, {})
             for index in (self.writes.get(memory), self.reads.get(memory)):
+                if not index:
+                    continue
                 met = _meeting(_candidates(index, page_set), ws)
                 for rec in met:
                     deps.update(rec.cmds)
@@ -160,7 +166,7 @@ class AccessTracker:
                     _overwrite(index, rec, ws, page_size, None if rec.write else shared)
         return write_sets
 
-    def _add(self, index: dict, memory: MemorySpace, rec: _Record) -> None:
+    def _add(self, index: dict[SpaceT, dict[int, dict[_Record, None]]], memory: SpaceT, rec: _Record) -> None:
         self.records.append(rec)
         pages = index.get(memory)
         if pages is None:

@@ -17,9 +17,10 @@ and a ping-pong staging buffer in TCM otherwise.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from npu_sim.hw.compute_units import VECTOR
+from npu_sim.hw.config import HwConfig
 from npu_sim.hw.dma import DMA_PATHS
 from npu_sim.memory_layout import align_up
 from npu_sim.program import KernelStep, MemorySpace
@@ -45,7 +46,7 @@ class Emitter:
     each occupies its engine).
     """
 
-    def __init__(self, hw, alignment: int):
+    def __init__(self, hw: HwConfig, alignment: int):
         self.hw = hw
         self.dma_engines = max(1, hw.dma.engine_count)
         self.alignment = alignment

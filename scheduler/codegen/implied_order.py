@@ -24,8 +24,8 @@ bit mask (a Python int); a "done" mask is a command's waits plus itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from npu_sim.program import MemorySpace, View
 from scheduler.codegen.deps import AccessTracker
@@ -107,42 +107,48 @@ def implied_order(cmds: list[ACommand], ids: dict[int, int]) -> ImpliedOrder:
 
     Data dependencies come from :class:`scheduler.codegen.deps.AccessTracker`, one address space
     per buffer (keyed by its serial, bytes relative to the buffer)."""
-    first_waits: dict[int, int] = {}
-    last: dict[int, int] = {}
-    tracker = AccessTracker()
-    done_of: dict[int, int] = {}            # command id -> its done mask (before nested commands)
-    queue_after: dict[object, int] = {}     # queue -> what its next command waits for
-    cache: dict = {}
+    walk = _OrderWalk(ids)
+    walk.visit(cmds, 0)
+    return ImpliedOrder(walk.first_waits, walk.last)
 
-    def visit(lst: list[ACommand], entry: int) -> int:
+
+class _OrderWalk:
+    """The walk of :func:`implied_order`: per command, a bit mask of the commands done before it starts."""
+
+    def __init__(self, ids: dict[int, int]):
+        self.ids = ids
+        self.first_waits: dict[int, int] = {}
+        self.last: dict[int, int] = {}
+        self.tracker: AccessTracker[int] = AccessTracker()
+        self.done_of: dict[int, int] = {}            # command id -> its done mask (before nested commands)
+        self.queue_after: dict[object, int] = {}     # queue -> what its next command waits for
+        self.cache: dict[BufView, tuple[int, ByteSet] | None] = {}
+
+    def visit(self, lst: list[ACommand], entry: int) -> int:
         """Visit a command list whose commands all wait for ``entry``; the done mask of all of them."""
         everything = 0
         for cmd in lst:
-            cid = ids[id(cmd)]
+            cid = self.ids[id(cmd)]
             queue = _queue(cmd)
-            mask = entry | queue_after.get(queue, 0)
-            touched = _accesses(cmd, cache)
-            deps = tracker.access(cid, [(serial, byte_set) for serial, byte_set, write in touched if not write],
-                                  [(serial, byte_set) for serial, byte_set, write in touched if write])
+            mask = entry | self.queue_after.get(queue, 0)
+            touched = _accesses(cmd, self.cache)
+            deps = self.tracker.access(cid, [(serial, byte_set) for serial, byte_set, write in touched if not write],
+                                       [(serial, byte_set) for serial, byte_set, write in touched if write])
             for dep in deps:
-                mask |= done_of[dep]
+                mask |= self.done_of[dep]
             control = isinstance(cmd, (ACond, ALoop))
             if control:
                 mask |= everything   # a control command waits for every earlier command of its list
-            done = done_of[cid] = mask | 1 << cid
+            done = self.done_of[cid] = mask | 1 << cid
             for serial, _, _ in touched:
-                first_waits.setdefault(serial, mask)
-                last[serial] = cid
-            if control:
+                self.first_waits.setdefault(serial, mask)
+                self.last[serial] = cid
+            if isinstance(cmd, (ACond, ALoop)):
                 # a loop body runs after its condition commands; the else branch is taken as
                 # running after the then branch: only one of them runs, so they never wait
                 for branch in ((cmd.then, cmd.orelse) if isinstance(cmd, ACond) else (cmd.cond, cmd.body)):
-                    done |= visit(branch, done)
+                    done |= self.visit(branch, done)
                 entry |= done   # later commands of the list wait for the whole control command
-            queue_after[queue] = mask if isinstance(cmd, ADma) else done
+            self.queue_after[queue] = mask if isinstance(cmd, ADma) else done
             everything |= done
         return everything
-
-    visit(cmds, 0)
-    del visit   # break the recursive closure's reference cycle
-    return ImpliedOrder(first_waits, last)

@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from npu_sim.errors import ScheduleError
@@ -53,7 +54,8 @@ DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
 SPREAD_REUSE_DISTANCES = (256, 32)
 
 
-def walk(cmds: list[ACommand]):
+def walk(cmds: list[ACommand]) -> Iterator[ACommand]:
+    """Every command, nested ones after their control command, in stream order."""
     for cmd in cmds:
         yield cmd
         if isinstance(cmd, ACond):
@@ -80,25 +82,25 @@ class Numbering:
 
 
 def number(cmds: list[ACommand]) -> Numbering:
+    """Command ids in walk order (a control command before its nested ones)."""
     numbering = Numbering()
-
-    def visit(lst: list[ACommand]) -> None:
-        for cmd in lst:
-            cid = numbering.count
-            numbering.ids[id(cmd)] = cid
-            numbering.count += 1
-            if isinstance(cmd, ACond):
-                visit(cmd.then)
-                visit(cmd.orelse)
-                numbering.last_nested[cid] = numbering.count - 1
-            elif isinstance(cmd, ALoop):
-                visit(cmd.cond)
-                visit(cmd.body)
-                numbering.last_nested[cid] = numbering.count - 1
-
-    visit(cmds)
-    del visit   # break the recursive closure's reference cycle
+    _number(cmds, numbering)
     return numbering
+
+
+def _number(cmds: list[ACommand], numbering: Numbering) -> None:
+    for cmd in cmds:
+        cid = numbering.count
+        numbering.ids[id(cmd)] = cid
+        numbering.count += 1
+        if isinstance(cmd, ACond):
+            _number(cmd.then, numbering)
+            _number(cmd.orelse, numbering)
+            numbering.last_nested[cid] = numbering.count - 1
+        elif isinstance(cmd, ALoop):
+            _number(cmd.cond, numbering)
+            _number(cmd.body, numbering)
+            numbering.last_nested[cid] = numbering.count - 1
 
 
 def live_ranges(cmds: list[ACommand], numbering: Numbering) -> dict[int, tuple[Buffer, int, int]]:
@@ -190,7 +192,7 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
     for b in tcm:
         b.offset_bytes = offsets[b.serial]
     peak = footprint(list(ranges.values()), offsets)
-    overflow = sorted((b for b in tcm if b.offset_bytes + b.size_bytes > capacity),
+    overflow = sorted((b for b in tcm if b.end_bytes > capacity),
                       key=lambda b: -b.size_bytes)
     _bump_allocate(buffers, ddr_alignment, var_alignment)
     _share_ddr_when_short(buffers, first_last, hw.ddr.size_bytes, planner, ddr_alignment)
@@ -233,21 +235,21 @@ def _share_ddr_when_short(buffers: dict[int, Buffer], first_last: dict[int, tupl
     buffers that live for the whole program (inputs, outputs, constants), the spills are
     placed by their live ranges. Only then: sharing adds write-after-read waits."""
     ddr = [b for b in buffers.values() if b.memory is DDR]
-    if max((b.offset_bytes + b.size_bytes for b in ddr), default=0) <= ddr_bytes:
+    if max((b.end_bytes for b in ddr), default=0) <= ddr_bytes:
         return
     timed = [b for b in ddr if b.serial in first_last]
     if not timed:
         return
-    base = max((b.offset_bytes + b.size_bytes for b in ddr if b.serial not in first_last), default=0)
+    base = max((b.end_bytes for b in ddr if b.serial not in first_last), default=0)
     base = align_up(base, alignment)
     offsets = planner.place([LiveRange(b.serial, b.size_bytes, *first_last[b.serial]) for b in timed], alignment)
     for b in timed:
         b.offset_bytes = base + offsets[b.serial]
 
 
-def check_capacity(plan: MemoryPlan, hw) -> dict[MemorySpace, int]:
+def check_capacity(plan: MemoryPlan, hw: HwConfig) -> dict[MemorySpace, int]:
     """Memory sizes for the program; ScheduleError if DDR or the variable SRAM overflows."""
-    used = {m: max((b.offset_bytes + b.size_bytes for b in plan.buffers.values() if b.memory is m), default=0)
+    used = {m: max((b.end_bytes for b in plan.buffers.values() if b.memory is m), default=0)
             for m in (DDR, VAR)}
     if used[VAR] > hw.variable_sram.size_bytes:
         variables = sorted((b for b in plan.buffers.values() if b.memory is VAR), key=lambda b: b.name)
@@ -260,7 +262,9 @@ def check_capacity(plan: MemoryPlan, hw) -> dict[MemorySpace, int]:
 
 
 def allocations(plan: MemoryPlan) -> list[Allocation]:
-    out, seen = [], {}
+    """The Program's allocations: every placed buffer with a lifetime (repeated names numbered)."""
+    out: list[Allocation] = []
+    seen: dict[str, int] = {}
     for serial, b in sorted(plan.buffers.items()):
         if not b.whole_program and serial not in plan.first_last:
             continue
@@ -268,7 +272,7 @@ def allocations(plan: MemoryPlan) -> list[Allocation]:
         seen[b.name] = count + 1
         name = b.name if count == 0 else f"{b.name}#{count}"
         first, last = (None, None) if b.whole_program else plan.first_last[serial]
-        out.append(Allocation(name, b.memory, b.offset_bytes, b.size_bytes, b.kind, first, last, b.initial_data))
+        out.append(Allocation(name, b.memory, b.placed_offset, b.size_bytes, b.kind, first, last, b.initial_data))
     return out
 
 
@@ -299,62 +303,75 @@ def page_sizes(memory_sizes: dict[MemorySpace, int]) -> dict[MemorySpace, int]:
 def build_commands(cmds: list[ACommand], numbering: Numbering,
                    memory_sizes: dict[MemorySpace, int] | None = None) -> list[Command]:
     """Program commands with resolved views and dependencies (control flow as barriers)."""
-    paging = page_sizes(memory_sizes or {})
-    cache: dict[View, ByteSet | None] = {}
-    views: dict[BufView, View] = {}   # tiles repeat views (weights, constants): resolve each once
+    return _CommandBuilder(numbering, page_sizes(memory_sizes or {})).build(cmds)
 
-    def resolve(view: BufView) -> View:
+
+class _CommandBuilder:
+    """Resolves views and finds each command's dependencies, list by list (a control command
+    is a barrier: the commands after it wait for it, and it for everything before)."""
+
+    def __init__(self, numbering: Numbering, paging: dict[MemorySpace, int]):
+        self.numbering, self.paging = numbering, paging
+        self.cache: dict[View, ByteSet | None] = {}
+        self.views: dict[BufView, View] = {}   # tiles repeat views (weights, constants): resolve each once
+
+    def resolve(self, view: BufView) -> View:
         try:
-            return views[view]
+            return self.views[view]
         except KeyError:
-            resolved = views[view] = view.resolve()
+            resolved = self.views[view] = view.resolve()
             return resolved
 
-    def build(lst: list[ACommand]) -> list[Command]:
-        tracker = AccessTracker(paging)
+    def build(self, lst: list[ACommand]) -> list[Command]:
+        tracker = AccessTracker(self.paging)
         implied = ImpliedWaits()   # this list's commands only: nested lists depend on none of them
         barrier: int | None = None
         out: list[Command] = []
         for cmd in lst:
-            cid = numbering.ids[id(cmd)]
+            cid = self.numbering.ids[id(cmd)]
             if isinstance(cmd, ADma):
-                src, dst = resolve(cmd.src), resolve(cmd.dst)
-                reads = [] if _read_only(cmd.src) else _accesses([src], cache)
-                deps = tracker.access(cid, reads, _accesses([dst], cache))
-                if barrier is not None:
-                    deps.add(barrier)
-                deps = implied.reduce(cid, deps, ("dma", cmd.engine), pipelined=True)
-                out.append(DmaCommand(cid, cmd.engine, src, dst, deps, cmd.name))
+                out.append(self.dma(cid, cmd, tracker, implied, barrier))
             elif isinstance(cmd, ACompute):
-                steps, reads = [], []
-                for step in cmd.steps:
-                    operands = tuple([resolve(o) if isinstance(o, BufView) else o for o in step.operands])
-                    reads += [o for o in operands if isinstance(o, View)]
-                    steps.append(KernelStep(step.op, step.attribute, operands, step.input_types, step.output_types,
-                                            step.out_region, step.input_offsets, step.name))
-                outputs = tuple([resolve(v) for v in cmd.outputs])
-                deps = tracker.access(cid, _accesses(reads, cache), _accesses(list(outputs), cache))
-                if barrier is not None:
-                    deps.add(barrier)
-                out.append(ComputeCommand(cid, cmd.unit, tuple(steps), outputs, implied.reduce(cid, deps, cmd.unit),
-                                          cmd.name, cmd.macs))
+                out.append(self.compute(cid, cmd, tracker, implied, barrier))
             else:
                 deps = tracker.live_commands()
                 if barrier is not None:
                     deps.add(barrier)
-                condition = resolve(cmd.condition)
-                deps = implied.reduce(cid, deps)
-                if isinstance(cmd, ACond):
-                    out.append(CondCommand(cid, condition, tuple(build(cmd.then)), tuple(build(cmd.orelse)),
-                                           deps, cmd.name))
-                else:
-                    out.append(LoopCommand(cid, tuple(build(cmd.cond)), condition, tuple(build(cmd.body)),
-                                           cmd.max_iterations, deps, cmd.name))
-                tracker = AccessTracker(paging)
+                out.append(self.control(cid, cmd, implied.reduce(cid, deps)))
+                tracker = AccessTracker(self.paging)
                 implied.restart_queues()
                 barrier = cid
         return out
 
-    commands = build(cmds)
-    del build   # the recursive closure refers to itself: break that cycle, its caches are freed now
-    return commands
+    def dma(self, cid: int, cmd: ADma, tracker: AccessTracker, implied: ImpliedWaits,
+            barrier: int | None) -> DmaCommand:
+        src, dst = self.resolve(cmd.src), self.resolve(cmd.dst)
+        reads = [] if _read_only(cmd.src) else _accesses([src], self.cache)
+        deps = tracker.access(cid, reads, _accesses([dst], self.cache))
+        if barrier is not None:
+            deps.add(barrier)
+        return DmaCommand(cid, cmd.engine, src, dst, implied.reduce(cid, deps, ("dma", cmd.engine), pipelined=True),
+                          cmd.name)
+
+    def compute(self, cid: int, cmd: ACompute, tracker: AccessTracker, implied: ImpliedWaits,
+                barrier: int | None) -> ComputeCommand:
+        steps, reads = [], []
+        for step in cmd.steps:
+            operands = tuple([self.resolve(o) if isinstance(o, BufView) else o for o in step.operands])
+            reads += [o for o in operands if isinstance(o, View)]
+            steps.append(KernelStep(step.op, step.attribute, operands, step.input_types, step.output_types,
+                                    step.out_region, step.input_offsets, step.name))
+        outputs = tuple([self.resolve(v) for v in cmd.outputs])
+        deps = tracker.access(cid, _accesses(reads, self.cache), _accesses(list(outputs), self.cache))
+        if barrier is not None:
+            deps.add(barrier)
+        return ComputeCommand(cid, cmd.unit, tuple(steps), outputs, implied.reduce(cid, deps, cmd.unit),
+                              cmd.name, cmd.macs)
+
+    def control(self, cid: int, cmd: ACond | ALoop, deps: tuple[int, ...]) -> CondCommand | LoopCommand:
+        condition = self.resolve(cmd.condition)
+        if isinstance(cmd, ACond):
+            return CondCommand(cid, condition, tuple(self.build(cmd.then)), tuple(self.build(cmd.orelse)),
+                               deps, cmd.name)
+        return LoopCommand(cid, tuple(self.build(cmd.cond)), condition, tuple(self.build(cmd.body)),
+                           cmd.max_iterations, deps, cmd.name)

@@ -8,7 +8,6 @@ their views and adds dependencies to make :mod:`npu_sim.program` commands.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 from npu_sim.hw.dma import MAX_DESCRIPTOR_DIMS
 from npu_sim.memory_layout import element_size_bytes
@@ -43,7 +42,7 @@ class ADma:
 @dataclass
 class ACompute:
     unit: str
-    steps: list[KernelStep]      # operands: BufView or int
+    steps: list[KernelStep[BufView]]      # operands: BufView or int
     outputs: list[BufView]
     name: str
     op: int
@@ -53,23 +52,23 @@ class ACompute:
 @dataclass
 class ACond:
     condition: BufView
-    then: list["ACommand"]
-    orelse: list["ACommand"]
+    then: list[ACommand]
+    orelse: list[ACommand]
     name: str
     op: int
 
 
 @dataclass
 class ALoop:
-    cond: list["ACommand"]
+    cond: list[ACommand]
     condition: BufView
-    body: list["ACommand"]
+    body: list[ACommand]
     max_iterations: int
     name: str
     op: int
 
 
-ACommand = Union[ADma, ACompute, ACond, ALoop]
+ACommand = ADma | ACompute | ACond | ALoop
 
 
 @dataclass
@@ -88,7 +87,9 @@ def dma_pieces(src: BufView, dst: BufView, max_dims: int = MAX_DESCRIPTOR_DIMS) 
     """
     if src.element_count == 0:
         return []
-    shape, s_str, d_str = [], [], []
+    shape: list[int] = []
+    s_str: list[int] = []
+    d_str: list[int] = []
     for n, a, b in zip(src.shape, src.strides, dst.strides):
         if n == 1:
             continue
@@ -101,21 +102,20 @@ def dma_pieces(src: BufView, dst: BufView, max_dims: int = MAX_DESCRIPTOR_DIMS) 
         d_str.append(b)
     if not shape:
         shape, s_str, d_str = [1], [src.strides[-1] if src.strides else 1], [dst.strides[-1] if dst.strides else 1]
-
-    def make(view: BufView, offset: int, shp: list[int], strides: list[int]) -> BufView:
-        return BufView(view.buffer, offset, tuple(shp), view.dtype, tuple(strides))
-
     if s_str[-1] != element_size_bytes(src.dtype) or d_str[-1] != element_size_bytes(dst.dtype):
         max_dims -= 1  # element runs: the descriptor needs one more level for them
-    pieces = []
-
-    def split(s_off: int, d_off: int, shp: list[int], ss: list[int], ds: list[int]) -> None:
-        if len(shp) <= max_dims:
-            pieces.append((make(src, s_off, shp, ss), make(dst, d_off, shp, ds)))
-            return
-        for i in range(shp[0]):
-            split(s_off + i * ss[0], d_off + i * ds[0], shp[1:], ss[1:], ds[1:])
-
-    split(src.offset_bytes, dst.offset_bytes, shape, s_str, d_str)
-    del split   # break the recursive closure's reference cycle (no work left for the GC)
+    pieces: list[tuple[BufView, BufView]] = []
+    _split(src, dst, src.offset_bytes, dst.offset_bytes, shape, s_str, d_str, max_dims, pieces)
     return pieces
+
+
+def _split(src: BufView, dst: BufView, s_off: int, d_off: int, shape: list[int], s_str: list[int],
+           d_str: list[int], max_dims: int, pieces: list[tuple[BufView, BufView]]) -> None:
+    """Descriptors of at most ``max_dims`` dimensions: one per index of the outer dimensions."""
+    if len(shape) <= max_dims:
+        pieces.append((BufView(src.buffer, s_off, tuple(shape), src.dtype, tuple(s_str)),
+                       BufView(dst.buffer, d_off, tuple(shape), dst.dtype, tuple(d_str))))
+        return
+    for i in range(shape[0]):
+        _split(src, dst, s_off + i * s_str[0], d_off + i * d_str[0], shape[1:], s_str[1:], d_str[1:], max_dims,
+               pieces)

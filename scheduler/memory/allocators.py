@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import bisect
 import random
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from npu_sim.memory_layout import align_up
 from scheduler.memory.liveness import LiveRange, max_live_bytes

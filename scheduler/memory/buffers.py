@@ -35,6 +35,18 @@ class Buffer:
     offset_bytes: int | None = None
     serial: int = field(default_factory=lambda: next(_ids))
 
+    @property
+    def placed_offset(self) -> int:
+        """Its offset, once the planners have placed it."""
+        if self.offset_bytes is None:
+            raise RuntimeError(f"{self!r} has no offset yet")
+        return self.offset_bytes
+
+    @property
+    def end_bytes(self) -> int:
+        """The offset after its last byte, once placed."""
+        return self.placed_offset + self.size_bytes
+
     def __repr__(self) -> str:
         where = "?" if self.offset_bytes is None else self.offset_bytes
         return f"Buffer({self.name!r}, {self.memory.value}@{where}, {self.size_bytes}B, {self.kind})"
@@ -123,11 +135,11 @@ class Placement:
             offset += a * s
         return BufView(self.buffer, offset, shape, self.type.dtype, strides)
 
-    def retyped(self, type_: TensorType) -> "Placement":
+    def retyped(self, type_: TensorType) -> Placement:
         """The same bytes seen as another tensor type of the same size (RESHAPE aliasing)."""
         return Placement(self.buffer, self.offset_bytes, type_)
 
-    def shifted(self, offset_bytes: int, type_: TensorType) -> "Placement":
+    def shifted(self, offset_bytes: int, type_: TensorType) -> Placement:
         """The value of type ``type_`` starting ``offset_bytes`` into this one (SLICE aliasing)."""
         return Placement(self.buffer, self.offset_bytes + offset_bytes, type_)
 

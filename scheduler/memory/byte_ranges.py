@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from typing import Literal
 
 import numpy as np
 
@@ -110,8 +111,8 @@ def overlaps(a: Ranges, b: Ranges) -> bool:
         lo, hi = int(one[0, 0]), int(one[0, 1])
         if len(many) == 1:
             return True  # the bounding boxes overlap
-        j = int(np.searchsorted(many[:, 0], hi, side="left")) - 1
-        return j >= 0 and int(many[j, 1]) > lo
+        k = int(np.searchsorted(many[:, 0], hi, side="left")) - 1
+        return k >= 0 and int(many[k, 1]) > lo
     j = np.searchsorted(b[:, 0], a[:, 1], side="left") - 1
     ok = j >= 0
     return bool(np.any(b[j[ok], 1] > a[ok, 0]))
@@ -174,10 +175,10 @@ class ByteSet:
         self.hi = ends[-1]
         self._array = array
         self._pages: tuple[int, set[int]] | None = None
-        self._lattice: tuple[int, int, int] | None | bool = False   # False: not computed yet
+        self._lattice: tuple[int, int, int] | None | Literal[False] = False   # False: not computed yet
 
     @classmethod
-    def of(cls, ranges: Ranges) -> "ByteSet | None":
+    def of(cls, ranges: Ranges) -> ByteSet | None:
         """The set of a normalized ``Ranges`` array (None if empty)."""
         if len(ranges) == 0:
             return None

@@ -131,7 +131,9 @@ def _home_buffer(value: Value) -> Buffer | None:
 def _pool_image(values: dict[str, Value], pooled: dict[str, int], size: int) -> bytes:
     image = bytearray(size)
     for key, offset in pooled.items():
-        data = memory_bytes(values[key].data, values[key].type.dtype)
+        value = values[key]
+        assert value.data is not None   # (a constant)
+        data = memory_bytes(value.data, value.type.dtype)
         image[offset:offset + len(data)] = data
     return bytes(image)
 

@@ -21,7 +21,7 @@ class LiveRange:
     start: int
     end: int
 
-    def overlaps(self, other: "LiveRange") -> bool:
+    def overlaps(self, other: LiveRange) -> bool:
         return self.start <= other.end and other.start <= self.end
 
 

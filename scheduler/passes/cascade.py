@@ -23,7 +23,7 @@ everything it touches is already in the TCM.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from npu_sim.reference.kernel_api import Region
 from scheduler import cost_model
@@ -168,7 +168,7 @@ def _tile_ends(tiler: Tiler, op: NpuOp, plan: TilePlan) -> list[tuple[Region, fl
     return ends
 
 
-def _one_dim_tiles(tiling: OpTiling, max_tiles: int, dims: set[int] | None = None):
+def _one_dim_tiles(tiling: OpTiling, max_tiles: int, dims: set[int] | None = None) -> Iterator[tuple[int, ...]]:
     """Tile shapes splitting one output dimension (of ``dims``, default any) into 2..``max_tiles`` tiles."""
     for d in tiling.splittable:
         if dims is not None and d not in dims:

@@ -28,12 +28,13 @@ other operands' producers that qualify the same way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from npu_sim.hw.compute_units import MAC_ARRAY
 from npu_sim.reference.kernel_api import INPUT_WINDOWS
-from npu_sim.tosa.ir import Block
+from npu_sim.tosa.ir import Block, Operator
 from npu_sim.tosa.ops import Op
 
 
@@ -47,7 +48,7 @@ class FusionContext:
     producer: dict[str, int] = field(default_factory=dict)   # tensor name -> index of its operator
 
     @classmethod
-    def of(cls, block: Block) -> "FusionContext":
+    def of(cls, block: Block) -> FusionContext:
         consumers: dict[str, list[int]] = {}
         producer: dict[str, int] = {}
         for index, operator in enumerate(block.operators):
@@ -67,7 +68,7 @@ class FusionContext:
             return None
         return users[0]
 
-    def reads_variable(self, operator) -> bool:
+    def reads_variable(self, operator: Operator) -> bool:
         """True if ``operator`` reads a variable: moving it past other operators could change
         what it sees, so it anchors or joins no group."""
         tensors = self.block.tensors
@@ -75,7 +76,8 @@ class FusionContext:
 
 
 class FusionRule(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def match(self, index: int, ctx: FusionContext) -> list[int] | None:
         """Operator indices (anchor first, in order) to fuse starting at ``index``, or None."""
@@ -113,7 +115,7 @@ class EpilogueRule:
             current = op
         return group if len(group) > 1 else None
 
-    def _links(self, operator, tensor: str, block: Block) -> bool:
+    def _links(self, operator: Operator, tensor: str, block: Block) -> bool:
         if operator.op not in self.epilogues or operator.op not in INPUT_WINDOWS:
             return False
         if len(operator.outputs) != 1:

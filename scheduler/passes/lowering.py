@@ -24,6 +24,7 @@ blocks, and ``var:uid`` for variables (shared by every block).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -44,7 +45,9 @@ def variable_key(tensor: Tensor) -> str:
 
 
 class _Lowerer:
-    def __init__(self, graph: Graph, rules):
+    """Lowers the blocks of one graph, declaring their values as it goes."""
+
+    def __init__(self, graph: Graph, rules: Sequence[FusionRule]):
         self.graph = graph
         self.rules = rules
         self.values: dict[str, Value] = {}

@@ -42,7 +42,7 @@ from scheduler.ir.npu_ops import LoweredGraph, NpuOp, OpKind, Value, ValueKind
 _DDR_KINDS = frozenset({ValueKind.INPUT, ValueKind.CONSTANT})
 
 
-def _timing(op: NpuOp, values: dict[str, Value], hw) -> tuple[float, float]:
+def _timing(op: NpuOp, values: dict[str, Value], hw: HwConfig) -> tuple[float, float]:
     """``(busy, tail)``: estimated cycles the operation occupies its unit, and cycles
     after that until its result is usable (a copy's DDR latency)."""
     if op.kind is OpKind.COPY:
@@ -160,7 +160,7 @@ def _first_gap(intervals: list[tuple[float, float]], earliest: float, length: fl
     return t
 
 
-def reorder_block(ops: list[NpuOp], values: dict[str, Value], hw, capacity_bytes: int) -> list[NpuOp]:
+def reorder_block(ops: list[NpuOp], values: dict[str, Value], hw: HwConfig, capacity_bytes: int) -> list[NpuOp]:
     """The block's operations in list-schedule order, segment by segment between control flow."""
     out: list[NpuOp] = []
     segment: list[NpuOp] = []

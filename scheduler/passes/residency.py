@@ -22,8 +22,8 @@ and the sizes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from npu_sim.errors import ScheduleError
 from scheduler.ir.npu_ops import NpuOp, OpKind
@@ -189,13 +189,20 @@ def _best_own_spill(op: NpuOp, plan: TilePlan, budget: int, own_live: list[str],
     for r in own_live:
         if plan.est_cycles - unbounded - spill_cycles([r]) <= best_net:
             continue
-        without = (lambda key, r=r: root_of(key) != r and in_tcm(key))
-        roomier = tiler.plan(op, without, budget + groups[r].size_bytes)
+        roomier = tiler.plan(op, _streaming(r, root_of, in_tcm), budget + groups[r].size_bytes)
         if roomier is not None:
             net = plan.est_cycles - roomier.est_cycles - spill_cycles([r])
             if net > best_net:
                 best, best_net = r, net
     return best
+
+
+def _streaming(root: str, root_of: Callable[[str], str | None], in_tcm: Callable[[str], bool]
+               ) -> Callable[[str], bool]:
+    """``in_tcm`` with the group ``root`` spilled."""
+    def resident(key: str) -> bool:
+        return root_of(key) != root and in_tcm(key)
+    return resident
 
 
 def _victim(i: int, op: NpuOp, groups: dict[str, Group], resident: set[str], deficit: int,

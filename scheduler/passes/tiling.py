@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from npu_sim.errors import ScheduleError
+from npu_sim.hw.config import HwConfig
 from npu_sim.memory_layout import align_up, element_size_bytes
 from npu_sim.program import _cached_property
 from npu_sim.reference.kernel_api import Region, full_region
@@ -32,6 +33,8 @@ from scheduler.ir.npu_ops import NpuOp
 from scheduler.passes.windows import Chain, StepTile, can_tile, region_size, whole_tile, window_reads_constants
 
 Slot = tuple[int, int]  # (step index, operand index): one streamed operand of an operation
+#: What makes operations tile alike: an interned int, or ``(id(op),)`` for one that cannot be hashed.
+Signature = int | tuple[int]
 
 #: At most this many tile shapes are evaluated per operation before the local search.
 MAX_CANDIDATES = 48
@@ -95,7 +98,7 @@ class TilingProblem:
     op: NpuOp
     resident: Callable[[str], bool]                 # value key -> lives in TCM (read/written in place)
     const_lookup: Callable[[str], np.ndarray | None]
-    hw: object
+    hw: HwConfig
     alignment: int = 16
 
     def __post_init__(self) -> None:
@@ -173,7 +176,7 @@ def _thin(lists: list[list[int]], limit: int) -> list[list[int]]:
     return lists
 
 
-def _compute_cycles(hw, op: NpuOp, tiles: Sequence[StepTile]) -> float:
+def _compute_cycles(hw: HwConfig, op: NpuOp, tiles: Sequence[StepTile]) -> float:
     """Cycles of one compute command computing ``tiles`` (setup excluded), as the simulator
     charges them: the unit's body, or the time its operands and results take through the
     TCM ports when that is longer (a tiny-K or halo-heavy tile is port-bound)."""
@@ -234,7 +237,7 @@ class OpTiling:
                 self._windows[region] = tiles
         return tiles
 
-    def compute_cycles(self, hw, region: Region) -> float:
+    def compute_cycles(self, hw: HwConfig, region: Region) -> float:
         """Cycles of the compute command of ``region`` (setup excluded; cached: tile shapes
         recur when the operands' residency changes)."""
         cycles = self._cycles.get(region)
@@ -406,18 +409,18 @@ class Tiler:
     networks repeat layers, and identical layers get identical plans.
     """
 
-    def __init__(self, hw, const_lookup: Callable[[str], np.ndarray | None], alignment: int = 16):
+    def __init__(self, hw: HwConfig, const_lookup: Callable[[str], np.ndarray | None], alignment: int = 16):
         self.hw = hw
         self.const_lookup = const_lookup
         self.alignment = alignment
-        self._signatures: dict[int, int | tuple] = {}
+        self._signatures: dict[int, Signature] = {}
         self._interned: dict[tuple, int] = {}
-        self._tilings: dict[tuple, OpTiling] = {}
+        self._tilings: dict[Signature, OpTiling] = {}
         self._evals: dict[tuple, TilePlan] = {}
         self._coarse: dict[tuple, list[TilePlan]] = {}
         self._exact: dict[tuple, TilePlan] = {}
 
-    def signature(self, op: NpuOp) -> int | tuple:
+    def signature(self, op: NpuOp) -> Signature:
         """A key equal for operations whose tiling is the same (``(id,)`` if not hashable)."""
         sig = self._signatures.get(id(op))
         if sig is None:
@@ -425,7 +428,7 @@ class Tiler:
             steps = []
             for step in op.steps:
                 exact = window_reads_constants(step.op)
-                pattern = []
+                pattern: list[object] = []
                 for operand in step.operands:
                     if isinstance(operand, int):
                         pattern.append(operand)
@@ -509,13 +512,15 @@ class Tiler:
             improved = False
             for d in tiling.splittable:
                 sizes = tiling.sizes[d]
-                pos = sizes.index(best.tile_shape[d]) if best.tile_shape[d] in sizes else None
+                shape = best.tile_shape
+                assert shape is not None   # (a tiled plan stays tiled)
+                pos = sizes.index(shape[d]) if shape[d] in sizes else None
                 if pos is None:
                     continue
                 for npos in (pos - 1, pos + 1):
                     if not 0 <= npos < len(sizes):
                         continue
-                    tile = list(best.tile_shape)
+                    tile = list(shape)
                     tile[d] = sizes[npos]
                     candidate = self._eval(problem, key, tuple(tile))
                     if _rank(candidate) < _rank(best):

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, cast
 
 import numpy as np
 
 from npu_sim.reference.kernel_api import INPUT_WINDOWS, KernelArgs, Region, full_region, input_window
+from npu_sim.tosa.ops import Op
 from scheduler.ir.npu_ops import Step
 
 
@@ -34,26 +36,32 @@ def can_tile(steps: Sequence[Step]) -> bool:
     return all(step.op in INPUT_WINDOWS for step in steps)
 
 
-def window_reads_constants(op) -> bool:
+def window_reads_constants(op: Op) -> bool:
     """True if ``op``'s window function reads the values of constant operands (``const_inputs``)."""
     window = INPUT_WINDOWS.get(op)
     return window is not None and _takes_constants(window)
 
 
-@functools.lru_cache(maxsize=None)
-def _takes_constants(window: Callable) -> bool:
+@functools.cache
+def _takes_constants(window: Callable[..., object]) -> bool:
     return "const_inputs" in inspect.signature(window).parameters
 
 
 def step_windows(step: Step, out_region: Region,
                  const_values: Sequence[np.ndarray | None]) -> tuple[Region, ...]:
     """Window of each operand of ``step`` for ``out_region`` of its output(s)."""
-    args_like = KernelArgs(step.op, step.attribute, list(const_values), list(step.input_types),
+    args_like = KernelArgs(step.op, step.attribute, _window_inputs(const_values), list(step.input_types),
                            list(step.output_types), step.name)
     return _as_regions(input_window(args_like, out_region))
 
 
-def _as_regions(regions) -> tuple[Region, ...]:
+def _window_inputs(const_values: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    """The inputs a window function sees: the values of the constant operands, None for the others
+    (window functions read constants only)."""
+    return cast(list[np.ndarray], list(const_values))
+
+
+def _as_regions(regions: Sequence[Sequence[Sequence[int]]]) -> tuple[Region, ...]:
     """Window functions' regions as tuples of ``(int, int)`` (they may give lists or numpy ints)."""
     out = []
     for r in regions:
@@ -81,10 +89,11 @@ class Chain:
         self._calls = []
         for step in self.steps:
             consts = [const_lookup(o) if isinstance(o, str) else None for o in step.operands]
-            args_like = KernelArgs(step.op, step.attribute, consts, list(step.input_types),
+            args_like = KernelArgs(step.op, step.attribute, _window_inputs(consts), list(step.input_types),
                                    list(step.output_types), step.name)
             feeds = tuple((operand, j) for j, operand in enumerate(step.operands) if isinstance(operand, int))
             window = INPUT_WINDOWS.get(step.op)
+            call: Callable[[Region], Sequence[Sequence[Sequence[int]]]]
             if window is None:   # input_window raises the error naming the operator
                 call = functools.partial(input_window, args_like)
             elif _takes_constants(window):
@@ -112,7 +121,8 @@ class Chain:
         return tiles  # type: ignore[return-value]
 
 
-def _call_with_consts(window, args_like: KernelArgs, region: Region):
+def _call_with_consts(window: Callable[..., Sequence[Sequence[Sequence[int]]]], args_like: KernelArgs,
+                      region: Region) -> Sequence[Sequence[Sequence[int]]]:
     return window(args_like.attribute, args_like.input_types, args_like.output_types, region,
                   const_inputs=args_like.inputs)
 

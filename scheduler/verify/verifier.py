@@ -32,6 +32,7 @@ Accesses are exact byte sets of the views, not their spans.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -172,7 +173,7 @@ class _Records:
         for p in self._pages(memory, rec.ranges):
             index.setdefault((memory, p), []).append(rec)
 
-    def copy(self) -> "_Records":
+    def copy(self) -> _Records:
         """Independent records (pruning in one branch must not affect the other)."""
         clones: dict[int, _Access] = {}
         out = _Records(self.sizes)
@@ -181,7 +182,7 @@ class _Records:
                 theirs[k] = [clones.setdefault(id(r), _Access(r.cmd, r.ranges, r.write)) for r in v if r.alive]
         return out
 
-    def replace_with_union(self, a: "_Records", b: "_Records") -> None:
+    def replace_with_union(self, a: _Records, b: _Records) -> None:
         """Become the accesses of either branch (whichever ran)."""
         for name in ("writes", "reads"):
             index: dict[tuple[MemorySpace, int], list[_Access]] = {}
@@ -218,7 +219,7 @@ class _Verifier:
         return bits
 
     # -- per command
-    def run_list(self, cmds, start: int, records: _Records) -> int:
+    def run_list(self, cmds: Sequence[Command], start: int, records: _Records) -> int:
         """Check ``cmds``; return the bitset of commands done when all of them are."""
         finished = start
         last: dict[object, int] = {}   # queue -> its latest command in this list
@@ -296,7 +297,8 @@ class _Verifier:
             for v in reads + writes:
                 if v.element_count and v.memory is not TCM:
                     raise PlanError(f"{_label(cmd)}: compute operand {v} is not in TCM")
-        elif (cmd.src.memory, cmd.dst.memory) not in DMA_PATHS and cmd.src.element_count:
+        elif isinstance(cmd, DmaCommand) and (cmd.src.memory, cmd.dst.memory) not in DMA_PATHS \
+                and cmd.src.element_count:
             raise PlanError(f"{_label(cmd)}: no DMA path {cmd.src.memory.value} -> {cmd.dst.memory.value}")
 
     def check_views(self, cmd: Command, views: list[View]) -> None:

@@ -13,8 +13,16 @@ import pytest
 
 import npu_sim
 from benchmarks.bench_schedule_quality import mac_operations, working_set_bytes
-from benchmarks.graphs import (CONV_CNN, EXAMPLE_NAMES, RELU6_MAX, benchmark_graphs, conv_cnn_int8,
-                               quantize_multiplier, random_inputs, tosa_file)
+from benchmarks.graphs import (
+    CONV_CNN,
+    EXAMPLE_NAMES,
+    RELU6_MAX,
+    benchmark_graphs,
+    conv_cnn_int8,
+    quantize_multiplier,
+    random_inputs,
+    tosa_file,
+)
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op
 from tests.oracle import run_graph_bytes

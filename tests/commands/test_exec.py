@@ -147,10 +147,12 @@ ERROR_CASES = {
     "wrong dtype": ([["cond"], ["a"], ["b", np.zeros((2, 3), np.int64)]], [],
                     "input 'b': .* holds int64 of shape \\[2, 3\\], expected INT32 \\(int32\\) of shape \\[2, 3\\]"),
     "same count, other shape": ([["cond"], ["a"], ["b", np.zeros((3, 2), np.int32)]], [],
-                                "input 'b': .* holds int32 of shape \\[3, 2\\], expected INT32 \\(int32\\) of shape \\[2, 3\\]"),
+                                "input 'b': .* holds int32 of shape \\[3, 2\\], "
+                                "expected INT32 \\(int32\\) of shape \\[2, 3\\]"),
     "bad -n": ([["cond"], ["a"], ["b"]], ["-n", "0"], "-n must be at least 1, got 0"),
     "-n without leading axis": ([["cond"], ["a"], ["b"]], ["-n", "2"],
-                                "input 'cond': .* holds bool of shape \\[1\\], expected BOOL \\(bool\\) of shape \\[2, 1\\]"),
+                                "input 'cond': .* holds bool of shape \\[1\\], "
+                                "expected BOOL \\(bool\\) of shape \\[2, 1\\]"),
     "-n with a missing input": ([["cond", np.zeros((2, 1), bool)]], ["-n", "2", "--random-inputs", "3"],
                                 "missing input 'a': with -n 2 every input needs a file"),
     "unknown name": ([["cond"], ["a"], ["b"], ["c", np.zeros(1)]], [], "the graph has no input 'c'"),

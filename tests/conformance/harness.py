@@ -97,7 +97,7 @@ class ConformanceCase:
     desc: dict
 
     @classmethod
-    def load(cls, path: Path) -> "ConformanceCase":
+    def load(cls, path: Path) -> ConformanceCase:
         return cls(path, json.loads((path / "desc.json").read_text()))
 
     @property
@@ -493,7 +493,8 @@ def write_report(outcomes: list[Outcome], path: Path, title: str, source: str) -
         if family in families:
             c = families[family]
             lines.append(f"| {family} | {c['pass']} | {c['fail']} | {c['error']} | {c['skip']} |")
-    lines += ["", "## By operator", "", "| family | operator | pass | fail | error | skip | first problem (or skip reason) |",
+    lines += ["", "## By operator", "",
+              "| family | operator | pass | fail | error | skip | first problem (or skip reason) |",
               "|---|---|---:|---:|---:|---:|---|"]
     for op in sorted(per_op, key=lambda o: ([*FAMILIES, "other"].index(FAMILY_OF.get(o, "other")), o)):
         c = per_op[op]

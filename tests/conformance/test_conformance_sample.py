@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import pytest
-
 import numpy as np
+import pytest
 
 from npu_sim.reference.session import execute
 from npu_sim.tosa.flatbuffer_io import read_graph

@@ -66,7 +66,7 @@ def test_allocation_index_matches_the_definition():
         bisected = AllocationIndex(allocations)
         bisected.SCAN_LIMIT = 0  # every candidate list searched by bisection
 
-        def overlapping(view: View) -> list[int]:
+        def overlapping(view: View, allocations: list[Allocation] = allocations) -> list[int]:
             lo, hi = view.span
             return [i for i, a in enumerate(allocations) if a.memory is view.memory and a.size_bytes > 0
                     and a.offset_bytes < hi and a.end_bytes > lo]

@@ -10,6 +10,7 @@ the repository (see README.md); the others stress larger or unsupported cases.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import traceback
@@ -20,9 +21,8 @@ os.environ.setdefault("TF_DETERMINISTIC_OPS", "1")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
 
-import numpy as np  # noqa: E402
-
 import generate_examples as ge  # noqa: E402
+import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SEED = 4321
@@ -60,9 +60,11 @@ def to_tflite(model, shapes, mode: str, n_rep: int = 16) -> bytes:
 
 
 # ---------------------------------------------------------------- models
-def kinit(tf_keras, counter=[0]):
-    counter[0] += 1
-    return tf_keras.initializers.GlorotUniform(seed=SEED + counter[0])
+_INITIALIZERS = itertools.count(1)   # each initializer its own seed, in the order the models ask
+
+
+def kinit(tf_keras):
+    return tf_keras.initializers.GlorotUniform(seed=SEED + next(_INITIALIZERS))
 
 
 def m_mnv2(tf_keras):
@@ -256,8 +258,8 @@ def m_mnv2_multi(tf_keras):
 def m_resnet_multi(tf_keras):
     """m_resnet plus its post-pool feature map and the pre-softmax logits as outputs."""
     model, shapes = m_resnet(tf_keras)
-    feats = [l.output for l in model.layers if isinstance(l, tf_keras.layers.ReLU)]
-    dense = [l for l in model.layers if isinstance(l, tf_keras.layers.Dense)][0]
+    feats = [layer.output for layer in model.layers if isinstance(layer, tf_keras.layers.ReLU)]
+    dense = [layer for layer in model.layers if isinstance(layer, tf_keras.layers.Dense)][0]
     return tf_keras.Model(model.input, [feats[1], feats[-1], dense.output, model.output]), shapes
 
 
@@ -311,9 +313,9 @@ def _recalibrate_bn(tf_keras, model, shape, batch=16):
     (one forward pass with training=True, momentum 0), so that a randomly initialised deep
     network keeps non-vanishing activations (otherwise int8 logits are all equal)."""
     import tensorflow as tf
-    bns = [l for l in model.submodules if isinstance(l, tf_keras.layers.BatchNormalization)]
-    for l in bns:
-        l.momentum = 0.0
+    bns = [m for m in model.submodules if isinstance(m, tf_keras.layers.BatchNormalization)]
+    for bn in bns:
+        bn.momentum = 0.0
     x = np.random.default_rng(SEED + 5).normal(0, 1, size=(batch,) + tuple(shape[1:]))
     model(tf.constant(x, tf.float32), training=True)
     return model

@@ -106,7 +106,7 @@ def _random_access(rng):
 def test_tracker_matches_the_rules_on_random_accesses(page_bytes):
     rng = random.Random(page_bytes)
     memories = [TCM, MemorySpace.DDR]
-    for trial in range(20):
+    for _ in range(20):
         tracker, model = AccessTracker({TCM: page_bytes, MemorySpace.DDR: page_bytes}), _Model()
         used = []   # accesses seen so far: views repeat (the same ByteSet object, shared records)
         for cmd in range(60):

@@ -138,7 +138,7 @@ def _random_ranges(rng, n, commands):
 
 def test_random_ranges_never_overlap_and_never_lose_to_greedy():
     rng = random.Random(1234)
-    for case in range(40):
+    for _ in range(40):
         n = rng.randint(1, 40)
         r = _random_ranges(rng, n, rng.randint(1, 30))
         alignment = rng.choice((1, 16, 64))
@@ -207,7 +207,7 @@ def test_a_buffer_stays_unless_moving_removes_a_wait():
 
 def test_random_placements_keep_their_footprint_and_lose_pairs():
     rng = random.Random(99)
-    for case in range(40):
+    for _ in range(40):
         r = _random_ranges(rng, rng.randint(1, 40), rng.randint(1, 30))
         alignment = rng.choice((1, 16, 64))
         offsets = BestOfGreedy().place(r, alignment)
