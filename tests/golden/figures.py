@@ -1,7 +1,9 @@
 """Golden cycle figures: what ``npu-sim run`` reports for every example model, pinned.
 
-Every example graph in ``examples/`` runs on the ``edge`` and ``tiny`` presets (seeded random
-inputs, as ``--random-inputs 0``; the stateful graphs also for three invocations), and its
+Every example graph in ``examples/``, and every converted model in ``tests/data/converted/``
+(they keep the vector and LUT units busy, with int16, int32 and fp32 work), runs on the
+``edge`` and ``tiny`` presets (seeded random inputs, as ``--random-inputs 0``; the stateful
+graphs also for three invocations), and its
 timing figures are kept in ``tests/golden/cycles.json``: ``total_cycles``,
 ``per_invocation_cycles``, DDR read/write bytes, ``peak_tcm_bytes`` and the busy cycles of
 every unit (a setup cycle more on a unit shows there even where that unit is off the
@@ -27,6 +29,8 @@ from npu_sim.inputs import index_limits, random_array
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
+#: where the pinned models are (their names are distinct)
+MODEL_DIRS = (EXAMPLES, ROOT / "tests" / "data" / "converted")
 GOLDEN_FILE = Path(__file__).with_name("cycles.json")
 PRESETS = ("edge", "tiny")
 #: graphs whose TOSA variables carry state between invocations: also pinned over 3 invocations
@@ -37,7 +41,7 @@ FIGURES = ("total_cycles", "per_invocation_cycles", "ddr_read_bytes", "ddr_write
 
 def cases() -> list[tuple[str, str, int]]:
     """``(model, preset, invocations)`` of every golden case, in file order."""
-    models = sorted(p.stem for p in EXAMPLES.glob("*.tosa"))
+    models = sorted(p.stem for folder in MODEL_DIRS for p in folder.glob("*.tosa"))
     out = []
     for model in models:
         for preset in PRESETS:
@@ -53,7 +57,8 @@ def case_key(model: str, preset: str, invocations: int) -> str:
 
 def measure(model: str, preset: str, invocations: int) -> dict[str, Any]:
     """The golden figures of one case, from a fresh simulation."""
-    graph = npu_sim.load_graph(EXAMPLES / f"{model}.tosa")
+    graph = npu_sim.load_graph(next(folder / f"{model}.tosa" for folder in MODEL_DIRS
+                                    if (folder / f"{model}.tosa").is_file()))
     rng = np.random.default_rng(0)
     limits = index_limits(graph)
     per = [{name: random_array(t, rng, index_limit=limits.get(name)) for name, t in graph.input_types.items()}
