@@ -7,7 +7,7 @@ int16 9.7 fixed-point lookup with linear interpolation (``apply_lookup_s``).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from npu_sim.reference.elementwise import (
 )
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
 from npu_sim.reference.kernel_util import as_output, checked_once
-from npu_sim.reference.numerics import clip_int, decode_scalar, round_to_float
+from npu_sim.reference.numerics import Require, clip_int, decode_scalar, round_to_float
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, NanPropagationMode, Op
@@ -105,7 +105,8 @@ def _sigmoid64(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-_FP_ACTIVATIONS = {Op.ERF: erf64, Op.SIGMOID: _sigmoid64, Op.TANH: np.tanh}
+_FP_ACTIVATIONS: dict[Op, Callable[[np.ndarray], np.ndarray]] = {
+    Op.ERF: erf64, Op.SIGMOID: _sigmoid64, Op.TANH: np.tanh}
 
 
 @register(*_FP_ACTIVATIONS, window=same_window)
@@ -123,7 +124,7 @@ def table_window(attribute: Attribute, input_types: Sequence[TensorType],
     return [tuple(out_region), tuple((0, d) for d in input_types[1].shape)]
 
 
-def apply_lookup_s(table: np.ndarray, value: np.ndarray, require=None) -> np.ndarray:
+def apply_lookup_s(table: np.ndarray, value: np.ndarray, require: Require | None = None) -> np.ndarray:
     """The spec's 513-entry int16 lookup with 7-bit interpolation: int32 (16.7) results."""
     v = clip_int(np.asarray(value).astype(np.int64), -32768, 32767)
     index = (v + 32768) >> 7

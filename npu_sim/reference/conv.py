@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from npu_sim.reference.kernel_api import KernelArgs, Region, register
+from npu_sim.reference.kernel_api import InputWindow, KernelArgs, Region, register
 from npu_sim.reference.kernel_util import checked_once, input_offset, output_region, require_shape_one
 from npu_sim.reference.numerics import int_bounds, signed_range
 from npu_sim.tosa.dtype import DType
@@ -89,9 +90,9 @@ def conv_types(args: KernelArgs) -> DotTypes:
     in_t, weight_t = args.input_types[0].dtype, args.input_types[1].dtype
     acc_t, out_t = DType(args.attribute.acc_type), args.output_types[0].dtype
     expected = CONV_TYPES.get((in_t, weight_t, acc_t))
-    args.require(expected is not None,
-                 f"unsupported type combination input {in_t.name}, weight {weight_t.name}, "
-                 f"acc_type {acc_t.name}")
+    if expected is None:
+        raise args.fail(f"unsupported type combination input {in_t.name}, weight {weight_t.name}, "
+                        f"acc_type {acc_t.name}")
     args.require(out_t is expected, f"output type {out_t.name} must be {expected.name}")
     args.require(args.input_types[2].dtype is out_t, "bias type must equal the output type")
     args.require(args.input_types[3].dtype is in_t, "input_zp type must equal the input type")
@@ -108,18 +109,18 @@ def matmul_types(args: KernelArgs) -> DotTypes:
     return DotTypes(in_t, in_t, out_t, out_t)
 
 
-def zero_point(args: KernelArgs, index: int, name: str, allowed: bool) -> int | float:
-    """The scalar zero point ``args.inputs[index]``; ERROR_IF non-zero where only int8 may have one."""
+def zero_point(args: KernelArgs, index: int, name: str, allowed: bool) -> int:
+    """The scalar zero point ``args.inputs[index]``; ERROR_IF non-zero where only int8 may have one.
+
+    Only an int8 operand may have one (``allowed``), so a float zero point is zero: 0.
+    """
     t = args.input_types[index]
     require_shape_one(args, index, name)
-    value = np.asarray(args.inputs[index]).reshape(-1)[0]
-    if t.dtype.is_integer:
-        value = int(value)
-    else:
-        value = float(np.float64(value))
-    if not allowed:
+    raw = np.asarray(args.inputs[index]).reshape(-1)[0]
+    value = int(raw) if t.dtype.is_integer else float(np.float64(raw))
+    if not allowed or not t.dtype.is_integer:
         args.require(value == 0, f"{name} must be zero for {t.dtype.name} (zero point only for int8)")
-    return value
+    return int(value)
 
 
 # --------------------------------------------------------------------------- geometry
@@ -282,51 +283,70 @@ def _im2col_conv(x: np.ndarray, w: np.ndarray, input_zp: int, weight_zp: int, ax
     [OC, *K, IC]; the caller has proven every partial sum exact in ``ctype``, so the
     summation order does not matter. Padding is zeros after the zero-point subtraction.
     """
-    n, ic, oc = x.shape[0], x.shape[-1], w.shape[0]
+    n, oc = x.shape[0], w.shape[0]
     out_sizes = [o1 - o0 for o0, o1 in spatial_region]
     w_matrix = (w.reshape(oc, -1).astype(ctype) - weight_zp).T.copy()        # [K*IC, OC]
-    if all(a.kernel == 1 and a.pad == 0 and o1 > o0 and (o1 - 1) * a.stride < a.in_size
-           for a, (o0, o1) in zip(axes, spatial_region)):
-        # 1x1 kernel reading no padding: output o reads input o * stride, no im2col block needed.
-        src = (slice(None),) + tuple(slice(o0 * a.stride - off, (o1 - 1) * a.stride + 1 - off, a.stride)
-                                     for a, (o0, o1), off in zip(axes, spatial_region, spatial_offsets))
-        columns = x[src].reshape(-1, ic).astype(ctype)
-        if input_zp:
-            columns -= input_zp
+    if _reads_no_padding_1x1(axes, spatial_region):
+        columns = _pointwise_columns(x, axes, spatial_region, spatial_offsets, input_zp, ctype)
         return (columns @ w_matrix).reshape(n, *out_sizes, oc).astype(np.int64)
     acc = np.empty((n, *out_sizes, oc), dtype=np.int64)
     rows_per_chunk = max(1, (1 << 23) // max(1, w_matrix.shape[0] * n * math.prod(out_sizes[1:])))
     for r0 in range(0, out_sizes[0], rows_per_chunk):
         r1 = min(out_sizes[0], r0 + rows_per_chunk)
-        region = [(spatial_region[0][0] + r0, spatial_region[0][0] + r1), *spatial_region[1:]]
-        # Padded block of the inputs this chunk reads, in full-tensor coordinates from `starts`.
-        starts, spans = [], []
-        for axis, (o0, o1) in zip(axes, region):
-            start = o0 * axis.stride - axis.pad
-            starts.append(start)
-            spans.append((o1 - 1 - o0) * axis.stride + (axis.kernel - 1) * axis.dilation + 1)
-        block = np.zeros((n, *spans, ic), dtype=ctype)
-        dst, src = [slice(None)], [slice(None)]
-        for axis, start, span, offset in zip(axes, starts, spans, spatial_offsets):
-            lo, hi = max(start, 0), min(start + span, axis.in_size)
-            if lo >= hi:
-                break
-            dst.append(slice(lo - start, hi - start))
-            src.append(slice(lo - offset, hi - offset))
-        else:
-            block[tuple(dst)] = x[tuple(src)]
-            block[tuple(dst)] -= input_zp
-        # View [N, *O, *K, IC] of the block: output o, tap k reads o*stride + k*dilation.
-        strides = block.strides
-        view = np.lib.stride_tricks.as_strided(
-            block,
-            shape=(n, *(o1 - o0 for o0, o1 in region), *(a.kernel for a in axes), ic),
-            strides=(strides[0], *(strides[1 + d] * a.stride for d, a in enumerate(axes)),
-                     *(strides[1 + d] * a.dilation for d, a in enumerate(axes)), strides[-1]),
-            writeable=False)
-        columns = view.reshape(-1, w_matrix.shape[0])
+        region = ((spatial_region[0][0] + r0, spatial_region[0][0] + r1), *spatial_region[1:])
+        block = _padded_block(x, axes, region, spatial_offsets, input_zp, ctype)
+        columns = _tap_view(block, axes, region).reshape(-1, w_matrix.shape[0])
         acc[:, r0:r1] = (columns @ w_matrix).reshape(n, r1 - r0, *out_sizes[1:], oc)
     return acc
+
+
+def _reads_no_padding_1x1(axes: Sequence[Axis], spatial_region: Region) -> bool:
+    """1x1 kernel reading no padding: output o reads input o * stride, no im2col block needed."""
+    return all(a.kernel == 1 and a.pad == 0 and o1 > o0 and (o1 - 1) * a.stride < a.in_size
+               for a, (o0, o1) in zip(axes, spatial_region))
+
+
+def _pointwise_columns(x: np.ndarray, axes: Sequence[Axis], spatial_region: Region,
+                       spatial_offsets: Sequence[int], input_zp: int, ctype: np.dtype) -> np.ndarray:
+    """[N * outputs, IC] operand of a 1x1 convolution reading no padding, zero point removed."""
+    src = (slice(None),) + tuple(slice(o0 * a.stride - off, (o1 - 1) * a.stride + 1 - off, a.stride)
+                                 for a, (o0, o1), off in zip(axes, spatial_region, spatial_offsets))
+    columns = x[src].reshape(-1, x.shape[-1]).astype(ctype)
+    if input_zp:
+        columns -= input_zp
+    return columns
+
+
+def _padded_block(x: np.ndarray, axes: Sequence[Axis], region: Region, spatial_offsets: Sequence[int],
+                  input_zp: int, ctype: np.dtype) -> np.ndarray:
+    """The inputs outputs ``region`` read, zero point removed and zero-padded, in ``ctype``."""
+    starts, spans = [], []
+    for axis, (o0, o1) in zip(axes, region):
+        start = o0 * axis.stride - axis.pad
+        starts.append(start)
+        spans.append((o1 - 1 - o0) * axis.stride + (axis.kernel - 1) * axis.dilation + 1)
+    block = np.zeros((x.shape[0], *spans, x.shape[-1]), dtype=ctype)
+    dst, src = [slice(None)], [slice(None)]
+    for axis, start, span, offset in zip(axes, starts, spans, spatial_offsets):
+        lo, hi = max(start, 0), min(start + span, axis.in_size)
+        if lo >= hi:
+            return block  # the chunk reads padding only
+        dst.append(slice(lo - start, hi - start))
+        src.append(slice(lo - offset, hi - offset))
+    block[tuple(dst)] = x[tuple(src)]
+    block[tuple(dst)] -= input_zp
+    return block
+
+
+def _tap_view(block: np.ndarray, axes: Sequence[Axis], region: Region) -> np.ndarray:
+    """View [N, *O, *K, IC] of a padded block: output o, tap k reads o*stride + k*dilation."""
+    strides = block.strides
+    return np.lib.stride_tricks.as_strided(
+        block,
+        shape=(block.shape[0], *(o1 - o0 for o0, o1 in region), *(a.kernel for a in axes), block.shape[-1]),
+        strides=(strides[0], *(strides[1 + d] * a.stride for d, a in enumerate(axes)),
+                 *(strides[1 + d] * a.dilation for d, a in enumerate(axes)), strides[-1]),
+        writeable=False)
 
 
 class _IntAccumulator:
@@ -502,13 +522,14 @@ def _conv_kernel(args: KernelArgs, geo: _ConvGeometry, types: DotTypes) -> list[
     bias = _bias_slice(args, c0, c1)
     kernel_shape = tuple(a.kernel for a in geo.axes)
 
-    def taps():
+    def taps() -> Iterator[tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...]]]:
         for k in itertools.product(*(range(n) for n in kernel_shape)):
             pieces = [axis.tap(kd, o0, o1, x_off[1 + d])
                       for d, (axis, kd, (o0, o1)) in enumerate(zip(geo.axes, k, spatial_region))]
-            if all(p is not None for p in pieces):
-                out_index = (slice(None),) + tuple(p[0] for p in pieces) + (slice(None),)
-                in_index = (slice(None),) + tuple(p[1] for p in pieces) + (slice(None),)
+            found = [p for p in pieces if p is not None]
+            if len(found) == len(pieces):
+                out_index = (slice(None),) + tuple(p[0] for p in found) + (slice(None),)
+                in_index = (slice(None),) + tuple(p[1] for p in found) + (slice(None),)
                 yield k, out_index, in_index
 
     if types.is_int:
@@ -538,7 +559,7 @@ def _conv_kernel(args: KernelArgs, geo: _ConvGeometry, types: DotTypes) -> list[
     return [_fp_output(acc, bias, types.out_t)]
 
 
-def _conv_window(spatial: int, transposed: bool = False):
+def _conv_window(spatial: int, transposed: bool = False) -> InputWindow:
     """Input windows of CONV2D/CONV3D/TRANSPOSE_CONV2D for an output region."""
 
     def window(attribute: Attribute, input_types: Sequence[TensorType],
@@ -628,7 +649,7 @@ def depthwise_conv2d(args: KernelArgs) -> list[np.ndarray]:
     keep = slice(c0 - ch0 * m, c1 - ch0 * m)        # the region's channels within [ch0*M, ch1*M)
     bias = _bias_slice(args, c0, c1)
 
-    def taps():
+    def taps() -> Iterator[tuple[tuple[int, int], tuple[slice, slice, slice], tuple[slice, slice, slice]]]:
         for ky, kx in itertools.product(range(rows.kernel), range(cols.kernel)):
             ty = rows.tap(ky, y0, y1, x_off[1])
             tx = cols.tap(kx, x0, x1, x_off[2])
@@ -643,7 +664,7 @@ def depthwise_conv2d(args: KernelArgs) -> list[np.ndarray]:
         bound = taps_count * x_max * w_max  # bounds every product and partial sum
         proven = bound < acc_limit
         # int32 holds every partial sum when the bound says so (half the memory traffic of int64)
-        work = np.dtype(np.int32) if proven and bound < _I32_LIMIT else np.dtype(np.int64)
+        work: np.dtype[Any] = np.dtype(np.int32) if proven and bound < _I32_LIMIT else np.dtype(np.int64)
         xv = x.astype(work) - input_zp
         wv = w.astype(work) - weight_zp
         accumulator = _IntAccumulator(args, acc_shape, work if proven else None, types.acc_t)

@@ -15,13 +15,12 @@ where the shapes alone prove its offset is zero). RESHAPE reads its whole input.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from npu_sim.reference.kernel_api import KernelArgs, Region, full_region, register
-from npu_sim.reference.kernel_util import (check_dtype, output_region, read_window, require_shape_one,
-                                           shape_values)
+from npu_sim.reference.kernel_api import InputWindow, KernelArgs, Region, full_region, register
+from npu_sim.reference.kernel_util import check_dtype, output_region, read_window, require_shape_one, shape_values
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, Op
@@ -122,7 +121,7 @@ def pad_input_region(padding: Sequence[int], input_shape: Sequence[int],
     return tuple(region)
 
 
-def _shape_operand_window(exact_region: Callable[[list[int], Sequence[int], Region], Region]):
+def _shape_operand_window(exact_region: Callable[[list[int], Sequence[int], Region], Region]) -> InputWindow:
     """Window of PAD/SLICE: the data region from the SHAPE operand (input 1) when it is known
     (``exact_region(values, input_shape, out_region)``); without it only dimensions whose size
     is unchanged (so offset zero) are followed. The other operands are read whole."""

@@ -13,7 +13,7 @@ broadcast (size-1) dimensions which map to ``(0, 1)``.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -48,7 +48,12 @@ def broadcast_window(attribute: Attribute, input_types: Sequence[TensorType],
 
 
 def _broadcast_region(shape: Sequence[int], out_region: Region) -> Region:
-    return tuple((0, 1) if dim == 1 else tuple(out_region[axis]) for axis, dim in enumerate(shape))
+    return tuple((0, 1) if dim == 1 else _pair(out_region[axis]) for axis, dim in enumerate(shape))
+
+
+def _pair(bounds: Sequence[int]) -> tuple[int, int]:
+    start, stop = bounds
+    return start, stop
 
 
 def scalar_params_window(n_tensor_inputs: int) -> Callable[..., list[Region]]:
@@ -271,6 +276,7 @@ def maximum_minimum(args: KernelArgs) -> list[np.ndarray]:
     is_max = args.op == Op.MAXIMUM
     if dtype is DType.INT32:
         return [as_output(args, (np.maximum if is_max else np.minimum)(a, b))]
+    fn: np.ufunc
     if mode == NanPropagationMode.PROPAGATE:
         fn = np.maximum if is_max else np.minimum
     else:

@@ -165,7 +165,7 @@ class _BlockPlan:
 class GraphRunner:
     """Runs the blocks of one graph against one variable store."""
 
-    def __init__(self, graph: Graph, variables: "VariableStore",
+    def __init__(self, graph: Graph, variables: VariableStore,
                  limits: ExecutionLimits = ExecutionLimits()):
         self.graph = graph
         self.variables = variables

@@ -15,8 +15,8 @@ region samples when the SHAPE values are passed as ``const_inputs``, else whole.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -82,8 +82,9 @@ def _resize_window(attribute: Attribute, input_types: Sequence[TensorType],
     n, in_h, in_w, _ = input_types[0].shape
     (n0, n1), (oy0, oy1), (ox0, ox1), (c0, c1) = out_region
     rows, cols = (0, in_h), (0, in_w)
-    if const_inputs is not None and all(v is not None for v in const_inputs[1:4]):
-        py, px = _params_from(const_inputs[1:4])
+    known = [v for v in const_inputs[1:4] if v is not None] if const_inputs is not None else []
+    if len(known) == 3:
+        py, px = _params_from(known)
         if py.scale_n > 0 and py.scale_d > 0 and px.scale_n > 0 and px.scale_d > 0:
             rows = resize_input_range(py, oy0, oy1, in_h)
             cols = resize_input_range(px, ox0, ox1, in_w)
@@ -117,7 +118,7 @@ def _check(args: KernelArgs, py: ResizeParams, px: ResizeParams) -> tuple[DType,
     return in_t.dtype, out_t.dtype
 
 
-def _rounder(dtype: DType):
+def _rounder(dtype: DType) -> Callable[[np.ndarray], np.ndarray]:
     """Rounding to ``resize_t``, applied after each operation computed in fp32: fp32 has
     more than twice the precision of fp16/bf16, so each result is correctly rounded."""
     storage = dtype.numpy_dtype

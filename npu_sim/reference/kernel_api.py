@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -110,7 +110,7 @@ def input_window(args_like: KernelArgs, out_region: Region) -> list[Region]:
     return window(args_like.attribute, args_like.input_types, args_like.output_types, out_region)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _accepts_const_inputs(window: InputWindow) -> bool:
     return "const_inputs" in inspect.signature(window).parameters
 

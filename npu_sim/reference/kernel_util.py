@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable, Hashable, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 import numpy as np
 

@@ -14,7 +14,8 @@ Helpers that check a REQUIRE take ``require(ok, condition)``; kernels pass
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -157,8 +158,8 @@ def clip_int(values: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return np.clip(values, lo, hi)
 
 
-def mul_add_shift(value: np.ndarray, multiplier: np.ndarray, add: np.ndarray,
-                  shift: np.ndarray) -> np.ndarray:
+def mul_add_shift(value: np.ndarray | int, multiplier: np.ndarray | int, add: np.ndarray | int,
+                  shift: np.ndarray | int) -> np.ndarray:
     """Exact ``(value * multiplier + add) >> shift`` (floor) for integer arrays, as int64.
 
     Uses int64 when the magnitudes prove there is no overflow (always, for
@@ -406,8 +407,9 @@ def round_to_float(values: np.ndarray, dtype: DType) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- attributes
-def decode_scalar(raw: bytes, dtype: DType) -> np.generic:
-    """One value of ``dtype`` from its little-endian attribute bytes (CLAMP min/max)."""
+def decode_scalar(raw: bytes, dtype: DType) -> Any:
+    """One value of ``dtype`` from its little-endian attribute bytes (CLAMP min/max): a numpy
+    scalar of the storage type (typed Any: which one depends on ``dtype``)."""
     need = dtype.nbytes(1)
     if len(raw) < need:
         raise TosaRuntimeError("decode_scalar", f"{dtype.name} attribute needs {need} bytes, got {len(raw)}")

@@ -20,8 +20,8 @@ invocation leaves the variables as they were before it.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import numpy as np
 

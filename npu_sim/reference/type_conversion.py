@@ -12,7 +12,7 @@ INEXACT_ROUND is computed exactly (SINGLE_ROUND), which meets its error bound.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -84,8 +84,8 @@ _RESCALE_OUT = (_I8, _I16, _I32)
 def rescale_window(attribute: Attribute, input_types: Sequence[TensorType],
                    output_types: Sequence[TensorType], out_region: Region) -> list[Region]:
     """Input: the output region. Per-channel multiplier/shift: the region of the last axis."""
-    channel = tuple(out_region[-1]) if attribute.per_channel and out_region else (0, 1)
-    one = tuple((0, 1) for _ in input_types[3].shape)
+    channel = (out_region[-1][0], out_region[-1][1]) if attribute.per_channel and out_region else (0, 1)
+    one: Region = tuple((0, 1) for _ in input_types[3].shape)
     return [tuple(out_region), (channel,), (channel,), one,
             tuple((0, 1) for _ in input_types[4].shape)]
 
@@ -115,7 +115,8 @@ def _check_rescale(args: KernelArgs, in_zp: int, out_zp: int) -> tuple[bool, boo
     req(tuple(args.input_types[2].shape) == (nc,), f"shift shape must be [{nc}]")
     _check_zero_points(args, in_zp, out_zp)
     req(not (scale32 and in_t is _I48), "ERROR_IF(scale32 && is_same<in_t,i48_t>())")
-    req(not (not scale32 and mode == RoundingMode.DOUBLE_ROUND), "ERROR_IF(!scale32 && (rounding_mode == DOUBLE_ROUND))")
+    req(not (not scale32 and mode == RoundingMode.DOUBLE_ROUND),
+        "ERROR_IF(!scale32 && (rounding_mode == DOUBLE_ROUND))")
     req(not (in_u and out_u), "ERROR_IF(input_unsigned && output_unsigned)")
     req(not (out_t is _I32 and in_u), "ERROR_IF(is_same<out_t,i32_t>() && input_unsigned)")
     req(not (in_t is _I32 and out_u), "ERROR_IF(is_same<in_t,i32_t>() && output_unsigned)")
@@ -171,6 +172,7 @@ def rescale(args: KernelArgs) -> list[np.ndarray]:
 
     raw = np.asarray(args.inputs[0])
     value = raw.astype(np.int64)
+    known: tuple[int, int] | None
     if in_u:
         value &= (1 << in_t.bits) - 1  # zero_extend
         known = (0, (1 << in_t.bits) - 1)
