@@ -26,15 +26,16 @@ positions. Multiplies in the padding area are skipped (the spec's
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from npu_sim.reference.kernel_api import InputWindow, KernelArgs, Region, register
+from npu_sim.reference.kernel_api import Binder, BoundKernel, InputWindow, KernelArgs, Region, full_region, register
 from npu_sim.reference.kernel_util import checked_once, input_offset, output_region, require_shape_one
 from npu_sim.reference.numerics import int_bounds, signed_range
 from npu_sim.tosa.dtype import DType
@@ -275,17 +276,22 @@ def _int_compute_dtype(reduction: int, x: np.ndarray, x_zp: int, w: np.ndarray, 
     return _compute_dtype(reduction * _max_abs_minus(x, x_zp) * _max_abs_minus(w, w_zp), acc_limit)
 
 
-def _im2col_conv(x: np.ndarray, w: np.ndarray, input_zp: int, weight_zp: int, axes: Sequence[Axis],
+def _weight_matrix(w: np.ndarray, weight_zp: int, ctype: np.dtype) -> np.ndarray:
+    """Weights [OC, *K, IC] as the [K*IC, OC] right-hand side of im2col, zero point removed."""
+    return (w.reshape(w.shape[0], -1).astype(ctype) - weight_zp).T.copy()
+
+
+def _im2col_conv(x: np.ndarray, w_matrix: np.ndarray, input_zp: int, axes: Sequence[Axis],
                  spatial_region: Region, spatial_offsets: Sequence[int], ctype: np.dtype) -> np.ndarray:
     """Exact integer forward convolution as one GEMM per chunk of output rows (im2col).
 
-    ``x`` is the input window [N, *S, IC] (spatial origin ``spatial_offsets``), ``w`` the weights
-    [OC, *K, IC]; the caller has proven every partial sum exact in ``ctype``, so the
-    summation order does not matter. Padding is zeros after the zero-point subtraction.
+    ``x`` is the input window [N, *S, IC] (spatial origin ``spatial_offsets``), ``w_matrix``
+    the weights as :func:`_weight_matrix` gives them; the caller has proven every partial
+    sum exact in ``ctype``, so the summation order does not matter. Padding is zeros after
+    the zero-point subtraction.
     """
-    n, oc = x.shape[0], w.shape[0]
+    n, oc = x.shape[0], w_matrix.shape[1]
     out_sizes = [o1 - o0 for o0, o1 in spatial_region]
-    w_matrix = (w.reshape(oc, -1).astype(ctype) - weight_zp).T.copy()        # [K*IC, OC]
     if _reads_no_padding_1x1(axes, spatial_region):
         columns = _pointwise_columns(x, axes, spatial_region, spatial_offsets, input_zp, ctype)
         return (columns @ w_matrix).reshape(n, *out_sizes, oc).astype(np.int64)
@@ -423,15 +429,29 @@ def _fp_mul_add(view: np.ndarray, x: np.ndarray, w: np.ndarray, acc_t: DType) ->
 def _fp_output(acc: np.ndarray, bias: np.ndarray, out_t: DType) -> np.ndarray:
     """out = static_cast<out_t>(acc); out = out + bias, in out_t arithmetic."""
     with np.errstate(over="ignore", invalid="ignore"):
-        out = acc.astype(out_t.numpy_dtype)
-        if out_t is DType.BF16:
-            # fp32 add then one rounding to bf16 is the correctly rounded bf16 sum
-            return (out.astype(np.float32) + bias.astype(np.float32)).astype(out_t.numpy_dtype)
-        return out + bias.astype(out_t.numpy_dtype)
+        return _fp_add_bias(acc, _fp_bias(bias, out_t), out_t)
+
+
+def _fp_bias(bias: np.ndarray, out_t: DType) -> np.ndarray:
+    """The bias in the type :func:`_fp_add_bias` adds it in."""
+    return bias.astype(np.float32 if out_t is DType.BF16 else out_t.numpy_dtype)
+
+
+def _fp_add_bias(acc: np.ndarray, bias: np.ndarray, out_t: DType) -> np.ndarray:
+    """static_cast<out_t>(acc) + bias (from :func:`_fp_bias`): a new array; the caller
+    switches floating-point warnings off."""
+    storage = out_t.numpy_dtype
+    out = acc if acc.dtype == storage else acc.astype(storage)
+    if out_t is DType.BF16:
+        # fp32 add then one rounding to bf16 is the correctly rounded bf16 sum
+        return (out.astype(np.float32) + bias).astype(storage)
+    return np.add(out, bias)
 
 
 def _as_f32(a: np.ndarray) -> np.ndarray:
-    return np.asarray(a).astype(np.float32)
+    """``a`` in fp32 (itself if it is already: callers only read it)."""
+    a = np.asarray(a)
+    return a if a.dtype == np.float32 else a.astype(np.float32)
 
 
 # --------------------------------------------------------------------------- region helpers
@@ -520,43 +540,131 @@ def _conv_kernel(args: KernelArgs, geo: _ConvGeometry, types: DotTypes) -> list[
     w = np.asarray(args.inputs[1])[c0 - w_off[0]:c1 - w_off[0]]
     out_shape = (n1 - n0,) + tuple(b - a for a, b in spatial_region) + (c1 - c0,)
     bias = _bias_slice(args, c0, c1)
-    kernel_shape = tuple(a.kernel for a in geo.axes)
+    if not types.is_int:
+        taps = _conv_taps(geo.axes, spatial_region, x_off[1:-1])
+        acc = _fp_conv(_as_f32(x), _as_f32(np.moveaxis(w, 0, -1)), taps, out_shape, types.acc_t)
+        return [_fp_output(acc, bias, types.out_t)]
+    reduction = math.prod(a.kernel for a in geo.axes) * geo.in_channels
+    ctype = _int_compute_dtype(reduction, x, input_zp, w, weight_zp, types.acc_t)
+    if ctype is not None and not geo.axes[0].transposed:
+        acc = _im2col_conv(x, _weight_matrix(w, weight_zp, ctype), input_zp, geo.axes, spatial_region,
+                           x_off[1:-1], ctype)
+        return [_int_output(args, acc, bias, types.out_t)]
+    w_taps = np.moveaxis(w, 0, -1)  # (taps..., IC, OC): one GEMM right-hand side per tap
+    xv = x.astype(np.int64) - input_zp
+    wv = w_taps.astype(np.int64) - weight_zp
+    if ctype is not None:
+        xv, wv = xv.astype(ctype), wv.astype(ctype)
+    accumulator = _IntAccumulator(args, out_shape, ctype, types.acc_t)
+    for k, out_index, in_index in _conv_taps(geo.axes, spatial_region, x_off[1:-1]):
+        accumulator.add_gemm(out_index, xv[in_index], wv[k])
+    return [_int_output(args, accumulator.result(), bias, types.out_t)]
 
-    def taps() -> Iterator[tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...]]]:
-        for k in itertools.product(*(range(n) for n in kernel_shape)):
-            pieces = [axis.tap(kd, o0, o1, x_off[1 + d])
-                      for d, (axis, kd, (o0, o1)) in enumerate(zip(geo.axes, k, spatial_region))]
-            found = [p for p in pieces if p is not None]
-            if len(found) == len(pieces):
-                out_index = (slice(None),) + tuple(p[0] for p in found) + (slice(None),)
-                in_index = (slice(None),) + tuple(p[1] for p in found) + (slice(None),)
-                yield k, out_index, in_index
 
-    if types.is_int:
-        reduction = math.prod(kernel_shape) * geo.in_channels
-        ctype = _int_compute_dtype(reduction, x, input_zp, w, weight_zp, types.acc_t)
-        if ctype is not None and not geo.axes[0].transposed:
-            acc = _im2col_conv(x, w, input_zp, weight_zp, geo.axes, spatial_region, x_off[1:-1], ctype)
-            return [_int_output(args, acc, bias, types.out_t)]
-        w_taps = np.moveaxis(w, 0, -1)  # (taps..., IC, OC): one GEMM right-hand side per tap
-        xv = x.astype(np.int64) - input_zp
-        wv = w_taps.astype(np.int64) - weight_zp
-        if ctype is not None:
-            xv, wv = xv.astype(ctype), wv.astype(ctype)
-        accumulator = _IntAccumulator(args, out_shape, ctype, types.acc_t)
-        for k, out_index, in_index in taps():
-            accumulator.add_gemm(out_index, xv[in_index], wv[k])
-        return [_int_output(args, accumulator.result(), bias, types.out_t)]
+Tap = tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...]]
 
-    xv, wv = _as_f32(x), _as_f32(np.moveaxis(w, 0, -1))
-    acc = np.zeros(out_shape, dtype=_fp_storage(types.acc_t))
-    for k, out_index, in_index in taps():
-        view = acc[out_index]
-        xs = xv[in_index]
-        w_tap = wv[k]
-        for ic in range(geo.in_channels):
-            _fp_mul_add(view, xs[..., ic:ic + 1], w_tap[ic], types.acc_t)
-    return [_fp_output(acc, bias, types.out_t)]
+
+def _conv_taps(axes: Sequence[Axis], spatial_region: Region, spatial_offsets: Sequence[int]) -> list[Tap]:
+    """(kernel position, output index, input index) of every tap reading some valid input,
+    for outputs ``spatial_region`` of an input window at ``spatial_offsets``."""
+    taps = []
+    for k in itertools.product(*(range(a.kernel) for a in axes)):
+        pieces = [axis.tap(kd, o0, o1, offset)
+                  for axis, kd, (o0, o1), offset in zip(axes, k, spatial_region, spatial_offsets)]
+        found = [p for p in pieces if p is not None]
+        if len(found) == len(pieces):
+            out_index = (slice(None),) + tuple(p[0] for p in found) + (slice(None),)
+            in_index = (slice(None),) + tuple(p[1] for p in found) + (slice(None),)
+            taps.append((k, out_index, in_index))
+    return taps
+
+
+#: Largest products block (elements) a floating-point tap computes at once.
+_FP_PRODUCTS_ELEMENTS = 1 << 16
+
+
+def _fp_conv(xv: np.ndarray, wv: np.ndarray, taps: Sequence[Tap], out_shape: tuple[int, ...],
+             acc_t: DType) -> np.ndarray:
+    """The floating-point convolution sum: for each tap, then each input channel in order,
+    acc = acc + x * w, each operation rounded (``xv`` [N, *S, IC], ``wv`` [*K, IC, OC] in fp32)."""
+    storage = _fp_storage(acc_t)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if len(taps) == 1:  # e.g. a 1x1 kernel without padding: the sum starts from zero
+            k, out_index, in_index = taps[0]
+            total = _fp_tap_sum(storage.type(0), xv[in_index], wv[k], acc_t)
+            if total is not None and total.shape == out_shape:
+                return total
+        acc = np.zeros(out_shape, dtype=storage)
+        for k, out_index, in_index in taps:
+            view, xs, w_tap = acc[out_index], xv[in_index], wv[k]
+            total = _fp_tap_sum(view, xs, w_tap, acc_t)
+            if total is not None:
+                view[...] = total
+                continue
+            for ic in range(w_tap.shape[0]):
+                _fp_mul_add(view, xs[..., ic:ic + 1], w_tap[ic], acc_t)
+    return acc
+
+
+def _fp_tap_sum(start: np.ndarray | np.floating, xs: np.ndarray, w_tap: np.ndarray, acc_t: DType) -> np.ndarray | None:
+    """start + x[..., 0] * w[0] + x[..., 1] * w[1] + ..., in that order with each operation
+    rounded, from all the tap's products at once (a new array); None if they are too many
+    or a NaN arises: which NaN comes out then depends on the order numpy's loops meet them,
+    so the caller adds one input channel at a time as it always has."""
+    if xs.size * w_tap.shape[-1] > _FP_PRODUCTS_ELEMENTS:
+        return None
+    products = xs[..., :, None] * w_tap  # each product rounded as alone
+    if acc_t is DType.FP16:
+        products = products.astype(np.float16)
+    np.add(start, products[..., 0, :], out=products[..., 0, :])
+    total = np.add.accumulate(products, axis=-2)[..., -1, :]  # sequential: ((v + p0) + p1) + ...
+    if np.isnan(total).any():
+        return None
+    return total
+
+
+StaticConv = Callable[[KernelArgs], tuple[_ConvGeometry, DotTypes]]
+
+
+def _bind_conv(static_checks: StaticConv) -> Binder:
+    """Binder of a forward convolution with constant weights, bias and zero points: the
+    weights in the layout the computation wants, the taps and the compute type worked out once."""
+
+    def bind(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel | None:
+        constants = [value for value in const_inputs[1:5] if value is not None]
+        geo, types = static_checks(args)
+        if len(constants) != 4 or geo.axes[0].transposed:
+            return None
+        static = args.static()
+        fixed = dataclasses.replace(static, inputs=[args.inputs[0], *constants])
+        input_zp = zero_point(fixed, 3, "input_zp", types.in_t is DType.INT8)
+        weight_zp = zero_point(fixed, 4, "weight_zp", types.weight_t is DType.INT8)
+        bias = _bias_slice(fixed, 0, geo.out_channels)
+        out_shape = static.output_types[0].shape
+        spatial_region = full_region(out_shape[1:-1])
+        offsets = (0,) * len(spatial_region)
+        if not types.is_int:
+            taps = _conv_taps(geo.axes, spatial_region, offsets)
+            wv = np.ascontiguousarray(_as_f32(np.moveaxis(np.asarray(constants[0]), 0, -1)))
+            bias_out, acc_t, out_t = _fp_bias(bias, types.out_t), types.acc_t, types.out_t
+            return lambda inputs: [_fp_add_bias(_fp_conv(_as_f32(inputs[0]), wv, taps, out_shape, acc_t),
+                                                bias_out, out_t)]
+        # exact magnitudes of the constant weights, the input's from its storage type
+        x_max = _storage_max_abs_minus(np.empty(0, types.in_t.numpy_dtype), input_zp)
+        reduction = math.prod(a.kernel for a in geo.axes) * geo.in_channels
+        ctype = None if x_max is None else _compute_dtype(
+            reduction * x_max * _max_abs_minus(np.asarray(constants[0]), weight_zp), 1 << (types.acc_t.bits - 1))
+        if ctype is None:
+            return None  # the data decide how to sum: the plain kernel does
+        w_matrix = _weight_matrix(np.asarray(constants[0]), weight_zp, ctype)
+
+        def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
+            acc = _im2col_conv(np.asarray(inputs[0]), w_matrix, input_zp, geo.axes, spatial_region, offsets, ctype)
+            return [_int_output(static, acc, bias, types.out_t)]
+
+        return run
+
+    return bind
 
 
 def _conv_window(spatial: int, transposed: bool = False) -> InputWindow:
@@ -583,13 +691,13 @@ def _conv_window(spatial: int, transposed: bool = False) -> InputWindow:
     return window
 
 
-@register(Op.CONV2D, window=_conv_window(2))
+@register(Op.CONV2D, window=_conv_window(2), bind=_bind_conv(_conv2d_static))
 def conv2d(args: KernelArgs) -> list[np.ndarray]:
     """CONV2D: input [N,IH,IW,IC], weight [OC,KH,KW,IC], bias [BC] -> [N,OH,OW,OC]."""
     return _conv_kernel(args, *_conv2d_static(args))
 
 
-@register(Op.CONV3D, window=_conv_window(3))
+@register(Op.CONV3D, window=_conv_window(3), bind=_bind_conv(_conv3d_static))
 def conv3d(args: KernelArgs) -> list[np.ndarray]:
     """CONV3D: input [N,ID,IH,IW,IC], weight [OC,KD,KH,KW,IC] -> [N,OD,OH,OW,OC]."""
     return _conv_kernel(args, *_conv3d_static(args))

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
-from npu_sim.reference.kernel_api import KernelArgs, Region, full_region
+from npu_sim.reference.kernel_api import Binder, BoundKernel, KernelArgs, Region, full_region, run_kernel
 from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import TensorType
 
 
 def output_region(args: KernelArgs) -> Region:
@@ -101,7 +102,6 @@ def as_output(args: KernelArgs, values: np.ndarray, index: int = 0) -> np.ndarra
     return np.broadcast_to(values, shape).copy()
 
 
-# --------------------------------------------------------------------------- static checks
 #: Signatures remembered per check before the memo starts afresh (bounds memory).
 _MAX_SIGNATURES = 4096
 #: ``StaticChecks.lookup``'s result for a signature not seen (or not passed) yet.
@@ -109,6 +109,84 @@ MISSING: Any = object()
 T = TypeVar("T")
 
 
+def fresh_output(args: KernelArgs, index: int = 0) -> Callable[[np.ndarray], np.ndarray]:
+    """:func:`as_output` for values a kernel has just computed and nothing else holds: returned
+    as they are when already a C array of the storage dtype and shape (no copy needed)."""
+    storage, shape = args.output_types[index].dtype.numpy_dtype, args.out_shape
+
+    def output(values: np.ndarray) -> np.ndarray:
+        if type(values) is np.ndarray and values.dtype == storage and values.shape == shape \
+                and values.flags.c_contiguous:
+            return values
+        return as_output(args, values, index)
+
+    return output
+
+
+#: The part of an elementwise kernel after its static checks: (arguments without operands,
+#: the checks' result, operands) -> the values of the output.
+Values = Callable[[KernelArgs, Any, list[np.ndarray]], np.ndarray]
+
+
+def bind_values(checks: Callable[[KernelArgs], Any], values: Values) -> Binder:
+    """Binder of a kernel written ``as_output(args, values(args, checks(args), args.inputs))``
+    whose ``values`` returns a fresh array: the checks are done, only ``values`` runs.
+
+    Like every bound kernel it runs with numpy's floating-point warnings off (the executor
+    sets that), so ``values`` itself needs no ``np.errstate``.
+    """
+
+    def bind(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel:
+        static = args.static()
+        checked = checks(args)
+        output = fresh_output(static)
+        return lambda operands: [output(values(static, checked, operands))]
+
+    return bind
+
+
+# --------------------------------------------------------------------------- int8 tables
+_INT8_VALUES = np.arange(-128, 128, dtype=np.int8)
+#: position of each int8 value's byte in _INT8_VALUES: (x + 128) == (x as uint8) ^ 0x80
+_INT8_POSITIONS = np.arange(256) ^ 0x80
+
+
+def int8_table(args: KernelArgs, const_inputs: Sequence[np.ndarray | None],
+               data_index: int = 0) -> BoundKernel | None:
+    """A bound kernel of an operator elementwise in one int8 operand (the others constant):
+    the kernel's own results for all 256 values, looked up per element.
+
+    For binders of elementwise operators only (the caller knows the operator is). None
+    when the operand is not int8, another operand is not constant, or the kernel rejects
+    some int8 value: a REQUIRE that only some data violates stays the plain kernel's to
+    report.
+    """
+    data_type, (out_type, *more) = args.input_types[data_index], args.output_types
+    if data_type.dtype is not DType.INT8 or more or out_type.shape != data_type.shape:
+        return None
+    if any(value is None for i, value in enumerate(const_inputs) if i != data_index):
+        return None
+    inputs = [np.asarray(value) for value in const_inputs[:data_index]] + [_INT8_VALUES] + \
+        [np.asarray(value) for value in const_inputs[data_index + 1:]]
+    input_types = list(args.input_types)
+    input_types[data_index] = TensorType((256,), DType.INT8)
+    table_args = KernelArgs(args.op, args.attribute, inputs, input_types,
+                            [TensorType((256,), out_type.dtype)], args.name)
+    try:
+        table = run_kernel(table_args)[0]
+    except Exception:  # whatever fails, the plain kernel runs and reports it
+        return None
+    if not isinstance(table, np.ndarray) or table.shape != (256,) or table.dtype != out_type.dtype.numpy_dtype:
+        return None
+    by_byte = table[_INT8_POSITIONS]
+
+    def look_up(operands: list[np.ndarray]) -> list[np.ndarray]:
+        return [by_byte.take(operands[data_index].view(np.uint8))]
+
+    return look_up
+
+
+# --------------------------------------------------------------------------- static checks
 def signature(args: KernelArgs) -> Hashable:
     """What static checks may read: operator, attribute, input and output types."""
     return (args.op, args.attribute, tuple(args.input_types), tuple(args.output_types))
@@ -119,25 +197,34 @@ class StaticChecks:
 
     A check stored here must read nothing but the signature, so that passing once
     means passing for every call with that signature. Unhashable signatures (e.g.
-    list shapes) are simply not remembered.
+    list shapes) are simply not remembered. Calls carrying a ``memo`` (one operator
+    called repeatedly: one signature) keep their results there, found without hashing
+    the signature.
     """
 
     def __init__(self) -> None:
         self._passed: dict[Hashable, Any] = {}
 
-    def lookup(self, args: KernelArgs, params: tuple = ()) -> tuple[Hashable | None, Any]:
-        """(key, stored result), the result being ``MISSING`` when not stored; key None if unhashable.
+    def lookup(self, args: KernelArgs, params: tuple[Hashable, ...] = ()) -> Any:
+        """The stored result for ``args``' signature and ``params``, or ``MISSING``.
 
         ``params``: further hashable inputs of the check (e.g. the dtypes an operator allows).
         """
+        if args.memo is not None:
+            return args.memo.get((self, params), MISSING)
+        try:
+            return self._passed.get((signature(args), params), MISSING)
+        except TypeError:
+            return MISSING
+
+    def remember(self, args: KernelArgs, params: tuple[Hashable, ...], result: Any) -> None:
+        if args.memo is not None:
+            args.memo[(self, params)] = result
+            return
         key = (signature(args), params)
         try:
-            return key, self._passed.get(key, MISSING)
+            hash(key)
         except TypeError:
-            return None, MISSING
-
-    def remember(self, key: Hashable | None, result: Any) -> None:
-        if key is None:
             return
         if len(self._passed) >= _MAX_SIGNATURES:
             self._passed.clear()
@@ -156,14 +243,15 @@ def checked_once(check: Callable[..., T]) -> Callable[..., T]:
 
     @functools.wraps(check)
     def run(args: KernelArgs, *params: Hashable) -> T:
-        key, result = memo.lookup(args, params)
+        result = memo.lookup(args, params)
         if result is MISSING:
             result = check(args, *params)
-            memo.remember(key, result)
+            memo.remember(args, params, result)
         return result
 
     return run
 
 
-__all__ = ["MISSING", "StaticChecks", "as_output", "check_dtype", "checked_once", "input_offset",
+__all__ = ["MISSING", "StaticChecks", "as_output", "bind_values", "check_dtype", "checked_once", "fresh_output",
+           "input_offset", "int8_table",
            "output_region", "read_window", "shape_values", "signature"]

@@ -175,13 +175,14 @@ def mul_add_shift(value: np.ndarray | int, multiplier: np.ndarray | int, add: np
     return np.asarray(big, dtype=object)
 
 
-def _uniform_scale(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> tuple[int, int] | None:
-    """(multiplier, shift) as Python ints when one scale applies to every element of ``value``.
+def uniform_scale(ndim: int, multiplier: np.ndarray, shift: np.ndarray) -> tuple[int, int] | None:
+    """(multiplier, shift) as Python ints when one scale applies to every element of a value of
+    rank ``ndim``.
 
     That is when both are signed-integer arrays (exact as int64) of one element
-    whose broadcasting leaves ``value``'s shape.
+    whose broadcasting leaves the value's shape.
     """
-    if (multiplier.size == 1 and shift.size == 1 and multiplier.ndim <= value.ndim and shift.ndim <= value.ndim
+    if (multiplier.size == 1 and shift.size == 1 and multiplier.ndim <= ndim and shift.ndim <= ndim
             and multiplier.dtype.kind == "i" and shift.dtype.kind == "i"):
         return int(multiplier.item()), int(shift.item())
     return None
@@ -236,14 +237,19 @@ def apply_scale_32(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
     its storage type); the REQUIREs are then proven from it when they can be, without
     reading the values, and checked on the values when they cannot.
     """
-    helper = "apply_scale_32"
-    req = _requirer(helper, require)
+    req = _requirer("apply_scale_32", require)
     value = np.asarray(value, dtype=np.int64)
-    uniform = _uniform_scale(value, np.asarray(multiplier), np.asarray(shift))
+    uniform = uniform_scale(value.ndim, np.asarray(multiplier), np.asarray(shift))
     if uniform is None:
         return _apply_scale_32_arrays(req, value, multiplier, shift, double_round, value_range)
-    # One scale for every element: the REQUIREs and the rounding term are Python ints.
-    m, s = uniform
+    return apply_scale_32_uniform(value, uniform[0], uniform[1], double_round, req, value_range)
+
+
+def apply_scale_32_uniform(value: np.ndarray, m: int, s: int, double_round: bool, req: Require,
+                           value_range: tuple[int, int] | None) -> np.ndarray:
+    """:func:`apply_scale_32` of an int64 ``value`` with one multiplier and shift for every
+    element: the REQUIREs and the rounding term are Python ints."""
+    helper = "apply_scale_32"
     req(m >= 0, f"{helper}: REQUIRE(multiplier >= 0)")
     req(2 <= s <= 62, f"{helper}: REQUIRE(2 <= shift && shift <= 62)")
     bounds = _ValueRange(value, value_range)
@@ -332,7 +338,7 @@ def apply_scale_16(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
     helper = "apply_scale_16"
     req = _requirer(helper, require)
     value = np.asarray(value, dtype=np.int64)
-    uniform = _uniform_scale(value, np.asarray(multiplier), np.asarray(shift))
+    uniform = uniform_scale(value.ndim, np.asarray(multiplier), np.asarray(shift))
     if uniform is not None:
         m, s = uniform
         req(m >= 0, f"{helper}: REQUIRE(multiplier >= 0)")
