@@ -46,6 +46,8 @@ class KernelArgs:
     #: results of static checks for this operator (see kernel_util.checked_once), kept by
     #: whoever calls it repeatedly with one signature (the executor); None: none kept
     memo: dict[object, Any] | None = None
+    #: with ``memo``: the inputs that hold the same values in every call (graph constants)
+    constant_inputs: frozenset[int] = frozenset()
 
     def fail(self, condition: str) -> TosaRuntimeError:
         """The exception for a violated ERROR_IF/REQUIRE (``raise args.fail("...")``)."""
@@ -139,9 +141,11 @@ def bind_kernel(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> 
     op, attribute, input_types, output_types, name = (args.op, args.attribute, args.input_types,
                                                       args.output_types, args.name)
     memo: dict[object, Any] = {}
+    constant = frozenset(i for i, value in enumerate(const_inputs) if value is not None)
 
     def call(inputs: list[np.ndarray]) -> list[np.ndarray]:
-        return kernel(KernelArgs(op, attribute, inputs, input_types, output_types, name, memo=memo))
+        return kernel(KernelArgs(op, attribute, inputs, input_types, output_types, name, memo=memo,
+                                 constant_inputs=constant))
 
     return call
 

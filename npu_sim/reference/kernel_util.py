@@ -231,6 +231,22 @@ class StaticChecks:
         self._passed[key] = result
 
 
+def constant_plan(args: KernelArgs, plan: Callable[[KernelArgs], T], inputs: tuple[int, ...] = ()) -> T:
+    """``plan(args)``: what a kernel works out from the signature and inputs ``inputs``
+    (validation included), remembered in ``args.memo`` when those inputs are constants.
+
+    ``plan`` must read nothing else; it runs in full until it has succeeded once, so its
+    errors are raised exactly as without the memo.
+    """
+    memo = args.memo
+    if memo is None or not args.constant_inputs.issuperset(inputs):
+        return plan(args)
+    result = memo.get(plan, MISSING)
+    if result is MISSING:
+        result = memo[plan] = plan(args)
+    return result
+
+
 def checked_once(check: Callable[..., T]) -> Callable[..., T]:
     """Memoize ``check(args, *params)``, a static validation that raises on a violated ERROR_IF.
 
@@ -252,6 +268,7 @@ def checked_once(check: Callable[..., T]) -> Callable[..., T]:
     return run
 
 
-__all__ = ["MISSING", "StaticChecks", "as_output", "bind_values", "check_dtype", "checked_once", "fresh_output",
+__all__ = ["MISSING", "StaticChecks", "as_output", "bind_values", "check_dtype", "checked_once", "constant_plan",
+           "fresh_output",
            "input_offset", "int8_table",
            "output_region", "read_window", "shape_values", "signature"]
