@@ -21,7 +21,7 @@ from npu_sim.reference.elementwise import (
     unary_checks,
 )
 from npu_sim.reference.kernel_api import BoundKernel, KernelArgs, Region, register
-from npu_sim.reference.kernel_util import as_output, bind_values, checked_once, int8_table
+from npu_sim.reference.kernel_util import as_output, bind_values, checked_once, int8_table, int16_table
 from npu_sim.reference.numerics import Require, clip_int, decode_scalar, round_to_float
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
@@ -170,7 +170,12 @@ def _table_checks(args: KernelArgs) -> DType:
     return dtype
 
 
-@register(Op.TABLE, window=table_window, bind=int8_table)
+def _bind_table(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel | None:
+    """TABLE with a constant table: all its results, looked up (int16: 65536 of them)."""
+    return int8_table(args, const_inputs) or int16_table(args, const_inputs)
+
+
+@register(Op.TABLE, window=table_window, bind=_bind_table)
 def table(args: KernelArgs) -> list[np.ndarray]:
     """TABLE: int8 -> table[value + 128]; int16 -> interpolated 16.7 value in int32."""
     dtype = _table_checks(args)

@@ -581,46 +581,86 @@ def _conv_taps(axes: Sequence[Axis], spatial_region: Region, spatial_offsets: Se
 
 #: Largest products block (elements) a floating-point tap computes at once.
 _FP_PRODUCTS_ELEMENTS = 1 << 16
+#: Outputs (times output channels) from which adding whole rows of products channel by
+#: channel beats np.add.accumulate (whose loop runs along the channels, element by element).
+_FP_ROW_LOOP_ELEMENTS = 128
+#: Largest rows of products (elements: taps * input channels * outputs) made at once.
+_FP_ROWS_ELEMENTS = 1 << 20
 
 
 def _fp_conv(xv: np.ndarray, wv: np.ndarray, taps: Sequence[Tap], out_shape: tuple[int, ...],
              acc_t: DType) -> np.ndarray:
     """The floating-point convolution sum: for each tap, then each input channel in order,
-    acc = acc + x * w, each operation rounded (``xv`` [N, *S, IC], ``wv`` [*K, IC, OC] in fp32)."""
-    storage = _fp_storage(acc_t)
+    acc = acc + x * w, each operation rounded (``xv`` [N, *S, IC], ``wv`` [*K, IC, OC] in fp32).
+
+    Computed from many products at a time; if a NaN comes out, which NaN it is depends on
+    the order numpy's loops meet NaNs, so the sum is then done again one input channel at a
+    time, as the pseudocode reads (and as it always was done).
+    """
     with np.errstate(over="ignore", invalid="ignore"):
-        if len(taps) == 1:  # e.g. a 1x1 kernel without padding: the sum starts from zero
-            k, out_index, in_index = taps[0]
-            total = _fp_tap_sum(storage.type(0), xv[in_index], wv[k], acc_t)
-            if total is not None and total.shape == out_shape:
-                return total
-        acc = np.zeros(out_shape, dtype=storage)
+        acc = _fp_conv_batched(xv, wv, taps, out_shape, acc_t)
+        if not np.isnan(acc).any():
+            return acc
+        acc = np.zeros(out_shape, dtype=_fp_storage(acc_t))
         for k, out_index, in_index in taps:
             view, xs, w_tap = acc[out_index], xv[in_index], wv[k]
-            total = _fp_tap_sum(view, xs, w_tap, acc_t)
-            if total is not None:
-                view[...] = total
-                continue
             for ic in range(w_tap.shape[0]):
                 _fp_mul_add(view, xs[..., ic:ic + 1], w_tap[ic], acc_t)
     return acc
 
 
-def _fp_tap_sum(start: np.ndarray | np.floating, xs: np.ndarray, w_tap: np.ndarray, acc_t: DType) -> np.ndarray | None:
+def _fp_conv_batched(xv: np.ndarray, wv: np.ndarray, taps: Sequence[Tap], out_shape: tuple[int, ...],
+                     acc_t: DType) -> np.ndarray:
+    """:func:`_fp_conv`'s sum, the same operations in the same order, batched (any NaN in
+    it may differ from the pseudocode's)."""
+    storage = _fp_storage(acc_t)
+    outputs = math.prod(out_shape)
+    if len(taps) == 1 and outputs < _FP_ROW_LOOP_ELEMENTS:  # e.g. a fully connected layer
+        k, out_index, in_index = taps[0]
+        total = _fp_tap_sum(storage.type(0), xv[in_index], wv[k], acc_t)
+        if total is not None and total.shape == out_shape:
+            return total
+    if len(taps) * wv.shape[-2] * outputs <= _FP_ROWS_ELEMENTS:
+        return _fp_conv_rows(xv, wv, taps, out_shape, acc_t)
+    acc = np.zeros(out_shape, dtype=storage)
+    for k, out_index, in_index in taps:
+        view, xs, w_tap = acc[out_index], xv[in_index], wv[k]
+        for ic in range(w_tap.shape[0]):
+            _fp_mul_add(view, xs[..., ic:ic + 1], w_tap[ic], acc_t)
+    return acc
+
+
+def _fp_tap_sum(start: np.floating, xs: np.ndarray, w_tap: np.ndarray, acc_t: DType) -> np.ndarray | None:
     """start + x[..., 0] * w[0] + x[..., 1] * w[1] + ..., in that order with each operation
-    rounded, from all the tap's products at once (a new array); None if they are too many
-    or a NaN arises: which NaN comes out then depends on the order numpy's loops meet them,
-    so the caller adds one input channel at a time as it always has."""
+    rounded, from all the tap's products at once (a new array); None if they are too many."""
     if xs.size * w_tap.shape[-1] > _FP_PRODUCTS_ELEMENTS:
         return None
     products = xs[..., :, None] * w_tap  # each product rounded as alone
     if acc_t is DType.FP16:
         products = products.astype(np.float16)
     np.add(start, products[..., 0, :], out=products[..., 0, :])
-    total = np.add.accumulate(products, axis=-2)[..., -1, :]  # sequential: ((v + p0) + p1) + ...
-    if np.isnan(total).any():
-        return None
-    return total
+    return np.add.accumulate(products, axis=-2)[..., -1, :]  # sequential: ((v + p0) + p1) + ...
+
+
+def _fp_conv_rows(xv: np.ndarray, wv: np.ndarray, taps: Sequence[Tap], out_shape: tuple[int, ...],
+                  acc_t: DType) -> np.ndarray:
+    """The sum from one row of products per (tap, input channel) over the whole output, added
+    in order. Where a tap reads padding the spec adds nothing: its row holds -0.0 there,
+    the one value whose addition changes no sum (x + -0.0 == x, signs of zero and NaNs too)."""
+    channels, out_channels = wv.shape[-2:]
+    rows = np.full((len(taps), channels, *out_shape), -0.0, dtype=_fp_storage(acc_t))
+    for t, (k, out_index, in_index) in enumerate(taps):
+        xs = xv[in_index]  # [N, *region, IC]
+        target = rows[t][(slice(None), *out_index)]  # [IC, N, *region, OC]
+        weights = wv[k].reshape(channels, *(1,) * (xs.ndim - 1), out_channels)
+        np.multiply(np.moveaxis(xs, -1, 0)[..., None], weights, out=target)  # rounded once (fp16: once)
+    flat = rows.reshape(len(taps) * channels, *out_shape)
+    if not len(flat):
+        return np.zeros(out_shape, dtype=rows.dtype)  # no tap reads the input
+    acc = np.add(flat.dtype.type(0), flat[0])
+    for row in flat[1:]:
+        acc += row
+    return acc
 
 
 StaticConv = Callable[[KernelArgs], tuple[_ConvGeometry, DotTypes]]
@@ -811,7 +851,39 @@ def _matmul_static(args: KernelArgs) -> tuple[DotTypes, tuple[int, ...]]:
     return types, a_shape
 
 
-@register(Op.MATMUL, window=_matmul_window)
+def _bind_matmul(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel | None:
+    """Integer MATMUL with constant zero points: the compute type from the operands' storage
+    ranges, proven once (every sum exact), so a call is the product alone."""
+    types, a_shape = _matmul_static(args)
+    zps = [value for value in const_inputs[2:4] if value is not None]
+    if not types.is_int or len(zps) != 2:
+        return None
+    fixed = dataclasses.replace(args.static(), inputs=[args.inputs[0], args.inputs[1], *zps])
+    a_zp = zero_point(fixed, 2, "A_zp", types.in_t is DType.INT8)
+    b_zp = zero_point(fixed, 3, "B_zp", types.in_t is DType.INT8)
+    storage = types.in_t.numpy_dtype
+    a_max = _storage_max_abs_minus(np.empty(0, storage), a_zp)
+    b_max = _storage_max_abs_minus(np.empty(0, storage), b_zp)
+    if a_max is None or b_max is None:
+        return None
+    ctype = _compute_dtype(a_shape[2] * a_max * b_max, 1 << (types.acc_t.bits - 1))
+    if ctype is None or ctype == np.int64:
+        return None  # the data decide how to sum: the plain kernel does
+    out = types.out_t.numpy_dtype
+
+    def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
+        a = np.asarray(inputs[0]).astype(ctype)
+        b = np.asarray(inputs[1]).astype(ctype)
+        if a_zp:
+            a -= a_zp
+        if b_zp:
+            b -= b_zp
+        return [np.matmul(a, b).astype(np.int64).astype(out)]
+
+    return run
+
+
+@register(Op.MATMUL, window=_matmul_window, bind=_bind_matmul)
 def matmul(args: KernelArgs) -> list[np.ndarray]:
     """MATMUL: A [N,H,C] x B [N,C,W] -> [N,H,W], accumulating in the output type."""
     types, a_shape = _matmul_static(args)

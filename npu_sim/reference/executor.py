@@ -204,7 +204,7 @@ def _make_plan(block: Block) -> _BlockPlan:
     last_use = {name: i for i, op in enumerate(operators) for name in op.inputs}
     keep = set(block.outputs)
     layout = _Layout.of(block)
-    plan = _BlockPlan([], layout.seed_constants(block), [])
+    plan = _BlockPlan([], layout.seed_constants(block), _declared_variables(block))
     will_be_constant = set(plan.seed)
     for index, operator in enumerate(operators):
         if operator.op in (Op.CONST, Op.CONST_SHAPE) and all(n in plan.seed for n in operator.outputs):
@@ -212,18 +212,27 @@ def _make_plan(block: Block) -> _BlockPlan:
         frees = tuple(n for n in dict.fromkeys(operator.inputs) if last_use[n] == index and n not in keep)
         run, binding = _make_step(block, operator, plan.seed)
         if binding is not None:
-            position = len(plan.steps)
-            binding.install = functools.partial(_install, plan.steps, position, frees)
-            if operator.inputs and will_be_constant.issuperset(operator.inputs) and \
-                    all(layout.seedable(block, n, index) for n in operator.outputs):
-                binding.fold = functools.partial(_fold, plan, position, frees, tuple(operator.outputs))
+            foldable = layout.foldable(block, operator, index, will_be_constant)
+            _connect(plan, binding, frees, foldable)
+            if foldable:
                 will_be_constant.update(operator.outputs)
         plan.steps.append(_Step(run, frees))
-    # Variable tensors declare themselves on block entry, unless a VARIABLE
-    # operator of the block declares them explicitly.
-    declared = {name for op in operators if op.op == Op.VARIABLE for name in [*op.inputs, *op.outputs]}
-    plan.variable_tensors = [t for t in block.tensors.values() if t.variable and t.name not in declared]
     return plan
+
+
+def _declared_variables(block: Block) -> list[Tensor]:
+    """The variable tensors that declare themselves on block entry: all but those a VARIABLE
+    operator of the block declares explicitly."""
+    declared = {name for op in block.operators if op.op == Op.VARIABLE for name in [*op.inputs, *op.outputs]}
+    return [t for t in block.tensors.values() if t.variable and t.name not in declared]
+
+
+def _connect(plan: _BlockPlan, binding: _Binding, frees: tuple[str, ...], foldable: bool) -> None:
+    """Let the binding of the step about to be appended replace it (bound or folded)."""
+    position = len(plan.steps)
+    binding.install = functools.partial(_install, plan.steps, position, frees)
+    if foldable:
+        binding.fold = functools.partial(_fold, plan, position, frees, tuple(binding.operator.outputs))
 
 
 class _Layout(NamedTuple):
@@ -250,6 +259,11 @@ class _Layout(NamedTuple):
         tensor = block.tensors.get(name)
         return (tensor is not None and not tensor.variable and name not in block.inputs
                 and self.produced[name] == 1 and self.first_read.get(name, index + 1) > index)
+
+    def foldable(self, block: Block, operator: Operator, index: int, constants: set[str]) -> bool:
+        """Whether operator ``index`` reads only ``constants`` and its outputs may be seeded."""
+        return bool(operator.inputs) and constants.issuperset(operator.inputs) and \
+            all(self.seedable(block, n, index) for n in operator.outputs)
 
     def seed_constants(self, block: Block) -> dict[str, np.ndarray]:
         """The checked data of the seedable CONST/CONST_SHAPE outputs."""

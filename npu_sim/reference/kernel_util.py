@@ -145,10 +145,9 @@ def bind_values(checks: Callable[[KernelArgs], Any], values: Values) -> Binder:
     return bind
 
 
-# --------------------------------------------------------------------------- int8 tables
-_INT8_VALUES = np.arange(-128, 128, dtype=np.int8)
-#: position of each int8 value's byte in _INT8_VALUES: (x + 128) == (x as uint8) ^ 0x80
-_INT8_POSITIONS = np.arange(256) ^ 0x80
+# --------------------------------------------------------------------------- tables
+#: int8 / int16: (every value in order, the unsigned view of the storage, the width)
+_TABLE_TYPES = {DType.INT8: (np.int8, np.uint8, 8), DType.INT16: (np.int16, np.uint16, 16)}
 
 
 def int8_table(args: KernelArgs, const_inputs: Sequence[np.ndarray | None],
@@ -161,27 +160,42 @@ def int8_table(args: KernelArgs, const_inputs: Sequence[np.ndarray | None],
     some int8 value: a REQUIRE that only some data violates stays the plain kernel's to
     report.
     """
+    return _value_table(args, const_inputs, data_index, DType.INT8)
+
+
+def int16_table(args: KernelArgs, const_inputs: Sequence[np.ndarray | None],
+                data_index: int = 0) -> BoundKernel | None:
+    """:func:`int8_table` for an int16 operand: 65536 results (256 KiB for int32 ones), so
+    for operators whose arithmetic is long (TABLE's interpolation), not for every one."""
+    return _value_table(args, const_inputs, data_index, DType.INT16)
+
+
+def _value_table(args: KernelArgs, const_inputs: Sequence[np.ndarray | None], data_index: int,
+                 dtype: DType) -> BoundKernel | None:
     data_type, (out_type, *more) = args.input_types[data_index], args.output_types
-    if data_type.dtype is not DType.INT8 or more or out_type.shape != data_type.shape:
+    if data_type.dtype is not dtype or more or out_type.shape != data_type.shape:
         return None
     if any(value is None for i, value in enumerate(const_inputs) if i != data_index):
         return None
-    inputs = [np.asarray(value) for value in const_inputs[:data_index]] + [_INT8_VALUES] + \
+    storage, unsigned, bits = _TABLE_TYPES[dtype]
+    count = 1 << bits
+    values = np.arange(-(count >> 1), count >> 1, dtype=storage)  # value v at v + count / 2
+    inputs = [np.asarray(value) for value in const_inputs[:data_index]] + [values] + \
         [np.asarray(value) for value in const_inputs[data_index + 1:]]
     input_types = list(args.input_types)
-    input_types[data_index] = TensorType((256,), DType.INT8)
+    input_types[data_index] = TensorType((count,), dtype)
     table_args = KernelArgs(args.op, args.attribute, inputs, input_types,
-                            [TensorType((256,), out_type.dtype)], args.name)
+                            [TensorType((count,), out_type.dtype)], args.name)
     try:
         table = run_kernel(table_args)[0]
     except Exception:  # whatever fails, the plain kernel runs and reports it
         return None
-    if not isinstance(table, np.ndarray) or table.shape != (256,) or table.dtype != out_type.dtype.numpy_dtype:
+    if not isinstance(table, np.ndarray) or table.shape != (count,) or table.dtype != out_type.dtype.numpy_dtype:
         return None
-    by_byte = table[_INT8_POSITIONS]
+    by_bits = table[np.arange(count) ^ (count >> 1)]  # v + count / 2 == (v as unsigned) ^ (count / 2)
 
     def look_up(operands: list[np.ndarray]) -> list[np.ndarray]:
-        return [by_byte.take(operands[data_index].view(np.uint8))]
+        return [by_bits.take(operands[data_index].view(unsigned))]
 
     return look_up
 
@@ -270,5 +284,5 @@ def checked_once(check: Callable[..., T]) -> Callable[..., T]:
 
 __all__ = ["MISSING", "StaticChecks", "as_output", "bind_values", "check_dtype", "checked_once", "constant_plan",
            "fresh_output",
-           "input_offset", "int8_table",
+           "input_offset", "int16_table", "int8_table",
            "output_region", "read_window", "shape_values", "signature"]

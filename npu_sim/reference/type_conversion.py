@@ -13,7 +13,7 @@ INEXACT_ROUND is computed exactly (SINGLE_ROUND), which meets its error bound.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -248,20 +248,25 @@ def _bind_rescale(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -
             return table
     static = args.static()
     rescaling = _rescaling(dataclasses.replace(static, inputs=[args.inputs[0], *constants]))
-    proven = _ProvenRescale.of(rescaling)
-    if proven is not None:
-        return lambda inputs: [as_output(static, proven.apply(inputs[0]))]
+    bound = _BoundRescale.of(rescaling)
     require = static.require
+    if bound is not None:
+        return lambda inputs: [as_output(static, bound.apply(inputs[0], require))]
     return lambda inputs: [as_output(static, rescaling.apply(inputs[0], require))]
 
 
 _INT32_MIN, _INT32_MAX, _INT64_LIMIT = -(1 << 31), (1 << 31) - 1, 1 << 63
+_SCALE16_RESULT = "apply_scale_16: REQUIRE(result >= minimum<int32_t> && result <= maximum<int32_t>)"
+_ADD_OUTPUT_ZP = "apply_add_s: REQUIRE(c >= minimum_s<in_t>() && c <= maximum_s<in_t>())"
 
 
 @dataclass(frozen=True)
-class _ProvenRescale:
-    """A scale32 RESCALE whose REQUIREs the input storage range proves, and whose int32
-    intermediate cannot wrap: :meth:`_Rescaling.apply`'s values in fewer numpy operations.
+class _BoundRescale:
+    """A RESCALE with constant scales and zero points whose static REQUIREs hold and whose
+    int64 arithmetic the input's storage range keeps from overflowing (and, with scale32,
+    from wrapping the int32 intermediate): :meth:`_Rescaling.apply`'s values in fewer numpy
+    operations, in place. The scale16 result range and the output_zp addition are checked
+    on the data, as apply checks them, unless the storage range proves them.
 
     Per element (channel c): ``(v * m[c] + round[c](v)) >> s[c] + output_zp``, clipped to the
     output type, with v the zero-extended (if unsigned) input minus input_zp and round the
@@ -278,31 +283,36 @@ class _ProvenRescale:
     out_zp: int
     #: the output type's range, as int64 scalars (the fast form of ndarray.clip)
     clip: tuple[np.int64, np.int64] | None
+    #: whether the data must be checked: the scale16 result range, the output_zp addition
+    check_result: bool
+    check_out_zp: bool
 
     @staticmethod
-    def of(r: _Rescaling) -> _ProvenRescale | None:
-        """The proven form of ``r``, or None when the storage range does not prove it."""
-        if not r.scale32 or r.out_u or r.in_t not in (_I8, _I16, _I32):
+    def of(r: _Rescaling) -> _BoundRescale | None:
+        """The bound form of ``r``, or None where the storage range does not allow it."""
+        if r.out_u or r.in_t not in (_I8, _I16, _I32, _I48):
             return None
         mask = (1 << r.in_t.bits) - 1 if r.in_u else None
         lo_s, hi_s = (0, mask) if mask is not None else signed_range(r.in_t)
         lo_v, hi_v = lo_s - r.in_zp, hi_s - r.in_zp
         m = [int(v) for v in r.multiplier.reshape(-1)]
         s = [int(v) for v in r.shift.reshape(-1)]
-        signed_round = [r.double_round and shift > 31 for shift in s]
-        up = [(1 << (shift - 1)) + (1 << 30 if signed else 0) for shift, signed in zip(s, signed_round)]
-        down = [1 << 31 if signed else 0 for signed in signed_round]
-        if not _rescale_proven(lo_v, hi_v, m, s, up, down, r.out_zp):
+        up, down = _rounding_terms(r, s)
+        if not _rescale_bindable(r.scale32, lo_v, hi_v, m, s, up, down):
             return None
-        channel = r.multiplier.ndim > 0
-        pick: Callable[[list[int]], int | np.ndarray] = \
-            (lambda v: np.array(v, dtype=np.int64)) if channel else (lambda v: v[0])
+        lo, hi = _scaled_range(lo_v, hi_v, m, s, up, down)
+        in_int32 = _INT32_MIN <= lo and hi <= _INT32_MAX
+        if r.scale32 and not in_int32:
+            return None  # the int32 intermediate may wrap: apply does that
+        lo, hi = max(lo, _INT32_MIN), min(hi, _INT32_MAX)  # what passes the scale16 check
+        check_out_zp = not (_INT32_MIN <= lo + min(r.out_zp, 0) and hi + max(r.out_zp, 0) <= _INT32_MAX)
+        pick = _per_channel if r.multiplier.ndim > 0 else _one
         lo_out, hi_out = signed_range(r.out_t)
         clip = None if r.out_t is _I32 else (np.int64(lo_out), np.int64(hi_out))
-        return _ProvenRescale(mask, r.in_zp, pick(m), pick(up), pick(down) if any(down) else None,
-                              pick(s), r.out_zp, clip)
+        return _BoundRescale(mask, r.in_zp, pick(m), pick(up), pick(down) if any(down) else None,
+                             pick(s), r.out_zp, clip, not in_int32, check_out_zp)
 
-    def apply(self, raw: np.ndarray) -> np.ndarray:
+    def apply(self, raw: np.ndarray, require: Require) -> np.ndarray:
         acc = np.asarray(raw).astype(np.int64)  # v, then the result, in place
         if self.mask is not None:
             acc &= self.mask  # zero_extend
@@ -317,27 +327,57 @@ class _ProvenRescale:
         if negative is not None:
             acc -= negative
         acc >>= self.shift
+        if (self.check_result or self.check_out_zp) and acc.size:
+            self._check(acc, require)
         if self.out_zp:
             acc += self.out_zp
         if self.clip is not None:
             acc.clip(self.clip[0], self.clip[1], out=acc)
         return acc
 
+    def _check(self, result: np.ndarray, require: Require) -> None:
+        lo, hi = int(result.min()), int(result.max())
+        if self.check_result:
+            require(_INT32_MIN <= lo and hi <= _INT32_MAX, _SCALE16_RESULT)
+        if self.check_out_zp:
+            edge = hi if self.out_zp > 0 else lo
+            require(_INT32_MIN <= edge + self.out_zp <= _INT32_MAX, _ADD_OUTPUT_ZP)
 
-def _rescale_proven(lo_v: int, hi_v: int, m: list[int], s: list[int], up: list[int], down: list[int],
-                    out_zp: int) -> bool:
-    """Whether input values in [lo_v, hi_v] meet every REQUIRE of apply_scale_32 and of the
-    output_zp addition, with no int64 overflow and no int32 wrap on the way."""
-    if min(m) < 0 or min(s) < 2 or max(s) > 62 or lo_v < _INT32_MIN or hi_v > _INT32_MAX:
-        return False
-    if lo_v < -(1 << (min(s) - 1)) or hi_v >= 1 << (min(s) - 1):
-        return False  # REQUIRE(value in [-(1 << (shift - 1)), 1 << (shift - 1)))
-    if max(abs(lo_v), abs(hi_v)) * max(m) + max(up) + max(down) >= _INT64_LIMIT:
-        return False
-    # (v * m + round(v)) >> s grows with v (round grows at 0): its extremes are at lo_v, hi_v
-    results = [((v * mc + uc - (dc if v < 0 else 0)) >> sc) for mc, sc, uc, dc in zip(m, s, up, down)
+
+def _per_channel(values: list[int]) -> int | np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+def _one(values: list[int]) -> int | np.ndarray:
+    return values[0]
+
+
+def _scaled_range(lo_v: int, hi_v: int, m: list[int], s: list[int], up: list[int],
+                  down: list[int]) -> tuple[int, int]:
+    """Least and greatest ``(v * m + round(v)) >> s`` over values in [lo_v, hi_v] and channels.
+    It grows with v (round grows at 0), so its extremes are at lo_v and hi_v."""
+    results = [(v * mc + uc - (dc if v < 0 else 0)) >> sc for mc, sc, uc, dc in zip(m, s, up, down)
                for v in (lo_v, hi_v)]
-    return _INT32_MIN <= min(results) + min(out_zp, 0) and max(results) + max(out_zp, 0) <= _INT32_MAX
+    return min(results), max(results)
+
+
+def _rounding_terms(r: _Rescaling, shifts: list[int]) -> tuple[list[int], list[int]]:
+    """Per channel: the rounding term for values >= 0 and what negative values take off it."""
+    signed = [r.scale32 and r.double_round and shift > 31 for shift in shifts]
+    up = [(1 << (shift - 1)) + (1 << 30 if sign else 0) for shift, sign in zip(shifts, signed)]
+    return up, [1 << 31 if sign else 0 for sign in signed]
+
+
+def _rescale_bindable(scale32: bool, lo_v: int, hi_v: int, m: list[int], s: list[int], up: list[int],
+                      down: list[int]) -> bool:
+    """Whether input values in [lo_v, hi_v] meet apply_scale_32/16's REQUIREs on the scale
+    and (scale32) on the value, with no int64 overflow."""
+    if min(m) < 0 or min(s) < 2 or max(s) > 62:
+        return False
+    if scale32 and (lo_v < _INT32_MIN or hi_v > _INT32_MAX or lo_v < -(1 << (min(s) - 1))
+                    or hi_v >= 1 << (min(s) - 1)):
+        return False  # REQUIRE(value fits int32_t and lies in [-(1 << (shift - 1)), 1 << (shift - 1)))
+    return max(abs(lo_v), abs(hi_v)) * max(m) + max(up) + max(down) < _INT64_LIMIT
 
 
 @register(Op.RESCALE, window=rescale_window, bind=_bind_rescale)

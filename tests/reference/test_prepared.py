@@ -203,7 +203,7 @@ def _spec_conv_sum(xv, wv, taps, out_shape, fp16):
     return acc
 
 
-@pytest.mark.parametrize("size,channels", [(3, 5), (20, 40)])  # the second: added channel by channel
+@pytest.mark.parametrize("size,channels", [(3, 5), (8, 12), (20, 40)])  # at once; in rows; by channel
 def test_the_floating_point_conv_sum_is_the_pseudocodes_bit_for_bit(size, channels):
     rng = np.random.default_rng(size)
     specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e-45, 3e38, -3e38], np.float32)
