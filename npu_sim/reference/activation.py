@@ -22,7 +22,7 @@ from npu_sim.reference.elementwise import (
 )
 from npu_sim.reference.kernel_api import BoundKernel, KernelArgs, Region, register
 from npu_sim.reference.kernel_util import as_output, bind_values, checked_once, int8_table, int16_table
-from npu_sim.reference.numerics import Require, clip_int, decode_scalar, round_to_float
+from npu_sim.reference.numerics import Require, clip_int, decode_scalar, round_to_float, round_to_float_quietly
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, NanPropagationMode, Op
@@ -127,7 +127,7 @@ def _fp_activation_checks(args: KernelArgs) -> DType:
 
 def _fp_activation_values(args: KernelArgs, dtype: DType, operands: list[np.ndarray]) -> np.ndarray:
     """ERF / SIGMOID / TANH in fp64, rounded once (fp warnings to be switched off by the caller)."""
-    return round_to_float(_FP_ACTIVATIONS[args.op](np.asarray(operands[0]).astype(np.float64)), dtype)
+    return round_to_float_quietly(_FP_ACTIVATIONS[args.op](np.asarray(operands[0]).astype(np.float64)), dtype)
 
 
 @register(*_FP_ACTIVATIONS, window=same_window, bind=bind_values(_fp_activation_checks, _fp_activation_values))

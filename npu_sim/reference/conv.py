@@ -598,14 +598,20 @@ def _fp_conv(xv: np.ndarray, wv: np.ndarray, taps: Sequence[Tap], out_shape: tup
     time, as the pseudocode reads (and as it always was done).
     """
     with np.errstate(over="ignore", invalid="ignore"):
-        acc = _fp_conv_batched(xv, wv, taps, out_shape, acc_t)
-        if not np.isnan(acc).any():
-            return acc
-        acc = np.zeros(out_shape, dtype=_fp_storage(acc_t))
-        for k, out_index, in_index in taps:
-            view, xs, w_tap = acc[out_index], xv[in_index], wv[k]
-            for ic in range(w_tap.shape[0]):
-                _fp_mul_add(view, xs[..., ic:ic + 1], w_tap[ic], acc_t)
+        return _fp_conv_quietly(xv, wv, taps, out_shape, acc_t)
+
+
+def _fp_conv_quietly(xv: np.ndarray, wv: np.ndarray, taps: Sequence[Tap], out_shape: tuple[int, ...],
+                     acc_t: DType) -> np.ndarray:
+    """:func:`_fp_conv` for callers that have switched numpy's floating-point warnings off."""
+    acc = _fp_conv_batched(xv, wv, taps, out_shape, acc_t)
+    if not np.isnan(acc).any():
+        return acc
+    acc = np.zeros(out_shape, dtype=_fp_storage(acc_t))
+    for k, out_index, in_index in taps:
+        view, xs, w_tap = acc[out_index], xv[in_index], wv[k]
+        for ic in range(w_tap.shape[0]):
+            _fp_mul_add(view, xs[..., ic:ic + 1], w_tap[ic], acc_t)
     return acc
 
 
@@ -687,7 +693,7 @@ def _bind_conv(static_checks: StaticConv) -> Binder:
             taps = _conv_taps(geo.axes, spatial_region, offsets)
             wv = np.ascontiguousarray(_as_f32(np.moveaxis(np.asarray(constants[0]), 0, -1)))
             bias_out, acc_t, out_t = _fp_bias(bias, types.out_t), types.acc_t, types.out_t
-            return lambda inputs: [_fp_add_bias(_fp_conv(_as_f32(inputs[0]), wv, taps, out_shape, acc_t),
+            return lambda inputs: [_fp_add_bias(_fp_conv_quietly(_as_f32(inputs[0]), wv, taps, out_shape, acc_t),
                                                 bias_out, out_t)]
         # exact magnitudes of the constant weights, the input's from its storage type
         x_max = _storage_max_abs_minus(np.empty(0, types.in_t.numpy_dtype), input_zp)

@@ -24,6 +24,7 @@ from npu_sim.reference.numerics import (
     clip_int,
     count_leading_zeros_32,
     round_to_float,
+    round_to_float_quietly,
     signed_range,
     wrap,
 )
@@ -168,7 +169,7 @@ def _add_sub_values(args: KernelArgs, dtype: DType, operands: list[np.ndarray]) 
         _require_range(args, c, dtype, "apply_add_s" if add else "apply_sub_s")
         return c
     c = np.add(_as_f32(a), _as_f32(b)) if add else np.subtract(_as_f32(a), _as_f32(b))
-    return round_to_float(c, dtype)
+    return round_to_float_quietly(c, dtype)
 
 
 @register(Op.ADD, Op.SUB, window=broadcast_window, bind=bind_values(_add_sub_checks, _add_sub_values))
@@ -197,7 +198,7 @@ def _mul_values(args: KernelArgs, dtype: DType, operands: list[np.ndarray]) -> n
     args.require(dtype is DType.INT32 or shift == 0, "REQUIRE(is_same<in_t,int32_t>() || shift == 0)")
     a, b = operands[0], operands[1]
     if dtype in FP_TYPES:
-        return round_to_float(np.multiply(_as_f32(a), _as_f32(b)), dtype)
+        return round_to_float_quietly(np.multiply(_as_f32(a), _as_f32(b)), dtype)
     product = _i64(a) * _i64(b)  # |int32 * int32| < 2**62: exact in int64
     if shift > 0:
         product = (product + (1 << (shift - 1))) >> shift

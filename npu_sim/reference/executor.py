@@ -304,22 +304,22 @@ Produce = Callable[["GraphRunner", dict[str, np.ndarray], int], list[np.ndarray]
 def _make_step(block: Block, operator: Operator, seed: dict[str, np.ndarray]) -> tuple[StepRun, _Binding | None]:
     """The step running ``operator``, and its kernel binding if its plain form may replace it."""
     op = operator.op
-    if op in (Op.CONST, Op.CONST_SHAPE):
-        constants = [_constant(block.tensor(n), operator.name) for n in operator.outputs]
-        return _storing(block, operator, lambda runner, values, depth: constants), None
     if op in _VARIABLE_STEPS:
         variable_step = _VARIABLE_STEPS[op]
         return (lambda runner, values, depth: variable_step(runner, block, operator, values)), None
+    step = _StepParts(block, operator)
+    if op in (Op.CONST, Op.CONST_SHAPE):
+        constants = [_constant(block.tensor(n), step.where) for n in operator.outputs]
+        return step.storing(lambda runner, values, depth: constants), None
     runner_method = _RUNNER_OPERATORS.get(op)
     if runner_method is not None:
         def compute(runner: GraphRunner, args: list[np.ndarray], depth: int) -> list[np.ndarray]:
             return runner_method(runner, block, operator, args, depth)
 
-        return _storing(block, operator, _fetching(block, operator, compute)), None
-    binding = _Binding(block, operator, seed)
-    run = _storing(block, operator, _fetching(block, operator, binding))
-    plain = not any(block.tensors[n].variable for n in (*operator.inputs, *operator.outputs) if n in block.tensors)
-    return run, binding if plain else None
+        return step.storing(step.fetching(compute)), None
+    binding = _Binding(block, operator, seed, step.where)
+    plain = not step.reads_variable and not step.writes_variable
+    return step.storing(step.fetching(binding)), binding if plain else None
 
 
 def _install(steps: list[_Step], position: int, frees: tuple[str, ...], run: StepRun) -> None:
@@ -337,39 +337,49 @@ def _folded(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> N
     """The step of a folded operator: its outputs are in the block's seed."""
 
 
-def _fetching(block: Block, operator: Operator, compute: Compute) -> Produce:
-    """``compute`` fed with the operator's operands read from the live values."""
-    names, where = tuple(operator.inputs), operator.name
-    if any(block.tensors[n].variable for n in names if n in block.tensors):
-        def read_each(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> list[np.ndarray]:
-            return compute(runner, [runner.get(block, values, n, where) for n in names], depth)
+class _StepParts:
+    """What the parts of an operator's step share: its names and whether it touches variables."""
 
-        return read_each
+    def __init__(self, block: Block, operator: Operator) -> None:
+        self.block = block
+        self.inputs, self.outputs = tuple(operator.inputs), tuple(operator.outputs)
+        self.where = operator.name
+        tensors = block.tensors
+        self.reads_variable = any(tensors[n].variable for n in self.inputs if n in tensors)
+        self.writes_variable = any(tensors[n].variable for n in self.outputs if n in tensors)
 
-    def read(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> list[np.ndarray]:
-        try:
-            args = [values[n] for n in names]
-        except KeyError:  # a constant without a CONST operator, or an error to report
-            args = [runner.get(block, values, n, where) for n in names]
-        return compute(runner, args, depth)
+    def fetching(self, compute: Compute) -> Produce:
+        """``compute`` fed with the operator's operands read from the live values."""
+        block, names, where = self.block, self.inputs, self.where
+        if self.reads_variable:
+            def read_each(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> list[np.ndarray]:
+                return compute(runner, [runner.get(block, values, n, where) for n in names], depth)
 
-    return read
+            return read_each
 
+        def read(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> list[np.ndarray]:
+            try:
+                args = [values[n] for n in names]
+            except KeyError:  # a constant without a CONST operator, or an error to report
+                args = [runner.get(block, values, n, where) for n in names]
+            return compute(runner, args, depth)
 
-def _storing(block: Block, operator: Operator, produce: Produce) -> StepRun:
-    """A step storing what ``produce(runner, values, depth)`` returns as the operator's outputs."""
-    outputs, where = tuple(operator.outputs), operator.name
-    if any(block.tensors[n].variable for n in outputs if n in block.tensors):
-        def put_each(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> None:
-            for name, value in zip(outputs, produce(runner, values, depth)):
-                runner.put(block, values, name, value, where)
+        return read
 
-        return put_each
+    def storing(self, produce: Produce) -> StepRun:
+        """A step storing what ``produce(runner, values, depth)`` returns as the operator's outputs."""
+        block, outputs, where = self.block, self.outputs, self.where
+        if self.writes_variable:
+            def put_each(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> None:
+                for name, value in zip(outputs, produce(runner, values, depth)):
+                    runner.put(block, values, name, value, where)
 
-    def store(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> None:
-        values.update(zip(outputs, produce(runner, values, depth)))
+            return put_each
 
-    return store
+        def store(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> None:
+            values.update(zip(outputs, produce(runner, values, depth)))
+
+        return store
 
 
 class _Binding:
@@ -378,9 +388,10 @@ class _Binding:
     for binding. ``install``, if set, takes the step that calls the bound kernel directly;
     ``fold``, if set (all operands constant), takes the results of the first success."""
 
-    def __init__(self, block: Block, operator: Operator, constants: dict[str, np.ndarray]) -> None:
+    def __init__(self, block: Block, operator: Operator, constants: dict[str, np.ndarray], name: str) -> None:
         self.block = block
         self.operator = operator
+        self.name = name
         self.input_types = [block.tensor(n).type for n in operator.inputs]
         self.output_types = [block.tensor(n).type for n in operator.outputs]
         #: the block's constant values so far (read when binding: folding adds to them)
@@ -397,7 +408,7 @@ class _Binding:
         operator = self.operator
         kernel_args = KernelArgs(op=operator.op, attribute=operator.attribute, inputs=args,
                                  input_types=self.input_types, output_types=self.output_types,
-                                 name=operator.name)
+                                 name=self.name)
         results = run_kernel(kernel_args)
         _check_results(operator, results, self.output_types, KernelBugError)
         self.successes += 1

@@ -394,21 +394,27 @@ def round_to_float(values: np.ndarray, dtype: DType) -> np.ndarray:
     x = np.asarray(values)
     if x.dtype == dtype.numpy_dtype:
         return x
+    with np.errstate(over="ignore", invalid="ignore"):
+        return round_to_float_quietly(x, dtype)
+
+
+def round_to_float_quietly(values: np.ndarray, dtype: DType) -> np.ndarray:
+    """:func:`round_to_float` for callers that have switched numpy's floating-point warnings
+    off (overflow to infinity is the rounding's result, not an event)."""
+    x = np.asarray(values)
+    if x.dtype == dtype.numpy_dtype:
+        return x
     if x.dtype in _EXACT_IN_FP32:
         # Exact in fp32, then one rounding (numpy and ml_dtypes round to nearest even).
-        with np.errstate(over="ignore", invalid="ignore"):
-            return x.astype(np.float32).astype(dtype.numpy_dtype)
+        return x.astype(np.float32).astype(dtype.numpy_dtype)
     if x.dtype != np.float64:
         x = x.astype(np.float64)
     if dtype is DType.FP32:
-        with np.errstate(over="ignore"):
-            return x.astype(np.float32)
+        return x.astype(np.float32)
     if dtype is DType.FP16:
-        with np.errstate(over="ignore"):
-            return x.astype(np.float16)
+        return x.astype(np.float16)
     if dtype in (DType.BF16, DType.FP8E4M3, DType.FP8E5M2):
-        with np.errstate(over="ignore", invalid="ignore"):
-            return _round_to_odd_fp32(x).astype(dtype.numpy_dtype)
+        return _round_to_odd_fp32(x).astype(dtype.numpy_dtype)
     raise ValueError(f"{dtype.name} is not a TOSA floating-point type")
 
 
@@ -425,6 +431,6 @@ def decode_scalar(raw: bytes, dtype: DType) -> Any:
 __all__ = [
     "FLOAT_TYPES", "Require", "all_in_range", "apply_scale_16", "apply_scale_32", "clip_int",
     "count_leading_zeros_32", "decode_scalar", "int_bounds", "is_float",
-    "mul_add_shift", "round_to_float", "rounding_right_shift", "saturate", "signed_range",
-    "to_signed", "unsigned_range", "wrap",
+    "mul_add_shift", "round_to_float", "round_to_float_quietly", "rounding_right_shift", "saturate",
+    "signed_range", "to_signed", "unsigned_range", "wrap",
 ]
