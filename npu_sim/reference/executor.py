@@ -23,6 +23,13 @@ Blocks are run in the order their operators are listed (the serialized
 order, which TOSA writers emit topologically); reading a tensor nobody has
 produced yet is a :class:`~npu_sim.errors.GraphValidationError`.
 
+What depends only on the graph is worked out once (:class:`CompiledGraph`, kept per
+graph by :mod:`npu_sim.reference.prepared`): each block's plan, constants, operators
+of constant operands folded after their first run, and every other operator's kernel
+bound after its second success (:func:`~npu_sim.reference.kernel_api.bind_kernel`: its
+static ERROR_IFs done, its attribute-derived constants made), so an invocation is a
+loop over bound steps; the checks that read data still run on every call.
+
 Use :func:`execute` for one invocation, or ``Session`` for several with
 variables persisting between them.
 """

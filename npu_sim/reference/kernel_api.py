@@ -12,6 +12,12 @@ dimension (the same region for every output of a multi-output op), and each
 the full tensor whose type is ``input_types[i]``. Padding outside the full
 tensor is the kernel's business, so tile-by-tile execution gives exactly the
 bits of whole-tensor execution.
+
+A kernel may also register a *binder* (``register(..., bind=...)``): given a whole-tensor
+call that succeeded and which operands are graph constants, it returns a
+:data:`BoundKernel` for later calls of that operator, with everything that does not
+depend on the data done once. Kernels never mutate their inputs, and neither do bound
+ones; an output may be shared with later calls only as a graph constant (never written).
 """
 
 from __future__ import annotations
