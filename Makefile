@@ -20,8 +20,10 @@ $(VENV)/.installed-test: pyproject.toml
 demo: $(VENV)/.installed
 	$(VENV)/bin/npu-sim run $(DEMO_GRAPH) --hw edge --random-inputs 0 -o demo_out
 
-# Runs the whole suite; pytest's "no tests collected" (exit 5) is not a failure.
+# Lint and types first, then the whole suite; pytest's "no tests collected" (exit 5) is not a failure.
 test: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -m "not conformance" --nbmake tests notebooks; rc=$$?; [ $$rc -eq 5 ] && exit 0; exit $$rc
 
 # ruff (pyproject.toml: lint rules, complexity at most 15) and mypy (npu_sim, scheduler, reports).

@@ -17,7 +17,7 @@ import pytest
 
 from npu_sim.errors import TosaRuntimeError
 from npu_sim.reference import KernelArgs, input_window, run_kernel
-from npu_sim.reference.kernel_api import Region
+from npu_sim.reference.kernel_api import Region, bind_kernel
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, Op, attribute_class
@@ -44,6 +44,21 @@ def run_ours(op: Op, operands: Sequence[Operand], attribute: Attribute | None,
              outputs: Sequence[TensorType]) -> list[np.ndarray]:
     """Our kernel on whole tensors; checks output dtypes and shapes."""
     results = run_kernel(make_args(op, operands, attribute, outputs))
+    _check_outputs(results, outputs, [tuple(t.shape) for t in outputs])
+    return results
+
+
+def run_bound(op: Op, operands: Sequence[Operand], attribute: Attribute | None,
+              outputs: Sequence[TensorType], *, first: Sequence[Operand] | None = None) -> list[np.ndarray]:
+    """Our kernel as the executor runs it from its third call on: bound
+    (``kernel_api.bind_kernel``) after a successful call on ``first`` (default: ``operands``),
+    the ``const`` operands fixed; numpy's floating-point warnings off, as in the executor."""
+    first = operands if first is None else first
+    args = make_args(op, first, attribute, outputs)
+    run_kernel(args)
+    bound = bind_kernel(args, [o.value if o.const else None for o in first])
+    with np.errstate(all="ignore"):
+        results = bound([o.value for o in operands])
     _check_outputs(results, outputs, [tuple(t.shape) for t in outputs])
     return results
 

@@ -7,7 +7,8 @@ int16 9.7 fixed-point lookup with linear interpolation (``apply_lookup_s``).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,9 +20,9 @@ from npu_sim.reference.elementwise import (
     same_window,
     unary_checks,
 )
-from npu_sim.reference.kernel_api import KernelArgs, Region, register
-from npu_sim.reference.kernel_util import as_output, checked_once
-from npu_sim.reference.numerics import clip_int, decode_scalar, round_to_float
+from npu_sim.reference.kernel_api import BoundKernel, KernelArgs, Region, register
+from npu_sim.reference.kernel_util import as_output, bind_values, checked_once, int8_table, int16_table
+from npu_sim.reference.numerics import Require, clip_int, decode_scalar, round_to_float, round_to_float_quietly
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, NanPropagationMode, Op
@@ -33,10 +34,12 @@ _ERFC_FRACTION_TERMS = 50
 
 # --------------------------------------------------------------------------- CLAMP
 _CLAMP_TYPES = frozenset({DType.INT8, DType.INT16}) | FP_TYPES
+#: (type, nan_mode, min_val, max_val) of a CLAMP whose ERROR_IFs have passed
+ClampChecks = tuple[DType, NanPropagationMode, Any, Any]
 
 
 @checked_once
-def _clamp_checks(args: KernelArgs) -> tuple[DType, NanPropagationMode, np.generic, np.generic]:
+def _clamp_checks(args: KernelArgs) -> ClampChecks:
     """Every ERROR_IF of CLAMP (none reads the data; memoized per signature) and its bounds."""
     dtype = check_types(args, _CLAMP_TYPES, 1)
     check_same_shape(args)
@@ -55,18 +58,27 @@ def _clamp_checks(args: KernelArgs) -> tuple[DType, NanPropagationMode, np.gener
     return dtype, mode, lo, hi
 
 
-@register(Op.CLAMP, window=same_window)
-def clamp(args: KernelArgs) -> list[np.ndarray]:
-    """Clip to [min_val, max_val] (attribute bytes in the input type); NaN per nan_mode."""
-    dtype, mode, lo, hi = _clamp_checks(args)  # float32 bounds for the float types
-    x = args.inputs[0]
+def _clamp_values(args: KernelArgs, checked: ClampChecks, operands: list[np.ndarray]) -> np.ndarray:
+    """CLAMP of a checked operand: a fresh array."""
+    dtype, mode, lo, hi = checked  # float32 bounds for the float types
+    x = operands[0]
     if dtype in FP_TYPES:
         x32 = np.asarray(x).astype(np.float32)
         out = np.clip(x32, lo, hi)  # exact; NaN propagates
         if mode == NanPropagationMode.IGNORE:
             out = np.where(np.isnan(x32), lo, out)  # max(NaN, min) -> min, then min(min, max)
-        return [as_output(args, round_to_float(out, dtype))]
-    return [as_output(args, np.clip(x, lo, hi))]
+        return round_to_float(out, dtype)
+    return np.clip(x, lo, hi)
+
+
+def _bind_clamp(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel | None:
+    return int8_table(args, const_inputs) or bind_values(_clamp_checks, _clamp_values)(args, const_inputs)
+
+
+@register(Op.CLAMP, window=same_window, bind=_bind_clamp)
+def clamp(args: KernelArgs) -> list[np.ndarray]:
+    """Clip to [min_val, max_val] (attribute bytes in the input type); NaN per nan_mode."""
+    return [as_output(args, _clamp_values(args, _clamp_checks(args), args.inputs))]
 
 
 # --------------------------------------------------------------------------- FP activations
@@ -105,15 +117,23 @@ def _sigmoid64(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-_FP_ACTIVATIONS = {Op.ERF: erf64, Op.SIGMOID: _sigmoid64, Op.TANH: np.tanh}
+_FP_ACTIVATIONS: dict[Op, Callable[[np.ndarray], np.ndarray]] = {
+    Op.ERF: erf64, Op.SIGMOID: _sigmoid64, Op.TANH: np.tanh}
 
 
-@register(*_FP_ACTIVATIONS, window=same_window)
+def _fp_activation_checks(args: KernelArgs) -> DType:
+    return unary_checks(args, FP_TYPES)
+
+
+def _fp_activation_values(args: KernelArgs, dtype: DType, operands: list[np.ndarray]) -> np.ndarray:
+    """ERF / SIGMOID / TANH in fp64, rounded once (fp warnings to be switched off by the caller)."""
+    return round_to_float_quietly(_FP_ACTIVATIONS[args.op](np.asarray(operands[0]).astype(np.float64)), dtype)
+
+
+@register(*_FP_ACTIVATIONS, window=same_window, bind=bind_values(_fp_activation_checks, _fp_activation_values))
 def fp_activation(args: KernelArgs) -> list[np.ndarray]:
-    dtype = unary_checks(args, FP_TYPES)
     with np.errstate(all="ignore"):
-        values = _FP_ACTIVATIONS[args.op](np.asarray(args.inputs[0]).astype(np.float64))
-        return [as_output(args, round_to_float(values, dtype))]
+        return [as_output(args, _fp_activation_values(args, _fp_activation_checks(args), args.inputs))]
 
 
 # --------------------------------------------------------------------------- TABLE
@@ -123,7 +143,7 @@ def table_window(attribute: Attribute, input_types: Sequence[TensorType],
     return [tuple(out_region), tuple((0, d) for d in input_types[1].shape)]
 
 
-def apply_lookup_s(table: np.ndarray, value: np.ndarray, require=None) -> np.ndarray:
+def apply_lookup_s(table: np.ndarray, value: np.ndarray, require: Require | None = None) -> np.ndarray:
     """The spec's 513-entry int16 lookup with 7-bit interpolation: int32 (16.7) results."""
     v = clip_int(np.asarray(value).astype(np.int64), -32768, 32767)
     index = (v + 32768) >> 7
@@ -150,7 +170,12 @@ def _table_checks(args: KernelArgs) -> DType:
     return dtype
 
 
-@register(Op.TABLE, window=table_window)
+def _bind_table(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel | None:
+    """TABLE with a constant table: all its results, looked up (int16: 65536 of them)."""
+    return int8_table(args, const_inputs) or int16_table(args, const_inputs)
+
+
+@register(Op.TABLE, window=table_window, bind=_bind_table)
 def table(args: KernelArgs) -> list[np.ndarray]:
     """TABLE: int8 -> table[value + 128]; int16 -> interpolated 16.7 value in int32."""
     dtype = _table_checks(args)

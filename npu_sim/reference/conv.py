@@ -26,14 +26,16 @@ positions. Multiplies in the padding area are skipped (the spec's
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from npu_sim.reference.kernel_api import KernelArgs, Region, register
+from npu_sim.reference.kernel_api import Binder, BoundKernel, InputWindow, KernelArgs, Region, full_region, register
 from npu_sim.reference.kernel_util import checked_once, input_offset, output_region, require_shape_one
 from npu_sim.reference.numerics import int_bounds, signed_range
 from npu_sim.tosa.dtype import DType
@@ -89,9 +91,9 @@ def conv_types(args: KernelArgs) -> DotTypes:
     in_t, weight_t = args.input_types[0].dtype, args.input_types[1].dtype
     acc_t, out_t = DType(args.attribute.acc_type), args.output_types[0].dtype
     expected = CONV_TYPES.get((in_t, weight_t, acc_t))
-    args.require(expected is not None,
-                 f"unsupported type combination input {in_t.name}, weight {weight_t.name}, "
-                 f"acc_type {acc_t.name}")
+    if expected is None:
+        raise args.fail(f"unsupported type combination input {in_t.name}, weight {weight_t.name}, "
+                        f"acc_type {acc_t.name}")
     args.require(out_t is expected, f"output type {out_t.name} must be {expected.name}")
     args.require(args.input_types[2].dtype is out_t, "bias type must equal the output type")
     args.require(args.input_types[3].dtype is in_t, "input_zp type must equal the input type")
@@ -108,18 +110,18 @@ def matmul_types(args: KernelArgs) -> DotTypes:
     return DotTypes(in_t, in_t, out_t, out_t)
 
 
-def zero_point(args: KernelArgs, index: int, name: str, allowed: bool) -> int | float:
-    """The scalar zero point ``args.inputs[index]``; ERROR_IF non-zero where only int8 may have one."""
+def zero_point(args: KernelArgs, index: int, name: str, allowed: bool) -> int:
+    """The scalar zero point ``args.inputs[index]``; ERROR_IF non-zero where only int8 may have one.
+
+    Only an int8 operand may have one (``allowed``), so a float zero point is zero: 0.
+    """
     t = args.input_types[index]
     require_shape_one(args, index, name)
-    value = np.asarray(args.inputs[index]).reshape(-1)[0]
-    if t.dtype.is_integer:
-        value = int(value)
-    else:
-        value = float(np.float64(value))
-    if not allowed:
+    raw = np.asarray(args.inputs[index]).reshape(-1)[0]
+    value = int(raw) if t.dtype.is_integer else float(np.float64(raw))
+    if not allowed or not t.dtype.is_integer:
         args.require(value == 0, f"{name} must be zero for {t.dtype.name} (zero point only for int8)")
-    return value
+    return int(value)
 
 
 # --------------------------------------------------------------------------- geometry
@@ -274,59 +276,83 @@ def _int_compute_dtype(reduction: int, x: np.ndarray, x_zp: int, w: np.ndarray, 
     return _compute_dtype(reduction * _max_abs_minus(x, x_zp) * _max_abs_minus(w, w_zp), acc_limit)
 
 
-def _im2col_conv(x: np.ndarray, w: np.ndarray, input_zp: int, weight_zp: int, axes: Sequence[Axis],
+def _weight_matrix(w: np.ndarray, weight_zp: int, ctype: np.dtype) -> np.ndarray:
+    """Weights [OC, *K, IC] as the [K*IC, OC] right-hand side of im2col, zero point removed."""
+    return (w.reshape(w.shape[0], -1).astype(ctype) - weight_zp).T.copy()
+
+
+def _im2col_conv(x: np.ndarray, w_matrix: np.ndarray, input_zp: int, axes: Sequence[Axis],
                  spatial_region: Region, spatial_offsets: Sequence[int], ctype: np.dtype) -> np.ndarray:
     """Exact integer forward convolution as one GEMM per chunk of output rows (im2col).
 
-    ``x`` is the input window [N, *S, IC] (spatial origin ``spatial_offsets``), ``w`` the weights
-    [OC, *K, IC]; the caller has proven every partial sum exact in ``ctype``, so the
-    summation order does not matter. Padding is zeros after the zero-point subtraction.
+    ``x`` is the input window [N, *S, IC] (spatial origin ``spatial_offsets``), ``w_matrix``
+    the weights as :func:`_weight_matrix` gives them; the caller has proven every partial
+    sum exact in ``ctype``, so the summation order does not matter. Padding is zeros after
+    the zero-point subtraction.
     """
-    n, ic, oc = x.shape[0], x.shape[-1], w.shape[0]
+    n, oc = x.shape[0], w_matrix.shape[1]
     out_sizes = [o1 - o0 for o0, o1 in spatial_region]
-    w_matrix = (w.reshape(oc, -1).astype(ctype) - weight_zp).T.copy()        # [K*IC, OC]
-    if all(a.kernel == 1 and a.pad == 0 and o1 > o0 and (o1 - 1) * a.stride < a.in_size
-           for a, (o0, o1) in zip(axes, spatial_region)):
-        # 1x1 kernel reading no padding: output o reads input o * stride, no im2col block needed.
-        src = (slice(None),) + tuple(slice(o0 * a.stride - off, (o1 - 1) * a.stride + 1 - off, a.stride)
-                                     for a, (o0, o1), off in zip(axes, spatial_region, spatial_offsets))
-        columns = x[src].reshape(-1, ic).astype(ctype)
-        if input_zp:
-            columns -= input_zp
+    if _reads_no_padding_1x1(axes, spatial_region):
+        columns = _pointwise_columns(x, axes, spatial_region, spatial_offsets, input_zp, ctype)
         return (columns @ w_matrix).reshape(n, *out_sizes, oc).astype(np.int64)
     acc = np.empty((n, *out_sizes, oc), dtype=np.int64)
     rows_per_chunk = max(1, (1 << 23) // max(1, w_matrix.shape[0] * n * math.prod(out_sizes[1:])))
     for r0 in range(0, out_sizes[0], rows_per_chunk):
         r1 = min(out_sizes[0], r0 + rows_per_chunk)
-        region = [(spatial_region[0][0] + r0, spatial_region[0][0] + r1), *spatial_region[1:]]
-        # Padded block of the inputs this chunk reads, in full-tensor coordinates from `starts`.
-        starts, spans = [], []
-        for axis, (o0, o1) in zip(axes, region):
-            start = o0 * axis.stride - axis.pad
-            starts.append(start)
-            spans.append((o1 - 1 - o0) * axis.stride + (axis.kernel - 1) * axis.dilation + 1)
-        block = np.zeros((n, *spans, ic), dtype=ctype)
-        dst, src = [slice(None)], [slice(None)]
-        for axis, start, span, offset in zip(axes, starts, spans, spatial_offsets):
-            lo, hi = max(start, 0), min(start + span, axis.in_size)
-            if lo >= hi:
-                break
-            dst.append(slice(lo - start, hi - start))
-            src.append(slice(lo - offset, hi - offset))
-        else:
-            block[tuple(dst)] = x[tuple(src)]
-            block[tuple(dst)] -= input_zp
-        # View [N, *O, *K, IC] of the block: output o, tap k reads o*stride + k*dilation.
-        strides = block.strides
-        view = np.lib.stride_tricks.as_strided(
-            block,
-            shape=(n, *(o1 - o0 for o0, o1 in region), *(a.kernel for a in axes), ic),
-            strides=(strides[0], *(strides[1 + d] * a.stride for d, a in enumerate(axes)),
-                     *(strides[1 + d] * a.dilation for d, a in enumerate(axes)), strides[-1]),
-            writeable=False)
-        columns = view.reshape(-1, w_matrix.shape[0])
+        region = ((spatial_region[0][0] + r0, spatial_region[0][0] + r1), *spatial_region[1:])
+        block = _padded_block(x, axes, region, spatial_offsets, input_zp, ctype)
+        columns = _tap_view(block, axes, region).reshape(-1, w_matrix.shape[0])
         acc[:, r0:r1] = (columns @ w_matrix).reshape(n, r1 - r0, *out_sizes[1:], oc)
     return acc
+
+
+def _reads_no_padding_1x1(axes: Sequence[Axis], spatial_region: Region) -> bool:
+    """1x1 kernel reading no padding: output o reads input o * stride, no im2col block needed."""
+    return all(a.kernel == 1 and a.pad == 0 and o1 > o0 and (o1 - 1) * a.stride < a.in_size
+               for a, (o0, o1) in zip(axes, spatial_region))
+
+
+def _pointwise_columns(x: np.ndarray, axes: Sequence[Axis], spatial_region: Region,
+                       spatial_offsets: Sequence[int], input_zp: int, ctype: np.dtype) -> np.ndarray:
+    """[N * outputs, IC] operand of a 1x1 convolution reading no padding, zero point removed."""
+    src = (slice(None),) + tuple(slice(o0 * a.stride - off, (o1 - 1) * a.stride + 1 - off, a.stride)
+                                 for a, (o0, o1), off in zip(axes, spatial_region, spatial_offsets))
+    columns = x[src].reshape(-1, x.shape[-1]).astype(ctype)
+    if input_zp:
+        columns -= input_zp
+    return columns
+
+
+def _padded_block(x: np.ndarray, axes: Sequence[Axis], region: Region, spatial_offsets: Sequence[int],
+                  input_zp: int, ctype: np.dtype) -> np.ndarray:
+    """The inputs outputs ``region`` read, zero point removed and zero-padded, in ``ctype``."""
+    starts, spans = [], []
+    for axis, (o0, o1) in zip(axes, region):
+        start = o0 * axis.stride - axis.pad
+        starts.append(start)
+        spans.append((o1 - 1 - o0) * axis.stride + (axis.kernel - 1) * axis.dilation + 1)
+    block = np.zeros((x.shape[0], *spans, x.shape[-1]), dtype=ctype)
+    dst, src = [slice(None)], [slice(None)]
+    for axis, start, span, offset in zip(axes, starts, spans, spatial_offsets):
+        lo, hi = max(start, 0), min(start + span, axis.in_size)
+        if lo >= hi:
+            return block  # the chunk reads padding only
+        dst.append(slice(lo - start, hi - start))
+        src.append(slice(lo - offset, hi - offset))
+    block[tuple(dst)] = x[tuple(src)]
+    block[tuple(dst)] -= input_zp
+    return block
+
+
+def _tap_view(block: np.ndarray, axes: Sequence[Axis], region: Region) -> np.ndarray:
+    """View [N, *O, *K, IC] of a padded block: output o, tap k reads o*stride + k*dilation."""
+    strides = block.strides
+    return np.lib.stride_tricks.as_strided(
+        block,
+        shape=(block.shape[0], *(o1 - o0 for o0, o1 in region), *(a.kernel for a in axes), block.shape[-1]),
+        strides=(strides[0], *(strides[1 + d] * a.stride for d, a in enumerate(axes)),
+                 *(strides[1 + d] * a.dilation for d, a in enumerate(axes)), strides[-1]),
+        writeable=False)
 
 
 class _IntAccumulator:
@@ -403,15 +429,29 @@ def _fp_mul_add(view: np.ndarray, x: np.ndarray, w: np.ndarray, acc_t: DType) ->
 def _fp_output(acc: np.ndarray, bias: np.ndarray, out_t: DType) -> np.ndarray:
     """out = static_cast<out_t>(acc); out = out + bias, in out_t arithmetic."""
     with np.errstate(over="ignore", invalid="ignore"):
-        out = acc.astype(out_t.numpy_dtype)
-        if out_t is DType.BF16:
-            # fp32 add then one rounding to bf16 is the correctly rounded bf16 sum
-            return (out.astype(np.float32) + bias.astype(np.float32)).astype(out_t.numpy_dtype)
-        return out + bias.astype(out_t.numpy_dtype)
+        return _fp_add_bias(acc, _fp_bias(bias, out_t), out_t)
+
+
+def _fp_bias(bias: np.ndarray, out_t: DType) -> np.ndarray:
+    """The bias in the type :func:`_fp_add_bias` adds it in."""
+    return bias.astype(np.float32 if out_t is DType.BF16 else out_t.numpy_dtype)
+
+
+def _fp_add_bias(acc: np.ndarray, bias: np.ndarray, out_t: DType) -> np.ndarray:
+    """static_cast<out_t>(acc) + bias (from :func:`_fp_bias`): a new array; the caller
+    switches floating-point warnings off."""
+    storage = out_t.numpy_dtype
+    out = acc if acc.dtype == storage else acc.astype(storage)
+    if out_t is DType.BF16:
+        # fp32 add then one rounding to bf16 is the correctly rounded bf16 sum
+        return (out.astype(np.float32) + bias).astype(storage)
+    return np.add(out, bias)
 
 
 def _as_f32(a: np.ndarray) -> np.ndarray:
-    return np.asarray(a).astype(np.float32)
+    """``a`` in fp32 (itself if it is already: callers only read it)."""
+    a = np.asarray(a)
+    return a if a.dtype == np.float32 else a.astype(np.float32)
 
 
 # --------------------------------------------------------------------------- region helpers
@@ -500,45 +540,180 @@ def _conv_kernel(args: KernelArgs, geo: _ConvGeometry, types: DotTypes) -> list[
     w = np.asarray(args.inputs[1])[c0 - w_off[0]:c1 - w_off[0]]
     out_shape = (n1 - n0,) + tuple(b - a for a, b in spatial_region) + (c1 - c0,)
     bias = _bias_slice(args, c0, c1)
-    kernel_shape = tuple(a.kernel for a in geo.axes)
-
-    def taps():
-        for k in itertools.product(*(range(n) for n in kernel_shape)):
-            pieces = [axis.tap(kd, o0, o1, x_off[1 + d])
-                      for d, (axis, kd, (o0, o1)) in enumerate(zip(geo.axes, k, spatial_region))]
-            if all(p is not None for p in pieces):
-                out_index = (slice(None),) + tuple(p[0] for p in pieces) + (slice(None),)
-                in_index = (slice(None),) + tuple(p[1] for p in pieces) + (slice(None),)
-                yield k, out_index, in_index
-
-    if types.is_int:
-        reduction = math.prod(kernel_shape) * geo.in_channels
-        ctype = _int_compute_dtype(reduction, x, input_zp, w, weight_zp, types.acc_t)
-        if ctype is not None and not geo.axes[0].transposed:
-            acc = _im2col_conv(x, w, input_zp, weight_zp, geo.axes, spatial_region, x_off[1:-1], ctype)
-            return [_int_output(args, acc, bias, types.out_t)]
-        w_taps = np.moveaxis(w, 0, -1)  # (taps..., IC, OC): one GEMM right-hand side per tap
-        xv = x.astype(np.int64) - input_zp
-        wv = w_taps.astype(np.int64) - weight_zp
-        if ctype is not None:
-            xv, wv = xv.astype(ctype), wv.astype(ctype)
-        accumulator = _IntAccumulator(args, out_shape, ctype, types.acc_t)
-        for k, out_index, in_index in taps():
-            accumulator.add_gemm(out_index, xv[in_index], wv[k])
-        return [_int_output(args, accumulator.result(), bias, types.out_t)]
-
-    xv, wv = _as_f32(x), _as_f32(np.moveaxis(w, 0, -1))
-    acc = np.zeros(out_shape, dtype=_fp_storage(types.acc_t))
-    for k, out_index, in_index in taps():
-        view = acc[out_index]
-        xs = xv[in_index]
-        w_tap = wv[k]
-        for ic in range(geo.in_channels):
-            _fp_mul_add(view, xs[..., ic:ic + 1], w_tap[ic], types.acc_t)
-    return [_fp_output(acc, bias, types.out_t)]
+    if not types.is_int:
+        taps = _conv_taps(geo.axes, spatial_region, x_off[1:-1])
+        acc = _fp_conv(_as_f32(x), _as_f32(np.moveaxis(w, 0, -1)), taps, out_shape, types.acc_t)
+        return [_fp_output(acc, bias, types.out_t)]
+    reduction = math.prod(a.kernel for a in geo.axes) * geo.in_channels
+    ctype = _int_compute_dtype(reduction, x, input_zp, w, weight_zp, types.acc_t)
+    if ctype is not None and not geo.axes[0].transposed:
+        acc = _im2col_conv(x, _weight_matrix(w, weight_zp, ctype), input_zp, geo.axes, spatial_region,
+                           x_off[1:-1], ctype)
+        return [_int_output(args, acc, bias, types.out_t)]
+    w_taps = np.moveaxis(w, 0, -1)  # (taps..., IC, OC): one GEMM right-hand side per tap
+    xv = x.astype(np.int64) - input_zp
+    wv = w_taps.astype(np.int64) - weight_zp
+    if ctype is not None:
+        xv, wv = xv.astype(ctype), wv.astype(ctype)
+    accumulator = _IntAccumulator(args, out_shape, ctype, types.acc_t)
+    for k, out_index, in_index in _conv_taps(geo.axes, spatial_region, x_off[1:-1]):
+        accumulator.add_gemm(out_index, xv[in_index], wv[k])
+    return [_int_output(args, accumulator.result(), bias, types.out_t)]
 
 
-def _conv_window(spatial: int, transposed: bool = False):
+Tap = tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...]]
+
+
+def _conv_taps(axes: Sequence[Axis], spatial_region: Region, spatial_offsets: Sequence[int]) -> list[Tap]:
+    """(kernel position, output index, input index) of every tap reading some valid input,
+    for outputs ``spatial_region`` of an input window at ``spatial_offsets``."""
+    taps = []
+    for k in itertools.product(*(range(a.kernel) for a in axes)):
+        pieces = [axis.tap(kd, o0, o1, offset)
+                  for axis, kd, (o0, o1), offset in zip(axes, k, spatial_region, spatial_offsets)]
+        found = [p for p in pieces if p is not None]
+        if len(found) == len(pieces):
+            out_index = (slice(None),) + tuple(p[0] for p in found) + (slice(None),)
+            in_index = (slice(None),) + tuple(p[1] for p in found) + (slice(None),)
+            taps.append((k, out_index, in_index))
+    return taps
+
+
+#: Largest products block (elements) a floating-point tap computes at once.
+_FP_PRODUCTS_ELEMENTS = 1 << 16
+#: Outputs (times output channels) from which adding whole rows of products channel by
+#: channel beats np.add.accumulate (whose loop runs along the channels, element by element).
+_FP_ROW_LOOP_ELEMENTS = 128
+#: Largest rows of products (elements: taps * input channels * outputs) made at once.
+_FP_ROWS_ELEMENTS = 1 << 20
+
+
+def _fp_conv(xv: np.ndarray, wv: np.ndarray, taps: Sequence[Tap], out_shape: tuple[int, ...],
+             acc_t: DType) -> np.ndarray:
+    """The floating-point convolution sum: for each tap, then each input channel in order,
+    acc = acc + x * w, each operation rounded (``xv`` [N, *S, IC], ``wv`` [*K, IC, OC] in fp32).
+
+    Computed from many products at a time; if a NaN comes out, which NaN it is depends on
+    the order numpy's loops meet NaNs, so the sum is then done again one input channel at a
+    time, as the pseudocode reads (and as it always was done).
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _fp_conv_quietly(xv, wv, taps, out_shape, acc_t)
+
+
+def _fp_conv_quietly(xv: np.ndarray, wv: np.ndarray, taps: Sequence[Tap], out_shape: tuple[int, ...],
+                     acc_t: DType) -> np.ndarray:
+    """:func:`_fp_conv` for callers that have switched numpy's floating-point warnings off."""
+    acc = _fp_conv_batched(xv, wv, taps, out_shape, acc_t)
+    if not np.isnan(acc).any():
+        return acc
+    acc = np.zeros(out_shape, dtype=_fp_storage(acc_t))
+    for k, out_index, in_index in taps:
+        view, xs, w_tap = acc[out_index], xv[in_index], wv[k]
+        for ic in range(w_tap.shape[0]):
+            _fp_mul_add(view, xs[..., ic:ic + 1], w_tap[ic], acc_t)
+    return acc
+
+
+def _fp_conv_batched(xv: np.ndarray, wv: np.ndarray, taps: Sequence[Tap], out_shape: tuple[int, ...],
+                     acc_t: DType) -> np.ndarray:
+    """:func:`_fp_conv`'s sum, the same operations in the same order, batched (any NaN in
+    it may differ from the pseudocode's)."""
+    storage = _fp_storage(acc_t)
+    outputs = math.prod(out_shape)
+    if len(taps) == 1 and outputs < _FP_ROW_LOOP_ELEMENTS:  # e.g. a fully connected layer
+        k, out_index, in_index = taps[0]
+        total = _fp_tap_sum(storage.type(0), xv[in_index], wv[k], acc_t)
+        if total is not None and total.shape == out_shape:
+            return total
+    if len(taps) * wv.shape[-2] * outputs <= _FP_ROWS_ELEMENTS:
+        return _fp_conv_rows(xv, wv, taps, out_shape, acc_t)
+    acc = np.zeros(out_shape, dtype=storage)
+    for k, out_index, in_index in taps:
+        view, xs, w_tap = acc[out_index], xv[in_index], wv[k]
+        for ic in range(w_tap.shape[0]):
+            _fp_mul_add(view, xs[..., ic:ic + 1], w_tap[ic], acc_t)
+    return acc
+
+
+def _fp_tap_sum(start: np.floating, xs: np.ndarray, w_tap: np.ndarray, acc_t: DType) -> np.ndarray | None:
+    """start + x[..., 0] * w[0] + x[..., 1] * w[1] + ..., in that order with each operation
+    rounded, from all the tap's products at once (a new array); None if they are too many."""
+    if xs.size * w_tap.shape[-1] > _FP_PRODUCTS_ELEMENTS:
+        return None
+    products = xs[..., :, None] * w_tap  # each product rounded as alone
+    if acc_t is DType.FP16:
+        products = products.astype(np.float16)
+    np.add(start, products[..., 0, :], out=products[..., 0, :])
+    return np.add.accumulate(products, axis=-2)[..., -1, :]  # sequential: ((v + p0) + p1) + ...
+
+
+def _fp_conv_rows(xv: np.ndarray, wv: np.ndarray, taps: Sequence[Tap], out_shape: tuple[int, ...],
+                  acc_t: DType) -> np.ndarray:
+    """The sum from one row of products per (tap, input channel) over the whole output, added
+    in order. Where a tap reads padding the spec adds nothing: its row holds -0.0 there,
+    the one value whose addition changes no sum (x + -0.0 == x, signs of zero and NaNs too)."""
+    channels, out_channels = wv.shape[-2:]
+    rows = np.full((len(taps), channels, *out_shape), -0.0, dtype=_fp_storage(acc_t))
+    for t, (k, out_index, in_index) in enumerate(taps):
+        xs = xv[in_index]  # [N, *region, IC]
+        target = rows[t][(slice(None), *out_index)]  # [IC, N, *region, OC]
+        weights = wv[k].reshape(channels, *(1,) * (xs.ndim - 1), out_channels)
+        np.multiply(np.moveaxis(xs, -1, 0)[..., None], weights, out=target)  # rounded once (fp16: once)
+    flat = rows.reshape(len(taps) * channels, *out_shape)
+    if not len(flat):
+        return np.zeros(out_shape, dtype=rows.dtype)  # no tap reads the input
+    acc = np.add(flat.dtype.type(0), flat[0])
+    for row in flat[1:]:
+        acc += row
+    return acc
+
+
+StaticConv = Callable[[KernelArgs], tuple[_ConvGeometry, DotTypes]]
+
+
+def _bind_conv(static_checks: StaticConv) -> Binder:
+    """Binder of a forward convolution with constant weights, bias and zero points: the
+    weights in the layout the computation wants, the taps and the compute type worked out once."""
+
+    def bind(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel | None:
+        constants = [value for value in const_inputs[1:5] if value is not None]
+        geo, types = static_checks(args)
+        if len(constants) != 4 or geo.axes[0].transposed:
+            return None
+        static = args.static()
+        fixed = dataclasses.replace(static, inputs=[args.inputs[0], *constants])
+        input_zp = zero_point(fixed, 3, "input_zp", types.in_t is DType.INT8)
+        weight_zp = zero_point(fixed, 4, "weight_zp", types.weight_t is DType.INT8)
+        bias = _bias_slice(fixed, 0, geo.out_channels)
+        out_shape = static.output_types[0].shape
+        spatial_region = full_region(out_shape[1:-1])
+        offsets = (0,) * len(spatial_region)
+        if not types.is_int:
+            taps = _conv_taps(geo.axes, spatial_region, offsets)
+            wv = np.ascontiguousarray(_as_f32(np.moveaxis(np.asarray(constants[0]), 0, -1)))
+            bias_out, acc_t, out_t = _fp_bias(bias, types.out_t), types.acc_t, types.out_t
+            return lambda inputs: [_fp_add_bias(_fp_conv_quietly(_as_f32(inputs[0]), wv, taps, out_shape, acc_t),
+                                                bias_out, out_t)]
+        # exact magnitudes of the constant weights, the input's from its storage type
+        x_max = _storage_max_abs_minus(np.empty(0, types.in_t.numpy_dtype), input_zp)
+        reduction = math.prod(a.kernel for a in geo.axes) * geo.in_channels
+        ctype = None if x_max is None else _compute_dtype(
+            reduction * x_max * _max_abs_minus(np.asarray(constants[0]), weight_zp), 1 << (types.acc_t.bits - 1))
+        if ctype is None:
+            return None  # the data decide how to sum: the plain kernel does
+        w_matrix = _weight_matrix(np.asarray(constants[0]), weight_zp, ctype)
+
+        def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
+            acc = _im2col_conv(np.asarray(inputs[0]), w_matrix, input_zp, geo.axes, spatial_region, offsets, ctype)
+            return [_int_output(static, acc, bias, types.out_t)]
+
+        return run
+
+    return bind
+
+
+def _conv_window(spatial: int, transposed: bool = False) -> InputWindow:
     """Input windows of CONV2D/CONV3D/TRANSPOSE_CONV2D for an output region."""
 
     def window(attribute: Attribute, input_types: Sequence[TensorType],
@@ -562,13 +737,13 @@ def _conv_window(spatial: int, transposed: bool = False):
     return window
 
 
-@register(Op.CONV2D, window=_conv_window(2))
+@register(Op.CONV2D, window=_conv_window(2), bind=_bind_conv(_conv2d_static))
 def conv2d(args: KernelArgs) -> list[np.ndarray]:
     """CONV2D: input [N,IH,IW,IC], weight [OC,KH,KW,IC], bias [BC] -> [N,OH,OW,OC]."""
     return _conv_kernel(args, *_conv2d_static(args))
 
 
-@register(Op.CONV3D, window=_conv_window(3))
+@register(Op.CONV3D, window=_conv_window(3), bind=_bind_conv(_conv3d_static))
 def conv3d(args: KernelArgs) -> list[np.ndarray]:
     """CONV3D: input [N,ID,IH,IW,IC], weight [OC,KD,KH,KW,IC] -> [N,OD,OH,OW,OC]."""
     return _conv_kernel(args, *_conv3d_static(args))
@@ -628,7 +803,7 @@ def depthwise_conv2d(args: KernelArgs) -> list[np.ndarray]:
     keep = slice(c0 - ch0 * m, c1 - ch0 * m)        # the region's channels within [ch0*M, ch1*M)
     bias = _bias_slice(args, c0, c1)
 
-    def taps():
+    def taps() -> Iterator[tuple[tuple[int, int], tuple[slice, slice, slice], tuple[slice, slice, slice]]]:
         for ky, kx in itertools.product(range(rows.kernel), range(cols.kernel)):
             ty = rows.tap(ky, y0, y1, x_off[1])
             tx = cols.tap(kx, x0, x1, x_off[2])
@@ -643,7 +818,7 @@ def depthwise_conv2d(args: KernelArgs) -> list[np.ndarray]:
         bound = taps_count * x_max * w_max  # bounds every product and partial sum
         proven = bound < acc_limit
         # int32 holds every partial sum when the bound says so (half the memory traffic of int64)
-        work = np.dtype(np.int32) if proven and bound < _I32_LIMIT else np.dtype(np.int64)
+        work: np.dtype[Any] = np.dtype(np.int32) if proven and bound < _I32_LIMIT else np.dtype(np.int64)
         xv = x.astype(work) - input_zp
         wv = w.astype(work) - weight_zp
         accumulator = _IntAccumulator(args, acc_shape, work if proven else None, types.acc_t)
@@ -682,7 +857,39 @@ def _matmul_static(args: KernelArgs) -> tuple[DotTypes, tuple[int, ...]]:
     return types, a_shape
 
 
-@register(Op.MATMUL, window=_matmul_window)
+def _bind_matmul(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel | None:
+    """Integer MATMUL with constant zero points: the compute type from the operands' storage
+    ranges, proven once (every sum exact), so a call is the product alone."""
+    types, a_shape = _matmul_static(args)
+    zps = [value for value in const_inputs[2:4] if value is not None]
+    if not types.is_int or len(zps) != 2:
+        return None
+    fixed = dataclasses.replace(args.static(), inputs=[args.inputs[0], args.inputs[1], *zps])
+    a_zp = zero_point(fixed, 2, "A_zp", types.in_t is DType.INT8)
+    b_zp = zero_point(fixed, 3, "B_zp", types.in_t is DType.INT8)
+    storage = types.in_t.numpy_dtype
+    a_max = _storage_max_abs_minus(np.empty(0, storage), a_zp)
+    b_max = _storage_max_abs_minus(np.empty(0, storage), b_zp)
+    if a_max is None or b_max is None:
+        return None
+    ctype = _compute_dtype(a_shape[2] * a_max * b_max, 1 << (types.acc_t.bits - 1))
+    if ctype is None or ctype == np.int64:
+        return None  # the data decide how to sum: the plain kernel does
+    out = types.out_t.numpy_dtype
+
+    def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
+        a = np.asarray(inputs[0]).astype(ctype)
+        b = np.asarray(inputs[1]).astype(ctype)
+        if a_zp:
+            a -= a_zp
+        if b_zp:
+            b -= b_zp
+        return [np.matmul(a, b).astype(np.int64).astype(out)]
+
+    return run
+
+
+@register(Op.MATMUL, window=_matmul_window, bind=_bind_matmul)
 def matmul(args: KernelArgs) -> list[np.ndarray]:
     """MATMUL: A [N,H,C] x B [N,C,W] -> [N,H,W], accumulating in the output type."""
     types, a_shape = _matmul_static(args)

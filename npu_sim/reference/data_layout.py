@@ -15,13 +15,12 @@ where the shapes alone prove its offset is zero). RESHAPE reads its whole input.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from npu_sim.reference.kernel_api import KernelArgs, Region, full_region, register
-from npu_sim.reference.kernel_util import (check_dtype, output_region, read_window, require_shape_one,
-                                           shape_values)
+from npu_sim.reference.kernel_api import BoundKernel, InputWindow, KernelArgs, Region, full_region, register
+from npu_sim.reference.kernel_util import check_dtype, output_region, read_window, require_shape_one, shape_values
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, Op
@@ -122,7 +121,7 @@ def pad_input_region(padding: Sequence[int], input_shape: Sequence[int],
     return tuple(region)
 
 
-def _shape_operand_window(exact_region: Callable[[list[int], Sequence[int], Region], Region]):
+def _shape_operand_window(exact_region: Callable[[list[int], Sequence[int], Region], Region]) -> InputWindow:
     """Window of PAD/SLICE: the data region from the SHAPE operand (input 1) when it is known
     (``exact_region(values, input_shape, out_region)``); without it only dimensions whose size
     is unchanged (so offset zero) are followed. The other operands are read whole."""
@@ -180,7 +179,16 @@ def _reshape_window(attribute: Attribute, input_types: Sequence[TensorType],
     return [full_region(input_types[0].shape), full_region(input_types[1].shape)]
 
 
-@register(Op.RESHAPE, window=_reshape_window)
+def _bind_reshape(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel | None:
+    """RESHAPE with a constant shape operand: its checks have passed; only the copy is left."""
+    if const_inputs[1] is None:
+        return None
+    out_type = args.output_types[0]
+    shape, storage = out_type.shape, out_type.dtype.numpy_dtype
+    return lambda inputs: [np.array(inputs[0].reshape(shape), dtype=storage)]
+
+
+@register(Op.RESHAPE, window=_reshape_window, bind=_bind_reshape)
 def reshape(args: KernelArgs) -> list[np.ndarray]:
     """Same values in row-major order, new shape (the SHAPE operand, equal to the output's)."""
     dtype = check_dtype(args, LAYOUT_DTYPES)
@@ -228,7 +236,19 @@ def _slice_input_region(start: Sequence[int], input_shape: Sequence[int], out_re
 _slice_window = _shape_operand_window(_slice_input_region)
 
 
-@register(Op.SLICE, window=_slice_window)
+def _bind_slice(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel | None:
+    """SLICE with constant start and size: its checks have passed; only the copy is left."""
+    start = const_inputs[1]
+    if start is None or const_inputs[2] is None:
+        return None
+    out_type = args.output_types[0]
+    begin = [int(v) for v in np.asarray(start).reshape(-1)]
+    index = tuple(slice(b, b + size) for b, size in zip(begin, out_type.shape))
+    storage = out_type.dtype.numpy_dtype
+    return lambda inputs: [np.array(inputs[0][index], dtype=storage)]
+
+
+@register(Op.SLICE, window=_slice_window, bind=_bind_slice)
 def slice_(args: KernelArgs) -> list[np.ndarray]:
     """The block of input1 starting at ``start`` with extent ``size`` (SHAPE operands)."""
     dtype = check_dtype(args, LAYOUT_DTYPES)

@@ -13,17 +13,18 @@ broadcast (size-1) dimensions which map to ``(0, 1)``.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from npu_sim.reference.kernel_api import KernelArgs, Region, register
-from npu_sim.reference.kernel_util import as_output, checked_once, require_shape_one
+from npu_sim.reference.kernel_util import as_output, bind_values, checked_once, require_shape_one
 from npu_sim.reference.numerics import (
     all_in_range,
     clip_int,
     count_leading_zeros_32,
     round_to_float,
+    round_to_float_quietly,
     signed_range,
     wrap,
 )
@@ -48,7 +49,12 @@ def broadcast_window(attribute: Attribute, input_types: Sequence[TensorType],
 
 
 def _broadcast_region(shape: Sequence[int], out_region: Region) -> Region:
-    return tuple((0, 1) if dim == 1 else tuple(out_region[axis]) for axis, dim in enumerate(shape))
+    return tuple((0, 1) if dim == 1 else _pair(out_region[axis]) for axis, dim in enumerate(shape))
+
+
+def _pair(bounds: Sequence[int]) -> tuple[int, int]:
+    start, stop = bounds
+    return start, stop
 
 
 def scalar_params_window(n_tensor_inputs: int) -> Callable[..., list[Region]]:
@@ -144,19 +150,33 @@ def _binary(args: KernelArgs, allowed: frozenset[DType], out_dtype: DType | None
     return _binary_checks(args, allowed, out_dtype), args.inputs[0], args.inputs[1]
 
 
-@register(Op.ADD, Op.SUB, window=broadcast_window)
+def _as_f32(a: np.ndarray) -> np.ndarray:
+    """``a`` in fp32 (itself if it is already: callers only read it)."""
+    a = np.asarray(a)
+    return a if a.dtype == np.float32 else a.astype(np.float32)
+
+
+def _add_sub_checks(args: KernelArgs) -> DType:
+    return _binary_checks(args, _I32_FP, None)
+
+
+def _add_sub_values(args: KernelArgs, dtype: DType, operands: list[np.ndarray]) -> np.ndarray:
+    """ADD / SUB of checked operands: a fresh array (fp warnings to be switched off by the caller)."""
+    a, b = operands[0], operands[1]
+    add = args.op == Op.ADD
+    if dtype is DType.INT32:
+        c = _i64(a) + _i64(b) if add else _i64(a) - _i64(b)
+        _require_range(args, c, dtype, "apply_add_s" if add else "apply_sub_s")
+        return c
+    c = np.add(_as_f32(a), _as_f32(b)) if add else np.subtract(_as_f32(a), _as_f32(b))
+    return round_to_float_quietly(c, dtype)
+
+
+@register(Op.ADD, Op.SUB, window=broadcast_window, bind=bind_values(_add_sub_checks, _add_sub_values))
 def add_sub(args: KernelArgs) -> list[np.ndarray]:
     """ADD / SUB: int32 REQUIREs no overflow (apply_add_s/apply_sub_s); FP rounds once."""
-    dtype, a, b = _binary(args, _I32_FP)
-    sign = 1 if args.op == Op.ADD else -1
-    helper = "apply_add_s" if args.op == Op.ADD else "apply_sub_s"
-    if dtype is DType.INT32:
-        c = _i64(a) + _i64(b) if sign > 0 else _i64(a) - _i64(b)
-        _require_range(args, c, dtype, helper)
-        return [as_output(args, c)]
     with np.errstate(all="ignore"):
-        c = _f32(a) + _f32(b) if sign > 0 else _f32(a) - _f32(b)
-    return [as_output(args, _fp_result(c, dtype))]
+        return [as_output(args, _add_sub_values(args, _add_sub_checks(args), args.inputs))]
 
 
 @checked_once
@@ -171,24 +191,28 @@ def _mul_checks(args: KernelArgs) -> DType:
     return dtype
 
 
-@register(Op.MUL, window=scalar_params_window(2))
-def mul(args: KernelArgs) -> list[np.ndarray]:
-    """MUL with the [1] int8 ``shift`` input: int32 rounds by shift; narrower ints widen."""
-    dtype = _mul_checks(args)
-    shift = int(np.asarray(args.inputs[2]).item(0))
+def _mul_values(args: KernelArgs, dtype: DType, operands: list[np.ndarray]) -> np.ndarray:
+    """MUL of checked operands: a fresh array (fp warnings to be switched off by the caller)."""
+    shift = int(np.asarray(operands[2]).item(0))
     args.require(0 <= shift <= 63, "REQUIRE(0 <= shift && shift <= 63)")
     args.require(dtype is DType.INT32 or shift == 0, "REQUIRE(is_same<in_t,int32_t>() || shift == 0)")
-    a, b = args.inputs[0], args.inputs[1]
+    a, b = operands[0], operands[1]
     if dtype in FP_TYPES:
-        with np.errstate(all="ignore"):
-            return [as_output(args, _fp_result(_f32(a) * _f32(b), dtype))]
+        return round_to_float_quietly(np.multiply(_as_f32(a), _as_f32(b)), dtype)
     product = _i64(a) * _i64(b)  # |int32 * int32| < 2**62: exact in int64
     if shift > 0:
         product = (product + (1 << (shift - 1))) >> shift
         args.require(all_in_range(product, -(1 << 31), (1 << 31) - 1),
                      "REQUIRE(product >= minimum_s<i32_t>() && product <= maximum_s<i32_t>())")
-        return [as_output(args, product)]
-    return [as_output(args, wrap(product, 32))]  # low 32 bits of the product
+        return product
+    return wrap(product, 32)  # low 32 bits of the product
+
+
+@register(Op.MUL, window=scalar_params_window(2), bind=bind_values(_mul_checks, _mul_values))
+def mul(args: KernelArgs) -> list[np.ndarray]:
+    """MUL with the [1] int8 ``shift`` input: int32 rounds by shift; narrower ints widen."""
+    with np.errstate(all="ignore"):
+        return [as_output(args, _mul_values(args, _mul_checks(args), args.inputs))]
 
 
 @register(Op.INTDIV, window=broadcast_window)
@@ -271,6 +295,7 @@ def maximum_minimum(args: KernelArgs) -> list[np.ndarray]:
     is_max = args.op == Op.MAXIMUM
     if dtype is DType.INT32:
         return [as_output(args, (np.maximum if is_max else np.minimum)(a, b))]
+    fn: np.ufunc
     if mode == NanPropagationMode.PROPAGATE:
         fn = np.maximum if is_max else np.minimum
     else:

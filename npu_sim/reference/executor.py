@@ -23,22 +23,30 @@ Blocks are run in the order their operators are listed (the serialized
 order, which TOSA writers emit topologically); reading a tensor nobody has
 produced yet is a :class:`~npu_sim.errors.GraphValidationError`.
 
+What depends only on the graph is worked out once (:class:`CompiledGraph`, kept per
+graph by :mod:`npu_sim.reference.prepared`): each block's plan, constants, operators
+of constant operands folded after their first run, and every other operator's kernel
+bound after its second success (:func:`~npu_sim.reference.kernel_api.bind_kernel`: its
+static ERROR_IFs done, its attribute-derived constants made), so an invocation is a
+loop over bound steps; the checks that read data still run on every call.
+
 Use :func:`execute` for one invocation, or ``Session`` for several with
 variables persisting between them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 import npu_sim.reference  # noqa: F401  (registers every kernel)
 from npu_sim.errors import GraphValidationError, InputError, TosaRuntimeError
 from npu_sim.reference.custom import custom_implementation
-from npu_sim.reference.kernel_api import KernelArgs, run_kernel
+from npu_sim.reference.kernel_api import BoundKernel, KernelArgs, bind_kernel, run_kernel
 from npu_sim.tosa.dtype import DType, outside_storage_range
 from npu_sim.tosa.ir import Block, Graph, Operator, Tensor, TensorType
 from npu_sim.tosa.ops import Op
@@ -125,43 +133,328 @@ def check_inputs(graph: Graph, inputs: Inputs | None) -> dict[str, np.ndarray]:
     return {name: check_input_array(name, value, expected[name]) for name, value in pairs}
 
 
-# --- running blocks -----------------------------------------------------------
-@dataclass
-class _Step:
-    """One operator, with what the executor needs of it worked out once per block."""
+# --- plans -------------------------------------------------------------------
+#: A step's work: (runner, the block's live values by tensor name, nesting depth).
+StepRun = Callable[["GraphRunner", dict[str, np.ndarray], int], None]
 
-    operator: Operator
-    name: str
-    input_types: list[TensorType]
-    output_types: list[TensorType]
-    frees: list[str]  # values no later operator reads: dropped after this step
-    constants: list[np.ndarray] | None = None  # CONST / CONST_SHAPE data, checked
+
+class _Step(NamedTuple):
+    """One operator as the executor runs it, worked out once per block."""
+
+    run: StepRun
+    #: values no later operator reads: dropped after this step
+    frees: tuple[str, ...]
 
 
 @dataclass
 class _BlockPlan:
-    """Per-block facts computed once: the steps, and the variables the block declares."""
+    """Per-block facts computed once: the steps, constants and the variables the block declares."""
 
     steps: list[_Step]
+    #: values every run of the block starts from: CONST/CONST_SHAPE outputs (checked),
+    #: and the outputs of operators of constant operands once they have run (folded)
+    seed: dict[str, np.ndarray]
     variable_tensors: list[Tensor]
-    any_variable: bool
+
+
+class CompiledGraph:
+    """What the executor works out once per graph and reuses for every invocation.
+
+    A block's plan is made on the block's first run (so a problem with it is reported
+    when, and only if, the block runs). An operator whose operands are all constants is
+    folded after its first successful run: its outputs join the values every run starts
+    from. Any other operator's kernel is bound to its attribute, operand types and
+    constant operands after its second successful call
+    (:func:`~npu_sim.reference.kernel_api.bind_kernel`), so an invocation becomes a
+    loop over bound steps. Holds no variables and no limits: Sessions share it.
+    """
+
+    def __init__(self) -> None:
+        self._plans: dict[int, _BlockPlan] = {}
+        self._blocks: dict[str, Block] = {}
+
+    def plan(self, block: Block) -> _BlockPlan:
+        plan = self._plans.get(id(block))
+        if plan is None:
+            plan = self._plans[id(block)] = _make_plan(block)
+        return plan
+
+    def resolve_block(self, graph: Graph, name: str, where: str) -> Block:
+        """A control-flow operator's block by name (or the only block of a region so named)."""
+        block = self._blocks.get(name)
+        if block is None:
+            try:
+                block = graph.block(name)
+            except GraphValidationError as exc:
+                raise GraphValidationError(f"{where}: {exc}") from None
+            self._blocks[name] = block
+        return block
+
+
+def _make_plan(block: Block) -> _BlockPlan:
+    operators = block.operators
+    last_use = {name: i for i, op in enumerate(operators) for name in op.inputs}
+    keep = set(block.outputs)
+    layout = _Layout.of(block)
+    plan = _BlockPlan([], layout.seed_constants(block), _declared_variables(block))
+    will_be_constant = set(plan.seed)
+    for index, operator in enumerate(operators):
+        if operator.op in (Op.CONST, Op.CONST_SHAPE) and all(n in plan.seed for n in operator.outputs):
+            continue  # its outputs are in the seed
+        frees = tuple(n for n in dict.fromkeys(operator.inputs) if last_use[n] == index and n not in keep)
+        run, binding = _make_step(block, operator, plan.seed)
+        if binding is not None:
+            foldable = layout.foldable(block, operator, index, will_be_constant)
+            _connect(plan, binding, frees, foldable)
+            if foldable:
+                will_be_constant.update(operator.outputs)
+        plan.steps.append(_Step(run, frees))
+    return plan
+
+
+def _declared_variables(block: Block) -> list[Tensor]:
+    """The variable tensors that declare themselves on block entry: all but those a VARIABLE
+    operator of the block declares explicitly."""
+    declared = {name for op in block.operators if op.op == Op.VARIABLE for name in [*op.inputs, *op.outputs]}
+    return [t for t in block.tensors.values() if t.variable and t.name not in declared]
+
+
+def _connect(plan: _BlockPlan, binding: _Binding, frees: tuple[str, ...], foldable: bool) -> None:
+    """Let the binding of the step about to be appended replace it (bound or folded)."""
+    position = len(plan.steps)
+    binding.install = functools.partial(_install, plan.steps, position, frees)
+    if foldable:
+        binding.fold = functools.partial(_fold, plan, position, frees, tuple(binding.operator.outputs))
+
+
+class _Layout(NamedTuple):
+    """Where each tensor of a block is produced and first read (by operator index)."""
+
+    produced: dict[str, int]
+    first_read: dict[str, int]
+
+    @staticmethod
+    def of(block: Block) -> _Layout:
+        produced: dict[str, int] = {}
+        first_read: dict[str, int] = {}
+        for index, op in enumerate(block.operators):
+            for name in op.outputs:
+                produced[name] = produced.get(name, 0) + 1
+            for name in op.inputs:
+                first_read.setdefault(name, index)
+        return _Layout(produced, first_read)
+
+    def seedable(self, block: Block, name: str, index: int) -> bool:
+        """Whether output ``name`` of operator ``index`` may be a value every block run starts
+        from: no block input nor variable, produced once, read only after its operator (what
+        validation guarantees; other graphs keep the step)."""
+        tensor = block.tensors.get(name)
+        return (tensor is not None and not tensor.variable and name not in block.inputs
+                and self.produced[name] == 1 and self.first_read.get(name, index + 1) > index)
+
+    def foldable(self, block: Block, operator: Operator, index: int, constants: set[str]) -> bool:
+        """Whether operator ``index`` reads only ``constants`` and its outputs may be seeded."""
+        return bool(operator.inputs) and constants.issuperset(operator.inputs) and \
+            all(self.seedable(block, n, index) for n in operator.outputs)
+
+    def seed_constants(self, block: Block) -> dict[str, np.ndarray]:
+        """The checked data of the seedable CONST/CONST_SHAPE outputs."""
+        seed: dict[str, np.ndarray] = {}
+        for index, op in enumerate(block.operators):
+            if op.op not in (Op.CONST, Op.CONST_SHAPE):
+                continue
+            constants = [_constant(block.tensor(n), op.name) for n in op.outputs]
+            if all(self.seedable(block, n, index) for n in op.outputs):
+                seed.update(zip(op.outputs, constants))
+        return seed
+
+
+def _const_inputs(block: Block, operator: Operator, seed: dict[str, np.ndarray]) -> list[np.ndarray | None]:
+    """Per input of ``operator``, its value when the graph fixes it (a constant), else None."""
+    producers = {name for op in block.operators for name in op.outputs}
+    values: list[np.ndarray | None] = []
+    for name in operator.inputs:
+        value = seed.get(name)
+        tensor = block.tensors.get(name)
+        if value is None and tensor is not None and tensor.data is not None and not tensor.variable \
+                and name not in producers and name not in block.inputs:
+            try:  # a constant tensor without a CONST operator
+                value = _constant(tensor, operator.name)
+            except GraphValidationError:
+                value = None  # reported when the operator reads it
+        values.append(value)
+    return values
+
+
+# --- steps ----------------------------------------------------------------------
+#: How a step computes its results from its operands: (runner, operands, depth) -> results.
+Compute = Callable[["GraphRunner", list[np.ndarray], int], list[np.ndarray]]
+#: How a step gets its results: (runner, live values, depth) -> results.
+Produce = Callable[["GraphRunner", dict[str, np.ndarray], int], list[np.ndarray]]
+
+
+def _make_step(block: Block, operator: Operator, seed: dict[str, np.ndarray]) -> tuple[StepRun, _Binding | None]:
+    """The step running ``operator``, and its kernel binding if its plain form may replace it."""
+    op = operator.op
+    if op in _VARIABLE_STEPS:
+        variable_step = _VARIABLE_STEPS[op]
+        return (lambda runner, values, depth: variable_step(runner, block, operator, values)), None
+    step = _StepParts(block, operator)
+    if op in (Op.CONST, Op.CONST_SHAPE):
+        constants = [_constant(block.tensor(n), step.where) for n in operator.outputs]
+        return step.storing(lambda runner, values, depth: constants), None
+    runner_method = _RUNNER_OPERATORS.get(op)
+    if runner_method is not None:
+        def compute(runner: GraphRunner, args: list[np.ndarray], depth: int) -> list[np.ndarray]:
+            return runner_method(runner, block, operator, args, depth)
+
+        return step.storing(step.fetching(compute)), None
+    binding = _Binding(block, operator, seed, step.where)
+    plain = not step.reads_variable and not step.writes_variable
+    return step.storing(step.fetching(binding)), binding if plain else None
+
+
+def _install(steps: list[_Step], position: int, frees: tuple[str, ...], run: StepRun) -> None:
+    steps[position] = _Step(run, frees)
+
+
+def _fold(plan: _BlockPlan, position: int, frees: tuple[str, ...], outputs: tuple[str, ...],
+          results: list[np.ndarray]) -> None:
+    """An operator of constant operands has run: its outputs are constants from now on."""
+    plan.seed.update(zip(outputs, results))
+    plan.steps[position] = _Step(_folded, frees)
+
+
+def _folded(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> None:
+    """The step of a folded operator: its outputs are in the block's seed."""
+
+
+class _StepParts:
+    """What the parts of an operator's step share: its names and whether it touches variables."""
+
+    def __init__(self, block: Block, operator: Operator) -> None:
+        self.block = block
+        self.inputs, self.outputs = tuple(operator.inputs), tuple(operator.outputs)
+        self.where = operator.name
+        tensors = block.tensors
+        self.reads_variable = any(tensors[n].variable for n in self.inputs if n in tensors)
+        self.writes_variable = any(tensors[n].variable for n in self.outputs if n in tensors)
+
+    def fetching(self, compute: Compute) -> Produce:
+        """``compute`` fed with the operator's operands read from the live values."""
+        block, names, where = self.block, self.inputs, self.where
+        if self.reads_variable:
+            def read_each(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> list[np.ndarray]:
+                return compute(runner, [runner.get(block, values, n, where) for n in names], depth)
+
+            return read_each
+
+        def read(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> list[np.ndarray]:
+            try:
+                args = [values[n] for n in names]
+            except KeyError:  # a constant without a CONST operator, or an error to report
+                args = [runner.get(block, values, n, where) for n in names]
+            return compute(runner, args, depth)
+
+        return read
+
+    def storing(self, produce: Produce) -> StepRun:
+        """A step storing what ``produce(runner, values, depth)`` returns as the operator's outputs."""
+        block, outputs, where = self.block, self.outputs, self.where
+        if self.writes_variable:
+            def put_each(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> None:
+                for name, value in zip(outputs, produce(runner, values, depth)):
+                    runner.put(block, values, name, value, where)
+
+            return put_each
+
+        def store(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> None:
+            values.update(zip(outputs, produce(runner, values, depth)))
+
+        return store
+
+
+class _Binding:
+    """An operator's kernel: run in full until it has succeeded twice, then bound
+    (:func:`~npu_sim.reference.kernel_api.bind_kernel`), so a graph run once pays nothing
+    for binding. ``install``, if set, takes the step that calls the bound kernel directly;
+    ``fold``, if set (all operands constant), takes the results of the first success."""
+
+    def __init__(self, block: Block, operator: Operator, constants: dict[str, np.ndarray], name: str) -> None:
+        self.block = block
+        self.operator = operator
+        self.name = name
+        self.input_types = [block.tensor(n).type for n in operator.inputs]
+        self.output_types = [block.tensor(n).type for n in operator.outputs]
+        #: the block's constant values so far (read when binding: folding adds to them)
+        self.constants = constants
+        self.successes = 0
+        self.bound: BoundKernel | None = None
+        self.install: Callable[[StepRun], None] | None = None
+        self.fold: Callable[[list[np.ndarray]], None] | None = None
+
+    def __call__(self, runner: GraphRunner, args: list[np.ndarray], depth: int) -> list[np.ndarray]:
+        bound = self.bound
+        if bound is not None:
+            return bound(args)
+        operator = self.operator
+        kernel_args = KernelArgs(op=operator.op, attribute=operator.attribute, inputs=args,
+                                 input_types=self.input_types, output_types=self.output_types,
+                                 name=self.name)
+        results = run_kernel(kernel_args)
+        _check_results(operator, results, self.output_types, KernelBugError)
+        self.successes += 1
+        if self.fold is not None:
+            self.fold(results)
+        elif self.successes == 2:
+            self.bound = bind_kernel(kernel_args, _const_inputs(self.block, operator, self.constants))
+            if self.install is not None:
+                self.install(_bound_step(self.block, operator, self.bound))
+        return results
+
+
+def _bound_step(block: Block, operator: Operator, bound: BoundKernel) -> StepRun:
+    """The step of a bound operator whose operands and results are plain values (no variables)."""
+    names, outputs, where = tuple(operator.inputs), tuple(operator.outputs), operator.name
+
+    def run(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> None:
+        try:
+            args = [values[n] for n in names]
+        except KeyError:  # a constant without a CONST operator, or an error to report
+            args = [runner.get(block, values, n, where) for n in names]
+        values.update(zip(outputs, bound(args)))
+
+    if len(outputs) != 1:
+        return run
+    output = outputs[0]
+
+    def run_one(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> None:
+        try:
+            args = [values[n] for n in names]
+        except KeyError:
+            args = [runner.get(block, values, n, where) for n in names]
+        values[output] = bound(args)[0]
+
+    return run_one
 
 
 class GraphRunner:
     """Runs the blocks of one graph against one variable store."""
 
-    def __init__(self, graph: Graph, variables: "VariableStore",
-                 limits: ExecutionLimits = ExecutionLimits()):
+    def __init__(self, graph: Graph, variables: VariableStore,
+                 limits: ExecutionLimits = ExecutionLimits(), compiled: CompiledGraph | None = None):
         self.graph = graph
         self.variables = variables
         self.limits = limits
-        self._plans: dict[int, _BlockPlan] = {}
-        self._blocks: dict[str, Block] = {}
+        self.compiled = compiled if compiled is not None else CompiledGraph()
 
     # -- entry point
     def run_main(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         main = self.graph.main
-        outputs = self.run_block(main, [inputs[name] for name in main.inputs], depth=0)
+        # Floating-point overflow and invalid results are values in TOSA (inf, NaN), not
+        # warnings; bound kernels rely on numpy's reporting being off while they run.
+        with np.errstate(all="ignore"):
+            outputs = self.run_block(main, [inputs[name] for name in main.inputs], depth=0)
         # Fresh C-ordered copies: callers may mutate them without touching inputs or
         # variables, and .npy files of them are plain row-major.
         return {name: np.array(value, copy=True, order="C") for name, value in zip(main.outputs, outputs)}
@@ -171,55 +464,24 @@ class GraphRunner:
         if len(args) != len(block.inputs):
             raise GraphValidationError(f"block {block.name!r} takes {len(block.inputs)} input(s), "
                                        f"given {len(args)}")
-        plan = self._plan(block)
+        plan = self.compiled.plan(block)
         for tensor in plan.variable_tensors:
             self.variables.declare_tensor(tensor, where=f"block {block.name!r}")
-        values: dict[str, np.ndarray] = dict(zip(block.inputs, args))
-        for step in plan.steps:
-            self._run_step(block, step, values, depth, plan.any_variable)
-            for name in step.frees:
-                values.pop(name, None)
-        return [self._get(block, values, name, "block output") for name in block.outputs]
-
-    def _plan(self, block: Block) -> _BlockPlan:
-        plan = self._plans.get(id(block))
-        if plan is None:
-            plan = self._make_plan(block)
-            self._plans[id(block)] = plan
-        return plan
-
-    def _make_plan(self, block: Block) -> _BlockPlan:
-        last_use = {name: i for i, op in enumerate(block.operators) for name in op.inputs}
-        keep = set(block.outputs)
-        steps = []
-        for index, operator in enumerate(block.operators):
-            frees = [n for n in dict.fromkeys(operator.inputs)
-                     if last_use[n] == index and n not in keep]
-            step = _Step(operator, operator.name, self._types(block, operator.inputs),
-                         self._types(block, operator.outputs), frees)
-            if operator.op in (Op.CONST, Op.CONST_SHAPE):
-                step.constants = [_constant(block.tensor(n), step.name) for n in operator.outputs]
-            steps.append(step)
-        # Variable tensors declare themselves on block entry, unless a VARIABLE
-        # operator of the block declares them explicitly.
-        declared = {name for op in block.operators if op.op == Op.VARIABLE
-                    for name in [*op.inputs, *op.outputs]}
-        variables = [t for t in block.tensors.values() if t.variable]
-        return _BlockPlan(steps, [t for t in variables if t.name not in declared], bool(variables))
+        values = plan.seed.copy()
+        values.update(zip(block.inputs, args))
+        pop = values.pop
+        for run, frees in plan.steps:
+            run(self, values, depth)
+            if frees:
+                for name in frees:
+                    pop(name, None)
+        return [self.get(block, values, name, "block output") for name in block.outputs]
 
     def resolve_block(self, name: str, where: str) -> Block:
-        """A control-flow operator's block by name (or the only block of a region so named)."""
-        block = self._blocks.get(name)
-        if block is None:
-            try:
-                block = self.graph.block(name)
-            except GraphValidationError as exc:
-                raise GraphValidationError(f"{where}: {exc}") from None
-            self._blocks[name] = block
-        return block
+        return self.compiled.resolve_block(self.graph, name, where)
 
     # -- values
-    def _get(self, block: Block, values: dict[str, np.ndarray], name: str, use: str) -> np.ndarray:
+    def get(self, block: Block, values: dict[str, np.ndarray], name: str, use: str) -> np.ndarray:
         tensor = block.tensors.get(name)
         if tensor is not None and tensor.variable:
             return self.variables.read_tensor(tensor, where=use)
@@ -234,8 +496,8 @@ class GraphRunner:
         raise GraphValidationError(f"block {block.name!r}: {use} reads tensor {name!r} "
                                    "before any operator produces it")
 
-    def _put(self, block: Block, values: dict[str, np.ndarray], name: str,
-             value: np.ndarray, where: str) -> None:
+    def put(self, block: Block, values: dict[str, np.ndarray], name: str,
+            value: np.ndarray, where: str) -> None:
         tensor = block.tensors.get(name)
         if tensor is not None and tensor.variable:
             self.variables.write_tensor(tensor, value, where=where)
@@ -245,56 +507,8 @@ class GraphRunner:
     def _types(self, block: Block, names: Sequence[str]) -> list[TensorType]:
         return [block.tensor(n).type for n in names]
 
-    # -- operators
-    def _run_step(self, block: Block, step: _Step, values: dict[str, np.ndarray], depth: int,
-                  any_variable: bool) -> None:
-        operator = step.operator
-        op = operator.op
-        where = step.name
-        if step.constants is not None:
-            results = step.constants
-        elif op == Op.VARIABLE:
-            self._variable_declare(block, operator)
-            return
-        elif op == Op.VARIABLE_READ:
-            self._variable_read(block, operator, values)
-            return
-        elif op == Op.VARIABLE_WRITE:
-            self._variable_write(block, operator, values)
-            return
-        else:
-            if any_variable:
-                args = [self._get(block, values, name, where) for name in operator.inputs]
-            else:  # the fast path: plain dataflow values
-                try:
-                    args = [values[name] for name in operator.inputs]
-                except KeyError:
-                    args = [self._get(block, values, name, where) for name in operator.inputs]
-            if op == Op.IDENTITY:
-                results = self._identity(block, operator, args)
-            elif op == Op.COND_IF:
-                results = self._cond_if(block, operator, args, depth)
-            elif op == Op.WHILE_LOOP:
-                results = self._while_loop(block, operator, args, depth)
-            else:
-                kernel_args = KernelArgs(op=op, attribute=operator.attribute, inputs=args,
-                                         input_types=step.input_types,
-                                         output_types=step.output_types, name=where)
-                if op == Op.CUSTOM:
-                    attribute = operator.attribute
-                    fn = custom_implementation(attribute.domain_name, attribute.operator_name)
-                    results = fn(kernel_args)
-                    _check_results(operator, results, step.output_types, TosaRuntimeError)
-                else:
-                    results = run_kernel(kernel_args)
-                    _check_results(operator, results, step.output_types, KernelBugError)
-        if any_variable:
-            for name, value in zip(operator.outputs, results):
-                self._put(block, values, name, value, where)
-        else:
-            values.update(zip(operator.outputs, results))
-
-    def _identity(self, block: Block, operator: Operator, args: list[np.ndarray]) -> list[np.ndarray]:
+    # -- operators the executor runs itself
+    def identity(self, block: Block, operator: Operator, args: list[np.ndarray]) -> list[np.ndarray]:
         if len(args) != 1 or len(operator.outputs) != 1:
             raise GraphValidationError(f"{operator.name}: IDENTITY takes one input and one output")
         in_type = block.tensor(operator.inputs[0]).type
@@ -303,6 +517,17 @@ class GraphRunner:
             raise TosaRuntimeError(operator.name, f"input {describe_type(in_type)} differs from "
                                                   f"output {describe_type(out_type)}")
         return args
+
+    def custom(self, block: Block, operator: Operator, args: list[np.ndarray]) -> list[np.ndarray]:
+        """CUSTOM: the implementation registered for the operator's (domain, name) now."""
+        output_types = self._types(block, operator.outputs)
+        kernel_args = KernelArgs(op=operator.op, attribute=operator.attribute, inputs=args,
+                                 input_types=self._types(block, operator.inputs),
+                                 output_types=output_types, name=operator.name)
+        attribute = operator.attribute
+        results = custom_implementation(attribute.domain_name, attribute.operator_name)(kernel_args)
+        _check_results(operator, results, output_types, TosaRuntimeError)
+        return results
 
     # -- control flow
     def _check_list(self, operator: Operator, what: str, got: list[TensorType],
@@ -316,7 +541,7 @@ class GraphRunner:
             raise TosaRuntimeError(operator.name, f"control flow nested deeper than MAX_NESTING="
                                                   f"{self.limits.max_nesting}")
 
-    def _cond_if(self, block: Block, operator: Operator, args: list[np.ndarray],
+    def cond_if(self, block: Block, operator: Operator, args: list[np.ndarray],
                  depth: int) -> list[np.ndarray]:
         attribute = operator.attribute
         if not args:
@@ -339,7 +564,7 @@ class GraphRunner:
         chosen = then_block if bool(args[0].reshape(-1)[0]) else else_block
         return self.run_block(chosen, args[1:], depth + 1)
 
-    def _while_loop(self, block: Block, operator: Operator, args: list[np.ndarray],
+    def while_loop(self, block: Block, operator: Operator, args: list[np.ndarray],
                     depth: int) -> list[np.ndarray]:
         attribute = operator.attribute
         cond_block = self.resolve_block(attribute.cond_graph, operator.name)
@@ -376,7 +601,7 @@ class GraphRunner:
                 return tensor
         raise GraphValidationError(f"{operator.name}: names no variable tensor")
 
-    def _variable_declare(self, block: Block, operator: Operator) -> None:
+    def variable_declare(self, block: Block, operator: Operator, values: dict[str, np.ndarray]) -> None:
         tensor = self._variable_tensor(block, operator, [*operator.outputs, *operator.inputs])
         initial = None
         for name in operator.inputs:  # an explicit initial value operand, if any
@@ -385,7 +610,7 @@ class GraphRunner:
                 initial = _constant(other, operator.name)
         self.variables.declare_tensor(tensor, where=operator.name, initial=initial, explicit=True)
 
-    def _variable_read(self, block: Block, operator: Operator, values: dict[str, np.ndarray]) -> None:
+    def variable_read(self, block: Block, operator: Operator, values: dict[str, np.ndarray]) -> None:
         tensor = self._variable_tensor(block, operator, [*operator.inputs, *operator.outputs])
         targets = [n for n in operator.outputs if n != tensor.name]
         if len(targets) != 1:
@@ -393,14 +618,29 @@ class GraphRunner:
         out_type = block.tensor(targets[0]).type
         values[targets[0]] = self.variables.read(tensor.variable_key, out_type, where=operator.name)
 
-    def _variable_write(self, block: Block, operator: Operator, values: dict[str, np.ndarray]) -> None:
+    def variable_write(self, block: Block, operator: Operator, values: dict[str, np.ndarray]) -> None:
         tensor = self._variable_tensor(block, operator, [*operator.outputs, *operator.inputs])
         sources = [n for n in operator.inputs if n != tensor.name]
         if len(sources) != 1:
             raise GraphValidationError(f"{operator.name}: VARIABLE_WRITE needs one input tensor")
-        value = self._get(block, values, sources[0], operator.name)
+        value = self.get(block, values, sources[0], operator.name)
         in_type = block.tensor(sources[0]).type
         self.variables.write(tensor.variable_key, value, in_type, where=operator.name)
+
+
+#: Operators the runner runs itself, as Compute functions of (runner, block, operator, operands, depth).
+_RUNNER_OPERATORS: dict[Op, Callable[[GraphRunner, Block, Operator, list[np.ndarray], int], list[np.ndarray]]] = {
+    Op.IDENTITY: lambda runner, block, operator, args, depth: runner.identity(block, operator, args),
+    Op.CUSTOM: lambda runner, block, operator, args, depth: runner.custom(block, operator, args),
+    Op.COND_IF: GraphRunner.cond_if,
+    Op.WHILE_LOOP: GraphRunner.while_loop,
+}
+#: The specification's variable operators: (runner, block, operator, live values) -> None.
+_VARIABLE_STEPS: dict[Op, Callable[[GraphRunner, Block, Operator, dict[str, np.ndarray]], None]] = {
+    Op.VARIABLE: GraphRunner.variable_declare,
+    Op.VARIABLE_READ: GraphRunner.variable_read,
+    Op.VARIABLE_WRITE: GraphRunner.variable_write,
+}
 
 
 def _constant(tensor: Tensor, where: str) -> np.ndarray:

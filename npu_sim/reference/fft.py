@@ -13,7 +13,7 @@ exactly zero (the spec allows skipping them, and then requires zero).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -15,13 +15,13 @@ region samples when the SHAPE values are passed as ``const_inputs``, else whole.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
 from npu_sim.reference.kernel_api import KernelArgs, Region, full_region, register
-from npu_sim.reference.kernel_util import output_region, read_window, shape_values
+from npu_sim.reference.kernel_util import constant_plan, output_region, read_window, shape_values
 from npu_sim.reference.numerics import round_to_float
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
@@ -82,8 +82,9 @@ def _resize_window(attribute: Attribute, input_types: Sequence[TensorType],
     n, in_h, in_w, _ = input_types[0].shape
     (n0, n1), (oy0, oy1), (ox0, ox1), (c0, c1) = out_region
     rows, cols = (0, in_h), (0, in_w)
-    if const_inputs is not None and all(v is not None for v in const_inputs[1:4]):
-        py, px = _params_from(const_inputs[1:4])
+    known = [v for v in const_inputs[1:4] if v is not None] if const_inputs is not None else []
+    if len(known) == 3:
+        py, px = _params_from(known)
         if py.scale_n > 0 and py.scale_d > 0 and px.scale_n > 0 and px.scale_d > 0:
             rows = resize_input_range(py, oy0, oy1, in_h)
             cols = resize_input_range(px, ox0, ox1, in_w)
@@ -117,7 +118,7 @@ def _check(args: KernelArgs, py: ResizeParams, px: ResizeParams) -> tuple[DType,
     return in_t.dtype, out_t.dtype
 
 
-def _rounder(dtype: DType):
+def _rounder(dtype: DType) -> Callable[[np.ndarray], np.ndarray]:
     """Rounding to ``resize_t``, applied after each operation computed in fp32: fp32 has
     more than twice the precision of fp16/bf16, so each result is correctly rounded."""
     storage = dtype.numpy_dtype
@@ -128,9 +129,26 @@ def _rounder(dtype: DType):
     return rnd
 
 
-@register(Op.RESIZE, window=_resize_window)
-def resize(args: KernelArgs) -> list[np.ndarray]:
-    """RESIZE of an NHWC tensor by scale/offset/border (SHAPE operands) in ``mode``."""
+@dataclass(frozen=True)
+class _ResizePlan:
+    """What a RESIZE works out before reading its input: types, the window it reads and,
+    per output row and column, the input neighbours (window coordinates) and remainder."""
+
+    in_dtype: DType
+    out_dtype: DType
+    mode: ResizeMode
+    py: ResizeParams
+    px: ResizeParams
+    window: Region
+    iy0: np.ndarray
+    iy1: np.ndarray
+    ry: np.ndarray
+    ix0: np.ndarray
+    ix1: np.ndarray
+    rx: np.ndarray
+
+
+def _resize_plan(args: KernelArgs) -> _ResizePlan:
     scale = shape_values(args, 1, "scale", 4)
     offset = shape_values(args, 2, "offset", 2)
     border = shape_values(args, 3, "border", 2)
@@ -138,54 +156,65 @@ def resize(args: KernelArgs) -> list[np.ndarray]:
     px = ResizeParams(scale[2], scale[3], offset[1], border[1])
     in_dtype, out_dtype = _check(args, py, px)
     _, ih, iw, _ = args.input_types[0].shape
-    region = output_region(args)
-    (n0, n1), (oy0, oy1), (ox0, ox1), (c0, c1) = region
+    (n0, n1), (oy0, oy1), (ox0, ox1), (c0, c1) = output_region(args)
     rows = resize_input_range(py, oy0, oy1, ih)
     cols = resize_input_range(px, ox0, ox1, iw)
-    window = read_window(args, 0, ((n0, n1), rows, cols, (c0, c1)))
-
     iy0, iy1, ry = _axis_samples(py, oy0, oy1, ih)
     ix0, ix1, rx = _axis_samples(px, ox0, ox1, iw)
-    iy0, iy1, ix0, ix1 = iy0 - rows[0], iy1 - rows[0], ix0 - cols[0], ix1 - cols[0]
+    return _ResizePlan(in_dtype, out_dtype, args.attribute.mode, py, px, ((n0, n1), rows, cols, (c0, c1)),
+                       iy0 - rows[0], iy1 - rows[0], ry, ix0 - cols[0], ix1 - cols[0], rx)
 
-    def pixels(ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
-        return window[:, ys[:, None], xs[None, :], :]
 
-    mode = args.attribute.mode
-    if in_dtype.is_integer:
-        if mode == ResizeMode.NEAREST:
-            ys = np.where(2 * ry >= py.scale_n, iy1, iy0)
-            xs = np.where(2 * rx >= px.scale_n, ix1, ix0)
-            return [np.array(pixels(ys, xs), dtype=out_dtype.numpy_dtype)]
-        wy1 = ry[None, :, None, None]
-        wx1 = rx[None, None, :, None]
-        wy0, wx0 = py.scale_n - wy1, px.scale_n - wx1
-        acc = (pixels(iy0, ix0).astype(np.int64) * wy0 * wx0
-               + pixels(iy0, ix1).astype(np.int64) * wy0 * wx1
-               + pixels(iy1, ix0).astype(np.int64) * wy1 * wx0
-               + pixels(iy1, ix1).astype(np.int64) * wy1 * wx1)
-        return [acc.astype(out_dtype.numpy_dtype)]
+@register(Op.RESIZE, window=_resize_window)
+def resize(args: KernelArgs) -> list[np.ndarray]:
+    """RESIZE of an NHWC tensor by scale/offset/border (SHAPE operands) in ``mode``."""
+    plan = constant_plan(args, _resize_plan, (1, 2, 3))
+    window = read_window(args, 0, plan.window)
+    if plan.in_dtype.is_integer:
+        return [_resize_int(plan, window)]
+    return [_resize_float(plan, window)]
 
-    rnd = _rounder(in_dtype)
+
+def _pixels(window: np.ndarray, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    return window[:, ys[:, None], xs[None, :], :]
+
+
+def _resize_int(p: _ResizePlan, window: np.ndarray) -> np.ndarray:
+    if p.mode == ResizeMode.NEAREST:
+        ys = np.where(2 * p.ry >= p.py.scale_n, p.iy1, p.iy0)
+        xs = np.where(2 * p.rx >= p.px.scale_n, p.ix1, p.ix0)
+        return np.array(_pixels(window, ys, xs), dtype=p.out_dtype.numpy_dtype)
+    wy1 = p.ry[None, :, None, None]
+    wx1 = p.rx[None, None, :, None]
+    wy0, wx0 = p.py.scale_n - wy1, p.px.scale_n - wx1
+    acc = (_pixels(window, p.iy0, p.ix0).astype(np.int64) * wy0 * wx0
+           + _pixels(window, p.iy0, p.ix1).astype(np.int64) * wy0 * wx1
+           + _pixels(window, p.iy1, p.ix0).astype(np.int64) * wy1 * wx0
+           + _pixels(window, p.iy1, p.ix1).astype(np.int64) * wy1 * wx1)
+    return acc.astype(p.out_dtype.numpy_dtype)
+
+
+def _resize_float(p: _ResizePlan, window: np.ndarray) -> np.ndarray:
+    rnd = _rounder(p.in_dtype)
     with np.errstate(all="ignore"):
-        dy = rnd(ry.astype(np.float32) / np.float32(py.scale_n))
-        dx = rnd(rx.astype(np.float32) / np.float32(px.scale_n))
-        if mode == ResizeMode.NEAREST:
-            ys = np.where(dy >= 0.5, iy1, iy0)
-            xs = np.where(dx >= 0.5, ix1, ix0)
-            return [np.array(pixels(ys, xs), dtype=out_dtype.numpy_dtype)]
+        dy = rnd(p.ry.astype(np.float32) / np.float32(p.py.scale_n))
+        dx = rnd(p.rx.astype(np.float32) / np.float32(p.px.scale_n))
+        if p.mode == ResizeMode.NEAREST:
+            ys = np.where(dy >= 0.5, p.iy1, p.iy0)
+            xs = np.where(dx >= 0.5, p.ix1, p.ix0)
+            return np.array(_pixels(window, ys, xs), dtype=p.out_dtype.numpy_dtype)
         dy = dy[None, :, None, None]
         dx = dx[None, None, :, None]
         one_dy, one_dx = rnd(1.0 - dy), rnd(1.0 - dx)
 
         def term(ys: np.ndarray, xs: np.ndarray, wy: np.ndarray, wx: np.ndarray) -> np.ndarray:
-            return rnd(rnd(pixels(ys, xs).astype(np.float32) * wy) * wx)
+            return rnd(rnd(_pixels(window, ys, xs).astype(np.float32) * wy) * wx)
 
-        acc = term(iy0, ix0, one_dy, one_dx)
-        acc = rnd(acc + term(iy0, ix1, one_dy, dx))
-        acc = rnd(acc + term(iy1, ix0, dy, one_dx))
-        acc = rnd(acc + term(iy1, ix1, dy, dx))
-    return [round_to_float(acc, out_dtype)]
+        acc = term(p.iy0, p.ix0, one_dy, one_dx)
+        acc = rnd(acc + term(p.iy0, p.ix1, one_dy, dx))
+        acc = rnd(acc + term(p.iy1, p.ix0, dy, one_dx))
+        acc = rnd(acc + term(p.iy1, p.ix1, dy, dx))
+    return round_to_float(acc, p.out_dtype)
 
 
 __all__ = ["ResizeParams", "SUPPORTED", "resize", "resize_input_range"]

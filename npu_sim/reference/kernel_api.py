@@ -12,14 +12,21 @@ dimension (the same region for every output of a multi-output op), and each
 the full tensor whose type is ``input_types[i]``. Padding outside the full
 tensor is the kernel's business, so tile-by-tile execution gives exactly the
 bits of whole-tensor execution.
+
+A kernel may also register a *binder* (``register(..., bind=...)``): given a whole-tensor
+call that succeeded and which operands are graph constants, it returns a
+:data:`BoundKernel` for later calls of that operator, with everything that does not
+depend on the data done once. Kernels never mutate their inputs, and neither do bound
+ones; an output may be shared with later calls only as a graph constant (never written).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -42,6 +49,11 @@ class KernelArgs:
     name: str = ""
     out_region: Region | None = None
     input_offsets: list[tuple[int, ...]] | None = None
+    #: results of static checks for this operator (see kernel_util.checked_once), kept by
+    #: whoever calls it repeatedly with one signature (the executor); None: none kept
+    memo: dict[object, Any] | None = None
+    #: with ``memo``: the inputs that hold the same values in every call (graph constants)
+    constant_inputs: frozenset[int] = frozenset()
 
     def fail(self, condition: str) -> TosaRuntimeError:
         """The exception for a violated ERROR_IF/REQUIRE (``raise args.fail("...")``)."""
@@ -60,7 +72,18 @@ class KernelArgs:
         return tuple(stop - start for start, stop in self.out_region)
 
 
+    def static(self) -> KernelArgs:
+        """These arguments without operand values: what a bound kernel keeps of its first call."""
+        return KernelArgs(self.op, self.attribute, [], self.input_types, self.output_types, self.name,
+                          memo=self.memo)
+
+
 Kernel = Callable[[KernelArgs], list[np.ndarray]]
+#: A kernel bound to one operator of a graph: operand values in, outputs out (whole tensors).
+BoundKernel = Callable[[list[np.ndarray]], list[np.ndarray]]
+#: (a whole-tensor call that has just succeeded, the operands that are graph constants or None)
+#: -> a BoundKernel for later calls with the same attribute and operand types, or None.
+Binder = Callable[[KernelArgs, Sequence["np.ndarray | None"]], "BoundKernel | None"]
 #: (attribute, input_types, output_types, out_region) -> region of each input needed.
 #: A window function may also take a keyword ``const_inputs`` (the operand arrays known at
 #: compile time, e.g. SHAPE parameters; None where unknown) to give exact windows.
@@ -68,10 +91,12 @@ InputWindow = Callable[..., list[Region]]
 
 KERNELS: dict[Op, Kernel] = {}
 INPUT_WINDOWS: dict[Op, InputWindow] = {}
+BINDERS: dict[Op, Binder] = {}
 
 
-def register(*ops: Op, window: InputWindow | None = None) -> Callable[[Kernel], Kernel]:
-    """Decorator registering a kernel (and optionally its tiling window) for ``ops``."""
+def register(*ops: Op, window: InputWindow | None = None,
+             bind: Binder | None = None) -> Callable[[Kernel], Kernel]:
+    """Decorator registering a kernel (and optionally its tiling window and binder) for ``ops``."""
 
     def wrap(fn: Kernel) -> Kernel:
         for op in ops:
@@ -80,6 +105,8 @@ def register(*ops: Op, window: InputWindow | None = None) -> Callable[[Kernel], 
             KERNELS[op] = fn
             if window is not None:
                 INPUT_WINDOWS[op] = window
+            if bind is not None:
+                BINDERS[op] = bind
         return fn
 
     return wrap
@@ -92,6 +119,41 @@ def run_kernel(args: KernelArgs) -> list[np.ndarray]:
     except KeyError:
         raise UnsupportedFeatureError(f"{args.name or args.op.name}: no kernel for {args.op.name}") from None
     return kernel(args)
+
+
+def bind_kernel(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel:
+    """The kernel of ``args.op`` bound to ``args``' attribute and operand types.
+
+    ``args`` is a whole-tensor call that has just succeeded, so every ERROR_IF that reads
+    only the attribute and the types has passed; ``const_inputs[i]`` is operand ``i``'s value
+    when the graph fixes it (a constant), else None. The result computes, for operands of
+    those types (the constants unchanged), the bits ``run_kernel`` would, and raises the
+    errors that depend on operand values as it would. The executor binds each operator
+    once per graph, so invoking a graph repeats no static work; a kernel without a binder
+    is simply called. A bound kernel runs with numpy's floating-point warnings off (the
+    executor's ``np.errstate(all="ignore")``), and an exception in a binder means "no
+    binding": the plain kernel is used.
+    """
+    binder = BINDERS.get(args.op)
+    try:
+        bound = binder(args, const_inputs) if binder is not None else None
+    except Exception:  # a binder is an optimization: the plain kernel is always right
+        bound = None
+    if bound is not None:
+        return bound
+    kernel = KERNELS.get(args.op)
+    if kernel is None:
+        raise UnsupportedFeatureError(f"{args.name or args.op.name}: no kernel for {args.op.name}")
+    op, attribute, input_types, output_types, name = (args.op, args.attribute, args.input_types,
+                                                      args.output_types, args.name)
+    memo: dict[object, Any] = {}
+    constant = frozenset(i for i, value in enumerate(const_inputs) if value is not None)
+
+    def call(inputs: list[np.ndarray]) -> list[np.ndarray]:
+        return kernel(KernelArgs(op, attribute, inputs, input_types, output_types, name, memo=memo,
+                                 constant_inputs=constant))
+
+    return call
 
 
 def input_window(args_like: KernelArgs, out_region: Region) -> list[Region]:
@@ -110,7 +172,7 @@ def input_window(args_like: KernelArgs, out_region: Region) -> list[Region]:
     return window(args_like.attribute, args_like.input_types, args_like.output_types, out_region)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _accepts_const_inputs(window: InputWindow) -> bool:
     return "const_inputs" in inspect.signature(window).parameters
 

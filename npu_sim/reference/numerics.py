@@ -14,7 +14,8 @@ Helpers that check a REQUIRE take ``require(ok, condition)``; kernels pass
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -157,8 +158,8 @@ def clip_int(values: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return np.clip(values, lo, hi)
 
 
-def mul_add_shift(value: np.ndarray, multiplier: np.ndarray, add: np.ndarray,
-                  shift: np.ndarray) -> np.ndarray:
+def mul_add_shift(value: np.ndarray | int, multiplier: np.ndarray | int, add: np.ndarray | int,
+                  shift: np.ndarray | int) -> np.ndarray:
     """Exact ``(value * multiplier + add) >> shift`` (floor) for integer arrays, as int64.
 
     Uses int64 when the magnitudes prove there is no overflow (always, for
@@ -174,13 +175,14 @@ def mul_add_shift(value: np.ndarray, multiplier: np.ndarray, add: np.ndarray,
     return np.asarray(big, dtype=object)
 
 
-def _uniform_scale(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> tuple[int, int] | None:
-    """(multiplier, shift) as Python ints when one scale applies to every element of ``value``.
+def uniform_scale(ndim: int, multiplier: np.ndarray, shift: np.ndarray) -> tuple[int, int] | None:
+    """(multiplier, shift) as Python ints when one scale applies to every element of a value of
+    rank ``ndim``.
 
     That is when both are signed-integer arrays (exact as int64) of one element
-    whose broadcasting leaves ``value``'s shape.
+    whose broadcasting leaves the value's shape.
     """
-    if (multiplier.size == 1 and shift.size == 1 and multiplier.ndim <= value.ndim and shift.ndim <= value.ndim
+    if (multiplier.size == 1 and shift.size == 1 and multiplier.ndim <= ndim and shift.ndim <= ndim
             and multiplier.dtype.kind == "i" and shift.dtype.kind == "i"):
         return int(multiplier.item()), int(shift.item())
     return None
@@ -235,14 +237,19 @@ def apply_scale_32(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
     its storage type); the REQUIREs are then proven from it when they can be, without
     reading the values, and checked on the values when they cannot.
     """
-    helper = "apply_scale_32"
-    req = _requirer(helper, require)
+    req = _requirer("apply_scale_32", require)
     value = np.asarray(value, dtype=np.int64)
-    uniform = _uniform_scale(value, np.asarray(multiplier), np.asarray(shift))
+    uniform = uniform_scale(value.ndim, np.asarray(multiplier), np.asarray(shift))
     if uniform is None:
         return _apply_scale_32_arrays(req, value, multiplier, shift, double_round, value_range)
-    # One scale for every element: the REQUIREs and the rounding term are Python ints.
-    m, s = uniform
+    return apply_scale_32_uniform(value, uniform[0], uniform[1], double_round, req, value_range)
+
+
+def apply_scale_32_uniform(value: np.ndarray, m: int, s: int, double_round: bool, req: Require,
+                           value_range: tuple[int, int] | None) -> np.ndarray:
+    """:func:`apply_scale_32` of an int64 ``value`` with one multiplier and shift for every
+    element: the REQUIREs and the rounding term are Python ints."""
+    helper = "apply_scale_32"
     req(m >= 0, f"{helper}: REQUIRE(multiplier >= 0)")
     req(2 <= s <= 62, f"{helper}: REQUIRE(2 <= shift && shift <= 62)")
     bounds = _ValueRange(value, value_range)
@@ -331,7 +338,7 @@ def apply_scale_16(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
     helper = "apply_scale_16"
     req = _requirer(helper, require)
     value = np.asarray(value, dtype=np.int64)
-    uniform = _uniform_scale(value, np.asarray(multiplier), np.asarray(shift))
+    uniform = uniform_scale(value.ndim, np.asarray(multiplier), np.asarray(shift))
     if uniform is not None:
         m, s = uniform
         req(m >= 0, f"{helper}: REQUIRE(multiplier >= 0)")
@@ -387,27 +394,34 @@ def round_to_float(values: np.ndarray, dtype: DType) -> np.ndarray:
     x = np.asarray(values)
     if x.dtype == dtype.numpy_dtype:
         return x
+    with np.errstate(over="ignore", invalid="ignore"):
+        return round_to_float_quietly(x, dtype)
+
+
+def round_to_float_quietly(values: np.ndarray, dtype: DType) -> np.ndarray:
+    """:func:`round_to_float` for callers that have switched numpy's floating-point warnings
+    off (overflow to infinity is the rounding's result, not an event)."""
+    x = np.asarray(values)
+    if x.dtype == dtype.numpy_dtype:
+        return x
     if x.dtype in _EXACT_IN_FP32:
         # Exact in fp32, then one rounding (numpy and ml_dtypes round to nearest even).
-        with np.errstate(over="ignore", invalid="ignore"):
-            return x.astype(np.float32).astype(dtype.numpy_dtype)
+        return x.astype(np.float32).astype(dtype.numpy_dtype)
     if x.dtype != np.float64:
         x = x.astype(np.float64)
     if dtype is DType.FP32:
-        with np.errstate(over="ignore"):
-            return x.astype(np.float32)
+        return x.astype(np.float32)
     if dtype is DType.FP16:
-        with np.errstate(over="ignore"):
-            return x.astype(np.float16)
+        return x.astype(np.float16)
     if dtype in (DType.BF16, DType.FP8E4M3, DType.FP8E5M2):
-        with np.errstate(over="ignore", invalid="ignore"):
-            return _round_to_odd_fp32(x).astype(dtype.numpy_dtype)
+        return _round_to_odd_fp32(x).astype(dtype.numpy_dtype)
     raise ValueError(f"{dtype.name} is not a TOSA floating-point type")
 
 
 # --------------------------------------------------------------------------- attributes
-def decode_scalar(raw: bytes, dtype: DType) -> np.generic:
-    """One value of ``dtype`` from its little-endian attribute bytes (CLAMP min/max)."""
+def decode_scalar(raw: bytes, dtype: DType) -> Any:
+    """One value of ``dtype`` from its little-endian attribute bytes (CLAMP min/max): a numpy
+    scalar of the storage type (typed Any: which one depends on ``dtype``)."""
     need = dtype.nbytes(1)
     if len(raw) < need:
         raise TosaRuntimeError("decode_scalar", f"{dtype.name} attribute needs {need} bytes, got {len(raw)}")
@@ -417,6 +431,6 @@ def decode_scalar(raw: bytes, dtype: DType) -> np.generic:
 __all__ = [
     "FLOAT_TYPES", "Require", "all_in_range", "apply_scale_16", "apply_scale_32", "clip_int",
     "count_leading_zeros_32", "decode_scalar", "int_bounds", "is_float",
-    "mul_add_shift", "round_to_float", "rounding_right_shift", "saturate", "signed_range",
-    "to_signed", "unsigned_range", "wrap",
+    "mul_add_shift", "round_to_float", "round_to_float_quietly", "rounding_right_shift", "saturate",
+    "signed_range", "to_signed", "unsigned_range", "wrap",
 ]

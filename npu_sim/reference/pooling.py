@@ -13,7 +13,7 @@ divides by the number of valid positions, MAX_POOL2D only compares valid values.
 from __future__ import annotations
 
 import itertools
-from typing import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -82,7 +82,8 @@ def _window_input(args: KernelArgs, region: Region) -> tuple[np.ndarray, tuple[i
     return x, offsets
 
 
-def _taps(rows: Axis, cols: Axis, region: Region, offsets: tuple[int, ...]):
+def _taps(rows: Axis, cols: Axis, region: Region,
+          offsets: tuple[int, ...]) -> Iterator[tuple[tuple[slice, slice, slice], tuple[slice, slice, slice]]]:
     """(output index, input index) of each window position, in the spec's (ky, kx) order."""
     (y0, y1), (x0, x1) = region[1], region[2]
     for ky, kx in itertools.product(range(rows.kernel), range(cols.kernel)):

@@ -16,7 +16,7 @@ Input window: the whole reduced axis; the other dimensions follow the output reg
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

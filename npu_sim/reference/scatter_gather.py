@@ -14,7 +14,7 @@ may land in the k range), so every tile checks the REQUIREs of its rows.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -20,12 +20,12 @@ invocation leaves the variables as they were before it.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import numpy as np
 
-from npu_sim.errors import GraphValidationError, InputError, VariableError
+from npu_sim.errors import InputError, VariableError
 from npu_sim.reference.executor import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_MAX_NESTING,
@@ -36,24 +36,10 @@ from npu_sim.reference.executor import (
     check_inputs,
     describe_type,
 )
+from npu_sim.reference.prepared import graph_variables, prepare
 from npu_sim.tosa.ir import Graph, Tensor, TensorType
-from npu_sim.tosa.validation import validate as validate_graph
 
-
-def graph_variables(graph: Graph) -> dict[str, TensorType]:
-    """Every variable a graph declares (name -> type), in order of appearance."""
-    found: dict[str, TensorType] = {}
-    for block in graph.blocks():
-        for tensor in block.tensors.values():
-            if not tensor.variable:
-                continue
-            key = tensor.variable_key
-            if key in found and found[key] != tensor.type:
-                raise GraphValidationError(
-                    f"variable {key!r} is {describe_type(tensor.type)} in block {block.name!r} "
-                    f"but {describe_type(found[key])} elsewhere")
-            found.setdefault(key, tensor.type)
-    return found
+__all__ = ["Session", "VariableSlot", "VariableStore", "graph_variables"]
 
 
 @dataclass
@@ -170,6 +156,10 @@ class Session:
     ``validate=False`` skips that for a graph :func:`npu_sim.tosa.loader.load_graph` just
     validated (as ``load_graph(..., validate=False)`` skips it there).
 
+    What depends only on the graph (validation, plans, bound kernels) is worked out once
+    per graph and shared by its Sessions (:mod:`npu_sim.reference.prepared`); the graph
+    must not change while a Session runs it.
+
     >>> s = Session(graph)
     >>> out1 = s.invoke({"x": x1}); out2 = s.invoke({"x": x2})   # state carried over
     >>> s.export_state()                                          # {"var": array, ...}
@@ -177,16 +167,15 @@ class Session:
 
     def __init__(self, graph: Graph, *, max_iterations: int = DEFAULT_MAX_ITERATIONS,
                  max_nesting: int = DEFAULT_MAX_NESTING, validate: bool = True):
-        if validate:
-            validate_graph(graph)
+        prepared = prepare(graph, validate=validate)
         self.graph = graph
         self.limits = ExecutionLimits(max_iterations=max_iterations, max_nesting=max_nesting)
         self.variables = VariableStore()
-        self.variable_types = graph_variables(graph)
+        self.variable_types = dict(prepared.variable_types)
         self.invocations = 0
         #: wall-clock seconds of each invocation, in order
         self.invocation_seconds: list[float] = []
-        self._runner = GraphRunner(graph, self.variables, self.limits)
+        self._runner = GraphRunner(graph, self.variables, self.limits, prepared.compiled)
 
     @property
     def input_types(self) -> dict[str, TensorType]:

@@ -12,21 +12,26 @@ INEXACT_ROUND is computed exactly (SINGLE_ROUND), which meets its error bound.
 
 from __future__ import annotations
 
-from typing import Sequence
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from npu_sim.reference.elementwise import check_same_shape, same_window
-from npu_sim.reference.kernel_api import KernelArgs, Region, register
-from npu_sim.reference.kernel_util import MISSING, StaticChecks, as_output, require_shape_one
+from npu_sim.reference.kernel_api import BoundKernel, KernelArgs, Region, register
+from npu_sim.reference.kernel_util import MISSING, StaticChecks, as_output, int8_table, require_shape_one
 from npu_sim.reference.numerics import (
+    Require,
     apply_scale_16,
     apply_scale_32,
+    apply_scale_32_uniform,
     clip_int,
     int_bounds,
     is_float,
     round_to_float,
     signed_range,
+    uniform_scale,
     unsigned_range,
     wrap,
 )
@@ -84,8 +89,8 @@ _RESCALE_OUT = (_I8, _I16, _I32)
 def rescale_window(attribute: Attribute, input_types: Sequence[TensorType],
                    output_types: Sequence[TensorType], out_region: Region) -> list[Region]:
     """Input: the output region. Per-channel multiplier/shift: the region of the last axis."""
-    channel = tuple(out_region[-1]) if attribute.per_channel and out_region else (0, 1)
-    one = tuple((0, 1) for _ in input_types[3].shape)
+    channel = (out_region[-1][0], out_region[-1][1]) if attribute.per_channel and out_region else (0, 1)
+    one: Region = tuple((0, 1) for _ in input_types[3].shape)
     return [tuple(out_region), (channel,), (channel,), one,
             tuple((0, 1) for _ in input_types[4].shape)]
 
@@ -115,7 +120,8 @@ def _check_rescale(args: KernelArgs, in_zp: int, out_zp: int) -> tuple[bool, boo
     req(tuple(args.input_types[2].shape) == (nc,), f"shift shape must be [{nc}]")
     _check_zero_points(args, in_zp, out_zp)
     req(not (scale32 and in_t is _I48), "ERROR_IF(scale32 && is_same<in_t,i48_t>())")
-    req(not (not scale32 and mode == RoundingMode.DOUBLE_ROUND), "ERROR_IF(!scale32 && (rounding_mode == DOUBLE_ROUND))")
+    req(not (not scale32 and mode == RoundingMode.DOUBLE_ROUND),
+        "ERROR_IF(!scale32 && (rounding_mode == DOUBLE_ROUND))")
     req(not (in_u and out_u), "ERROR_IF(input_unsigned && output_unsigned)")
     req(not (out_t is _I32 and in_u), "ERROR_IF(is_same<out_t,i32_t>() && input_unsigned)")
     req(not (in_t is _I32 and out_u), "ERROR_IF(is_same<in_t,i32_t>() && output_unsigned)")
@@ -152,8 +158,61 @@ def _zero_point(raw: np.ndarray, dtype: DType, unsigned: bool) -> int:
     return value & ((1 << dtype.bits) - 1) if unsigned else value
 
 
-@register(Op.RESCALE, window=rescale_window)
-def rescale(args: KernelArgs) -> list[np.ndarray]:
+@dataclass(frozen=True)
+class _Rescaling:
+    """RESCALE of one operator once its ERROR_IFs have passed: everything but the input values."""
+
+    in_t: DType
+    out_t: DType
+    in_u: bool
+    out_u: bool
+    in_zp: int
+    out_zp: int
+    scale32: bool
+    double_round: bool
+    #: multiplier and shift, of shape () unless per channel
+    multiplier: np.ndarray
+    shift: np.ndarray
+    #: (multiplier, shift) as ints when one scale applies to every element
+    uniform: tuple[int, int] | None
+
+    def apply(self, raw: np.ndarray, require: Require) -> np.ndarray:
+        """The rescaled values of ``raw`` (before the cast to the output storage type)."""
+        in_t, out_t, in_zp, out_zp = self.in_t, self.out_t, self.in_zp, self.out_zp
+        raw = np.asarray(raw)
+        value = raw.astype(np.int64)
+        known: tuple[int, int] | None
+        if self.in_u:
+            value &= (1 << in_t.bits) - 1  # zero_extend
+            known = (0, (1 << in_t.bits) - 1)
+        else:
+            known = int_bounds(raw.dtype)  # what the storage type can hold
+        if in_zp:
+            value -= in_zp
+        value_range = None if known is None else (known[0] - in_zp, known[1] - in_zp)
+        if not self.scale32:
+            result = apply_scale_16(value, self.multiplier, self.shift, require)
+        elif self.uniform is not None:
+            result = apply_scale_32_uniform(value, *self.uniform, self.double_round, require, value_range)
+        else:
+            result = apply_scale_32(value, self.multiplier, self.shift, self.double_round, require, value_range)
+        # result is int32; apply_add_s REQUIREs result + output_zp to stay in int32 too
+        ok = True
+        if out_zp and result.size:
+            edge = int(result.max()) if out_zp > 0 else int(result.min())
+            ok = -(1 << 31) <= edge + out_zp < (1 << 31)
+        require(ok, "apply_add_s: REQUIRE(c >= minimum_s<in_t>() && c <= maximum_s<in_t>())")
+        if out_zp:
+            result += out_zp  # exact in int32: just checked (result is a fresh array)
+        if out_t is not _I32:  # clipping to the int32 range changes nothing
+            lo, hi = unsigned_range(out_t) if self.out_u else signed_range(out_t)
+            result = clip_int(result, lo, hi)
+        # static_cast<out_t>: unsigned results above the signed maximum wrap into the storage type
+        return wrap(result, out_t.bits) if self.out_u else result
+
+
+def _rescaling(args: KernelArgs) -> _Rescaling:
+    """Every ERROR_IF of RESCALE that does not read the input values, in the spec's order."""
     in_t, out_t = args.input_types[0].dtype, args.output_types[0].dtype
     in_u = bool(args.attribute.input_unsigned)
     out_u = bool(args.attribute.output_unsigned)
@@ -161,46 +220,169 @@ def rescale(args: KernelArgs) -> list[np.ndarray]:
         require_shape_one(args, index, name)
     in_zp = _zero_point(args.inputs[3], in_t, in_u)
     out_zp = _zero_point(args.inputs[4], out_t, out_u)
-    key, checked = _RESCALE_CHECKED.lookup(args)
+    checked = _RESCALE_CHECKED.lookup(args)
     if checked is MISSING:  # every ERROR_IF, in the spec's order
         checked = _check_rescale(args, in_zp, out_zp)
-        _RESCALE_CHECKED.remember(key, checked)
+        _RESCALE_CHECKED.remember(args, (), checked)
     else:  # the other ERROR_IFs passed for this signature already
         _check_zero_points(args, in_zp, out_zp)
     scale32, in_u, out_u, mode = checked
-
-    raw = np.asarray(args.inputs[0])
-    value = raw.astype(np.int64)
-    if in_u:
-        value &= (1 << in_t.bits) - 1  # zero_extend
-        known = (0, (1 << in_t.bits) - 1)
-    else:
-        known = int_bounds(raw.dtype)  # what the storage type can hold
-    if in_zp:
-        value -= in_zp
-    value_range = None if known is None else (known[0] - in_zp, known[1] - in_zp)
     multiplier = np.asarray(args.inputs[1]).reshape(-1)
     shift = np.asarray(args.inputs[2]).reshape(-1)
     if not args.attribute.per_channel:  # one scale for every element
         multiplier, shift = multiplier[:1].reshape(()), shift[:1].reshape(())
-    if scale32:
-        result = apply_scale_32(value, multiplier, shift, mode == RoundingMode.DOUBLE_ROUND, args.require,
-                                value_range)
-    else:
-        result = apply_scale_16(value, multiplier, shift, args.require)
-    # result is int32; apply_add_s REQUIREs result + output_zp to stay in int32 too
-    ok = True
-    if out_zp and result.size:
-        edge = int(result.max()) if out_zp > 0 else int(result.min())
-        ok = -(1 << 31) <= edge + out_zp < (1 << 31)
-    args.require(ok, "apply_add_s: REQUIRE(c >= minimum_s<in_t>() && c <= maximum_s<in_t>())")
-    if out_zp:
-        result += out_zp  # exact in int32: just checked (result is a fresh array)
-    lo, hi = unsigned_range(out_t) if out_u else signed_range(out_t)
-    if out_t is not _I32:  # clipping to the int32 range changes nothing
-        result = clip_int(result, lo, hi)
-    # static_cast<out_t>: unsigned results above the signed maximum wrap into the storage type
-    return [as_output(args, wrap(result, out_t.bits) if out_u else result)]
+    uniform = uniform_scale(len(args.input_types[0].shape), multiplier, shift)
+    return _Rescaling(in_t, out_t, in_u, out_u, in_zp, out_zp, scale32, mode == RoundingMode.DOUBLE_ROUND,
+                      multiplier, shift, uniform)
+
+
+def _bind_rescale(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel | None:
+    """RESCALE with constant multiplier, shift and zero points: int8 inputs through a table of
+    all 256 results, others with the scaling worked out once."""
+    constants = [value for value in const_inputs[1:5] if value is not None]
+    if len(constants) != 4:
+        return None
+    if not args.attribute.per_channel:
+        table = int8_table(args, const_inputs)
+        if table is not None:
+            return table
+    static = args.static()
+    rescaling = _rescaling(dataclasses.replace(static, inputs=[args.inputs[0], *constants]))
+    bound = _BoundRescale.of(rescaling)
+    require = static.require
+    if bound is not None:
+        return lambda inputs: [as_output(static, bound.apply(inputs[0], require))]
+    return lambda inputs: [as_output(static, rescaling.apply(inputs[0], require))]
+
+
+_INT32_MIN, _INT32_MAX, _INT64_LIMIT = -(1 << 31), (1 << 31) - 1, 1 << 63
+_SCALE16_RESULT = "apply_scale_16: REQUIRE(result >= minimum<int32_t> && result <= maximum<int32_t>)"
+_ADD_OUTPUT_ZP = "apply_add_s: REQUIRE(c >= minimum_s<in_t>() && c <= maximum_s<in_t>())"
+
+
+@dataclass(frozen=True)
+class _BoundRescale:
+    """A RESCALE with constant scales and zero points whose static REQUIREs hold and whose
+    int64 arithmetic the input's storage range keeps from overflowing (and, with scale32,
+    from wrapping the int32 intermediate): :meth:`_Rescaling.apply`'s values in fewer numpy
+    operations, in place. The scale16 result range and the output_zp addition are checked
+    on the data, as apply checks them, unless the storage range proves them.
+
+    Per element (channel c): ``(v * m[c] + round[c](v)) >> s[c] + output_zp``, clipped to the
+    output type, with v the zero-extended (if unsigned) input minus input_zp and round the
+    spec's (DOUBLE_ROUND adds 2**30 for v >= 0 and subtracts it for v < 0 where shift > 31).
+    """
+
+    mask: int | None
+    in_zp: int
+    multiplier: int | np.ndarray
+    #: the rounding term for v >= 0, and what v < 0 takes off it (None: nothing)
+    round_up: int | np.ndarray
+    negative_down: int | np.ndarray | None
+    shift: int | np.ndarray
+    out_zp: int
+    #: the output type's range, as int64 scalars (the fast form of ndarray.clip)
+    clip: tuple[np.int64, np.int64] | None
+    #: whether the data must be checked: the scale16 result range, the output_zp addition
+    check_result: bool
+    check_out_zp: bool
+
+    @staticmethod
+    def of(r: _Rescaling) -> _BoundRescale | None:
+        """The bound form of ``r``, or None where the storage range does not allow it."""
+        if r.out_u or r.in_t not in (_I8, _I16, _I32, _I48):
+            return None
+        mask = (1 << r.in_t.bits) - 1 if r.in_u else None
+        lo_s, hi_s = (0, mask) if mask is not None else signed_range(r.in_t)
+        lo_v, hi_v = lo_s - r.in_zp, hi_s - r.in_zp
+        m = [int(v) for v in r.multiplier.reshape(-1)]
+        s = [int(v) for v in r.shift.reshape(-1)]
+        up, down = _rounding_terms(r, s)
+        if not _rescale_bindable(r.scale32, lo_v, hi_v, m, s, up, down):
+            return None
+        lo, hi = _scaled_range(lo_v, hi_v, m, s, up, down)
+        in_int32 = _INT32_MIN <= lo and hi <= _INT32_MAX
+        if r.scale32 and not in_int32:
+            return None  # the int32 intermediate may wrap: apply does that
+        lo, hi = max(lo, _INT32_MIN), min(hi, _INT32_MAX)  # what passes the scale16 check
+        check_out_zp = not (_INT32_MIN <= lo + min(r.out_zp, 0) and hi + max(r.out_zp, 0) <= _INT32_MAX)
+        pick = _per_channel if r.multiplier.ndim > 0 else _one
+        lo_out, hi_out = signed_range(r.out_t)
+        clip = None if r.out_t is _I32 else (np.int64(lo_out), np.int64(hi_out))
+        return _BoundRescale(mask, r.in_zp, pick(m), pick(up), pick(down) if any(down) else None,
+                             pick(s), r.out_zp, clip, not in_int32, check_out_zp)
+
+    def apply(self, raw: np.ndarray, require: Require) -> np.ndarray:
+        acc = np.asarray(raw).astype(np.int64)  # v, then the result, in place
+        if self.mask is not None:
+            acc &= self.mask  # zero_extend
+        if self.in_zp:
+            acc -= self.in_zp
+        negative = None
+        if self.negative_down is not None:
+            negative = acc >> 63  # all ones where v < 0
+            negative &= self.negative_down
+        acc *= self.multiplier
+        acc += self.round_up
+        if negative is not None:
+            acc -= negative
+        acc >>= self.shift
+        if (self.check_result or self.check_out_zp) and acc.size:
+            self._check(acc, require)
+        if self.out_zp:
+            acc += self.out_zp
+        if self.clip is not None:
+            acc.clip(self.clip[0], self.clip[1], out=acc)
+        return acc
+
+    def _check(self, result: np.ndarray, require: Require) -> None:
+        lo, hi = int(result.min()), int(result.max())
+        if self.check_result:
+            require(_INT32_MIN <= lo and hi <= _INT32_MAX, _SCALE16_RESULT)
+        if self.check_out_zp:
+            edge = hi if self.out_zp > 0 else lo
+            require(_INT32_MIN <= edge + self.out_zp <= _INT32_MAX, _ADD_OUTPUT_ZP)
+
+
+def _per_channel(values: list[int]) -> int | np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+def _one(values: list[int]) -> int | np.ndarray:
+    return values[0]
+
+
+def _scaled_range(lo_v: int, hi_v: int, m: list[int], s: list[int], up: list[int],
+                  down: list[int]) -> tuple[int, int]:
+    """Least and greatest ``(v * m + round(v)) >> s`` over values in [lo_v, hi_v] and channels.
+    It grows with v (round grows at 0), so its extremes are at lo_v and hi_v."""
+    results = [(v * mc + uc - (dc if v < 0 else 0)) >> sc for mc, sc, uc, dc in zip(m, s, up, down)
+               for v in (lo_v, hi_v)]
+    return min(results), max(results)
+
+
+def _rounding_terms(r: _Rescaling, shifts: list[int]) -> tuple[list[int], list[int]]:
+    """Per channel: the rounding term for values >= 0 and what negative values take off it."""
+    signed = [r.scale32 and r.double_round and shift > 31 for shift in shifts]
+    up = [(1 << (shift - 1)) + (1 << 30 if sign else 0) for shift, sign in zip(shifts, signed)]
+    return up, [1 << 31 if sign else 0 for sign in signed]
+
+
+def _rescale_bindable(scale32: bool, lo_v: int, hi_v: int, m: list[int], s: list[int], up: list[int],
+                      down: list[int]) -> bool:
+    """Whether input values in [lo_v, hi_v] meet apply_scale_32/16's REQUIREs on the scale
+    and (scale32) on the value, with no int64 overflow."""
+    if min(m) < 0 or min(s) < 2 or max(s) > 62:
+        return False
+    if scale32 and (lo_v < _INT32_MIN or hi_v > _INT32_MAX or lo_v < -(1 << (min(s) - 1))
+                    or hi_v >= 1 << (min(s) - 1)):
+        return False  # REQUIRE(value fits int32_t and lies in [-(1 << (shift - 1)), 1 << (shift - 1)))
+    return max(abs(lo_v), abs(hi_v)) * max(m) + max(up) + max(down) < _INT64_LIMIT
+
+
+@register(Op.RESCALE, window=rescale_window, bind=_bind_rescale)
+def rescale(args: KernelArgs) -> list[np.ndarray]:
+    return [as_output(args, _rescaling(args).apply(args.inputs[0], args.require))]
 
 
 __all__ = ["CAST_TYPES", "rescale_window"]

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
 import ml_dtypes
 import numpy as np
@@ -55,7 +55,7 @@ BranchFn = Callable[..., "str | Sequence[str]"]
 class BlockBuilder:
     """Adds tensors and operators to one block of a graph under construction."""
 
-    def __init__(self, graph: "GraphBuilder", block: Block):
+    def __init__(self, graph: GraphBuilder, block: Block):
         self.graph_builder = graph
         self.block = block
 
@@ -120,14 +120,26 @@ class BlockBuilder:
 
     def const_shape(self, name: str | None, values: Sequence[int]) -> str:
         """A CONST_SHAPE: a SHAPE tensor of shape (len(values),)."""
-        values = np.asarray(list(values), dtype=np.int64)
-        return self.const(name, values, DType.SHAPE, (values.size,))
+        array = np.asarray(list(values), dtype=np.int64)
+        return self.const(name, array, DType.SHAPE, (array.size,))
 
     # -- operators
+    @overload
     def op(self, op: Op, inputs: Sequence[str], shape: Sequence[int] | None = None,
-           dtype: DType | None = None, *, outputs: Sequence[TensorType | tuple] | None = None,
+           dtype: DType | None = None, *, outputs: None = None,
            name: str | None = None, names: Sequence[str] | None = None,
-           attribute: Attribute | None = None, location: str = "", **fields: Any):
+           attribute: Attribute | None = None, location: str = "", **fields: Any) -> str: ...
+
+    @overload
+    def op(self, op: Op, inputs: Sequence[str], shape: Sequence[int] | None = None,
+           dtype: DType | None = None, *, outputs: Sequence[TensorType | tuple[Sequence[int], DType]],
+           name: str | None = None, names: Sequence[str] | None = None,
+           attribute: Attribute | None = None, location: str = "", **fields: Any) -> list[str]: ...
+
+    def op(self, op: Op, inputs: Sequence[str], shape: Sequence[int] | None = None,
+           dtype: DType | None = None, *, outputs: Sequence[TensorType | tuple[Sequence[int], DType]] | None = None,
+           name: str | None = None, names: Sequence[str] | None = None,
+           attribute: Attribute | None = None, location: str = "", **fields: Any) -> str | list[str]:
         """Append operator ``op``; returns its output name (or list of names with ``outputs``).
 
         Without ``shape``/``dtype`` the output type comes from the specification's

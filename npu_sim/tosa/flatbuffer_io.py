@@ -36,8 +36,9 @@ reading right.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from functools import cache, lru_cache
-from typing import Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import flatbuffers
 from flatbuffers import number_types
@@ -46,6 +47,9 @@ from npu_sim.errors import NpuSimError, TosaFormatError
 from npu_sim.tosa import fb_schema
 from npu_sim.tosa.fb_schema import FILE_IDENTIFIER, ROOT_TABLE, Field
 from npu_sim.tosa.serial_tree import graph_from_tree, graph_to_tree
+
+if TYPE_CHECKING:
+    from npu_sim.tosa.ir import Graph
 
 Tree = dict[str, Any]
 
@@ -283,62 +287,82 @@ class _Reader:
     def vector(self, pos: int, code: int, where: str, unpack: Any, detail: Any) -> Any:
         """The vector at ``pos`` (its 4-byte count lies in the buffer) of a field planned
         as ``code``, ``unpack``, ``detail`` (see :class:`_FieldPlan`)."""
-        data, size = self.data, self.size
-        count = _U32(data, pos)[0]
+        count = _U32(self.data, pos)[0]
         start = pos + 4
         if code == _BYTES:
-            if start + count > size:
-                raise self.outside(start, count, where)
-            self.bytes_left -= count
-            if self.bytes_left < 0:
-                raise self.too_much(where)
-            return data[start:start + count]
+            return self.byte_vector(start, count, where)
         if code == _SCALARS:
-            element_size, type_name = detail
-            if start + count * element_size > size:
-                raise self.outside(start, count * element_size, where)
-            self.items_left -= count
-            if self.items_left < 0:
-                raise self.too_much(where)
-            values = _vector_unpacker(count, unpack)(data, start)
-            return [bool(v) for v in values] if type_name == "bool" else list(values)
-        if start + count * 4 > size:
+            return self.scalar_vector(start, count, where, unpack, detail)
+        offsets = self.offset_vector(start, count, where)
+        if not offsets:
+            return []
+        if code == _STRINGS:
+            return self.string_vector(start, offsets, where)
+        if code == _TABLES:
+            return self.table_vector(start, offsets, where, detail)
+        self.indirect(start, f"{where}[0]")  # pragma: no cover - the TOSA schema has no other vector kinds
+        raise TosaFormatError(f"{where}: vectors of {detail} are not supported")  # pragma: no cover
+
+    def byte_vector(self, start: int, count: int, where: str) -> bytes:
+        if start + count > self.size:
+            raise self.outside(start, count, where)
+        self.bytes_left -= count
+        if self.bytes_left < 0:
+            raise self.too_much(where)
+        return self.data[start:start + count]
+
+    def scalar_vector(self, start: int, count: int, where: str, letter: str,
+                      detail: tuple[int, str]) -> list[Any]:
+        element_size, type_name = detail
+        if start + count * element_size > self.size:
+            raise self.outside(start, count * element_size, where)
+        self.items_left -= count
+        if self.items_left < 0:
+            raise self.too_much(where)
+        values = _vector_unpacker(count, letter)(self.data, start)
+        return [bool(v) for v in values] if type_name == "bool" else list(values)
+
+    def offset_vector(self, start: int, count: int, where: str) -> tuple[int, ...]:
+        """The ``count`` uoffsets from ``start`` (counted against the item budget)."""
+        if start + count * 4 > self.size:
             raise self.outside(start, count * 4, where)
         self.items_left -= count
         if self.items_left < 0:
             raise self.too_much(where)
-        items: list = []
         if not count:
-            return items
-        offsets = _vector_unpacker(count, "I")(data, start)
-        if code == _STRINGS:
-            bytes_left = self.bytes_left
-            for i, offset in enumerate(offsets):
-                target = start + 4 * i + offset
-                if target + 4 > size:
-                    raise self.outside(target, 4, f"{where}[{i}]")
-                length = _U32(data, target)[0]
-                target += 4
-                if target + length > size:
-                    raise self.outside(target, length, f"{where}[{i}]")
-                bytes_left -= length
-                if bytes_left < 0:
-                    raise self.too_much(f"{where}[{i}]")
-                try:
-                    items.append(data[target:target + length].decode("utf-8"))
-                except UnicodeDecodeError:
-                    raise self.fail(f"{where}[{i}] is not valid UTF-8") from None
-            self.bytes_left = bytes_left
-        elif code == _TABLES:
-            table = self.table
-            for i, offset in enumerate(offsets):
-                target = start + 4 * i + offset
-                if target + 4 > size:
-                    raise self.outside(target, 4, f"{where}[{i}]")
-                items.append(table(target, detail))
-        else:  # pragma: no cover - the TOSA schema has no other vector kinds
-            self.indirect(start, f"{where}[0]")
-            raise TosaFormatError(f"{where}: vectors of {detail} are not supported")
+            return ()
+        return _vector_unpacker(count, "I")(self.data, start)
+
+    def string_vector(self, start: int, offsets: tuple[int, ...], where: str) -> list[str]:
+        data, size = self.data, self.size
+        items: list[str] = []
+        bytes_left = self.bytes_left
+        for i, offset in enumerate(offsets):
+            target = start + 4 * i + offset
+            if target + 4 > size:
+                raise self.outside(target, 4, f"{where}[{i}]")
+            length = _U32(data, target)[0]
+            target += 4
+            if target + length > size:
+                raise self.outside(target, length, f"{where}[{i}]")
+            bytes_left -= length
+            if bytes_left < 0:
+                raise self.too_much(f"{where}[{i}]")
+            try:
+                items.append(data[target:target + length].decode("utf-8"))
+            except UnicodeDecodeError:
+                raise self.fail(f"{where}[{i}] is not valid UTF-8") from None
+        self.bytes_left = bytes_left
+        return items
+
+    def table_vector(self, start: int, offsets: tuple[int, ...], where: str, name: str) -> list[Tree]:
+        size, table = self.size, self.table
+        items: list[Tree] = []
+        for i, offset in enumerate(offsets):
+            target = start + 4 * i + offset
+            if target + 4 > size:
+                raise self.outside(target, 4, f"{where}[{i}]")
+            items.append(table(target, name))
         return items
 
 
@@ -362,7 +386,7 @@ def read_tree(data: bytes | bytearray | memoryview) -> Tree:
         raise reader.fail(f"{type(exc).__name__}: {exc}") from None
 
 
-def read_graph(data: bytes | bytearray | memoryview):
+def read_graph(data: bytes | bytearray | memoryview) -> Graph:
     """Parse a TOSA flatbuffer into a :class:`~npu_sim.tosa.ir.Graph` (not yet validated)."""
     return graph_from_tree(read_tree(data))
 
@@ -458,7 +482,7 @@ def write_tree(tree: Tree) -> bytes:
     return bytes(writer.builder.Output())
 
 
-def write_graph(graph) -> bytes:
+def write_graph(graph: Graph) -> bytes:
     """Serialize a :class:`~npu_sim.tosa.ir.Graph` as a TOSA flatbuffer.
 
     The file runs in tosa-tools' reference model: variables are written the way

@@ -50,15 +50,15 @@ and the :class:`~npu_sim.tosa.builder.GraphBuilder` all produce them):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from npu_sim.errors import GraphValidationError
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Attribute, Op, attribute_class
-
 
 _INT32_LIMIT = 2 ** 31
 _INT64_LIMIT = 2 ** 63
@@ -100,8 +100,8 @@ class Tensor:
     variable_name: str = ""
     is_unranked: bool = False
     #: 1.1-draft block-scaled (MX) tensors only: their scale tensor
-    block_scale: "BlockScale | None" = None
-    _type: "TensorType | None" = field(default=None, init=False, repr=False, compare=False)
+    block_scale: BlockScale | None = None
+    _type: TensorType | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.shape = tuple(map(int, self.shape))
@@ -152,23 +152,26 @@ class BlockScale:
     data: bytes = b""
 
 
-@dataclass
+@dataclass(init=False)
 class Operator:
-    """One TOSA operator: inputs and outputs are tensor names of the enclosing block."""
+    """One TOSA operator: inputs and outputs are tensor names of the enclosing block.
+
+    ``attribute`` None at construction means the operator's default attribute.
+    """
 
     op: Op
     inputs: list[str]
     outputs: list[str]
-    attribute: Attribute | None = None
+    attribute: Attribute
     location: str = ""
 
-    def __post_init__(self) -> None:
-        if type(self.op) is not Op:
-            self.op = Op(self.op)
-        self.inputs = list(self.inputs)
-        self.outputs = list(self.outputs)
-        if self.attribute is None:
-            self.attribute = attribute_class(self.op)()
+    def __init__(self, op: Op | int, inputs: Iterable[str], outputs: Iterable[str],
+                 attribute: Attribute | None = None, location: str = "") -> None:
+        self.op = op if type(op) is Op else Op(op)
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.attribute = attribute_class(self.op)() if attribute is None else attribute
+        self.location = location
 
     @property
     def name(self) -> str:
@@ -254,9 +257,13 @@ class Graph:
     def output_types(self) -> dict[str, TensorType]:
         return {n: self.main.tensor(n).type for n in self.main.outputs}
 
-    def copy(self) -> "Graph":
+    def copy(self) -> Graph:
+        """A copy whose blocks, operators and tensors can be edited without touching this graph."""
         return dataclasses.replace(self, regions=[
-            Region(r.name, [Block(b.name, [dataclasses.replace(o, inputs=list(o.inputs), outputs=list(o.outputs)) for o in b.operators],
-                                  {k: dataclasses.replace(t) for k, t in b.tensors.items()},
-                                  list(b.inputs), list(b.outputs)) for b in r.blocks])
-            for r in self.regions])
+            Region(r.name, [_copy_block(b) for b in r.blocks]) for r in self.regions])
+
+
+def _copy_block(block: Block) -> Block:
+    operators = [dataclasses.replace(o, inputs=list(o.inputs), outputs=list(o.outputs)) for o in block.operators]
+    tensors = {k: dataclasses.replace(t) for k, t in block.tensors.items()}
+    return Block(block.name, operators, tensors, list(block.inputs), list(block.outputs))

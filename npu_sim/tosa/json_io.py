@@ -16,12 +16,16 @@ number, fields in any order, absent fields meaning their defaults.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from npu_sim.errors import TosaFormatError, UnknownOperatorError
 from npu_sim.tosa import fb_schema
 from npu_sim.tosa.fb_schema import ROOT_TABLE, Field
 from npu_sim.tosa.serial_tree import graph_from_tree, graph_to_tree
+
+if TYPE_CHECKING:
+    from npu_sim.tosa.ir import Graph
 
 Tree = dict[str, Any]
 
@@ -43,7 +47,7 @@ def read_json_tree(text: str | bytes) -> Tree:
     return _table(value, ROOT_TABLE, ROOT_TABLE)
 
 
-def read_json(text: str | bytes):
+def read_json(text: str | bytes) -> Graph:
     """Parse the JSON form into a :class:`~npu_sim.tosa.ir.Graph` (not yet validated)."""
     return graph_from_tree(read_json_tree(text))
 
@@ -95,30 +99,31 @@ def _scalar(value: Any, type_name: str, where: str) -> Any:
 
 
 def _value(value: Any, field: Field, siblings: Tree, where: str) -> Any:
-    kind = field.kind
-    if kind == "scalar":
-        return _scalar(value, field.type, where)
-    if kind == "enum":
-        return _enum(value, field.type, where)
-    if kind == "union_type":
-        if isinstance(value, str):
-            if value == "NONE":
-                return 0
-            if value in fb_schema.UNIONS[field.type]:
-                return fb_schema.union_tag(field.type, value)
-            raise TosaFormatError(f"{where}: unknown {field.type} type {value!r}")
-        return _scalar(value, "ubyte", where)
-    if kind == "string":
-        if not isinstance(value, str):
-            raise TosaFormatError(f"{where}: expected a string")
-        return value
-    if kind == "table":
-        return _table(value, field.type, where)
-    if kind == "union":
+    if field.kind == "union":
         member = fb_schema.union_member(field.type, siblings.get(f"{field.name}_type", 0))
         if member is None:
             raise TosaFormatError(f"{where}: a union value needs a valid {field.name}_type")
         return _table(value, member, where)
+    return _VALUE_READERS[field.kind](value, field, where)
+
+
+def _union_type(value: Any, field: Field, where: str) -> int:
+    if not isinstance(value, str):
+        return int(_scalar(value, "ubyte", where))
+    if value == "NONE":
+        return 0
+    if value in fb_schema.UNIONS[field.type]:
+        return fb_schema.union_tag(field.type, value)
+    raise TosaFormatError(f"{where}: unknown {field.type} type {value!r}")
+
+
+def _json_string(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise TosaFormatError(f"{where}: expected a string")
+    return value
+
+
+def _vector(value: Any, field: Field, where: str) -> Any:
     if not isinstance(value, list):
         raise TosaFormatError(f"{where}: expected a JSON list")
     element = field.element_kind
@@ -128,11 +133,19 @@ def _value(value: Any, field: Field, siblings: Tree, where: str) -> Any:
     if element == "enum":
         return [_enum(v, field.type, f"{where}[{i}]") for i, v in enumerate(value)]
     if element == "string":
-        for i, v in enumerate(value):
-            if not isinstance(v, str):
-                raise TosaFormatError(f"{where}[{i}]: expected a string")
-        return list(value)
+        return [_json_string(v, f"{where}[{i}]") for i, v in enumerate(value)]
     return [_table(v, field.type, f"{where}[{i}]") for i, v in enumerate(value)]
+
+
+#: field kind -> reader of a JSON value of that kind (unions need their tag: see _value)
+_VALUE_READERS: dict[str, Callable[[Any, Field, str], Any]] = {
+    "scalar": lambda value, field, where: _scalar(value, field.type, where),
+    "enum": lambda value, field, where: _enum(value, field.type, where),
+    "union_type": _union_type,
+    "string": lambda value, field, where: _json_string(value, where),
+    "table": lambda value, field, where: _table(value, field.type, where),
+    "vector": _vector,
+}
 
 
 # --- writing (flatc's text generator, reproduced) -------------------------------
@@ -143,7 +156,7 @@ def write_json_tree(tree: Tree) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_json(graph) -> str:
+def write_json(graph: Graph) -> str:
     """The JSON form of a :class:`~npu_sim.tosa.ir.Graph`."""
     return write_json_tree(graph_to_tree(graph))
 
@@ -212,14 +225,22 @@ def _print_table(tree: Tree, table: str, indent: int, lines: list[str], prefix: 
         elif field.kind == "string":
             lines.append(head + _string(value) + comma)
         elif field.kind in ("table", "union"):
-            member = field.type if field.kind == "table" else \
-                fb_schema.union_member(field.type, tree.get(f"{field.name}_type", 0))
-            _print_table(value, member, indent + 1, lines, prefix=head)
+            _print_table(value, _table_name(field, tree), indent + 1, lines, prefix=head)
             lines[-1] += comma
         else:
             _print_vector(value, field, indent + 1, lines, head)
             lines[-1] += comma
     lines.append(pad + "}")
+
+
+def _table_name(field: Field, tree: Tree) -> str:
+    """The table a table or union field of ``tree`` holds."""
+    if field.kind == "table":
+        return field.type
+    member = fb_schema.union_member(field.type, tree.get(f"{field.name}_type", 0))
+    if member is None:
+        raise TosaFormatError(f"{field.name}: a union value needs a valid {field.name}_type")
+    return member
 
 
 def _print_vector(values: Any, field: Field, indent: int, lines: list[str], head: str) -> None:

@@ -76,45 +76,87 @@ def check_level(graph: Graph, level: str | Level = DEFAULT_LEVEL) -> None:
 
 
 def _check_operator(block: Block, op: Operator, level: Level) -> None:
-    def over(what: str, value: int | Fraction, limit_name: str, limit: int) -> None:
+    check = _OperatorCheck(block, op, level)
+    for step in _STEPS:
+        step(check)
+
+
+@dataclass(frozen=True)
+class _OperatorCheck:
+    """One operator against one level: ``over`` raises for an argument beyond a maximum."""
+
+    block: Block
+    op: Operator
+    level: Level
+
+    def over(self, what: str, value: int | Fraction, limit_name: str, limit: int) -> None:
         if value > limit:
             raise GraphValidationError(
-                f"block {block.name!r}, {op.name}: {what} is {value}, more than {limit_name} = {limit} "
-                f"of TOSA level {level.name} (level 'none' allows it)")
+                f"block {self.block.name!r}, {self.op.name}: {what} is {value}, more than {limit_name} = "
+                f"{limit} of TOSA level {self.level.name} (level 'none' allows it)")
 
-    tensors = block.tensors
-    for name in (*op.inputs, *op.outputs):
-        tensor = tensors.get(name)
+    def shape(self, index: int) -> tuple[int, ...]:
+        """Shape of input ``index``."""
+        return self.block.tensors[self.op.inputs[index]].shape
+
+
+def _check_ranks(c: _OperatorCheck) -> None:
+    for name in (*c.op.inputs, *c.op.outputs):
+        tensor = c.block.tensors.get(name)
         if tensor is not None and tensor.dtype is not DType.SHAPE and not tensor.is_unranked:
-            over(f"the rank of {name!r}", len(tensor.shape), "MAX_RANK", level.max_rank)
-    attr = op.attribute
-    if op.op in _CONVOLUTIONS:
-        weights = tensors[op.inputs[1]].shape
-        kernel = weights[:2] if op.op is Op.DEPTHWISE_CONV2D else weights[1:-1]
-        for axis, (size, dilation) in enumerate(zip(kernel, attr.dilation)):
-            over(f"dilation * kernel size on axis {axis}", dilation * size, "MAX_KERNEL", level.max_kernel)
-    if op.op is Op.TRANSPOSE_CONV2D:
-        for size in tensors[op.inputs[1]].shape[1:3]:
-            over("the kernel size", size, "MAX_KERNEL", level.max_kernel)
-    if op.op in _POOLS:
-        for size in attr.kernel:
-            over("the kernel size", size, "MAX_KERNEL", level.max_kernel)
-    if op.op in _CONVOLUTIONS or op.op in _POOLS or op.op is Op.TRANSPOSE_CONV2D:
+            c.over(f"the rank of {name!r}", len(tensor.shape), "MAX_RANK", c.level.max_rank)
+
+
+def _check_kernels(c: _OperatorCheck) -> None:
+    op, max_kernel = c.op.op, c.level.max_kernel
+    if op in _CONVOLUTIONS:
+        weights = c.shape(1)
+        kernel = weights[:2] if op is Op.DEPTHWISE_CONV2D else weights[1:-1]
+        for axis, (size, dilation) in enumerate(zip(kernel, c.op.attribute.dilation)):
+            c.over(f"dilation * kernel size on axis {axis}", dilation * size, "MAX_KERNEL", max_kernel)
+    if op is Op.TRANSPOSE_CONV2D:
+        for size in c.shape(1)[1:3]:
+            c.over("the kernel size", size, "MAX_KERNEL", max_kernel)
+    if op in _POOLS:
+        for size in c.op.attribute.kernel:
+            c.over("the kernel size", size, "MAX_KERNEL", max_kernel)
+
+
+def _check_strides_and_pads(c: _OperatorCheck) -> None:
+    op, attr = c.op.op, c.op.attribute
+    if op in _CONVOLUTIONS or op in _POOLS or op is Op.TRANSPOSE_CONV2D:
         for stride in attr.stride:
-            over("the stride", stride, "MAX_STRIDE", level.max_stride)
-        pads = attr.out_pad if op.op is Op.TRANSPOSE_CONV2D else attr.pad
+            c.over("the stride", stride, "MAX_STRIDE", c.level.max_stride)
+        pads = attr.out_pad if op is Op.TRANSPOSE_CONV2D else attr.pad
         for pad in pads:
-            over("the pad", pad, "MAX_KERNEL", level.max_kernel)
-    if op.op in (Op.FFT2D, Op.RFFT2D):
-        for size in tensors[op.inputs[0]].shape[1:3]:
-            over("the transform size", size, "MAX_KERNEL", level.max_kernel)
-    if op.op is Op.RESIZE:
-        scale = tensors[op.inputs[1]].data
-        if scale is not None and len(scale) == 4 and scale[1] > 0 and scale[3] > 0:
-            for n, d, axis in ((scale[0], scale[1], "y"), (scale[2], scale[3], "x")):
-                # scale_n / scale_d, exactly
-                over(f"scale_{axis}", Fraction(int(n), int(d)), "MAX_SCALE", level.max_scale)
+            c.over("the pad", pad, "MAX_KERNEL", c.level.max_kernel)
+
+
+def _check_transform_sizes(c: _OperatorCheck) -> None:
+    if c.op.op in (Op.FFT2D, Op.RFFT2D):
+        for size in c.shape(0)[1:3]:
+            c.over("the transform size", size, "MAX_KERNEL", c.level.max_kernel)
+
+
+def _check_resize_scale(c: _OperatorCheck) -> None:
+    if c.op.op is not Op.RESIZE:
+        return
+    scale = c.block.tensors[c.op.inputs[1]].data
+    if scale is not None and len(scale) == 4 and scale[1] > 0 and scale[3] > 0:
+        for axis, first in (("y", 0), ("x", 2)):
+            # scale_n / scale_d, exactly
+            ratio = Fraction(int(scale[first]), int(scale[first + 1]))
+            c.over(f"scale_{axis}", ratio, "MAX_SCALE", c.level.max_scale)
+
+
+def _check_list_sizes(c: _OperatorCheck) -> None:
+    op, limit = c.op, c.level.max_tensor_list_size
     if op.op in _LISTS:
-        over("the input list length", len(op.inputs) - (1 if op.op is Op.COND_IF else 0),
-             "MAX_TENSOR_LIST_SIZE", level.max_tensor_list_size)
-        over("the output list length", len(op.outputs), "MAX_TENSOR_LIST_SIZE", level.max_tensor_list_size)
+        c.over("the input list length", len(op.inputs) - (1 if op.op is Op.COND_IF else 0),
+               "MAX_TENSOR_LIST_SIZE", limit)
+        c.over("the output list length", len(op.outputs), "MAX_TENSOR_LIST_SIZE", limit)
+
+
+#: the checks in the order their violations are reported
+_STEPS = (_check_ranks, _check_kernels, _check_strides_and_pads, _check_transform_sizes,
+          _check_resize_scale, _check_list_sizes)

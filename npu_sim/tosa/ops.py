@@ -10,19 +10,14 @@ local_bound=False, acc_type=DType.INT32)``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npu_sim.errors import GraphValidationError, UnknownOperatorError
 from npu_sim.tosa import schema_generated as schema
 from npu_sim.tosa.dtype import DType
-
-Op = IntEnum("Op", schema.ENUMS["Op"], module=__name__)
-Op.__doc__ = "TOSA operator, numbered as in the flatbuffer schema."
-NanPropagationMode = IntEnum("NanPropagationMode", schema.ENUMS["NanPropagationMode"], module=__name__)
-RoundingMode = IntEnum("RoundingMode", schema.ENUMS["RoundingMode"], module=__name__)
-ResizeMode = IntEnum("ResizeMode", schema.ENUMS["ResizeMode"], module=__name__)
-BlockSize = IntEnum("BlockSize", schema.ENUMS["BlockSize"], module=__name__)
+from npu_sim.tosa.schema_generated import BlockSize, NanPropagationMode, Op, ResizeMode, RoundingMode
 
 #: Operators TOSA 1.0 defines; later ones are TOSA 1.1 draft (known, unsupported).
 TOSA_1_0_OPS = frozenset(op for op in Op if Op.UNKNOWN < op <= Op.CONST_SHAPE)
@@ -35,13 +30,13 @@ _ENUM_TYPES: dict[str, type[IntEnum]] = {
     "BlockSize": BlockSize,
 }
 
-#: schema field type -> (python type, default)
-_FIELD_KINDS: dict[str, tuple[type, Any]] = {
-    "int32": (int, 0),
-    "bool": (bool, False),
-    "[int32]": (tuple, ()),
-    "[ubyte]": (bytes, b""),
-    "string": (str, ""),
+#: schema field type -> default value
+_FIELD_DEFAULTS: dict[str, object] = {
+    "int32": 0,
+    "bool": False,
+    "[int32]": (),
+    "[ubyte]": b"",
+    "string": "",
 }
 
 
@@ -52,50 +47,76 @@ class Attribute:
     field_kinds: dict[str, str] = {}
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {name: getattr(self, name) for name in self.field_kinds}
+
+    if TYPE_CHECKING:
+        # The subclasses are built from the schema at import time, so their fields are
+        # known only at run time: a checker sees each field as Any.
+        def __getattr__(self, name: str) -> Any: ...
 
 
-def _convert(kind: str, value: Any, where: str) -> Any:
-    if kind in _ENUM_TYPES:
-        enum = _ENUM_TYPES[kind]
-        if isinstance(value, str):
-            try:
-                return enum[value]
-            except KeyError:
-                raise GraphValidationError(f"{where}: unknown {kind} {value!r}") from None
+def _to_enum(kind: str, value: object, where: str) -> IntEnum:
+    enum = _ENUM_TYPES[kind]
+    if isinstance(value, str):
         try:
-            return enum(int(value))
-        except (ValueError, TypeError):
-            raise GraphValidationError(f"{where}: {value!r} is not a valid {kind}") from None
-    py_type, _ = _FIELD_KINDS[kind]
+            return enum[value]
+        except KeyError:
+            raise GraphValidationError(f"{where}: unknown {kind} {value!r}") from None
     try:
-        if py_type is tuple:
-            return tuple(int(v) for v in value)
-        if py_type is bytes:
-            return bytes(bytearray(value))
-        if py_type is bool:
-            if not isinstance(value, (bool, int)) or isinstance(value, int) and value not in (0, 1):
-                raise TypeError
-            return bool(value)
-        if py_type is int:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError
-            return int(value)
-        if py_type is str:
-            if not isinstance(value, str):
-                raise TypeError
-            return value
+        return enum(int(value))  # type: ignore[call-overload]
+    except (ValueError, TypeError):
+        raise GraphValidationError(f"{where}: {value!r} is not a valid {kind}") from None
+
+
+def _to_int_tuple(value: Any) -> tuple[int, ...]:
+    return tuple(int(v) for v in value)
+
+
+def _to_bytes(value: Any) -> bytes:
+    return bytes(bytearray(value))
+
+
+def _to_bool(value: object) -> bool:
+    if not isinstance(value, (bool, int)) or isinstance(value, int) and value not in (0, 1):
+        raise TypeError
+    return bool(value)
+
+
+def _to_int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError
+    return int(value)
+
+
+def _to_str(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError
+    return value
+
+
+#: schema field type -> converter raising TypeError/ValueError on a value of the wrong kind
+_CONVERTERS: dict[str, Callable[[Any], object]] = {
+    "int32": _to_int,
+    "bool": _to_bool,
+    "[int32]": _to_int_tuple,
+    "[ubyte]": _to_bytes,
+    "string": _to_str,
+}
+
+
+def _convert(kind: str, value: object, where: str) -> object:
+    if kind in _ENUM_TYPES:
+        return _to_enum(kind, value, where)
+    try:
+        return _CONVERTERS[kind](value)
     except (TypeError, ValueError):
         raise GraphValidationError(f"{where}: expected {kind}, got {value!r}") from None
-    raise AssertionError(kind)
 
 
 def _make_attribute_class(table: str, fields: list[tuple[str, str]]) -> type[Attribute]:
     specs = []
     for name, kind in fields:
-        default = 0 if kind in _ENUM_TYPES else _FIELD_KINDS[kind][1]
-        if kind in _ENUM_TYPES:
-            default = _ENUM_TYPES[kind](0)
+        default = _ENUM_TYPES[kind](0) if kind in _ENUM_TYPES else _FIELD_DEFAULTS[kind]
         specs.append((name, Any, dataclasses.field(default=default)))
 
     def __post_init__(self: Attribute) -> None:
@@ -127,8 +148,7 @@ def attribute_class(op: Op) -> type[Attribute]:
 def make_attribute(op: Op, **fields: Any) -> Attribute:
     """Build the attribute of ``op`` from keyword fields (unknown names rejected)."""
     cls = attribute_class(op)
-    known = {f.name for f in dataclasses.fields(cls)}
-    extra = set(fields) - known
+    extra = set(fields) - set(cls.field_kinds)
     if extra:
         raise GraphValidationError(f"{op.name}: unknown attribute field(s) {sorted(extra)}")
     return cls(**fields)

@@ -14,12 +14,18 @@ encodings normalized to the IR's form (see :mod:`npu_sim.tosa.ir`).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from npu_sim.errors import (GraphValidationError, TosaFormatError, TosaVersionError,
-                            UnknownOperatorError, UnsupportedFeatureError)
+from npu_sim.errors import (
+    GraphValidationError,
+    TosaFormatError,
+    TosaVersionError,
+    UnknownOperatorError,
+    UnsupportedFeatureError,
+)
 from npu_sim.tosa import fb_schema
 from npu_sim.tosa.dtype import DType, decode, encode
 from npu_sim.tosa.ir import Block, BlockScale, Graph, Operator, Region, Tensor
@@ -183,7 +189,7 @@ def _decode(raw: bytes, dtype: DType, shape: tuple[int, ...],
 def has_numpy_storage(dtype: DType) -> bool:
     """True for the element types the IR holds as numpy arrays of their own dtype."""
     try:
-        dtype.numpy_dtype
+        _ = dtype.numpy_dtype
     except TosaFormatError:
         return False
     return True
@@ -314,26 +320,35 @@ def _share_declarations(graph: Graph) -> None:
     """Every variable declared in main; a copy in every block that accesses it."""
     main = graph.main
     for block in graph.blocks():
-        if block is main:
-            continue
-        for tensor in [t for t in block.tensors.values() if t.variable]:
-            declared = main.tensors.get(tensor.name)
-            if declared is None:
-                main.tensors[tensor.name] = _copy_tensor(tensor)
-            elif not declared.variable or declared.type != tensor.type or \
-                    declared.variable_key != tensor.variable_key:
-                raise TosaFormatError(f"block {block.name!r}: variable {tensor.name!r} does not "
-                                      "match the declaration of the main block")
-            elif declared.data is None and tensor.data is not None:
-                declared.data = tensor.data
+        if block is not main:
+            for tensor in [t for t in block.tensors.values() if t.variable]:
+                _declare_in_main(main, block, tensor)
     for block in graph.blocks():
-        used = set(_referenced_variables(block))
-        if block is not main:  # copies only where the variable is accessed
-            for name in [n for n, t in block.tensors.items() if t.variable and n not in used]:
-                del block.tensors[name]
-        for name in sorted(used):
-            if name not in block.tensors and name in main.tensors and main.tensors[name].variable:
-                block.tensors[name] = _copy_tensor(main.tensors[name])
+        _keep_accessed_copies(block, main)
+
+
+def _declare_in_main(main: Block, block: Block, tensor: Tensor) -> None:
+    """Merge ``block``'s declaration of variable ``tensor`` into the main block's."""
+    declared = main.tensors.get(tensor.name)
+    if declared is None:
+        main.tensors[tensor.name] = _copy_tensor(tensor)
+    elif not declared.variable or declared.type != tensor.type or \
+            declared.variable_key != tensor.variable_key:
+        raise TosaFormatError(f"block {block.name!r}: variable {tensor.name!r} does not "
+                              "match the declaration of the main block")
+    elif declared.data is None and tensor.data is not None:
+        declared.data = tensor.data
+
+
+def _keep_accessed_copies(block: Block, main: Block) -> None:
+    """A block other than main holds a copy of exactly the variables it accesses."""
+    used = set(_referenced_variables(block))
+    if block is not main:
+        for name in [n for n, t in block.tensors.items() if t.variable and n not in used]:
+            del block.tensors[name]
+    for name in sorted(used):
+        if name not in block.tensors and name in main.tensors and main.tensors[name].variable:
+            block.tensors[name] = _copy_tensor(main.tensors[name])
 
 
 def _copy_tensor(tensor: Tensor) -> Tensor:
@@ -448,17 +463,17 @@ def _shape_tree(tensor: Tensor, block: str) -> Tree:
 
 
 def _operator_tree(op: Operator, block: str) -> Tree:
+    attribute: Tree = {}
     if op.op == Op.VARIABLE_READ and len(op.inputs) == 1:
         op_code, tag_table = Op.IDENTITY, "VariableReadAttribute"
-        inputs, outputs, attribute = op.inputs, op.outputs, {}
+        inputs, outputs = op.inputs, op.outputs
     elif op.op == Op.VARIABLE_WRITE and len(op.inputs) == 2 and not op.outputs:
         op_code, tag_table = Op.IDENTITY, "VariableWriteAttribute"
-        inputs, outputs, attribute = [op.inputs[1]], [op.inputs[0]], {}
+        inputs, outputs = [op.inputs[1]], [op.inputs[0]]
     else:
         op_code, inputs, outputs = op.op, op.inputs, op.outputs
-        attr = op.attribute if op.attribute is not None else attribute_class(op.op)()
-        tag_table = attr.schema_name
-        attribute = _attribute_tree(attr)
+        tag_table = op.attribute.schema_name
+        attribute = _attribute_tree(op.attribute)
     tree: Tree = {"op": int(op_code),
                   "attribute_type": fb_schema.union_tag("Attribute", tag_table),
                   "attribute": attribute,

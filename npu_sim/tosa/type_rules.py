@@ -16,7 +16,7 @@ against the specification's type-support tables (:mod:`npu_sim.tosa.profiles`).
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -76,7 +76,9 @@ def _conv_out_dtype(in_dtype: DType) -> DType | None:
             DType.FP8E5M2: DType.FP16}.get(in_dtype)
 
 
-Rule = Callable[[Attribute, list[TensorType], list["np.ndarray | None"]], "list[Expected]"]
+#: per input, its value where known at compile time (SHAPE operands), else None
+ShapeValues = list["np.ndarray | None"]
+Rule = Callable[[Attribute, list[TensorType], ShapeValues], "list[Expected]"]
 _RULES: dict[Op, Rule] = {}
 
 
@@ -98,21 +100,21 @@ _UNARY = (Op.ABS, Op.BITWISE_NOT, Op.CEIL, Op.CLZ, Op.COS, Op.EXP, Op.FLOOR, Op.
 
 
 @_rule(*_SAME_TYPE_BINARY)
-def _binary(attr, ins, values):
+def _binary(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     _require(ins[0].dtype == ins[1].dtype, f"input types differ: {ins[0].dtype.name} and "
                                            f"{ins[1].dtype.name}")
     return [(broadcast([ins[0].shape, ins[1].shape]), ins[0].dtype)]
 
 
 @_rule(Op.EQUAL, Op.GREATER, Op.GREATER_EQUAL)
-def _compare(attr, ins, values):
+def _compare(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     _require(ins[0].dtype == ins[1].dtype, f"input types differ: {ins[0].dtype.name} and "
                                            f"{ins[1].dtype.name}")
     return [(broadcast([ins[0].shape, ins[1].shape]), DType.BOOL)]
 
 
 @_rule(Op.MUL)
-def _mul(attr, ins, values):
+def _mul(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     _require(ins[0].dtype == ins[1].dtype, f"input types differ: {ins[0].dtype.name} and "
                                            f"{ins[1].dtype.name}")
     out = DType.INT32 if ins[0].dtype in (DType.INT8, DType.INT16, DType.INT32) else ins[0].dtype
@@ -120,7 +122,7 @@ def _mul(attr, ins, values):
 
 
 @_rule(Op.SELECT)
-def _select(attr, ins, values):
+def _select(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     _require(ins[0].dtype == DType.BOOL, f"the condition must be BOOL, is {ins[0].dtype.name}")
     _require(ins[1].dtype == ins[2].dtype, f"input types differ: {ins[1].dtype.name} and "
                                            f"{ins[2].dtype.name}")
@@ -128,28 +130,28 @@ def _select(attr, ins, values):
 
 
 @_rule(*_UNARY)
-def _unary(attr, ins, values):
+def _unary(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     return [(ins[0].shape, ins[0].dtype)]
 
 
 @_rule(Op.NEGATE)
-def _negate(attr, ins, values):
+def _negate(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     return [(ins[0].shape, ins[0].dtype)]
 
 
 @_rule(Op.TABLE)
-def _table(attr, ins, values):
+def _table(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     out = {DType.INT8: DType.INT8, DType.INT16: DType.INT32}.get(ins[0].dtype)
     return [(ins[0].shape, out)]
 
 
 @_rule(Op.CAST, Op.RESCALE)
-def _convert(attr, ins, values):
+def _convert(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     return [(ins[0].shape, None)]
 
 
 @_rule(Op.ARGMAX)
-def _argmax(attr, ins, values):
+def _argmax(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     shape = ins[0].shape
     _require(0 <= attr.axis < len(shape), f"axis {attr.axis} is out of range for rank {len(shape)}")
     return [(shape[:attr.axis] + shape[attr.axis + 1:], DType.INT32)]
@@ -157,20 +159,20 @@ def _argmax(attr, ins, values):
 
 @_rule(Op.REDUCE_ALL, Op.REDUCE_ANY, Op.REDUCE_MAX, Op.REDUCE_MIN, Op.REDUCE_PRODUCT,
        Op.REDUCE_SUM)
-def _reduce(attr, ins, values):
+def _reduce(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     shape = ins[0].shape
     _require(0 <= attr.axis < len(shape), f"axis {attr.axis} is out of range for rank {len(shape)}")
     return [(shape[:attr.axis] + (1,) + shape[attr.axis + 1:], ins[0].dtype)]
 
 
 @_rule(Op.REVERSE)
-def _reverse(attr, ins, values):
+def _reverse(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     _axis(attr.axis, len(ins[0].shape))
     return [(ins[0].shape, ins[0].dtype)]
 
 
 @_rule(Op.CONCAT)
-def _concat(attr, ins, values):
+def _concat(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     first = ins[0].shape
     _axis(attr.axis, len(first))
     total = 0
@@ -189,7 +191,7 @@ def _concat(attr, ins, values):
     return [(tuple(shape), ins[0].dtype)]
 
 
-def _shape_values(values: list, index: int, n: int | None, what: str) -> list[int] | None:
+def _shape_values(values: ShapeValues, index: int, n: int | None, what: str) -> list[int] | None:
     value = values[index] if index < len(values) else None
     if value is None:
         return None
@@ -200,7 +202,7 @@ def _shape_values(values: list, index: int, n: int | None, what: str) -> list[in
 
 
 @_rule(Op.RESHAPE)
-def _reshape(attr, ins, values):
+def _reshape(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     new = _shape_values(values, 1, None, "the shape operand")
     if new is None:
         return [(None, ins[0].dtype)]
@@ -212,7 +214,7 @@ def _reshape(attr, ins, values):
 
 
 @_rule(Op.PAD)
-def _pad(attr, ins, values):
+def _pad(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     shape = ins[0].shape
     padding = _shape_values(values, 1, 2 * len(shape), "padding")
     _require(ins[2].dtype == ins[0].dtype, f"pad_const is {ins[2].dtype.name}, the input "
@@ -225,7 +227,7 @@ def _pad(attr, ins, values):
 
 
 @_rule(Op.SLICE)
-def _slice(attr, ins, values):
+def _slice(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     shape = ins[0].shape
     start = _shape_values(values, 1, len(shape), "start")
     size = _shape_values(values, 2, len(shape), "size")
@@ -238,7 +240,7 @@ def _slice(attr, ins, values):
 
 
 @_rule(Op.TILE)
-def _tile(attr, ins, values):
+def _tile(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     multiples = _shape_values(values, 1, len(ins[0].shape), "multiples")
     if multiples is None:
         return [(None, ins[0].dtype)]
@@ -246,7 +248,7 @@ def _tile(attr, ins, values):
 
 
 @_rule(Op.TRANSPOSE)
-def _transpose(attr, ins, values):
+def _transpose(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     shape = ins[0].shape
     perms = list(attr.perms)
     _require(sorted(perms) == list(range(len(shape))),
@@ -255,7 +257,7 @@ def _transpose(attr, ins, values):
 
 
 @_rule(Op.GATHER)
-def _gather(attr, ins, values):
+def _gather(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     values_t, indices = ins
     _rank(values_t, 3, "values")
     _rank(indices, 2, "indices")
@@ -266,7 +268,7 @@ def _gather(attr, ins, values):
 
 
 @_rule(Op.SCATTER)
-def _scatter(attr, ins, values):
+def _scatter(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     values_in, indices, inputs = ins
     _rank(values_in, 3, "values_in")
     _rank(indices, 2, "indices")
@@ -280,7 +282,7 @@ def _scatter(attr, ins, values):
 
 
 @_rule(Op.MATMUL)
-def _matmul(attr, ins, values):
+def _matmul(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     a, b = ins[0], ins[1]
     _rank(a, 3, "A")
     _rank(b, 3, "B")
@@ -297,7 +299,7 @@ def _bias(bias: TensorType, channels: int) -> None:
                                              f"{channels} output channels")
 
 
-def _forward_conv_sizes(attr, inp: TensorType, weight: TensorType, kernel: Sequence[int]) -> list[int]:
+def _forward_conv_sizes(attr: Attribute, inp: TensorType, weight: TensorType, kernel: Sequence[int]) -> list[int]:
     """Checks shared by CONV2D, CONV3D and DEPTHWISE_CONV2D; the output's spatial sizes.
 
     ``kernel`` holds the kernel's spatial sizes (their place in the weight differs by op).
@@ -322,7 +324,7 @@ def _same_input_channels(inp: TensorType, weight: TensorType, weight_channels: i
              f"{list(inp.shape)} has {inp.shape[-1]}")
 
 
-def _forward_conv(attr, ins, spatial: int):
+def _forward_conv(attr: Attribute, ins: list[TensorType], spatial: int) -> list[Expected]:
     inp, weight, bias = ins[0], ins[1], ins[2]
     sizes = _forward_conv_sizes(attr, inp, weight, weight.shape[1:1 + spatial])
     oc = weight.shape[0]
@@ -332,17 +334,17 @@ def _forward_conv(attr, ins, spatial: int):
 
 
 @_rule(Op.CONV2D)
-def _conv2d(attr, ins, values):
+def _conv2d(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     return _forward_conv(attr, ins, spatial=2)
 
 
 @_rule(Op.CONV3D)
-def _conv3d(attr, ins, values):
+def _conv3d(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     return _forward_conv(attr, ins, spatial=3)
 
 
 @_rule(Op.DEPTHWISE_CONV2D)
-def _depthwise(attr, ins, values):
+def _depthwise(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     inp, weight, bias = ins[0], ins[1], ins[2]
     sizes = _forward_conv_sizes(attr, inp, weight, weight.shape[:2])
     wc, m = weight.shape[2:]
@@ -353,7 +355,7 @@ def _depthwise(attr, ins, values):
 
 
 @_rule(Op.TRANSPOSE_CONV2D)
-def _transpose_conv(attr, ins, values):
+def _transpose_conv(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     inp, weight, bias = ins[0], ins[1], ins[2]
     _rank(inp, 4, "input")
     _rank(weight, 4, "weight")
@@ -371,7 +373,7 @@ def _transpose_conv(attr, ins, values):
 
 
 @_rule(Op.AVG_POOL2D, Op.MAX_POOL2D)
-def _pool(attr, ins, values):
+def _pool(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     inp = ins[0]
     _rank(inp, 4, "input")
     _length(attr.kernel, 2, "kernel")
@@ -387,7 +389,7 @@ def _pool(attr, ins, values):
 
 
 @_rule(Op.RESIZE)
-def _resize(attr, ins, values):
+def _resize(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     inp = ins[0]
     _rank(inp, 4, "input")
     scale = _shape_values(values, 1, 4, "scale")
@@ -403,21 +405,21 @@ def _resize(attr, ins, values):
 
 
 @_rule(Op.FFT2D)
-def _fft(attr, ins, values):
+def _fft(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     _rank(ins[0], 3, "input_real")
     _require(ins[0] == ins[1], "input_real and input_imag differ")
     return [(ins[0].shape, ins[0].dtype), (ins[0].shape, ins[0].dtype)]
 
 
 @_rule(Op.RFFT2D)
-def _rfft(attr, ins, values):
+def _rfft(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
     _rank(ins[0], 3, "input")
     n, h, w = ins[0].shape
     return [((n, h, w // 2 + 1), ins[0].dtype), ((n, h, w // 2 + 1), ins[0].dtype)]
 
 
 def expected_outputs(op: Op, attribute: Attribute, inputs: list[TensorType],
-                     shape_values: list["np.ndarray | None"]) -> list[Expected] | None:
+                     shape_values: ShapeValues) -> list[Expected] | None:
     """Output (shape, dtype) pairs the specification fixes; None where no rule applies."""
     rule = _RULES.get(op)
     if rule is None:

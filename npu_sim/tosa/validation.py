@@ -105,12 +105,17 @@ def _check_names(block: Block) -> None:
 
 
 def _check_block(graph: Graph, block: Block) -> None:
-    tensors = block.tensors
     for name in block.inputs:
-        if tensors[name].variable:
+        if block.tensors[name].variable:
             raise GraphValidationError(f"{_where(block)}: variable {name!r} cannot be a block "
                                        "input")
+    producers = _producers(graph, block)
+    _check_no_cycle(block, producers)
+    _check_dataflow(graph, block, producers)
 
+
+def _producers(graph: Graph, block: Block) -> dict[str, Operator]:
+    """Tensor name -> the one operator producing it (each operator's form checked on the way)."""
     producers: dict[str, Operator] = {}
     for op in block.operators:
         _check_operator_form(graph, block, op)
@@ -121,9 +126,13 @@ def _check_block(graph: Graph, block: Block) -> None:
             if name in block.inputs:
                 raise GraphValidationError(f"{_where(block, op)}: writes block input {name!r}")
             producers[name] = op
+    return producers
 
-    _check_no_cycle(block, producers)
 
+def _check_dataflow(graph: Graph, block: Block, producers: dict[str, Operator]) -> None:
+    """Every operand is available before its use, every operator's types are right and
+    every block output is produced."""
+    tensors = block.tensors
     facts = _BlockFacts.of(block)
     available = set(block.inputs)
     available.update(n for n, t in tensors.items() if t.variable)
@@ -131,14 +140,7 @@ def _check_block(graph: Graph, block: Block) -> None:
     for op in block.operators:
         for name in op.inputs:
             if name not in available:
-                if name in producers:
-                    raise GraphValidationError(
-                        f"{_where(block, op)}: uses tensor {name!r} before "
-                        f"{producers[name].name} produces it (operators must be listed in "
-                        "dependency order)")
-                raise GraphValidationError(f"{_where(block, op)}: input tensor {name!r} is never "
-                                           "produced (not a block input, constant or operator "
-                                           "output)")
+                raise _unavailable(block, op, name, producers)
         available.update(op.outputs)
         _check_types(graph, block, op, facts)
     for name in block.outputs:
@@ -146,24 +148,45 @@ def _check_block(graph: Graph, block: Block) -> None:
             raise GraphValidationError(f"{_where(block)}: output {name!r} is never produced")
 
 
+def _unavailable(block: Block, op: Operator, name: str, producers: dict[str, Operator]) -> GraphValidationError:
+    if name in producers:
+        return GraphValidationError(
+            f"{_where(block, op)}: uses tensor {name!r} before "
+            f"{producers[name].name} produces it (operators must be listed in "
+            "dependency order)")
+    return GraphValidationError(f"{_where(block, op)}: input tensor {name!r} is never "
+                                "produced (not a block input, constant or operator "
+                                "output)")
+
+
 def _check_operator_form(graph: Graph, block: Block, op: Operator) -> None:
     if op.op == Op.VARIABLE:
         raise GraphValidationError(f"{_where(block, op)}: the IR declares variables as variable "
                                    "tensors (Tensor.variable), not with VARIABLE operators")
-    arity = ARITY.get(op.op)
-    if arity is not None:
-        lo_in, hi_in, lo_out, hi_out = arity
-        if not (lo_in <= len(op.inputs) and (hi_in is None or len(op.inputs) <= hi_in)):
-            raise GraphValidationError(f"{_where(block, op)}: takes {_count(lo_in, hi_in)} "
-                                       f"input(s), has {len(op.inputs)}")
-        if not (lo_out <= len(op.outputs) and (hi_out is None or len(op.outputs) <= hi_out)):
-            raise GraphValidationError(f"{_where(block, op)}: produces "
-                                       f"{_count(lo_out, hi_out)} output(s), "
-                                       f"has {len(op.outputs)}")
+    _check_arity(block, op)
     expected = attribute_class(op.op)
     if not isinstance(op.attribute, expected):
         raise GraphValidationError(f"{_where(block, op)}: attribute is "
                                    f"{type(op.attribute).__name__}, expected {expected.__name__}")
+    _check_variable_operands(block, op)
+
+
+def _check_arity(block: Block, op: Operator) -> None:
+    arity = ARITY.get(op.op)
+    if arity is None:
+        return
+    lo_in, hi_in, lo_out, hi_out = arity
+    if not (lo_in <= len(op.inputs) and (hi_in is None or len(op.inputs) <= hi_in)):
+        raise GraphValidationError(f"{_where(block, op)}: takes {_count(lo_in, hi_in)} "
+                                   f"input(s), has {len(op.inputs)}")
+    if not (lo_out <= len(op.outputs) and (hi_out is None or len(op.outputs) <= hi_out)):
+        raise GraphValidationError(f"{_where(block, op)}: produces "
+                                   f"{_count(lo_out, hi_out)} output(s), "
+                                   f"has {len(op.outputs)}")
+
+
+def _check_variable_operands(block: Block, op: Operator) -> None:
+    """Variables are read and written only through VARIABLE_READ / VARIABLE_WRITE."""
     tensors = block.tensors
     accesses_variable = op.op in (Op.VARIABLE_READ, Op.VARIABLE_WRITE)
     for index, name in enumerate(op.inputs):
@@ -234,7 +257,7 @@ class _BlockFacts(NamedTuple):
     supported: dict[tuple, bool]
 
     @staticmethod
-    def of(block: Block) -> "_BlockFacts":
+    def of(block: Block) -> _BlockFacts:
         tensors = block.tensors.items()
         return _BlockFacts(
             types={n: TensorType(t.shape, t.dtype) for n, t in tensors},
@@ -245,20 +268,8 @@ class _BlockFacts(NamedTuple):
 
 
 def _check_types(graph: Graph, block: Block, op: Operator, facts: _BlockFacts) -> None:
-    tensors = block.tensors
     if op.op in (Op.CONST, Op.CONST_SHAPE):
-        tensor = tensors[op.outputs[0]]
-        if (op.op == Op.CONST_SHAPE) != (tensor.dtype is DType.SHAPE):
-            raise GraphValidationError(f"{_where(block, op)}: {op.op.name} cannot produce a "
-                                       f"{tensor.dtype.name} tensor")
-        if tensor.data is None:
-            raise GraphValidationError(f"{_where(block, op)}: constant {tensor.name!r} has no "
-                                       "data")
-        if np.asarray(tensor.data).size != tensor.element_count and \
-                tensor.dtype in _TOSA_1_0_DTYPES:
-            raise GraphValidationError(f"{_where(block, op)}: constant {tensor.name!r} holds "
-                                       f"{np.asarray(tensor.data).size} element(s), its shape "
-                                       f"{list(tensor.shape)} needs {tensor.element_count}")
+        _check_constant(block, op)
         return
     types = facts.types
     in_types = [types[n] for n in op.inputs]
@@ -267,35 +278,62 @@ def _check_types(graph: Graph, block: Block, op: Operator, facts: _BlockFacts) -
         _check_control_flow(graph, block, op, in_types, out_types)
         return
     if op.op in (Op.VARIABLE_READ, Op.VARIABLE_WRITE):
-        variable = tensors[op.inputs[0]]
-        value = out_types[0] if op.op == Op.VARIABLE_READ else in_types[1]
-        if value != variable.type:
-            raise GraphValidationError(f"{_where(block, op)}: value "
-                                       f"{value.dtype.name}{list(value.shape)} "
-                                       f"does not match variable {variable.variable_key!r} "
-                                       f"({variable.dtype.name}{list(variable.shape)})")
+        _check_variable_value(block, op, out_types[0] if op.op == Op.VARIABLE_READ else in_types[1])
         return
     operands = (*op.inputs, *op.outputs)
     if facts.dynamic and any(n in facts.dynamic for n in operands):
         return  # dynamic shapes (1.1 draft): no static rule applies
+    _check_shape_rules(block, op, in_types, out_types)
+    if op.op in TOSA_1_0_OPS and not (facts.draft and any(n in facts.draft for n in operands)):
+        _check_profile_support(block, op, in_types, out_types, facts.supported)
+
+
+def _check_constant(block: Block, op: Operator) -> None:
+    tensor = block.tensors[op.outputs[0]]
+    if (op.op == Op.CONST_SHAPE) != (tensor.dtype is DType.SHAPE):
+        raise GraphValidationError(f"{_where(block, op)}: {op.op.name} cannot produce a "
+                                   f"{tensor.dtype.name} tensor")
+    if tensor.data is None:
+        raise GraphValidationError(f"{_where(block, op)}: constant {tensor.name!r} has no "
+                                   "data")
+    if np.asarray(tensor.data).size != tensor.element_count and \
+            tensor.dtype in _TOSA_1_0_DTYPES:
+        raise GraphValidationError(f"{_where(block, op)}: constant {tensor.name!r} holds "
+                                   f"{np.asarray(tensor.data).size} element(s), its shape "
+                                   f"{list(tensor.shape)} needs {tensor.element_count}")
+
+
+def _check_variable_value(block: Block, op: Operator, value: TensorType) -> None:
+    """The value a VARIABLE_READ gives or a VARIABLE_WRITE stores has the variable's type."""
+    variable = block.tensors[op.inputs[0]]
+    if value != variable.type:
+        raise GraphValidationError(f"{_where(block, op)}: value "
+                                   f"{value.dtype.name}{list(value.shape)} "
+                                   f"does not match variable {variable.variable_key!r} "
+                                   f"({variable.dtype.name}{list(variable.shape)})")
+
+
+def _check_shape_rules(block: Block, op: Operator, in_types: list[TensorType],
+                       out_types: list[TensorType]) -> None:
+    """The outputs have the shapes and element types the specification's rules give."""
+    tensors = block.tensors
     try:
         expected = expected_outputs(op.op, op.attribute, in_types,
                                     [tensors[n].data if t.dtype is DType.SHAPE else None
                                      for n, t in zip(op.inputs, in_types)])
     except RuleViolation as exc:
         raise GraphValidationError(f"{_where(block, op)}: {exc}") from None
-    if expected is not None:
-        for name, got, (shape, dtype) in zip(op.outputs, out_types, expected):
-            if shape is not None and tuple(shape) != got.shape:
-                raise GraphValidationError(f"{_where(block, op)}: output {name!r} has shape "
-                                           f"{list(got.shape)}, the specification gives "
-                                           f"{list(shape)}")
-            if dtype is not None and dtype != got.dtype:
-                raise GraphValidationError(f"{_where(block, op)}: output {name!r} is "
-                                           f"{got.dtype.name}, the specification gives "
-                                           f"{dtype.name}")
-    if op.op in TOSA_1_0_OPS and not (facts.draft and any(n in facts.draft for n in operands)):
-        _check_profile_support(block, op, in_types, out_types, facts.supported)
+    if expected is None:
+        return
+    for name, got, (shape, dtype) in zip(op.outputs, out_types, expected):
+        if shape is not None and tuple(shape) != got.shape:
+            raise GraphValidationError(f"{_where(block, op)}: output {name!r} has shape "
+                                       f"{list(got.shape)}, the specification gives "
+                                       f"{list(shape)}")
+        if dtype is not None and dtype != got.dtype:
+            raise GraphValidationError(f"{_where(block, op)}: output {name!r} is "
+                                       f"{got.dtype.name}, the specification gives "
+                                       f"{dtype.name}")
 
 
 def _check_profile_support(block: Block, op: Operator, in_types: list[TensorType],

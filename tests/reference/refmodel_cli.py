@@ -96,7 +96,7 @@ def run_invocations(binary: bytes, invocations: list[list[np.ndarray]],
             if state is not None:
                 desc["variable_name"] = list(state)
                 desc["variable_file"] = []
-                for j, (var, value) in enumerate(state.items()):
+                for j, value in enumerate(state.values()):
                     np.save(work / f"var{k}_{j}.npy", value)
                     desc["variable_file"].append(f"var{k}_{j}.npy")
                 extra_args = ("--initialize_variable_tensor_from_numpy", "1")

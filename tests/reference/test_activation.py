@@ -14,7 +14,7 @@ from npu_sim.tosa.dtype import DType, encode
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import NanPropagationMode, Op, make_attribute
 from tests.fp_compliance import assert_fp_compliant
-from tests.kernel_testing import assert_both_refuse, assert_same_bits, check_tiling, run_ours
+from tests.kernel_testing import assert_both_refuse, assert_same_bits, check_tiling, run_bound, run_ours
 from tests.oracle import Operand, run_op
 from tests.value_gen import fp_values, int_values
 
@@ -39,9 +39,12 @@ def _clamp_attr(lo, hi, dtype: DType, mode=PROPAGATE, pad=True):
 
 
 def _exact(op, operands, attribute, out_type: TensorType):
+    """Our kernel, plain and bound (as the executor runs it from the third call), against the model."""
     ref = run_op(op, operands, attribute, [out_type])[0]
     ours = run_ours(op, operands, attribute, [out_type])[0]
     assert_same_bits(ours, ref, op.name, nan_equal=True, ignore_zero_sign=True)
+    bound = run_bound(op, operands, attribute, [out_type])[0]
+    assert_same_bits(bound, ref, f"bound {op.name}", nan_equal=True, ignore_zero_sign=True)
     return ours
 
 
@@ -104,6 +107,7 @@ def test_fp_activations_within_bounds(op, dtype):
     ours = run_ours(op, [Operand(x, dtype)], None, outs)[0]
     ref = run_op(op, [Operand(x, dtype)], None, outs, precise=True)[0]
     assert_fp_compliant(ours, ref, dtype, op, inputs=[x])
+    assert_same_bits(run_bound(op, [Operand(x, dtype)], None, outs)[0], ours, f"bound {op.name}")
 
 
 def test_activation_special_values():

@@ -9,7 +9,7 @@ checked against the spec text, never fed to the in-process oracle.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -21,7 +21,7 @@ from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, Op, make_attribute
 from tests.fp_compliance_dot import TEST_DATA_B, assert_dot_compliant, bound_operand, pro_fp_data
-from tests.kernel_testing import assert_same_bits, ours_tiled, random_tiles, run_ours
+from tests.kernel_testing import assert_same_bits, ours_tiled, random_tiles, run_bound, run_ours
 from tests.oracle import Operand, run_op
 from tests.value_gen import fp_values, int_values
 
@@ -148,6 +148,7 @@ def matmul_case(rng: np.random.Generator, in_t: DType, out_t: DType, max_size: i
 def _fp_check(case: Case) -> None:
     """Our result against the spec's dot-product rule, with fp64 results from the model."""
     result = run_ours(case.op, case.operands, case.attribute, case.outputs)[0]
+    assert_same_bits(run_bound(case.op, case.operands, case.attribute, case.outputs)[0], result, "bound")
     ref = run_op(case.op, case.operands, case.attribute, case.outputs, precise=True)[0]
     in_t = case.operands[0].dtype
     bound_ops = [Operand(bound_operand(case.operands[0].value, in_t, case.local_bound), in_t),
@@ -170,6 +171,7 @@ def test_integer_convolutions_match_reference_model(op: Op, combo) -> None:
         case = conv_case(rng, op, combo)
         expected = run_op(op, case.operands, case.attribute, case.outputs)[0]
         assert_same_bits(run_ours(op, case.operands, case.attribute, case.outputs)[0], expected, f"{case}")
+        assert_same_bits(run_bound(op, case.operands, case.attribute, case.outputs)[0], expected, f"bound {case}")
 
 
 @pytest.mark.parametrize("combo", INT_MATMUL, ids=_name)
@@ -179,6 +181,7 @@ def test_integer_matmul_matches_reference_model(combo) -> None:
         case = matmul_case(rng, *combo)
         expected = run_op(Op.MATMUL, case.operands, case.attribute, case.outputs)[0]
         assert_same_bits(run_ours(Op.MATMUL, case.operands, case.attribute, case.outputs)[0], expected)
+        assert_same_bits(run_bound(Op.MATMUL, case.operands, case.attribute, case.outputs)[0], expected)
 
 
 def test_int8_extreme_values_and_zero_points_are_exact() -> None:
@@ -328,6 +331,7 @@ def _appendix_a_conv2d(data_set: int, combo) -> Case:
 def test_conv2d_passes_the_spec_test_data_sets(data_set: int, combo) -> None:
     case = _appendix_a_conv2d(data_set, combo)
     result = run_ours(case.op, case.operands, case.attribute, case.outputs)[0]
+    assert_same_bits(run_bound(case.op, case.operands, case.attribute, case.outputs)[0], result, "bound")
     ref = run_op(case.op, case.operands, case.attribute, case.outputs, precise=True)[0]
     in_t = case.operands[0].dtype
     bound_ops = [Operand(bound_operand(case.operands[0].value, in_t, False), in_t),

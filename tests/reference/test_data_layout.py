@@ -10,7 +10,12 @@ from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op, make_attribute
 from tests.kernel_testing import (
-    assert_same_bits, ours_tiled, random_tiles, run_ours, shape_operand, window_volume,
+    assert_same_bits,
+    ours_tiled,
+    random_tiles,
+    run_ours,
+    shape_operand,
+    window_volume,
 )
 from tests.oracle import Operand, OracleError, run_op
 from tests.value_gen import random_bits

@@ -12,7 +12,7 @@ from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import NanPropagationMode, Op, make_attribute
 from tests.fp_compliance import assert_fp_compliant
-from tests.kernel_testing import assert_both_refuse, assert_same_bits, check_tiling, run_ours
+from tests.kernel_testing import assert_both_refuse, assert_same_bits, check_tiling, run_bound, run_ours
 from tests.oracle import Operand, run_op
 from tests.value_gen import fp_values, int_values
 
@@ -32,10 +32,13 @@ def _rng(*key: object) -> np.random.Generator:
 
 
 def _exact(op, operands, attribute, out_dtype, shape=SHAPE, **kw):
+    """Our kernel, plain and bound (as the executor runs it from the third call), against the model."""
     outs = [TensorType(shape, out_dtype)]
     ref = run_op(op, operands, attribute, outs)[0]
     ours = run_ours(op, operands, attribute, outs)[0]
     assert_same_bits(ours, ref, f"{op.name} {out_dtype.name}", nan_equal=True, **kw)
+    bound = run_bound(op, operands, attribute, outs)[0]
+    assert_same_bits(bound, ref, f"bound {op.name} {out_dtype.name}", nan_equal=True, **kw)
     return ours
 
 
@@ -191,7 +194,9 @@ def test_fp_arithmetic_within_bounds(op, dtype):
     ref = run_op(op, operands, None, outs, precise=True)[0]
     assert_fp_compliant(ours, ref, dtype, op, inputs=[a, b])
     # Our +, -, * are correctly rounded, as the reference model's are: same bits.
-    assert_same_bits(ours, run_op(op, operands, None, outs)[0], op.name, nan_equal=True, ignore_zero_sign=True)
+    exact = run_op(op, operands, None, outs)[0]
+    assert_same_bits(ours, exact, op.name, nan_equal=True, ignore_zero_sign=True)
+    assert_same_bits(run_bound(op, operands, None, outs)[0], exact, op.name, nan_equal=True, ignore_zero_sign=True)
 
 
 @pytest.mark.parametrize("dtype", FP, ids=lambda t: t.name)
@@ -303,8 +308,8 @@ def test_tiled_execution_matches_whole_tensor():
 
 
 def test_tiled_output_has_region_shape():
-    from tests.kernel_testing import make_args
     from npu_sim.reference import input_window, run_kernel
+    from tests.kernel_testing import make_args
 
     a = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
     b = np.array([[[1, 2, 3, 4]]], np.int32)

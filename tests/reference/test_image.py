@@ -12,7 +12,13 @@ from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op, ResizeMode, make_attribute
 from tests.fp_compliance import abs_error_bound, assert_fp_compliant
 from tests.kernel_testing import (
-    assert_same_bits, ours_tiled, random_tiles, run_ours, shape_operand, window_volume,
+    assert_same_bits,
+    ours_tiled,
+    random_tiles,
+    run_bound,
+    run_ours,
+    shape_operand,
+    window_volume,
 )
 from tests.oracle import Operand, run_op
 from tests.value_gen import random_values
@@ -64,6 +70,8 @@ def test_integer_matches_reference_model(dtype, mode):
         (expected,) = run_op(Op.RESIZE, operands, attribute, [out_type])
         (actual,) = run_ours(Op.RESIZE, operands, attribute, [out_type])
         assert_same_bits(actual, expected)
+        (bound,) = run_bound(Op.RESIZE, operands, attribute, [out_type])  # sample positions worked out once
+        assert_same_bits(bound, expected)
 
 
 def test_int16_bilinear_int48_matches_reference_model():

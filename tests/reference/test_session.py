@@ -18,7 +18,6 @@ from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.flatbuffer_io import read_graph
 from npu_sim.tosa.ir import Block, Graph, Operator, Region, Tensor, TensorType
 from npu_sim.tosa.ops import Op
-
 from tests.reference.refmodel_cli import run_invocations
 from tests.reference.serializer_graphs import accumulator_graph
 

@@ -13,7 +13,7 @@ from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op, RoundingMode, make_attribute
 from tests.fp_compliance import assert_fp_compliant
-from tests.kernel_testing import assert_both_refuse, assert_same_bits, check_tiling, run_ours
+from tests.kernel_testing import assert_both_refuse, assert_same_bits, check_tiling, run_bound, run_ours
 from tests.oracle import Operand, run_op
 from tests.value_gen import fp_specials, fp_values, int_values
 
@@ -168,6 +168,30 @@ def test_rescale_matches_reference(config):
     outs = [TensorType(SHAPE, out_t)]
     ours = run_ours(Op.RESCALE, operands, attr, outs)[0]
     assert_same_bits(ours, run_op(Op.RESCALE, operands, attr, outs)[0], _config_id(config))
+
+
+@pytest.mark.parametrize("config", _rescale_configs(), ids=_config_id)
+def test_bound_rescale_matches_reference(config):
+    """The bound form (a table for int8 inputs, the scaling worked out once for others)."""
+    in_t, out_t, scale32, mode, per_channel, in_u, out_u = config
+    rng = _rng("bound rescale", _config_id(config))
+    operands, attr = _rescale_case(in_t, out_t, scale32, mode, per_channel, in_u, out_u, rng)
+    outs = [TensorType(SHAPE, out_t)]
+    ours = run_bound(Op.RESCALE, operands, attr, outs)[0]
+    assert_same_bits(ours, run_op(Op.RESCALE, operands, attr, outs)[0], _config_id(config))
+
+
+def test_bound_rescale_checks_what_the_data_decide():
+    """scale16 from int48: the result range is the data's REQUIRE, also when bound."""
+    scales = [Operand(np.array([1 << 14], np.int16), I16, const=True), Operand(np.array([2], np.int8), I8, const=True),
+              Operand(np.array([0], np.int64), I48, const=True), Operand(np.array([0], np.int16), I16, const=True)]
+    attr = make_attribute(Op.RESCALE, scale32=False, rounding_mode=SINGLE)
+    outs = [TensorType((2,), I16)]
+    fine = [Operand(np.array([3, -5], np.int64), I48), *scales]
+    too_big = [Operand(np.array([1 << 46, -5], np.int64), I48), *scales]
+    assert run_bound(Op.RESCALE, fine, attr, outs)[0].tolist() == [3 << 12, -5 << 12]
+    with pytest.raises(TosaRuntimeError, match=r"apply_scale_16: REQUIRE\(result >= minimum<int32_t>"):
+        run_bound(Op.RESCALE, too_big, attr, outs, first=fine)
 
 
 def _inexact_bounds(operands, out_t: DType) -> tuple[np.ndarray, np.ndarray]:

@@ -11,8 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from npu_sim.errors import (NpuSimError, TosaFormatError, TosaVersionError, UnknownOperatorError,
-                            UnsupportedFeatureError)
+from npu_sim.errors import NpuSimError, TosaFormatError, TosaVersionError, UnknownOperatorError, UnsupportedFeatureError
 from npu_sim.tosa import DType, GraphBuilder, Op, make_attribute, validate
 from npu_sim.tosa.flatbuffer_io import read_graph, read_tree, write_graph, write_tree
 from npu_sim.tosa.ops import NanPropagationMode, RoundingMode

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from npu_sim.errors import NpuSimError, TosaFormatError, TosaVersionError, UnknownOperatorError
 from npu_sim.tosa import DType, GraphBuilder, Op, read_graph, write_graph
-from npu_sim.tosa.json_io import read_json, read_json_tree, write_json, write_json_tree
 from npu_sim.tosa.flatbuffer_io import read_tree
+from npu_sim.tosa.json_io import read_json, read_json_tree, write_json, write_json_tree
 from tests.tosa import tosa_tools_io as tt
 from tests.tosa.test_flatbuffer_io import MLIR_CONTROL_FLOW, MLIR_VARIABLE
 

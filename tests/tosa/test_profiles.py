@@ -9,9 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from npu_sim.tosa import DType, GraphBuilder, Op, load_graph, required_profiles
+from npu_sim.tosa import DType, GraphBuilder, Op, load_graph, profiles_generated, required_profiles
 from npu_sim.tosa.ops import RoundingMode
-from npu_sim.tosa import profiles_generated
 
 SPEC_GIT = os.environ.get("TOSA_SPEC_GIT", "/work/.mirror/arm+tosa-specification/repo")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

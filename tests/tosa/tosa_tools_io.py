@@ -34,7 +34,7 @@ PY_DTYPE = pyser.DType
 PY_OP = pyser.TosaOp.Op()
 
 
-def python_serializer(version: tuple[int, int, int, bool] | None = None) -> "pyser.TosaSerializer":
+def python_serializer(version: tuple[int, int, int, bool] | None = None) -> pyser.TosaSerializer:
     """A fresh Python-serializer graph (default version: the library's 1.1.0 draft)."""
     kwargs = {}
     if version is not None:
@@ -43,7 +43,7 @@ def python_serializer(version: tuple[int, int, int, bool] | None = None) -> "pys
     return pyser.TosaSerializer(tempfile.gettempdir(), **kwargs)
 
 
-def py_attribute(method: str, *args) -> "pyser.TosaSerializerAttribute":
+def py_attribute(method: str, *args) -> pyser.TosaSerializerAttribute:
     attr = pyser.TosaSerializerAttribute()
     getattr(attr, method)(*args)
     return attr
