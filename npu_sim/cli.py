@@ -16,19 +16,23 @@ import sys
 # the cores). One thread, unless the user chose otherwise. Set before numpy is imported.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from pathlib import Path  # noqa: E402
 from types import ModuleType  # noqa: E402
 from typing import Any  # noqa: E402
 
 import typer  # noqa: E402
 
 from npu_sim.errors import NpuSimError  # noqa: E402
+from npu_sim.run_limits import DEFAULT_LOOP_WORK_BYTES, DEFAULT_TIMEOUT_SECONDS  # noqa: E402
+
+EXIT_CODES_HELP = ("Exit codes: 0 success; 2 any problem with what you gave (graph, inputs, config, "
+                   "paths, a memory budget, --timeout); 1 an internal error, a bug in npu-sim "
+                   "(--debug shows its traceback); 130 interrupted (Ctrl-C).")
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    help="npu-sim: a timed, bit-exact simulation model of a TOSA NPU.",
+    help=f"npu-sim: a timed, bit-exact simulation model of a TOSA NPU.\n\n{EXIT_CODES_HELP}",
 )
 hw_app = typer.Typer(no_args_is_help=True, help="Hardware configurations (presets and YAML files).")
 _state = {"debug": False}
@@ -42,6 +46,28 @@ SPREAD_HELP = ("Use free TCM to avoid reusing freed bytes soon: fewer false depe
 VERIFY_HELP = ("Check the plan statically before using it: no two live allocations overlap, every "
                "read sees the bytes last written there, conflicting accesses are ordered. "
                "A rejected plan is an internal error (exit 1). Costs about one more schedule time.")
+
+
+#: Python frames the CLI allows (the executor and the scheduler recurse per nesting level).
+RECURSION_LIMIT = 8000
+
+MAX_MEMORY_HELP = ("Host memory the job may use, e.g. 4G or 512M (default: 80% of what is available); "
+                   "a graph that needs more is refused before any work.")
+TIMEOUT_HELP = "Stop the job after this many seconds of wall-clock time (exit 2)."
+LOOP_WORK_HELP = ("Bytes one WHILE_LOOP may write over all its iterations before it is stopped "
+                  "(exit 2): bounds loops whose trip count comes from the data.")
+
+
+def max_memory_option() -> Any:
+    return typer.Option(None, "--max-memory", metavar="SIZE", help=MAX_MEMORY_HELP)
+
+
+def timeout_option() -> Any:
+    return typer.Option(DEFAULT_TIMEOUT_SECONDS, "--timeout", metavar="SECONDS", help=TIMEOUT_HELP)
+
+
+def loop_work_option() -> Any:
+    return typer.Option(DEFAULT_LOOP_WORK_BYTES, "--max-loop-work", metavar="BYTES", help=LOOP_WORK_HELP)
 
 
 def _commands() -> ModuleType:
@@ -80,13 +106,17 @@ def exec_command(
     graph: str = typer.Argument(..., help=GRAPH_HELP),
     inputs: list[str] = typer.Option([], "-i", "--input", help=INPUT_HELP),
     invocations: int | None = typer.Option(None, "-n", "--invocations", help=INVOCATIONS_HELP),
-    out_dir: Path = typer.Option(..., "-o", "--out-dir", help="Where outputs/ and summary.json go."),
+    out_dir: str = typer.Option(..., "-o", "--out-dir", help="Where outputs/ and summary.json go."),
     random_inputs: int | None = typer.Option(None, "--random-inputs", metavar="SEED", help=RANDOM_HELP),
     tosa_level: str = tosa_level_option(),
+    max_memory: str | None = max_memory_option(),
+    timeout: float = timeout_option(),
+    max_loop_work: int = loop_work_option(),
 ) -> None:
     """Run GRAPH in the bit-exact reference executor; write its outputs and a summary."""
     _commands().exec_cmd.exec_graph(graph, inputs, out_dir, invocations=invocations, random_seed=random_inputs,
-                                    tosa_level=tosa_level)
+                                    tosa_level=tosa_level, max_memory=max_memory, timeout_seconds=timeout,
+                                    max_loop_work_bytes=max_loop_work)
 
 
 app.add_typer(hw_app, name="hw")   # (here: the help lists the commands in this order)
@@ -113,16 +143,20 @@ def run_command(
     hw: str = typer.Option(..., "--hw", help="Hardware config: a preset name (edge, tiny, ...) or a YAML file."),
     inputs: list[str] = typer.Option([], "-i", "--input", help=INPUT_HELP),
     invocations: int | None = typer.Option(None, "-n", "--invocations", help=INVOCATIONS_HELP),
-    out_dir: Path = typer.Option(..., "-o", "--out-dir",
+    out_dir: str = typer.Option(..., "-o", "--out-dir",
                                  help="Where outputs/, summary.json, memory_timeline.png and trace.json go."),
     random_inputs: int | None = typer.Option(None, "--random-inputs", metavar="SEED", help=RANDOM_HELP),
     spread_tcm: bool = typer.Option(False, "--spread-tcm", help=SPREAD_HELP),
     verify: bool = typer.Option(False, "--verify", help=VERIFY_HELP),
     tosa_level: str = tosa_level_option(),
+    max_memory: str | None = max_memory_option(),
+    timeout: float = timeout_option(),
+    max_loop_work: int = loop_work_option(),
 ) -> None:
     """Simulate GRAPH on the NPU that CONFIG describes; write outputs and a timing report."""
     _commands().run_cmd.run_graph(graph, hw, inputs, out_dir, invocations=invocations, random_seed=random_inputs,
-                                  spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level)
+                                  spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level,
+                                  max_memory=max_memory, timeout_seconds=timeout, max_loop_work_bytes=max_loop_work)
 
 
 @app.command("plan")
@@ -133,15 +167,20 @@ def plan_command(
     spread_tcm: bool = typer.Option(False, "--spread-tcm", help=SPREAD_HELP),
     verify: bool = typer.Option(False, "--verify", help=VERIFY_HELP),
     tosa_level: str = tosa_level_option(),
+    timeout: float = timeout_option(),
 ) -> None:
     """Compile GRAPH for CONFIG and print the Program (memory plan + commands) and plan statistics."""
-    _commands().run_cmd.plan_graph(graph, hw, as_json, spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level)
+    _commands().run_cmd.plan_graph(graph, hw, as_json, spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level,
+                                   timeout_seconds=timeout)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
+    # TOSA allows control flow nested 256 deep (MAX_NESTING); executing and lowering it
+    # takes a few Python frames per level
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     try:
         app(args=args, standalone_mode=False)
     except NpuSimError as exc:
@@ -151,9 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except typer.Exit as exc:
         return exc.exit_code
-    except typer.Abort:
-        print("error: aborted", file=sys.stderr)
-        return 2
+    except (typer.Abort, KeyboardInterrupt):
+        print("error: interrupted", file=sys.stderr)
+        return 130
     except MemoryError as exc:  # the graph asks for more memory than this machine has
         if _state["debug"]:
             raise

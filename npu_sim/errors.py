@@ -53,6 +53,17 @@ class VariableError(TosaRuntimeError):
     """Misuse of a TOSA variable (double declaration, read before write, mismatch)."""
 
 
+# --- files and budgets -----------------------------------------------------
+class PathError(NpuSimError):
+    """A file or directory given on the command line cannot be used (missing, not a regular
+    file, not writable, name too long, no space left)."""
+
+
+class ResourceLimitError(NpuSimError):
+    """The job would exceed a budget: host memory, a memory of the NPU, the work a loop may
+    do, or the wall-clock time (``--timeout``)."""
+
+
 # --- hardware, scheduling, simulation ---------------------------------------
 class ConfigError(NpuSimError):
     """An invalid or unknown hardware configuration."""

@@ -20,6 +20,7 @@ what was expected. bfloat16 / float8 arrays, which ``.npy`` stores as raw
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from npu_sim.errors import InputError
+from npu_sim.paths import check_regular_file
 from npu_sim.tosa.dtype import DType, outside_storage_range
 from npu_sim.tosa.ir import Graph, Operator, TensorType
 from npu_sim.tosa.ops import Op
@@ -95,8 +97,13 @@ def load_npy(name: str, path: Path, expected: TensorType, leading: int | None) -
     """Read ``path`` for input ``name``; check dtype and shape (``(leading, *shape)`` with ``-n``)."""
     want_shape = expected.shape if leading is None else (leading, *expected.shape)
     want = f"{expected.dtype.name} ({expected.dtype.numpy_dtype.name}) of shape {list(want_shape)}"
+    if os.path.lexists(path):   # never open a FIFO or a device (np.load would block on it)
+        check_regular_file(path, f"input {name!r}: file")
     try:
-        array = np.load(path, allow_pickle=False)
+        # mapped, so that a huge file of the wrong shape is refused without reading it
+        array = np.load(path, allow_pickle=False, mmap_mode="r")
+        if isinstance(array, np.ndarray):
+            array = np.array(array)
     except FileNotFoundError:
         raise InputError(f"input {name!r}: no such file {str(path)!r}") from None
     except (OSError, ValueError) as exc:
@@ -200,36 +207,49 @@ def load_inputs(graph: Graph, specs: list[str], *, invocations: int | None = Non
 
     ``invocations=None`` means a single invocation without the leading axis.
     """
-    if invocations is not None and invocations < 1:
-        raise InputError(f"-n must be at least 1, got {invocations}")
+    _check_counts(invocations, random_seed)
     types = graph.input_types
     files = bind_input_files(graph, specs)
-    sources: dict[str, str] = {}
-    arrays: dict[str, np.ndarray] = {}
-    for name, t in types.items():
-        if name in files:
-            arrays[name] = load_npy(name, files[name], t, invocations)
-            sources[name] = str(files[name])
+    sources = {name: str(path) for name, path in files.items()}
+    arrays = {name: load_npy(name, files[name], t, invocations) for name, t in types.items() if name in files}
     missing = [name for name in types if name not in arrays]
-    if missing:
+    if missing and random_seed is None:
         first = missing[0]
-        if invocations is not None:
-            raise InputError(f"missing input {first!r}: with -n {invocations} every input needs a "
-                             f"file of {describe(types[first])} with a leading axis of {invocations}")
-        if random_seed is None:
-            raise InputError(f"missing input {first!r}: expected {describe(types[first])} "
-                             f"(give -i {first}=FILE.npy, or --random-inputs SEED)")
-        rng = np.random.default_rng(random_seed)
-        limits = index_limits(graph)
-        for name, t in types.items():  # graph order, so a seed gives the same data every time
-            value = random_array(t, rng, index_limit=limits.get(name))
-            if name in missing:
-                arrays[name] = value
-                sources[name] = f"random (seed {random_seed})"
+        leading = "" if invocations is None else f" with a leading axis of {invocations} (-n)"
+        raise InputError(f"missing input {first!r}: expected {describe(types[first])}{leading} "
+                         f"(give -i {first}=FILE.npy, or --random-inputs SEED)")
+    if missing and random_seed is not None:
+        arrays.update(_random_inputs(graph, missing, random_seed, invocations))
+        sources.update({name: f"random (seed {random_seed})" for name in missing})
     if invocations is None:
         return InvocationInputs([arrays], sources)
     per = [{name: arrays[name][k] for name in types} for k in range(invocations)]
     return InvocationInputs(per, sources)
+
+
+def _check_counts(invocations: int | None, random_seed: int | None) -> None:
+    if invocations is not None and invocations < 1:
+        raise InputError(f"-n must be at least 1, got {invocations}")
+    if random_seed is not None and not 0 <= random_seed < 1 << 64:
+        raise InputError(f"--random-inputs: the seed must be an integer from 0 to 2**64-1, got {random_seed}")
+
+
+def _random_inputs(graph: Graph, missing: list[str], seed: int,
+                   invocations: int | None) -> dict[str, np.ndarray]:
+    """Seeded random data for the ``missing`` inputs: one draw per invocation (stacked along a
+    leading axis with ``-n``), every input drawn in graph order, so a seed always gives the
+    same data and invocation 0 of ``-n N`` is the data of a single invocation."""
+    rng = np.random.default_rng(seed)
+    limits = index_limits(graph)
+    draws: dict[str, list[np.ndarray]] = {name: [] for name in missing}
+    for _ in range(1 if invocations is None else invocations):
+        for name, t in graph.input_types.items():
+            value = random_array(t, rng, index_limit=limits.get(name))
+            if name in draws:
+                draws[name].append(value)
+    if invocations is None:
+        return {name: values[0] for name, values in draws.items()}
+    return {name: np.stack(values) for name, values in draws.items()}
 
 
 def safe_file_stem(name: str) -> str:

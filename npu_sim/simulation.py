@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from npu_sim.budget import check_host_memory, check_npu_capacity, default_host_budget_bytes, empty_tensor
 from npu_sim.errors import InputError, NpuSimError, ProgramError, SchedulerBugError, SimulationError
 from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.config import HwConfig, load_hw_config
@@ -102,34 +103,51 @@ def _blaming_the_graph_first(graph: Graph, per_invocation: Sequence[Mapping[str,
     except NpuSimError:
         raise
     except Exception:
-        session = Session(graph, validate=False)   # simulate_invocations validated it
-        for inputs in per_invocation:
-            session.invoke(dict(inputs))
+        _reference_run(graph, per_invocation)
         raise
+
+
+def _reference_run(graph: Graph, per_invocation: Sequence[Mapping[str, np.ndarray]]) -> None:
+    """Run the invocations in the reference executor: raises the graph's own error, if any."""
+    session = Session(graph, validate=False)   # simulate_invocations validated it
+    for inputs in per_invocation:
+        session.invoke(dict(inputs))
+
+
+def _checked_job(graph: Graph, hw: HwConfig, per_invocation: Sequence[Mapping[str, np.ndarray]],
+                 stack: bool, max_memory_bytes: int | None) -> list[dict[str, np.ndarray]]:
+    """The inputs of each invocation, checked, once the job is known to fit its budgets."""
+    check_host_memory(graph, max_memory_bytes or default_host_budget_bytes(), simulated=True)
+    if not per_invocation:
+        raise InputError("at least one invocation is needed")
+    if not stack and len(per_invocation) != 1:
+        raise InputError(f"{len(per_invocation)} invocations: their outputs must be stacked")
+    checked = [check_inputs(graph, dict(inputs)) for inputs in per_invocation]
+    if empty_tensor(graph) is not None:   # the scheduler refuses it: unless the graph itself is wrong
+        _reference_run(graph, checked)
+    check_npu_capacity(graph, hw)
+    return checked
 
 
 def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
                          per_invocation: Sequence[Mapping[str, np.ndarray]], *,
                          graph_label: str = "", stack: bool = False,
                          spread_tcm: bool = False, verify: bool = False,
-                         validate: bool = True) -> SimulationResult:
+                         validate: bool = True, max_memory_bytes: int | None = None) -> SimulationResult:
     """Schedule ``graph`` for ``hw`` and simulate one invocation per element of ``per_invocation``.
 
     ``stack``: return outputs stacked along a leading invocation axis (else those
     of the single invocation). ``spread_tcm``, ``verify``: see :func:`compile_graph`.
     ``validate``: check a Graph object first (one built in Python may break what the
     loader checks); False for a graph the loader just validated. A path is loaded, so
-    validated, anyway.
+    validated, anyway. ``max_memory_bytes``: the host memory the job may use (default: most
+    of what is available); a graph that needs more is refused before any work.
     """
     graph, path_label = _graph(graph)
     if validate and not path_label:
         validate_graph(graph)
     hw = _hw(hw)
-    if not per_invocation:
-        raise InputError("at least one invocation is needed")
-    if not stack and len(per_invocation) != 1:
-        raise InputError(f"{len(per_invocation)} invocations: their outputs must be stacked")
-    checked = [check_inputs(graph, dict(inputs)) for inputs in per_invocation]
+    checked = _checked_job(graph, hw, per_invocation, stack, max_memory_bytes)
     wall: dict[str, float] = {}
     with gc_paused():
         start = time.perf_counter()

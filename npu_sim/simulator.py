@@ -65,6 +65,7 @@ from npu_sim.program import (
     MemorySpace,
     Program,
 )
+from npu_sim.run_limits import LoopGuard, current_limits
 
 
 @dataclass
@@ -95,6 +96,17 @@ def simulate_program(program: Program, hw: HwConfig | str,
         hw = load_hw_config(hw)
     with gc_paused():
         return Simulator(program, hw).run(invocations_inputs)
+
+
+def _written_bytes(commands: Sequence[Command]) -> int:
+    """Bytes one pass over ``commands`` writes (nested loops count their own work)."""
+    total = 0
+    for cmd in commands:
+        if isinstance(cmd, DmaCommand):
+            total += cmd.dst.size_bytes
+        elif isinstance(cmd, ComputeCommand):
+            total += sum(view.size_bytes for view in cmd.outputs)
+    return total
 
 
 def _where(cmd: Command) -> str:
@@ -313,7 +325,9 @@ class Simulator:
     def _drive(self, invocations: list[dict[str, np.ndarray]],
                outputs: list[dict[str, np.ndarray]]) -> Generator[simpy.Event, object, None]:
         env = self.env
+        limits = current_limits()
         for k, inputs in enumerate(invocations):
+            limits.check_deadline(f"simulating invocation {k}")
             self.invocation = k
             start = env.now
             self._write_inputs(inputs, k)
@@ -375,18 +389,20 @@ class Simulator:
             yield from self._sequence(branch)
             yield from self._wait(branch, f"the branch of {node.label}")
         else:
-            iterations = 0
+            assert isinstance(node.command, LoopCommand)
+            guard = LoopGuard(node.label, _written_bytes(node.command.cond_commands)
+                              + _written_bytes(node.command.body_commands))
             while True:
                 yield from self._sequence(first)
                 yield from self._wait(first, f"the condition commands of {node.label}")
                 if not self._condition(node):
                     break
-                iterations += 1
-                if iterations > node.command.max_iterations:
+                if guard.iterations >= node.command.max_iterations:
                     raise SimulationError(f"{node.label}: loop exceeded max_iterations="
                                           f"{node.command.max_iterations}")
                 yield from self._sequence(second)
                 yield from self._wait(second, f"the body of {node.label}")
+                guard.step()
         now = int(self.env.now)
         self.recorder.raw.append((node, self.invocation, int(start), now, now))
         self._mark_done(node)

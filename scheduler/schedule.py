@@ -21,6 +21,7 @@ intermediate live where it overflowed is spilled and the graph is compiled again
 
 from __future__ import annotations
 
+from npu_sim.budget import check_npu_capacity
 from npu_sim.errors import ScheduleError
 from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.config import HwConfig
@@ -64,6 +65,7 @@ def schedule(graph: Graph, hw: HwConfig, *, planner: Planner | None = None,
     ``spread_tcm``: use free TCM to avoid reusing freed bytes soon (fewer false
     dependencies, so fewer cycles, but ``peak_tcm_bytes`` above the compact plan).
     """
+    check_npu_capacity(graph, hw)   # refuse terabyte tensors before tiling them
     with gc_paused():   # millions of short-lived tiles, views and access records
         lowered = lower_graph(graph, hw, rules)
         tcm_alignment = max(16, hw.tcm.port_bytes_per_cycle)

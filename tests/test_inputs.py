@@ -87,6 +87,26 @@ def test_random_inputs_depend_only_on_the_seed():
     assert first["a"].tobytes() == second["a"].tobytes() != other["a"].tobytes()
 
 
+def test_random_inputs_with_n_are_independent_draws_in_invocation_order(tmp_path):
+    graph = _graph(a=((4,), DType.INT8), b=((2,), DType.INT16))
+    given = tmp_path / "b.npy"
+    np.save(given, np.arange(6, dtype=np.int16).reshape(3, 2))
+    three = load_inputs(graph, [f"b={given}"], invocations=3, random_seed=7)
+    single = load_inputs(graph, [], random_seed=7).invocations[0]
+    a = [inv["a"] for inv in three.invocations]
+    assert [x.shape for x in a] == [(4,)] * 3
+    assert a[0].tobytes() == single["a"].tobytes()          # invocation 0 is the single draw
+    assert len({x.tobytes() for x in a}) == 3               # each invocation draws anew
+    assert [inv["b"].tolist() for inv in three.invocations] == [[0, 1], [2, 3], [4, 5]]
+    assert three.sources == {"a": "random (seed 7)", "b": str(given)}
+
+
+@pytest.mark.parametrize("seed", [-1, 1 << 64])
+def test_random_seed_out_of_range_is_an_input_error(seed):
+    with pytest.raises(InputError, match="--random-inputs: the seed must be an integer from 0"):
+        load_inputs(_graph(a=((4,), DType.INT8)), [], random_seed=seed)
+
+
 def test_output_file_names_are_safe_and_unique():
     assert safe_file_stem("lstm/Variable:0") == "lstm_Variable_0"
     assert output_file_names(["a/b", "a_b", "A_B", "c"]) == {

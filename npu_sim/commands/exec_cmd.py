@@ -17,19 +17,24 @@ from typing import Any
 import numpy as np
 import typer
 
+from npu_sim.budget import check_host_memory, default_host_budget_bytes, parse_size_bytes
 from npu_sim.errors import InputError
 from npu_sim.inputs import load_inputs, output_file_names
+from npu_sim.paths import check_output_dir, staged_output
 from npu_sim.reference.session import Session
+from npu_sim.run_limits import DEFAULT_LOOP_WORK_BYTES, DEFAULT_TIMEOUT_SECONDS, job_limits
 from npu_sim.tosa.loader import load_graph
 
 
-def run_exec(graph_path: str, input_specs: list[str], out_dir: Path, *,
+def run_exec(graph_path: str, input_specs: list[str], out_dir: Path | str, *,
              invocations: int | None = None, random_seed: int | None = None,
-             tosa_level: str = "8K") -> dict[str, Any]:
+             tosa_level: str = "8K", max_memory_bytes: int | None = None) -> dict[str, Any]:
     """Do what ``npu-sim exec`` does; returns the summary written to ``summary.json``."""
     if invocations is not None and invocations < 1:
         raise InputError(f"-n must be at least 1, got {invocations}")
+    check_output_dir(out_dir)
     graph = load_graph(graph_path, level=tosa_level)
+    check_host_memory(graph, max_memory_bytes or default_host_budget_bytes(), simulated=False)
     loaded = load_inputs(graph, input_specs, invocations=invocations, random_seed=random_seed)
     session = Session(graph, validate=False)   # load_graph validated it
     start = time.perf_counter()
@@ -42,10 +47,6 @@ def run_exec(graph_path: str, input_specs: list[str], out_dir: Path, *,
     else:
         outputs = {name: np.stack([r[name] for r in results]) for name in names}
     files = output_file_names(names)
-    (out_dir / "outputs").mkdir(parents=True, exist_ok=True)
-    for name in names:
-        np.save(out_dir / "outputs" / files[name], outputs[name], allow_pickle=False)
-
     summary: dict[str, Any] = {
         "command": "exec",
         "graph": str(graph_path),
@@ -59,15 +60,24 @@ def run_exec(graph_path: str, input_specs: list[str], out_dir: Path, *,
             "per_invocation_seconds": list(session.invocation_seconds),
         },
     }
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    with staged_output(out_dir) as staging:
+        (staging / "outputs").mkdir()
+        for name in names:
+            np.save(staging / "outputs" / files[name], outputs[name], allow_pickle=False)
+        (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
 
-def exec_graph(graph_path: str, input_specs: list[str], out_dir: Path, *, invocations: int | None = None,
-               random_seed: int | None = None, tosa_level: str = "8K") -> None:
+def exec_graph(graph_path: str, input_specs: list[str], out_dir: Path | str, *, invocations: int | None = None,
+               random_seed: int | None = None, tosa_level: str = "8K", max_memory: str | None = None,
+               timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
+               max_loop_work_bytes: int = DEFAULT_LOOP_WORK_BYTES) -> None:
     """``npu-sim exec``: run the graph, write its outputs and summary, say where."""
-    summary = run_exec(graph_path, input_specs, out_dir, invocations=invocations, random_seed=random_seed,
-                       tosa_level=tosa_level)
+    max_memory_bytes = None if max_memory is None else parse_size_bytes(max_memory)
+    with job_limits(timeout_seconds, max_loop_work_bytes):
+        summary = run_exec(graph_path, input_specs, out_dir, invocations=invocations, random_seed=random_seed,
+                           tosa_level=tosa_level, max_memory_bytes=max_memory_bytes)
     seconds = summary["timing"]["reference_seconds"]
+    out_dir = Path(out_dir)
     typer.echo(f"{summary['invocations']} invocation(s) in {seconds:.3f} s; "
                f"{len(summary['outputs'])} output(s) in {out_dir / 'outputs'}")

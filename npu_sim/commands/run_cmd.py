@@ -25,9 +25,12 @@ from typing import Any
 import numpy as np
 import typer
 
+from npu_sim.budget import check_host_memory, default_host_budget_bytes, parse_size_bytes
 from npu_sim.errors import InputError
 from npu_sim.hw.config import load_hw_config
 from npu_sim.inputs import load_inputs, output_file_names
+from npu_sim.paths import check_output_dir, staged_output
+from npu_sim.run_limits import DEFAULT_LOOP_WORK_BYTES, DEFAULT_TIMEOUT_SECONDS, job_limits
 from npu_sim.simulation import compile_graph, simulate_invocations
 from npu_sim.tosa.loader import load_graph
 from reports.memory_timeline import plot_memory_timeline
@@ -38,36 +41,44 @@ from reports.table import print_report
 REPORT_FILES = ("summary.json", "memory_timeline.png", "trace.json")
 
 
-def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_dir: Path, *,
+def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_dir: Path | str, *,
                    invocations: int | None = None, random_seed: int | None = None,
                    spread_tcm: bool = False, verify: bool = False,
-                   tosa_level: str = "8K") -> dict[str, Any]:
-    """Do what ``npu-sim run`` does; returns the summary written to ``summary.json``."""
+                   tosa_level: str = "8K", max_memory_bytes: int | None = None) -> dict[str, Any]:
+    """Do what ``npu-sim run`` does; returns the summary written to ``summary.json``.
+
+    Everything that can be checked before the work is: ``-o``, the config, the graph, the
+    NPU's and the host's memory budgets, the inputs. The files are written all at once."""
     if invocations is not None and invocations < 1:
         raise InputError(f"-n must be at least 1, got {invocations}")
+    check_output_dir(out_dir)
     hw = load_hw_config(hw_config)
     graph = load_graph(graph_path, level=tosa_level)
+    budget = max_memory_bytes or default_host_budget_bytes()
+    check_host_memory(graph, budget, simulated=True)
     loaded = load_inputs(graph, input_specs, invocations=invocations, random_seed=random_seed)
     result = simulate_invocations(graph, hw, loaded.invocations, graph_label=str(graph_path),
                                   stack=invocations is not None, spread_tcm=spread_tcm,
-                                  verify=verify, validate=False)   # load_graph validated it
+                                  verify=verify, validate=False,   # load_graph validated it
+                                  max_memory_bytes=budget)
 
     start = time.perf_counter()
     names = list(graph.output_types)
     files = output_file_names(names)
-    (out_dir / "outputs").mkdir(parents=True, exist_ok=True)
-    for name in names:
-        np.save(out_dir / "outputs" / files[name], result.outputs[name], allow_pickle=False)
     summary = result.summary
     summary["inputs"] = loaded.sources
     summary["outputs"] = {name: f"outputs/{files[name]}" for name in names}
     title = f"{Path(graph_path).name} on {hw.name}"
-    plot_memory_timeline(result.trace, out_dir / "memory_timeline.png",
-                         tcm_size_bytes=hw.tcm.size_bytes, title=title)
-    write_trace(out_dir / "trace.json", result.trace, hw.clock_hz, result.program, title=title)
-    summary["wall_seconds"]["reports"] = time.perf_counter() - start
-    summary["report_files"] = list(REPORT_FILES)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    with staged_output(out_dir) as staging:
+        (staging / "outputs").mkdir()
+        for name in names:
+            np.save(staging / "outputs" / files[name], result.outputs[name], allow_pickle=False)
+        plot_memory_timeline(result.trace, staging / "memory_timeline.png",
+                             tcm_size_bytes=hw.tcm.size_bytes, title=title)
+        write_trace(staging / "trace.json", result.trace, hw.clock_hz, result.program, title=title)
+        summary["wall_seconds"]["reports"] = time.perf_counter() - start
+        summary["report_files"] = list(REPORT_FILES)
+        (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
 
@@ -82,23 +93,31 @@ def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False,
     return program.listing(), stats
 
 
-def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: Path, *,
+def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: Path | str, *,
               invocations: int | None = None, random_seed: int | None = None, spread_tcm: bool = False,
-              verify: bool = False, tosa_level: str = "8K") -> None:
+              verify: bool = False, tosa_level: str = "8K", max_memory: str | None = None,
+              timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
+              max_loop_work_bytes: int = DEFAULT_LOOP_WORK_BYTES) -> None:
     """``npu-sim run``: simulate, write the outputs and reports, print the per-operation table."""
-    summary = run_simulation(graph_path, hw_config, input_specs, out_dir, invocations=invocations,
-                             random_seed=random_seed, spread_tcm=spread_tcm, verify=verify,
-                             tosa_level=tosa_level)
+    max_memory_bytes = None if max_memory is None else parse_size_bytes(max_memory)
+    with job_limits(timeout_seconds, max_loop_work_bytes):
+        summary = run_simulation(graph_path, hw_config, input_specs, out_dir, invocations=invocations,
+                                 random_seed=random_seed, spread_tcm=spread_tcm, verify=verify,
+                                 tosa_level=tosa_level, max_memory_bytes=max_memory_bytes)
     print_report(summary)
+    out_dir = Path(out_dir)
     typer.echo(f"report: {out_dir / 'summary.json'}, {out_dir / 'memory_timeline.png'}, "
                f"{out_dir / 'trace.json'} (open in https://ui.perfetto.dev); "
                f"outputs in {out_dir / 'outputs'}")
 
 
 def plan_graph(graph_path: str, hw_config: str, as_json: bool, *, spread_tcm: bool = False,
-               verify: bool = False, tosa_level: str = "8K") -> None:
+               verify: bool = False, tosa_level: str = "8K",
+               timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS) -> None:
     """``npu-sim plan``: print the Program listing and the plan statistics (or only these, as JSON)."""
-    listing, stats = plan_text(graph_path, hw_config, spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level)
+    with job_limits(timeout_seconds):
+        listing, stats = plan_text(graph_path, hw_config, spread_tcm=spread_tcm, verify=verify,
+                                   tosa_level=tosa_level)
     if as_json:
         typer.echo(json.dumps(stats, indent=2))
         return

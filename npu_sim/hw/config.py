@@ -14,12 +14,13 @@ with ``extends: <preset name or path>``: it is deep-merged over that base.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from npu_sim.errors import ConfigError
+from npu_sim.paths import check_regular_file
 from npu_sim.tosa.dtype import DType
 
 PRESET_DIR = Path(__file__).with_name("presets")
@@ -27,8 +28,22 @@ PRESET_DIR = Path(__file__).with_name("presets")
 #: dtype names accepted as keys of per-dtype rate tables (lower-case ``DType`` names)
 RATE_DTYPES = frozenset(d.name.lower() for d in DType if d.is_tosa_1_0)
 
-PositiveInt = Field(gt=0)
-NonNegativeInt = Field(ge=0)
+#: Physical sanity limits: a config beyond them is a typo, not a machine (2^70-byte TCMs and
+#: 10^30-cycle setups made the scheduler and simulator compute with absurd numbers).
+MAX_MEMORY_BYTES = 1 << 48          # any memory: 256 TiB
+MAX_ON_CHIP_BYTES = 1 << 40         # TCM and variable SRAM: 1 TiB
+MAX_CYCLES = 1 << 32                # a latency or a setup
+MAX_COUNT = 1 << 16                 # engines, banks, ports, array rows and columns, outstanding bursts
+MAX_RATE = 1 << 20                  # bytes, elements or MACs per cycle
+MAX_CLOCK_HZ = 10**11               # 100 GHz
+#: ``extends:`` chains deeper than this are refused (a cycle is named as such).
+MAX_EXTENDS_DEPTH = 16
+
+Count = Field(gt=0, le=MAX_COUNT)
+Cycles = Field(ge=0, le=MAX_CYCLES)
+Rate = Field(gt=0, le=MAX_RATE)
+MemoryBytes = Field(gt=0, le=MAX_MEMORY_BYTES)
+OnChipBytes = Field(gt=0, le=MAX_ON_CHIP_BYTES)
 
 
 class _Strict(BaseModel):
@@ -38,11 +53,11 @@ class _Strict(BaseModel):
 class DdrConfig(_Strict):
     """External memory shared by all DMA engines."""
 
-    size_bytes: int = PositiveInt
-    bandwidth_bytes_per_cycle: int = PositiveInt
-    read_latency_cycles: int = NonNegativeInt
-    write_latency_cycles: int = NonNegativeInt
-    burst_size_bytes: int = PositiveInt
+    size_bytes: int = MemoryBytes
+    bandwidth_bytes_per_cycle: int = Rate
+    read_latency_cycles: int = Cycles
+    write_latency_cycles: int = Cycles
+    burst_size_bytes: int = Rate
 
     @model_validator(mode="after")
     def _check(self) -> DdrConfig:
@@ -55,18 +70,18 @@ class DdrConfig(_Strict):
 class DmaConfig(_Strict):
     """DMA engines: in-order queues of 1D/2D/3D strided descriptors."""
 
-    engine_count: int = PositiveInt
-    setup_cycles: int = NonNegativeInt  # per descriptor (= per DMA command)
-    max_outstanding_bursts: int = PositiveInt  # per engine
+    engine_count: int = Count
+    setup_cycles: int = Cycles  # per descriptor (= per DMA command)
+    max_outstanding_bursts: int = Count  # per engine
 
 
 class TcmConfig(_Strict):
     """Tightly coupled scratchpad: the scheduler places every tile in it."""
 
-    size_bytes: int = PositiveInt
-    bank_count: int = PositiveInt
-    port_count: int = PositiveInt
-    port_bytes_per_cycle: int = PositiveInt
+    size_bytes: int = OnChipBytes
+    bank_count: int = Count
+    port_count: int = Count
+    port_bytes_per_cycle: int = Rate
 
     @model_validator(mode="after")
     def _check(self) -> TcmConfig:
@@ -87,8 +102,8 @@ class TcmConfig(_Strict):
 class VariableSramConfig(_Strict):
     """Persistent SRAM bank holding TOSA variables across invocations."""
 
-    size_bytes: int = PositiveInt
-    bytes_per_cycle: int = PositiveInt
+    size_bytes: int = OnChipBytes
+    bytes_per_cycle: int = Rate
 
 
 def _check_rate_table(table: dict[str, int], field: str) -> None:
@@ -114,10 +129,10 @@ class MacArrayConfig(_Strict):
     accumulates, so consecutive blocks of one command overlap their fill and drain.
     """
 
-    rows: int = PositiveInt
-    cols: int = PositiveInt
-    macs_per_cycle: dict[str, int] = Field(default_factory=dict)
-    setup_cycles: int = NonNegativeInt  # per command
+    rows: int = Count
+    cols: int = Count
+    macs_per_cycle: dict[str, Annotated[int, Rate]] = Field(default_factory=dict)
+    setup_cycles: int = Cycles  # per command
     accumulator_buffers: int = Field(default=2, ge=1, le=2)
 
     @model_validator(mode="after")
@@ -142,8 +157,8 @@ class MacArrayConfig(_Strict):
 class VectorConfig(_Strict):
     """SIMD unit for elementwise, reduction, pooling and data-layout work."""
 
-    elements_per_cycle: dict[str, int]  # lanes per dtype
-    setup_cycles: int = NonNegativeInt
+    elements_per_cycle: dict[str, Annotated[int, Rate]]  # lanes per dtype
+    setup_cycles: int = Cycles
 
     @model_validator(mode="after")
     def _check(self) -> VectorConfig:
@@ -156,8 +171,8 @@ class VectorConfig(_Strict):
 class LutConfig(_Strict):
     """Table-lookup / activation unit (TABLE, SIGMOID, TANH, ...)."""
 
-    elements_per_cycle: int = PositiveInt
-    setup_cycles: int = NonNegativeInt
+    elements_per_cycle: int = Rate
+    setup_cycles: int = Cycles
 
 
 class HwConfig(_Strict):
@@ -166,7 +181,7 @@ class HwConfig(_Strict):
 
     name: str = ""
     description: str = ""
-    clock_hz: int = PositiveInt
+    clock_hz: int = Field(gt=0, le=MAX_CLOCK_HZ)
     ddr: DdrConfig
     dma: DmaConfig
     tcm: TcmConfig
@@ -221,8 +236,31 @@ def _resolve_path(name_or_path: str, relative_to: Path | None) -> Path:
     raise ConfigError(f"hardware config file {name_or_path!r} not found")
 
 
-#: libyaml's safe loader when PyYAML was built with it (5x faster), else the pure-Python one.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """libyaml's safe loader when PyYAML has it (5x faster), refusing a key given twice in
+    one mapping (plain YAML keeps the later value silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                mark = key_node.start_mark
+                raise ConfigError(f"duplicate key {key!r} (line {mark.line + 1})")
+            seen.add(key)
+        return dict(super().construct_mapping(node, deep=deep))
+
+
+def read_yaml_text(path: Path, source: str) -> str:
+    """The file's text: UTF-8 only (a byte that is not UTF-8 is named with its offset)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read ({exc.strerror})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{source}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
 
 
 def _load_raw(name_or_path: str, chain: tuple[Path, ...],
@@ -231,12 +269,18 @@ def _load_raw(name_or_path: str, chain: tuple[Path, ...],
     source = path.stem if path.parent == PRESET_DIR.resolve() else str(path)
     if path in chain:
         raise ConfigError(f"{source}: extends cycle ({' -> '.join(p.stem for p in chain + (path,))})")
+    if len(chain) >= MAX_EXTENDS_DEPTH:
+        raise ConfigError(f"{chain[0]}: extends chain deeper than {MAX_EXTENDS_DEPTH} files "
+                          f"(at {source})")
+    check_regular_file(path, "hardware config")  # never block on a FIFO
     try:
-        data = yaml.load(path.read_text(), Loader=_YAML_LOADER)
+        data = yaml.load(read_yaml_text(path, source), Loader=_StrictLoader)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML ({' '.join(str(exc).split())})") from None
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot read ({exc.strerror})") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: YAML nested too deeply") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -47,6 +47,7 @@ import npu_sim.reference  # noqa: F401  (registers every kernel)
 from npu_sim.errors import GraphValidationError, InputError, TosaRuntimeError
 from npu_sim.reference.custom import custom_implementation
 from npu_sim.reference.kernel_api import BoundKernel, KernelArgs, bind_kernel, run_kernel
+from npu_sim.run_limits import LoopGuard
 from npu_sim.tosa.dtype import DType, outside_storage_range
 from npu_sim.tosa.ir import Block, Graph, Operator, Tensor, TensorType
 from npu_sim.tosa.ops import Op
@@ -583,14 +584,14 @@ class GraphRunner:
                                    f"one single-element BOOL tensor, has {_describe_list(cond_out)}")
         self._enter(operator, depth)
         state = list(args)
-        iterations = 0
+        guard = LoopGuard(f"WHILE_LOOP {operator.name!r}", _written_bytes(cond_block) + _written_bytes(body_block))
         while bool(self.run_block(cond_block, state, depth + 1)[0].reshape(-1)[0]):
-            if iterations >= self.limits.max_iterations:
+            if guard.iterations >= self.limits.max_iterations:
                 raise TosaRuntimeError(operator.name, f"loop still running after "
                                        f"{self.limits.max_iterations} iterations "
                                        "(raise max_iterations if this is intended)")
             state = self.run_block(body_block, state, depth + 1)
-            iterations += 1
+            guard.step()
         return state
 
     # -- the specification's variable operators
@@ -641,6 +642,12 @@ _VARIABLE_STEPS: dict[Op, Callable[[GraphRunner, Block, Operator, dict[str, np.n
     Op.VARIABLE_READ: GraphRunner.variable_read,
     Op.VARIABLE_WRITE: GraphRunner.variable_write,
 }
+
+
+def _written_bytes(block: Block) -> int:
+    """Bytes one run of ``block`` writes: the outputs of its operators (a loop's work per iteration)."""
+    return sum(block.tensors[name].type.size_bytes for operator in block.operators
+               for name in operator.outputs if name in block.tensors)
 
 
 def _constant(tensor: Tensor, where: str) -> np.ndarray:

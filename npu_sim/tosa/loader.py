@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from npu_sim.errors import GraphValidationError, TosaFormatError, UnsupportedFeatureError
+from npu_sim.errors import GraphValidationError, PathError, TosaFormatError, UnsupportedFeatureError
+from npu_sim.paths import GRAPH_MAX_BYTES, read_regular_file
 from npu_sim.tosa.fb_schema import FILE_IDENTIFIER
 from npu_sim.tosa.flatbuffer_io import read_graph, write_graph
 from npu_sim.tosa.ir import Graph
@@ -57,13 +58,9 @@ def load_graph(path: PathLike, validate: bool = True, level: str = DEFAULT_LEVEL
     """Read a TOSA graph file (flatbuffer or its JSON form) and validate it (at TOSA ``level``)."""
     p = Path(path)
     try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise TosaFormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TosaFormatError(f"{path}: is a directory, not a TOSA graph file") from None
-    except OSError as exc:
-        raise TosaFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        data = read_regular_file(p, "", GRAPH_MAX_BYTES)
+    except PathError as exc:
+        raise TosaFormatError(str(exc)) from None
     try:
         return parse_graph(data, p, validate, level)
     except (TosaFormatError, GraphValidationError, UnsupportedFeatureError) as exc:

@@ -430,23 +430,23 @@ def _check_no_recursion(graph: Graph) -> None:
             elif op.op == Op.WHILE_LOOP:
                 targets += [op.attribute.cond_graph, op.attribute.body_graph]
         calls[block.name] = [graph.block(t).name for t in targets]
-    visiting: list[str] = []
     done: set[str] = set()
-
-    def visit(name: str) -> None:
-        if name in done:
-            return
-        if name in visiting:
-            cycle = visiting[visiting.index(name):] + [name]
-            raise GraphValidationError("control flow recursion: " + " -> ".join(cycle))
-        visiting.append(name)
-        for target in calls.get(name, []):
-            visit(target)
-        visiting.pop()
-        done.add(name)
-
-    for name in calls:
-        visit(name)
+    for root in calls:   # depth first, with an explicit stack: graphs may nest thousands deep
+        if root in done:
+            continue
+        path = [root]
+        pending = [iter(calls[root])]
+        while pending:
+            target = next(pending[-1], None)
+            if target is None:
+                done.add(path.pop())
+                pending.pop()
+            elif target in path:
+                cycle = path[path.index(target):] + [target]
+                raise GraphValidationError("control flow recursion: " + " -> ".join(cycle))
+            elif target not in done:
+                path.append(target)
+                pending.append(iter(calls.get(target, [])))
 
 
 # --- what npu-sim can run -------------------------------------------------------------

@@ -153,8 +153,9 @@ ERROR_CASES = {
     "-n without leading axis": ([["cond"], ["a"], ["b"]], ["-n", "2"],
                                 "input 'cond': .* holds bool of shape \\[1\\], "
                                 "expected BOOL \\(bool\\) of shape \\[2, 1\\]"),
-    "-n with a missing input": ([["cond", np.zeros((2, 1), bool)]], ["-n", "2", "--random-inputs", "3"],
-                                "missing input 'a': with -n 2 every input needs a file"),
+    "-n with a missing input": ([["cond", np.zeros((2, 1), bool)]], ["-n", "2"],
+                                "missing input 'a': expected .* with a leading axis of 2 \\(-n\\)"),
+    "negative seed": ([], ["--random-inputs", "-1"], "--random-inputs: the seed must be an integer from 0"),
     "unknown name": ([["cond"], ["a"], ["b"], ["c", np.zeros(1)]], [], "the graph has no input 'c'"),
     "given twice": ([["cond"], ["a"], ["b"], ["a"]], [], "input 'a' given twice"),
     "no such file": ([["cond"], ["a"], ["b", "missing.npy"]], [], "input 'b': no such file"),
