@@ -3,9 +3,9 @@
 A graph whose tensors are terabytes must be refused in a moment, with the tensor, its size
 and the limit, not after minutes of tiling or a MemoryError deep in a kernel. Two checks:
 
-* :func:`check_npu_capacity`: every tensor that has a home in an NPU memory (inputs,
-  outputs and constants in DDR, variables in the variable SRAM) fits there, and no tensor
-  is empty (the scheduler plans whole elements);
+* :func:`check_npu_capacity`: every tensor that has a home in DDR (inputs, outputs,
+  constants) fits there, as does every intermediate (spilled at worst), and no tensor is
+  empty (the scheduler plans whole elements);
 * :func:`check_host_memory`: the host memory a job needs (the live tensors of the
   reference executor at its peak, plus the simulated memories for ``run``) fits the budget,
   by default a fraction of what this machine (or the process's address-space limit) offers.
@@ -122,8 +122,8 @@ def check_npu_capacity(graph: Graph, hw: HwConfig) -> None:
         for tensor in block.tensors.values():
             size = exact_size_bytes(tensor.type)
             if tensor.variable:
-                _check_fits(tensor, size, hw.variable_sram.size_bytes, f"the variable SRAM of {name}")
-            elif _ddr_home(block, tensor, graph):
+                continue   # the variable SRAM: placed (and refused, naming every variable) first thing
+            if _ddr_home(block, tensor, graph):
                 _check_fits(tensor, size, hw.ddr.size_bytes, f"the DDR of {name}")
                 ddr_total += size
             else:   # an intermediate: tiled through the TCM, spilled to DDR at worst

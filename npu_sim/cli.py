@@ -48,6 +48,8 @@ VERIFY_HELP = ("Check the plan statically before using it: no two live allocatio
                "A rejected plan is an internal error (exit 1). Costs about one more schedule time.")
 
 
+#: Exit code of an interrupted run (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
 #: Python frames the CLI allows (the executor and the scheduler recurse per nesting level).
 RECURSION_LIMIT = 8000
 
@@ -182,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     # takes a few Python frames per level
     sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     try:
-        app(args=args, standalone_mode=False)
+        status = app(args=args, standalone_mode=False)
+        if status == INTERRUPTED:   # typer turns Ctrl-C into this return value
+            raise KeyboardInterrupt
     except NpuSimError as exc:
         if _state["debug"]:
             raise
@@ -192,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except (typer.Abort, KeyboardInterrupt):
         print("error: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except MemoryError as exc:  # the graph asks for more memory than this machine has
         if _state["debug"]:
             raise

@@ -106,7 +106,7 @@ def load_npy(name: str, path: Path, expected: TensorType, leading: int | None) -
             array = np.array(array)
     except FileNotFoundError:
         raise InputError(f"input {name!r}: no such file {str(path)!r}") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError) as exc:   # EOFError: a truncated or empty file
         raise InputError(f"input {name!r}: {str(path)!r} is not a readable .npy file "
                          f"({' '.join(str(exc).split())})") from None
     if not isinstance(array, np.ndarray):

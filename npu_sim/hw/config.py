@@ -273,8 +273,9 @@ def _load_raw(name_or_path: str, chain: tuple[Path, ...],
         raise ConfigError(f"{chain[0]}: extends chain deeper than {MAX_EXTENDS_DEPTH} files "
                           f"(at {source})")
     check_regular_file(path, "hardware config")  # never block on a FIFO
+    text = read_yaml_text(path, source)
     try:
-        data = yaml.load(read_yaml_text(path, source), Loader=_StrictLoader)
+        data = yaml.load(text, Loader=_StrictLoader)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     except yaml.YAMLError as exc:

@@ -1,0 +1,60 @@
+"""Hardware configs read strictly: UTF-8, no repeated key, physically sane numbers, a
+bounded ``extends`` chain; each refusal one line naming the file and the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from npu_sim.errors import ConfigError
+from npu_sim.hw.config import MAX_EXTENDS_DEPTH, load_hw_config
+from tests.robustness.hostile import add_graph, npu_sim, save
+
+
+@pytest.mark.parametrize("text, message", [
+    ("extends: edge\ndescription: caf\xe9\n".encode("latin-1"), "not UTF-8 text (byte 0xe9 at offset 30)"),
+    (b"extends: edge\nclock_hz: 1000\nclock_hz: 2000\n", "duplicate key 'clock_hz' (line 3)"),
+    (b"extends: edge\ntcm: {size_bytes: 1, size_bytes: 2}\n", "duplicate key 'size_bytes'"),
+    (b"extends: edge\ntcm: {size_bytes: %d}\n" % 2**70,
+     "tcm.size_bytes: Input should be less than or equal to 1099511627776"),
+    (b"extends: edge\ndma: {setup_cycles: %d}\n" % 10**30,
+     "dma.setup_cycles: Input should be less than or equal to 4294967296"),
+    (b"extends: edge\nddr: {read_latency_cycles: 4294967297}\n", "ddr.read_latency_cycles"),
+    (b"extends: edge\nddr: {bandwidth_bytes_per_cycle: 0}\n",
+     "ddr.bandwidth_bytes_per_cycle: Input should be greater than 0"),
+    (b"extends: edge\nvector: {elements_per_cycle: {int8: -4}}\n", "vector.elements_per_cycle.int8"),
+    (b"extends: edge\nmac_array: {rows: 0}\n", "mac_array.rows: Input should be greater than 0"),
+    (b"extends: edge\nclock_hz: 1.0e+30\n", "clock_hz"),
+    (b"extends: edge\ntcm: [1, 2\n", "not valid YAML"),
+    (b"- 1\n- 2\n", "must be a mapping"),
+])
+def test_a_bad_config_is_refused_naming_the_field(tmp_path, text, message):
+    (tmp_path / "bad.yaml").write_bytes(text)
+    with pytest.raises(ConfigError) as caught:
+        load_hw_config(tmp_path / "bad.yaml")
+    assert message in str(caught.value)
+    assert str(tmp_path / "bad.yaml") in str(caught.value)
+
+
+def test_an_extends_chain_deeper_than_the_limit_is_refused(tmp_path):
+    depth = 2000
+    for k in range(depth):
+        (tmp_path / f"c{k}.yaml").write_text(f"extends: c{k + 1}.yaml\n" if k < depth - 1 else "extends: edge\n")
+    with pytest.raises(ConfigError, match=f"extends chain deeper than {MAX_EXTENDS_DEPTH} files"):
+        load_hw_config(tmp_path / "c0.yaml")
+    (tmp_path / "c10.yaml").write_text("extends: edge\n")   # 11 deep: fine
+    assert load_hw_config(tmp_path / "c0.yaml").tcm == load_hw_config("edge").tcm
+
+
+def test_an_extends_cycle_is_named(tmp_path):
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    with pytest.raises(ConfigError, match="extends cycle \\(a -> b -> a\\)"):
+        load_hw_config(tmp_path / "a.yaml")
+
+
+@pytest.mark.parametrize("command", [["plan"], ["run", "--random-inputs", "0", "-o", "out"]])
+def test_the_cli_refuses_a_bad_config_in_one_line(tmp_path, command):
+    graph = save(add_graph((4, 4)), tmp_path / "add.tosa")
+    (tmp_path / "dup.yaml").write_text("extends: edge\nclock_hz: 1000\nclock_hz: 2000\n")
+    npu_sim([command[0], graph, "--hw", "dup.yaml", *command[1:]], tmp_path).refused("duplicate key 'clock_hz'")
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,63 @@
+"""The graph loader on random and mutated bytes: a graph that passes validation, or an
+:class:`NpuSimError` (exit 2 in the CLI); never another exception, never a hang."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from npu_sim.errors import NpuSimError
+from npu_sim.tosa.loader import parse_graph
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.tosa"))
+SMALL_EXAMPLES = [p for p in EXAMPLES if p.stat().st_size < 64 * 1024]
+FUZZ = settings(max_examples=150, deadline=2000, derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _parse_or_refuse(data: bytes, name: str = "fuzz.tosa") -> None:
+    try:
+        parse_graph(data, name)
+    except NpuSimError as exc:
+        assert str(exc).strip() and "\n" not in str(exc).strip()
+
+
+@FUZZ
+@given(st.binary(max_size=2048))
+def test_random_bytes(data):
+    _parse_or_refuse(data)
+
+
+@FUZZ
+@given(st.binary(max_size=512))
+def test_random_bytes_behind_a_tosa_identifier(data):
+    _parse_or_refuse(data[:4] + b"TOSA" + data[4:])
+
+
+@pytest.mark.parametrize("example", SMALL_EXAMPLES, ids=lambda p: p.stem)
+def test_mutated_real_graphs(example):
+    original = example.read_bytes()
+
+    @FUZZ
+    @given(st.lists(st.tuples(st.integers(0, len(original) - 1), st.integers(0, 255)), min_size=1, max_size=8),
+           st.integers(8, len(original)))
+    def mutate(changes, keep):
+        data = bytearray(original[:keep])
+        for position, value in changes:
+            if position < len(data):
+                data[position] = value
+        _parse_or_refuse(bytes(data), example.name)
+
+    mutate()
+
+
+@FUZZ
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                    max_leaves=20))
+def test_random_json_documents(document):
+    _parse_or_refuse(json.dumps(document).encode(), "fuzz.json")
