@@ -37,7 +37,7 @@ app = typer.Typer(
 hw_app = typer.Typer(no_args_is_help=True, help="Hardware configurations (presets and YAML files).")
 _state = {"debug": False}
 
-GRAPH_HELP = "A .tosa flatbuffer or its JSON form."
+GRAPH_HELP = "A .tosa flatbuffer, its JSON form, TOSA MLIR text, or a .tflite model (the [tflite] extra)."
 INPUT_HELP = "NAME=FILE.npy, or FILE.npy for the next input in order."
 INVOCATIONS_HELP = "Invoke N times; each input file has a leading axis of length N."
 RANDOM_HELP = "Seeded random data for missing inputs."
@@ -174,6 +174,18 @@ def plan_command(
     """Compile GRAPH for CONFIG and print the Program (memory plan + commands) and plan statistics."""
     _commands().run_cmd.plan_graph(graph, hw, as_json, spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level,
                                    timeout_seconds=timeout)
+
+
+@app.command("convert")
+def convert_command(
+    graph: str = typer.Argument(..., help=GRAPH_HELP),
+    out_path: str = typer.Option(..., "-o", "--output", help="The graph to write: OUT.tosa or OUT.json."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Convert a .tflite anew instead of reusing "
+                                  "the cached conversion."),
+    tosa_level: str = tosa_level_option(),
+) -> None:
+    """Convert GRAPH (.tflite, TOSA MLIR, .tosa or JSON) to a TOSA flatbuffer or its JSON form."""
+    _commands().convert_cmd.convert(graph, out_path, use_cache=not no_cache, tosa_level=tosa_level)
 
 
 def main(argv: list[str] | None = None) -> int:

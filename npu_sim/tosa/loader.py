@@ -1,7 +1,9 @@
 """Load and save TOSA graphs from files: ``load_graph(path)``, ``save_graph(graph, path)``.
 
 The format is chosen by content: a flatbuffer carries the identifier ``TOSA`` at
-byte 4, the JSON form starts with ``{``. The extension (``.tosa``, ``.json``)
+byte 4, a TFLite model ``TFL3`` (converted through :mod:`npu_sim.tosa.tflite_import`),
+the JSON form starts with ``{``, TOSA MLIR text with ``module`` or ``func.func``
+(:mod:`npu_sim.tosa.mlir_reader`). The extension (``.tosa``, ``.json``)
 decides only when the content is ambiguous (an empty file) and for saving.
 Loaded graphs are validated (:func:`npu_sim.tosa.validation.validate`).
 """
@@ -18,17 +20,25 @@ from npu_sim.tosa.flatbuffer_io import read_graph, write_graph
 from npu_sim.tosa.ir import Graph
 from npu_sim.tosa.json_io import read_json, write_json
 from npu_sim.tosa.levels import DEFAULT_LEVEL, check_level
+from npu_sim.tosa.mlir_reader import looks_like_mlir, read_mlir
+from npu_sim.tosa.tflite_import import is_tflite, tflite_to_mlir
 from npu_sim.tosa.validation import validate as validate_graph
 
 PathLike = str | os.PathLike
 
 
 def detect_format(data: bytes, path: PathLike = "") -> str:
-    """``"flatbuffer"`` or ``"json"`` for the bytes of a graph file."""
+    """``"flatbuffer"``, ``"json"``, ``"tflite"`` or ``"mlir"`` for the bytes of a graph file."""
     if len(data) >= 8 and data[4:8] == FILE_IDENTIFIER:
         return "flatbuffer"
+    if is_tflite(data):
+        return "tflite"
     if data.lstrip()[:1] == b"{" or data.startswith(b"\xef\xbb\xbf{"):
         return "json"
+    if looks_like_mlir(data.removeprefix(b"\xef\xbb\xbf")):
+        return "mlir"
+    if Path(path).suffix.lower() == ".tflite":
+        raise TosaFormatError(f"{path}: not a TFLite model (no 'TFL3' identifier; truncated or damaged?)")
     suffix = Path(path).suffix.lower()
     if not data.strip():
         raise TosaFormatError(f"{path}: empty file, not a TOSA graph")
@@ -41,11 +51,17 @@ def detect_format(data: bytes, path: PathLike = "") -> str:
 
 
 def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
-                level: str = DEFAULT_LEVEL) -> Graph:
-    """Parse the bytes of a ``.tosa`` or ``.json`` graph; validate it, and check that its
-    operator arguments lie within the TOSA ``level`` ("8K" or "none", :mod:`npu_sim.tosa.levels`)."""
-    if detect_format(data, path) == "json":
+                level: str = DEFAULT_LEVEL, use_cache: bool = True) -> Graph:
+    """Parse the bytes of a ``.tosa``, ``.json``, ``.tflite`` or TOSA MLIR graph; validate it,
+    and check that its operator arguments lie within the TOSA ``level`` ("8K" or "none",
+    :mod:`npu_sim.tosa.levels`). ``use_cache``: reuse an earlier conversion of a ``.tflite``."""
+    kind = detect_format(data, path)
+    if kind == "json":
         graph = read_json(data.removeprefix(b"\xef\xbb\xbf"))
+    elif kind == "tflite":
+        graph = read_mlir(tflite_to_mlir(data, str(path), use_cache), str(path))
+    elif kind == "mlir":
+        graph = read_mlir(data.removeprefix(b"\xef\xbb\xbf"), str(path))
     else:
         graph = read_graph(data)
     if validate:
@@ -54,15 +70,17 @@ def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
     return graph
 
 
-def load_graph(path: PathLike, validate: bool = True, level: str = DEFAULT_LEVEL) -> Graph:
-    """Read a TOSA graph file (flatbuffer or its JSON form) and validate it (at TOSA ``level``)."""
+def load_graph(path: PathLike, validate: bool = True, level: str = DEFAULT_LEVEL,
+               use_cache: bool = True) -> Graph:
+    """Read a graph file (TOSA flatbuffer, its JSON form, TOSA MLIR text or a ``.tflite``) and
+    validate it (at TOSA ``level``)."""
     p = Path(path)
     try:
         data = read_regular_file(p, "", GRAPH_MAX_BYTES)
     except PathError as exc:
         raise TosaFormatError(str(exc)) from None
     try:
-        return parse_graph(data, p, validate, level)
+        return parse_graph(data, p, validate, level, use_cache)
     except (TosaFormatError, GraphValidationError, UnsupportedFeatureError) as exc:
         message = str(exc)
         if not message.startswith(str(path)):  # name the file in the one-line CLI error

@@ -154,7 +154,7 @@ BAD_FILES = {
     "random bytes": (_random_bytes, "not a TOSA flatbuffer"),
     "truncated": (lambda: write_tree(_valid_tree())[:150], "corrupt or truncated"),
     "wrong identifier": (lambda: _mutated(lambda t, b: None)[:4] + b"TFL3"
-                         + _mutated(lambda t, b: None)[8:], "file identifier"),
+                         + _mutated(lambda t, b: None)[8:], "TFLite converter"),   # read as a .tflite
     "wrong major version": (lambda: _mutated(lambda t, b: t["version"].update(_major=2)),
                             "declares TOSA 2.0.0"),
     "dangling tensor": (lambda: _mutated(lambda t, b: _set_op(b, 1, inputs=["y", "nowhere"])),

@@ -1,0 +1,328 @@
+"""Scanning MLIR text: tokens, types and attribute values (what the TOSA MLIR reader needs).
+
+A small hand-written scanner rather than a parser library: the subset of MLIR that TOSA
+graphs use (one dialect, a handful of attribute forms) is regular enough to read with a
+cursor and a few regular expressions, and a grammar library would be a new runtime
+dependency. :mod:`npu_sim.tosa.mlir_reader` builds the graph from what this module reads.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from npu_sim.errors import TosaFormatError
+from npu_sim.tosa.dtype import DType
+
+_SPACE = re.compile(r"(?:\s+|//[^\n]*|loc\((?:[^()]|\([^()]*\))*\))+")
+_IDENT = re.compile(r"[A-Za-z_][\w.$-]*")
+_VALUE = re.compile(r"%[\w.$-]+(?::\d+)?(?:#\d+)?")
+_SYMBOL = re.compile(r'@(?:"(?:[^"\\]|\\.)*"|[\w.$-]+)')
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NUMBER = re.compile(r"[-+]?(?:0x[0-9A-Fa-f]+|(?:\d+\.?\d*(?:[eE][-+]?\d+)?)|inf|nan)")
+
+#: MLIR element types -> TOSA element types
+ELEMENT_TYPES = {
+    "i1": DType.BOOL, "i4": DType.INT4, "i8": DType.INT8, "i16": DType.INT16, "i32": DType.INT32,
+    "i48": DType.INT48, "i64": DType.INT64, "f16": DType.FP16, "bf16": DType.BF16, "f32": DType.FP32,
+    "f8E4M3FN": DType.FP8E4M3, "f8E5M2": DType.FP8E5M2, "index": DType.SHAPE,
+}
+
+
+_FLOATS = frozenset({DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2})
+
+
+@dataclass(frozen=True)
+class MlirType:
+    """A ranked tensor type (``dims`` with -1 for ``?``) or a ``!tosa.shape<N>``."""
+
+    dims: tuple[int, ...]
+    dtype: DType
+    is_shape: bool = False
+
+
+@dataclass(frozen=True)
+class TypedValue:
+    """An attribute value with its type: ``dense<...> : tensor<...>``, ``127 : i8``."""
+
+    value: Any
+    type_name: str
+    mlir_type: MlirType | None = None
+
+
+class Scanner:
+    """A cursor over MLIR text; every ``expect``/``read`` failure names line and column."""
+
+    def __init__(self, text: str, source: str):
+        self.text = text
+        self.pos = 0
+        self.source = source
+
+    # -- low level
+    def error(self, what: str) -> TosaFormatError:
+        line = self.text.count("\n", 0, self.pos) + 1
+        column = self.pos - (self.text.rfind("\n", 0, self.pos) + 1) + 1
+        return TosaFormatError(f"{self.source}:{line}:{column}: {what}")
+
+    def skip(self) -> None:
+        match = _SPACE.match(self.text, self.pos)
+        if match:
+            self.pos = match.end()
+
+    def at_end(self) -> bool:
+        self.skip()
+        return self.pos >= len(self.text)
+
+    def peek(self, literal: str) -> bool:
+        self.skip()
+        return self.text.startswith(literal, self.pos)
+
+    def accept(self, literal: str) -> bool:
+        if self.peek(literal):
+            self.pos += len(literal)
+            return True
+        return False
+
+    def expect(self, literal: str) -> None:
+        if not self.accept(literal):
+            found = self.text[self.pos:self.pos + 24].split("\n")[0]
+            raise self.error(f"expected {literal!r}, found {found!r}")
+
+    def read(self, pattern: re.Pattern[str], what: str) -> str:
+        self.skip()
+        match = pattern.match(self.text, self.pos)
+        if match is None:
+            found = self.text[self.pos:self.pos + 24].split("\n")[0]
+            raise self.error(f"expected {what}, found {found!r}")
+        self.pos = match.end()
+        return match.group(0)
+
+    def maybe(self, pattern: re.Pattern[str]) -> str | None:
+        self.skip()
+        match = pattern.match(self.text, self.pos)
+        if match is None:
+            return None
+        self.pos = match.end()
+        return match.group(0)
+
+    def ident(self) -> str:
+        return self.read(_IDENT, "a name")
+
+    def value_name(self) -> str:
+        return self.read(_VALUE, "a %value")
+
+    def maybe_value(self) -> str | None:
+        return self.maybe(_VALUE)
+
+    def symbol(self) -> str:
+        text = self.read(_SYMBOL, "an @symbol")[1:]
+        return _unquote(text) if text.startswith('"') else text
+
+    def string(self) -> str:
+        return _unquote(self.read(_STRING, "a string"))
+
+    def balanced(self, open_: str, close: str) -> str:
+        """Skip a bracketed span (strings respected); returns its text without the brackets."""
+        self.expect(open_)
+        start, depth = self.pos, 1
+        while depth:
+            if self.pos >= len(self.text):
+                raise self.error(f"unclosed {open_!r}")
+            if self.text[self.pos] == '"':
+                self.pos = _STRING.match(self.text, self.pos).end()  # type: ignore[union-attr]
+                continue
+            char = self.text[self.pos]
+            depth += (char == open_) - (char == close)
+            self.pos += 1
+        return self.text[start:self.pos - 1]
+
+    # -- types
+    def type_(self) -> MlirType:
+        if self.accept("!tosa.shape<"):
+            rank = int(self.read(re.compile(r"\d+"), "a shape rank"))
+            self.expect(">")
+            return MlirType((rank,), DType.SHAPE, is_shape=True)
+        if not self.accept("tensor<"):
+            raise self.error("expected a tensor type")
+        if self.accept("*"):
+            raise self.error("unranked tensors are not supported (give every tensor a rank)")
+        dims = []
+        while True:
+            dim = self.maybe(re.compile(r"(\d+|\?)x"))
+            if dim is None:
+                break
+            dims.append(-1 if dim[0] == "?" else int(dim[:-1]))
+        element = self.read(re.compile(r"[!\w.]+"), "an element type")
+        if element.startswith("!quant"):
+            raise self.error(f"quantized element type {element!r}: TOSA graphs carry plain integer types")
+        dtype = ELEMENT_TYPES.get(element)
+        if dtype is None:
+            raise self.error(f"element type {element!r} is not a TOSA type")
+        if self.peek(","):   # an encoding: tensor<4xi8, #enc>
+            self.balanced(",", ">")
+            return MlirType(tuple(dims), dtype)
+        self.expect(">")
+        return MlirType(tuple(dims), dtype)
+
+    def type_list(self) -> list[MlirType]:
+        """``T`` or ``(T, T, ...)``."""
+        if not self.accept("("):
+            return [self.type_()]
+        types: list[MlirType] = []
+        while not self.accept(")"):
+            types.append(self.type_())
+            self.accept(",")
+        return types
+
+    # -- attributes
+    def attr_dict(self) -> dict[str, Any]:
+        """``{name = value, flag, ...}`` (the ``{`` already next)."""
+        self.expect("{")
+        attrs: dict[str, Any] = {}
+        while not self.accept("}"):
+            name = self.string() if self.peek('"') else self.ident()
+            attrs[name] = self.attr_value() if self.accept("=") else True
+            self.accept(",")
+        return attrs
+
+    def attr_value(self) -> Any:
+        for prefix, read in (("dense<", self._dense), ("dense_resource<", self._dense_resource),
+                             ("array<", self._array), ("[", self._list), ("{", self.attr_dict),
+                             ('"', self.string), ("@", self.symbol), ("#", self._opaque), ("!", self._opaque)):
+            if self.peek(prefix):
+                return read()
+        number = self.maybe(_NUMBER)
+        if number is not None:
+            type_name = self.ident() if self.accept(":") else ""
+            return TypedValue(number, type_name)
+        word = self.ident()
+        if word in ("true", "false"):
+            return word == "true"
+        return True if word == "unit" else word   # an enum case (DOUBLE_ROUND) or a type (i32)
+
+    def _dense(self) -> TypedValue:
+        self.expect("dense<")
+        body = self.balanced_tail(">")
+        self.expect(":")
+        return TypedValue(body, "dense", self.type_())
+
+    def _dense_resource(self) -> TypedValue:
+        self.expect("dense_resource<")
+        name = self.balanced_tail(">")
+        self.expect(":")
+        return TypedValue(("resource", name.strip()), "dense", self.type_())
+
+    def _array(self) -> list[Any]:
+        self.expect("array<")
+        element = self.ident()
+        values: list[str] = []
+        if self.accept(":"):
+            values = [v.strip() for v in self.read(re.compile(r"[^>]*"), "array values").split(",") if v.strip()]
+        self.expect(">")
+        return [float(v) if element.startswith("f") else int(v, 0) for v in values]
+
+    def _list(self) -> list[Any]:
+        items: list[Any] = []
+        self.expect("[")
+        while not self.accept("]"):
+            items.append(self.attr_value())
+            self.accept(",")
+        return items
+
+    def _opaque(self) -> None:
+        """``#dialect.attr<...>`` or ``!dialect.type<...>``: nothing TOSA needs."""
+        self.read(re.compile(r"[#!][\w.]+"), "an attribute")
+        if self.peek("<"):
+            self.balanced("<", ">")
+
+    def balanced_tail(self, close: str) -> str:
+        """The text up to the ``close`` matching an opening already read (``dense<``)."""
+        self.pos -= 1
+        opener = {">": "<", ")": "(", "}": "{", "]": "["}[close]
+        return self.balanced(opener, close)
+
+
+def _unquote(quoted: str) -> str:
+    return bytes(quoted[1:-1], "utf-8").decode("unicode_escape") if "\\" in quoted else quoted[1:-1]
+
+
+# --- dense element data ----------------------------------------------------------------
+
+def dense_array(body: str, t: MlirType, resources: dict[str, bytes], where: str) -> np.ndarray:
+    """The array a ``dense<body> : t`` holds, in the storage type of ``t``'s element type."""
+    if any(d < 0 for d in t.dims):
+        raise TosaFormatError(f"{where}: a constant of unknown shape {list(t.dims)}")
+    storage = np.dtype(np.int64) if t.dtype is DType.SHAPE else t.dtype.numpy_dtype
+    count = int(np.prod(t.dims, dtype=np.int64))
+    if isinstance(body, tuple):   # dense_resource<name>
+        raw = resources.get(body[1])
+        if raw is None:
+            raise TosaFormatError(f"{where}: no dialect resource named {body[1]!r}")
+        return _from_bytes(raw[4:] if len(raw) - 4 == count * storage.itemsize else raw, storage, t, where)
+    text = body.strip()
+    if text.startswith('"0x') or text.startswith('"0X'):
+        return _from_hex(text[3:-1], storage, t, where)
+    numbers = re.findall(r"[-+]?(?:0x[0-9A-Fa-f]+|\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)|true|false", text)
+    values = [_number(n, t.dtype) for n in numbers]
+    if "(" in text:
+        raise TosaFormatError(f"{where}: complex constants are not TOSA")
+    if len(values) == 1 and count != 1:
+        return np.full(t.dims, values[0]).astype(storage)
+    if len(values) != count:
+        raise TosaFormatError(f"{where}: {len(values)} values for a tensor of {count} elements")
+    return _cast(values, storage, t).reshape(t.dims)
+
+
+def _from_hex(digits: str, storage: np.dtype, t: MlirType, where: str) -> np.ndarray:
+    raw = bytes.fromhex(digits)
+    count = int(np.prod(t.dims, dtype=np.int64))
+    if len(raw) == storage.itemsize and count != 1:   # a splat written in hex
+        return np.full(t.dims, np.frombuffer(raw, storage)[0], storage)
+    return _from_bytes(raw, storage, t, where)
+
+
+def _number(token: str, dtype: DType) -> Any:
+    if token in ("true", "false"):
+        return token == "true"
+    if token.lower().startswith(("0x", "-0x", "+0x")) and dtype in (DType.FP32, DType.FP16, DType.BF16):
+        bits = int(token, 16)   # a float written as its bit pattern (NaN, infinity)
+        width = {DType.FP32: np.uint32, DType.FP16: np.uint16, DType.BF16: np.uint16}[dtype]
+        return np.array([bits], width).view(dtype.numpy_dtype)[0]
+    if dtype in _FLOATS:
+        return float(token)
+    return int(token, 0) if "." not in token and "e" not in token.lower() else float(token)
+
+
+def _cast(values: list[Any], storage: np.dtype, t: MlirType) -> np.ndarray:
+    if storage.kind in "iub" and storage != np.bool_:
+        info = np.iinfo(storage)
+        if t.dtype is DType.INT48:
+            low, high = -(1 << 47), (1 << 47) - 1
+        else:
+            low, high = int(info.min), int(info.max)
+        if any(not low <= int(v) <= high for v in values):
+            # an unsigned literal of a signless type (MLIR prints i8 255 as -1, but others may not)
+            bits = 48 if t.dtype is DType.INT48 else storage.itemsize * 8
+            values = [int(v) - (1 << bits) if int(v) > high else int(v) for v in values]
+    return np.array(values).astype(storage)
+
+
+def _from_bytes(raw: bytes, storage: np.dtype, t: MlirType, where: str) -> np.ndarray:
+    count = int(np.prod(t.dims, dtype=np.int64))
+    if t.dtype is DType.BOOL:
+        storage = np.dtype(np.bool_)
+    if len(raw) != count * storage.itemsize:
+        raise TosaFormatError(f"{where}: {len(raw)} bytes of data for {count} elements of {t.dtype.name}")
+    return np.frombuffer(raw, storage).reshape(t.dims).copy()
+
+
+def parse_resources(text: str) -> dict[str, bytes]:
+    """The blobs of a ``{-# dialect_resources: {builtin: {name: "0x..."}} #-}`` trailer."""
+    start = text.find("{-#")
+    if start < 0:
+        return {}
+    return {name: bytes.fromhex(blob) for name, blob in
+            re.findall(r'([\w.$-]+)\s*:\s*"0x([0-9A-Fa-f]*)"', text[start:])}

@@ -1,0 +1,159 @@
+"""``.tflite`` models: converted to TOSA MLIR text by Arm's ``tosa-converter-for-tflite``
+(the optional ``[tflite]`` extra), then read by :mod:`npu_sim.tosa.mlir_reader`.
+
+Conversions are cached by the SHA-256 of the model bytes in the user's cache folder
+(``$NPU_SIM_CACHE``, else ``$XDG_CACHE_HOME/npu-sim``, else ``~/.cache/npu-sim``), so a
+sweep or a second run over the same ``.tflite`` converts it once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from npu_sim.errors import TosaFormatError, UnsupportedFeatureError
+
+TFLITE_IDENTIFIER = b"TFL3"
+INSTALL_HINT = "pip install 'npu-sim[tflite]' (the tosa-converter-for-tflite package)"
+#: Bytes of a Vela-compiled model's custom operator (the command stream for the Ethos-U)
+_VELA_MARK = b"ethos-u"
+
+
+def is_tflite(data: bytes) -> bool:
+    return len(data) >= 8 and data[4:8] == TFLITE_IDENTIFIER
+
+
+def cache_dir() -> Path:
+    """Where converted models are kept."""
+    explicit = os.environ.get("NPU_SIM_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "npu-sim"
+
+
+def tflite_to_mlir(data: bytes, source: str, use_cache: bool = True) -> str:
+    """The TOSA MLIR text of a ``.tflite`` model (from the cache when it was converted before)."""
+    key = hashlib.sha256(data).hexdigest()
+    cached = cache_dir() / "tflite" / f"{key}.mlir"
+    if use_cache and cached.is_file():
+        text = cached.read_text(encoding="utf-8")
+        if "func.func" in text:   # else a conversion that went wrong: do it again
+            _refuse_foreign_operators(text, data, source)
+            return text
+    try:
+        text = _convert(data, source)
+    except TosaFormatError:
+        _refuse_vela_output(data, source)
+        raise
+    _refuse_foreign_operators(text, data, source)
+    if use_cache:
+        _store(cached, text)
+    return text
+
+
+#: What to do about an operator the converter could not legalize.
+FOREIGN_HINTS = {
+    "tfl.unidirectional_sequence_lstm": "the fused TFLite LSTM has no TOSA form: export the LSTM from Keras "
+                                        "with unroll=True (or stateful=True) so that it converts to TOSA operators",
+    "tfl.bidirectional_sequence_lstm": "export each direction from Keras with unroll=True",
+    "tfl.custom": "a CUSTOM TFLite operator has no TOSA form",
+}
+#: Operators the converter leaves beside others (placeholders), never the cause.
+_PLACEHOLDERS = {"tfl.no_value", "tfl.pseudo_const", "tfl.pseudo_qconst"}
+
+
+def _refuse_foreign_operators(text: str, data: bytes, source: str) -> None:
+    """Refuse a conversion that left TFLite operators in the graph, naming the one to fix."""
+    found = [op for op in dict.fromkeys(re.findall(r'"?(tfl\.[a-z_0-9]+)"?\(|= "?(tfl\.[a-z_0-9]+)', text))]
+    names = [a or b for a, b in found if (a or b) not in _PLACEHOLDERS]
+    if not names and "ui8" in text:
+        _refuse_vela_output(data, source)
+    if not names:
+        return
+    _refuse_vela_output(data, source)
+    known = [n for n in names if n in FOREIGN_HINTS]
+    name = known[0] if known else names[0]
+    hint = FOREIGN_HINTS.get(name, "the TFLite-to-TOSA converter cannot legalize it")
+    raise UnsupportedFeatureError(f"{source}: operator {name.removeprefix('tfl.').upper()} ({name}): {hint}")
+
+
+def _quiet_stderr(log: Path) -> contextlib.AbstractContextManager[None]:
+    """Send file descriptor 2 to ``log`` for the duration (the converter writes there from C++)."""
+    @contextlib.contextmanager
+    def redirected() -> Iterator[None]:
+        try:
+            sys.stderr.flush()
+            saved = os.dup(2)
+        except (OSError, ValueError):   # no real stderr (embedded interpreters)
+            yield
+            return
+        try:
+            with open(log, "wb") as sink:
+                os.dup2(sink.fileno(), 2)
+                yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+    return redirected()
+
+
+def _refuse_vela_output(data: bytes, source: str) -> None:
+    if _VELA_MARK in data:
+        raise UnsupportedFeatureError(f"{source}: a .tflite already compiled by Vela (its ethos-u custom "
+                                      "operator holds a command stream): give npu-sim the .tflite from "
+                                      "before Vela compiled it")
+
+
+def _convert(data: bytes, source: str) -> str:
+    try:
+        import tosa_converter_for_tflite as converter
+    except ImportError:
+        raise UnsupportedFeatureError(f"{source}: reading .tflite needs the converter: {INSTALL_HINT}") from None
+    with tempfile.TemporaryDirectory(prefix="npu-sim-tflite-") as work:
+        model = Path(work) / "model.tflite"
+        model.write_bytes(data)
+        sink = io.BytesIO()
+        try:
+            with _quiet_stderr(Path(work) / "converter.log"):   # its C++ logs would break the one-line error
+                converter.tflite_flatbuffer_to_tosa_mlir(str(model), sink, converter.TosaConverterOutputFormat.Text,
+                                                         converter.TosaConverterDebugInfo.Disabled)
+        except Exception as exc:   # the converter raises RuntimeError, ValueError, ... with its reason
+            reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+            raise TosaFormatError(f"{source}: the TFLite converter cannot read it ({reason}; "
+                                  "a truncated or damaged .tflite?)") from None
+    text = sink.getvalue().decode("utf-8", errors="replace")
+    if "func.func" not in text:
+        raise TosaFormatError(f"{source}: the TFLite converter found no model in it (a truncated or damaged .tflite?)")
+    return text
+
+
+def _store(path: Path, text: str) -> None:
+    """Write atomically (concurrent sweeps may convert the same model)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".mlir")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except OSError:
+        pass   # a cache that cannot be written only costs a conversion next time
+
+
+def signature_names(mlir_text: str) -> dict[str, str]:
+    """TOSA input/output name -> the name in the TFLite signature (``tf_saved_model.index_path``)."""
+    header = re.search(r"func\.func @\w+\((.*?)\)\s*->\s*\((.*?)\)\s*(?:attributes|\{)", mlir_text, re.S)
+    if header is None:
+        return {}
+    names: dict[str, str] = {}
+    for prefix, part in (("TosaInput", header.group(1)), ("TosaOutput", header.group(2))):
+        for k, original in enumerate(re.findall(r'index_path = \["([^"]*)"\]', part)):
+            names[f"{prefix}_{k}"] = original
+    return names
