@@ -102,10 +102,13 @@ def _check_rate_table(table: dict[str, int], field: str) -> None:
 class MacArrayConfig(_Strict):
     """Output-stationary systolic array of ``rows`` x ``cols`` processing elements.
 
-    Each PE does one int8 MAC per cycle, so ``macs_per_cycle['int8'] == rows*cols``
-    (implied when omitted). Slower dtypes state their MACs/cycle, which must divide
-    ``rows*cols``: a K step then takes ``rows*cols // macs_per_cycle[dtype]`` cycles.
-    A dtype that is not listed cannot run on the array.
+    Each PE does one int8 MAC per cycle. Slower dtypes state how many cycles one PE
+    takes per MAC in ``pe_cycles_per_mac`` (int8 is 1, implied; e.g. ``int16: 2``,
+    ``fp32: 4``): a K step then takes that many cycles. Being relative to one PE, the
+    table stays right when ``rows`` or ``cols`` change, so both are free sweep axes.
+    ``macs_per_cycle`` (the whole array's MACs/cycle by dtype) is derived from it; an
+    older config may state ``macs_per_cycle`` instead (each rate must divide ``rows*cols``,
+    and ``int8`` must equal it). A dtype listed in neither cannot run on the array.
 
     ``accumulator_buffers`` is how many result registers each PE has. With 1 the array
     finishes one ``rows x cols`` output block, fill, reduction and skew, before the next
@@ -116,22 +119,33 @@ class MacArrayConfig(_Strict):
 
     rows: int = PositiveInt
     cols: int = PositiveInt
+    pe_cycles_per_mac: dict[str, int] = Field(default_factory=dict)
     macs_per_cycle: dict[str, int] = Field(default_factory=dict)
     setup_cycles: int = NonNegativeInt  # per command
     accumulator_buffers: int = Field(default=2, ge=1, le=2)
 
     @model_validator(mode="after")
     def _check(self) -> MacArrayConfig:
+        _check_rate_table(self.pe_cycles_per_mac, "pe_cycles_per_mac")
         _check_rate_table(self.macs_per_cycle, "macs_per_cycle")
         pes = self.rows * self.cols
+        if self.pe_cycles_per_mac.get("int8", 1) != 1:
+            raise ValueError(f"pe_cycles_per_mac.int8: a PE does one int8 MAC per cycle, "
+                             f"got {self.pe_cycles_per_mac['int8']}")
         stated = self.macs_per_cycle.get("int8")
         if stated is not None and stated != pes:
             raise ValueError(f"macs_per_cycle.int8: {stated} is inconsistent with rows*cols = {pes}")
         for key, value in self.macs_per_cycle.items():
             if value > pes or pes % value:
                 raise ValueError(f"macs_per_cycle.{key}: {value} must divide rows*cols = {pes}")
-        if stated is None:
-            object.__setattr__(self, "macs_per_cycle", {"int8": pes, **self.macs_per_cycle})
+        cycles = {key: pes // value for key, value in self.macs_per_cycle.items()}
+        for key, value in self.pe_cycles_per_mac.items():
+            if cycles.setdefault(key, value) != value:
+                raise ValueError(f"pe_cycles_per_mac.{key}: {value} disagrees with macs_per_cycle.{key} "
+                                 f"= {self.macs_per_cycle[key]} on {pes} PEs")
+        cycles = {"int8": 1, **cycles}
+        object.__setattr__(self, "pe_cycles_per_mac", cycles)
+        object.__setattr__(self, "macs_per_cycle", {key: pes // value for key, value in cycles.items()})
         return self
 
     @property
@@ -195,6 +209,11 @@ def hw_config_from_dict(data: dict[str, Any], source: str = "config") -> HwConfi
         return HwConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: {_describe(exc)}") from None
+
+
+def raw_config_dict(name_or_path: str | Path) -> dict[str, Any]:
+    """The config's data with ``extends`` merged in, not yet validated (what a sweep edits)."""
+    return _load_raw(str(name_or_path), chain=())[0]
 
 
 def resolved_config_dict(name_or_path: str | Path) -> dict[str, Any]:
