@@ -138,6 +138,23 @@ def plan_command(
     _commands().run_cmd.plan_graph(graph, hw, as_json, spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level)
 
 
+# --- design-space sweeps (npu_sim/sweep, issue 17) ----------------------------------------
+@app.command("sweep")
+def sweep_command(
+    spec: str = typer.Argument(..., help="Sweep spec YAML: graph, hw, inputs, axes (dotted HwConfig "
+                                         "field -> values), optional search."),
+    out_dir: Path = typer.Option(..., "-o", "--out-dir",
+                                 help="Where results.csv, pareto.png, report.html and the point cache go."),
+    workers: int | None = typer.Option(None, "--workers", help="Worker processes (default: all cores)."),
+    scheduler: str | None = typer.Option(None, "--scheduler", metavar="ADDRESS",
+                                         help="Run the points on a dask.distributed cluster "
+                                              "(tcp://HOST:PORT); needs the [dask] extra."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+) -> None:
+    """Run GRAPH on every config of a design space; cycles, energy, area and the Pareto front."""
+    _commands().sweep_cmd.sweep(spec, out_dir, workers, scheduler, progress=not no_progress)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
