@@ -6,16 +6,12 @@ from __future__ import annotations
 import base64
 import csv
 import html
+import io
 import json
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 #: the objectives, all minimised
 OBJECTIVES = ("total_cycles", "energy_pj", "area_mm2")
@@ -32,14 +28,23 @@ def pareto_flags(rows: Sequence[dict[str, Any]], objectives: Sequence[str] = OBJ
 
 
 def write_results_csv(path: Path, rows: Sequence[dict[str, Any]], axes: Sequence[str],
-                      figures: Sequence[str]) -> None:
-    """One row per point: point, the axes by dotted path, status, error, figures, pareto."""
+                      figures: Sequence[str]) -> bool:
+    """One row per point: point, the axes by dotted path, status, error, figures, pareto.
+    Returns False if the file already held exactly these rows (nothing to redraw)."""
     columns = ["point", *axes, "status", "error", *figures, "pareto"]
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({c: _csv_value(row.get(c, "")) for c in columns})
+    buffer = io.StringIO(newline="")
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({c: _csv_value(row.get(c, "")) for c in columns})
+    data = buffer.getvalue().encode()
+    try:
+        if path.read_bytes() == data:
+            return False
+    except OSError:
+        pass
+    path.write_bytes(data)
+    return True
 
 
 def _csv_value(value: Any) -> Any:
@@ -52,6 +57,10 @@ def _csv_value(value: Any) -> Any:
 
 def plot_pareto(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     """Cycles vs energy coloured by area, and cycles vs area; the front circled."""
+    # matplotlib (0.2 s to import) only when a plot is drawn: a fully cached rerun skips it
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     ok = [r for r in rows if r.get("status") == "ok"]
     fig, panels = plt.subplots(1, 2, figsize=(11, 4.5))
     pairs = (("total_cycles", "energy_pj"), ("total_cycles", "area_mm2"))

@@ -66,9 +66,10 @@ def run_sweep(spec_path: str | Path, out_dir: Path, *, workers: int | None = Non
     for row, flag in zip(rows, pareto_flags(rows)):
         row["pareto"] = flag
     axes = list(spec.axes)
-    write_results_csv(out_dir / "results.csv", rows, axes, FIGURES)
-    plot_pareto(out_dir / "pareto.png", rows)
-    write_sweep_report(out_dir / "report.html", spec.model_dump(mode="json"), rows, axes, FIGURES,
-                       out_dir / "pareto.png")
+    changed = write_results_csv(out_dir / "results.csv", rows, axes, FIGURES)
+    if changed or not (out_dir / "pareto.png").is_file() or not (out_dir / "report.html").is_file():
+        plot_pareto(out_dir / "pareto.png", rows)
+        write_sweep_report(out_dir / "report.html", spec.model_dump(mode="json"), rows, axes, FIGURES,
+                           out_dir / "pareto.png")
     return SweepOutcome(rows, computed, time.perf_counter() - start)
 
