@@ -155,6 +155,24 @@ def sweep_command(
     _commands().sweep_cmd.sweep(spec, out_dir, workers, scheduler, progress=not no_progress)
 
 
+@app.command("report")
+def report_command(
+    run_dir: Path = typer.Argument(..., help="An output folder of npu-sim run."),
+    out: Path | None = typer.Option(None, "-o", "--out", help="The HTML file (default RUN_DIR/report.html)."),
+) -> None:
+    """Turn one run's folder into a self-contained HTML page (summary, operations, TCM timeline)."""
+    _commands().report_cmd.report(run_dir, out)
+
+
+@app.command("compare")
+def compare_command(
+    dir_a: Path = typer.Argument(..., help="An output folder of npu-sim run."),
+    dir_b: Path = typer.Argument(..., help="Another one."),
+) -> None:
+    """Print the figures of two runs side by side, with B/A ratios."""
+    _commands().report_cmd.compare(dir_a, dir_b)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
     args = list(sys.argv[1:] if argv is None else argv)

@@ -1,7 +1,7 @@
 """What each ``npu-sim`` command does, one module per command group; :mod:`npu_sim.cli` declares
 the commands and their options and imports this package when one runs."""
 
-from npu_sim.commands import exec_cmd, hw_cmd, inspect_cmd, run_cmd, sweep_cmd
+from npu_sim.commands import exec_cmd, hw_cmd, inspect_cmd, report_cmd, run_cmd, sweep_cmd
 
 __all__ = ["exec_cmd", "hw_cmd", "inspect_cmd", "run_cmd"]
-__all__ += ["sweep_cmd"]
+__all__ += ["report_cmd", "sweep_cmd"]
