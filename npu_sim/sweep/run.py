@@ -11,6 +11,7 @@ from typing import Any
 from npu_sim.errors import NpuSimError
 from npu_sim.hw.config import load_hw_config, raw_config_dict
 from npu_sim.inputs import load_inputs
+from npu_sim.sweep.optuna_search import optuna_search
 from npu_sim.sweep.points import FIGURES, SweepContext, plan_point
 from npu_sim.sweep.runner import default_workers, run_points
 from npu_sim.sweep.spec import SweepSpec, SweepSpecError, grid_points, load_sweep_spec, sample_points
@@ -42,11 +43,10 @@ def prepare(spec: SweepSpec, where: str) -> SweepContext:
 
 
 def choose_points(spec: SweepSpec) -> list[dict[str, Any]]:
-    if spec.search.method == "grid":
-        return grid_points(spec.axes)
+    """Grid: the whole product; random: a seeded sample of it."""
     if spec.search.method == "random":
         return sample_points(spec.axes, spec.search.points or 1, spec.search.seed)
-    raise SweepSpecError("search.method optuna: not available in this build (use grid or random)")
+    return grid_points(spec.axes)
 
 
 def run_sweep(spec_path: str | Path, out_dir: Path, *, workers: int | None = None,
@@ -57,11 +57,14 @@ def run_sweep(spec_path: str | Path, out_dir: Path, *, workers: int | None = Non
     if workers is not None and workers < 1:
         raise SweepSpecError(f"--workers must be at least 1, got {workers}")
     ctx = prepare(spec, str(spec_path))
-    values = choose_points(spec)
-    planned = [plan_point(ctx, i, v) for i, v in enumerate(values)]
     out_dir.mkdir(parents=True, exist_ok=True)
-    figures, computed = run_points(ctx, planned, out_dir, workers=workers or default_workers(),
-                         scheduler=scheduler, progress=progress)
+    if spec.search.method == "optuna":
+        planned, figures, computed = optuna_search(ctx, spec, out_dir, workers=workers or default_workers(),
+                                                   scheduler=scheduler)
+    else:
+        planned = [plan_point(ctx, i, v) for i, v in enumerate(choose_points(spec))]
+        figures, computed = run_points(ctx, planned, out_dir, workers=workers or default_workers(),
+                                       scheduler=scheduler, progress=progress)
     rows = [{"point": p.index, **p.values, **figures[p.index]} for p in planned]
     for row, flag in zip(rows, pareto_flags(rows)):
         row["pareto"] = flag

@@ -138,3 +138,19 @@ def test_random_search_needs_a_point_count(tmp_path: Path) -> None:
         load_sweep_spec(write_spec(tmp_path, search={"method": "random"}))
     spec = load_sweep_spec(write_spec(tmp_path, search={"method": "random", "points": 4, "seed": 1}))
     assert json.loads(spec.search.model_dump_json()) == {"method": "random", "points": 4, "seed": 1}
+
+
+@pytest.mark.parametrize("method", ["random", "optuna"])
+def test_searches_write_the_same_columns_and_points_of_the_grid(swept: tuple[Path, Path], tmp_path: Path,
+                                                                method: str) -> None:
+    if method == "optuna":
+        pytest.importorskip("optuna")
+    spec = write_spec(tmp_path, search={"method": method, "points": 5, "seed": 3})
+    run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    rows = read_rows(tmp_path / "out")
+    grid = {tuple(r[a] for a in AXES): r for r in read_rows(swept[1])}
+    assert len(rows) == 5 and list(rows[0]) == list(read_rows(swept[1])[0])
+    for row in rows:
+        same = grid[tuple(row[a] for a in AXES)]
+        assert (row["status"], row["total_cycles"], row["energy_pj"]) == \
+            (same["status"], same["total_cycles"], same["energy_pj"])
