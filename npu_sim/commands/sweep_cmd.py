@@ -12,7 +12,12 @@ from npu_sim.sweep.run import run_sweep
 
 def sweep(spec: str, out_dir: Path, workers: int | None, scheduler: str | None, progress: bool = True) -> None:
     """Run the sweep and print where its results are."""
-    outcome = run_sweep(spec, out_dir, workers=workers, scheduler=scheduler, progress=progress)
+    try:
+        outcome = run_sweep(spec, out_dir, workers=workers, scheduler=scheduler, progress=progress)
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: finished points are cached in {out_dir / 'cache'}; "
+                   "run the same command again to resume", err=True)
+        raise typer.Exit(130) from None
     ok = sum(1 for r in outcome.rows if r["status"] == "ok")
     front = sum(1 for r in outcome.rows if r["pareto"])
     rate = outcome.computed / outcome.seconds * 60 if outcome.seconds else 0.0

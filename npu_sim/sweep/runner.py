@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import signal
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -68,6 +69,7 @@ _WORKER_CONTEXT: list[SweepContext] = []
 
 def _init_worker(ctx: SweepContext) -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the main process's to handle
     _WORKER_CONTEXT[:] = [ctx]
 
 
