@@ -5,11 +5,12 @@ optuna is an optional extra (``pip install 'npu-sim[optuna]'``)."""
 
 from __future__ import annotations
 
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from npu_sim.sweep.points import PlannedPoint, SweepContext, plan_point
-from npu_sim.sweep.runner import Row, run_points
+from npu_sim.sweep.runner import Row, run_points, worker_pool
 from npu_sim.sweep.spec import SweepSpec, SweepSpecError, Value
 
 OBJECTIVES = ("total_cycles", "energy_pj", "area_mm2")
@@ -26,12 +27,25 @@ def optuna_search(ctx: SweepContext, spec: SweepSpec, out_dir: Path, *, workers:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(directions=["minimize"] * len(OBJECTIVES),
                                 sampler=optuna.samplers.NSGAIISampler(seed=spec.search.seed))
-    budget = spec.search.points or 1
     planned: list[PlannedPoint] = []
     rows: dict[int, Row] = {}
+    round_size = max(1, workers) * 4
+    pool = None if scheduler else worker_pool(ctx, workers)
+    try:
+        computed = _rounds(study, optuna, ctx, spec, out_dir, workers, scheduler, pool, planned, rows, round_size)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    return planned, rows, computed
+
+
+def _rounds(study: Any, optuna: Any, ctx: SweepContext, spec: SweepSpec, out_dir: Path, workers: int,
+            scheduler: str | None, pool: ProcessPoolExecutor | None, planned: list[PlannedPoint],
+            rows: dict[int, Row], round_size: int) -> int:
+    """Ask, run and tell rounds of trials until the budget is spent or the space exhausted."""
+    budget = spec.search.points or 1
     seen: dict[tuple[Any, ...], int] = {}
     computed = 0
-    round_size = max(1, workers) * 4
     while len(planned) < budget:
         trials = [study.ask() for _ in range(min(round_size, budget - len(planned)))]
         fresh: list[PlannedPoint] = []
@@ -45,7 +59,8 @@ def optuna_search(ctx: SweepContext, spec: SweepSpec, out_dir: Path, *, workers:
                 planned.append(point)
                 fresh.append(point)
             trial_points.append((trial, seen[key]))
-        figures, ran = run_points(ctx, fresh, out_dir, workers=workers, scheduler=scheduler, progress=False)
+        figures, ran = run_points(ctx, fresh, out_dir, workers=workers, scheduler=scheduler, progress=False,
+                                  pool=pool)
         rows.update(figures)
         computed += ran
         for trial, index in trial_points:
@@ -56,7 +71,7 @@ def optuna_search(ctx: SweepContext, spec: SweepSpec, out_dir: Path, *, workers:
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
         if not fresh and len(seen) >= _space_size(spec):
             break   # every point of the space has been tried
-    return planned, rows, computed
+    return computed
 
 
 def _suggest(trial: Any, axis: str, choices: list[Value]) -> Value:

@@ -77,23 +77,35 @@ def _run_local_batch(batch: Batch) -> Batch:
     return run_batch(_WORKER_CONTEXT[0], batch)
 
 
-def _local(ctx: SweepContext, batches: list[Batch], workers: int) -> Iterator[Batch]:
+def worker_pool(ctx: SweepContext, workers: int) -> ProcessPoolExecutor | None:
+    """Worker processes that each hold ``ctx`` (None for one worker: points run in this process).
+    A search that runs points in rounds keeps one pool for all of them."""
     if workers <= 1:
-        for batch in batches:
-            yield run_batch(ctx, batch)
-        return
+        return None
     methods = multiprocessing.get_all_start_methods()
     mp = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp, initializer=_init_worker,
-                             initargs=(ctx,)) as pool:
-        futures: list[Future[Batch]] = [pool.submit(_run_local_batch, b) for b in batches]
-        try:
-            for future in as_completed(futures):
-                yield future.result()
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+    return ProcessPoolExecutor(max_workers=workers, mp_context=mp, initializer=_init_worker, initargs=(ctx,))
+
+
+def _local(ctx: SweepContext, batches: list[Batch], workers: int,
+           pool: ProcessPoolExecutor | None) -> Iterator[Batch]:
+    if pool is None:
+        pool = worker_pool(ctx, workers)
+        if pool is None:
+            for batch in batches:
+                yield run_batch(ctx, batch)
+            return
+        with pool:
+            yield from _local(ctx, batches, workers, pool)
+        return
+    futures: list[Future[Batch]] = [pool.submit(_run_local_batch, b) for b in batches]
+    try:
+        for future in as_completed(futures):
+            yield future.result()
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
 
 
 def _dask(ctx: SweepContext, batches: list[Batch], address: str) -> Iterator[Batch]:
@@ -115,9 +127,10 @@ def _dask(ctx: SweepContext, batches: list[Batch], address: str) -> Iterator[Bat
 
 def run_points(ctx: SweepContext, points: list[PlannedPoint], out_dir: Path, *, workers: int,
                scheduler: str | None = None, progress: bool = True,
-               ) -> tuple[dict[int, Row], int]:
+               pool: ProcessPoolExecutor | None = None) -> tuple[dict[int, Row], int]:
     """Figures of every point by index (invalid configs, cached points, then the rest as they
-    finish), and how many points ran now."""
+    finish), and how many points ran now. ``pool``: reuse these worker processes (see
+    :func:`worker_pool`) for the points (they must hold the same ``ctx``)."""
     (out_dir / "cache").mkdir(parents=True, exist_ok=True)
     rows: dict[int, Row] = {}
     todo: list[PlannedPoint] = []
@@ -132,7 +145,7 @@ def run_points(ctx: SweepContext, points: list[PlannedPoint], out_dir: Path, *, 
             rows[point.index] = cached
     keys = {p.index: p.key for p in todo}
     batches = batches_of(todo, workers)
-    source = _dask(ctx, batches, scheduler) if scheduler else _local(ctx, batches, workers)
+    source = _dask(ctx, batches, scheduler) if scheduler else _local(ctx, batches, workers, pool)
     with _progress_bar(len(points), progress) as bar:
         state = _ProgressState(bar, len(points), rows)
         for batch in source:
