@@ -16,6 +16,7 @@ import sys
 # the cores). One thread, unless the user chose otherwise. Set before numpy is imported.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from pathlib import Path  # noqa: E402
 from types import ModuleType  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -186,6 +187,41 @@ def convert_command(
 ) -> None:
     """Convert GRAPH (.tflite, TOSA MLIR, .tosa or JSON) to a TOSA flatbuffer or its JSON form."""
     _commands().convert_cmd.convert(graph, out_path, use_cache=not no_cache, tosa_level=tosa_level)
+
+
+# --- design-space sweeps (npu_sim/sweep, issue 17) ----------------------------------------
+@app.command("sweep")
+def sweep_command(
+    spec: str = typer.Argument(..., help="Sweep spec YAML: graph, hw, inputs, axes (dotted HwConfig "
+                                         "field -> values), optional search."),
+    out_dir: Path = typer.Option(..., "-o", "--out-dir",
+                                 help="Where results.csv, pareto.png, report.html and the point cache go."),
+    workers: int | None = typer.Option(None, "--workers", help="Worker processes (default: all cores)."),
+    scheduler: str | None = typer.Option(None, "--scheduler", metavar="ADDRESS",
+                                         help="Run the points on a dask.distributed cluster "
+                                              "(tcp://HOST:PORT); needs the [dask] extra."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+) -> None:
+    """Run GRAPH on every config of a design space; cycles, energy, area and the Pareto front."""
+    _commands().sweep_cmd.sweep(spec, out_dir, workers, scheduler, progress=not no_progress)
+
+
+@app.command("report")
+def report_command(
+    run_dir: Path = typer.Argument(..., help="An output folder of npu-sim run."),
+    out: Path | None = typer.Option(None, "-o", "--out", help="The HTML file (default RUN_DIR/report.html)."),
+) -> None:
+    """Turn one run's folder into a self-contained HTML page (summary, operations, TCM timeline)."""
+    _commands().report_cmd.report(run_dir, out)
+
+
+@app.command("compare")
+def compare_command(
+    dir_a: Path = typer.Argument(..., help="An output folder of npu-sim run."),
+    dir_b: Path = typer.Argument(..., help="Another one."),
+) -> None:
+    """Print the figures of two runs side by side, with B/A ratios."""
+    _commands().report_cmd.compare(dir_a, dir_b)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,6 +23,8 @@ Fields (ARCHITECTURE.md lists the required ones):
 * ``utilization``: busy fraction of each unit (a DMA engine is busy while it issues a
   descriptor, not while the data is in flight); ``mac_utilization``: the MAC array's
   MACs over its peak for their dtype (``macs_per_cycle``) for the whole run;
+* ``energy_pj``, ``energy_breakdown_pj``, ``area_mm2``, ``area_breakdown_mm2``: see
+  :mod:`reports.energy`;
 * ``inputs`` (name -> where the data came from) and ``outputs`` (graph output
   name -> file): filled in by whoever reads and writes the files (``npu-sim run``).
 """
@@ -35,6 +37,7 @@ from typing import Any
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.trace import Trace
 from npu_sim.program import MemorySpace, Program
+from reports.energy import energy_area_figures
 from reports.occupancy import occupancy_steps, peak, tcm_plan_figures
 from reports.operations import operation_spans
 
@@ -95,6 +98,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
         "command_counts": dict(counters.command_counts),
         "ops": [span_.as_dict() for span_ in operation_spans(trace.commands, program)],
     }
+    summary.update(energy_area_figures(trace, hw, program, cycles))
     if wall_seconds:
         summary["wall_seconds"] = {k: float(v) for k, v in wall_seconds.items()}
     summary["hw"] = hw.model_dump(mode="json")

@@ -117,10 +117,13 @@ def _check_rate_table(table: dict[str, int], field: str) -> None:
 class MacArrayConfig(_Strict):
     """Output-stationary systolic array of ``rows`` x ``cols`` processing elements.
 
-    Each PE does one int8 MAC per cycle, so ``macs_per_cycle['int8'] == rows*cols``
-    (implied when omitted). Slower dtypes state their MACs/cycle, which must divide
-    ``rows*cols``: a K step then takes ``rows*cols // macs_per_cycle[dtype]`` cycles.
-    A dtype that is not listed cannot run on the array.
+    Each PE does one int8 MAC per cycle. Slower dtypes state how many cycles one PE
+    takes per MAC in ``pe_cycles_per_mac`` (int8 is 1, implied; e.g. ``int16: 2``,
+    ``fp32: 4``): a K step then takes that many cycles. Being relative to one PE, the
+    table stays right when ``rows`` or ``cols`` change, so both are free sweep axes.
+    ``macs_per_cycle`` (the whole array's MACs/cycle by dtype) is derived from it; an
+    older config may state ``macs_per_cycle`` instead (each rate must divide ``rows*cols``,
+    and ``int8`` must equal it). A dtype listed in neither cannot run on the array.
 
     ``accumulator_buffers`` is how many result registers each PE has. With 1 the array
     finishes one ``rows x cols`` output block, fill, reduction and skew, before the next
@@ -131,22 +134,33 @@ class MacArrayConfig(_Strict):
 
     rows: int = Count
     cols: int = Count
+    pe_cycles_per_mac: dict[str, Annotated[int, Rate]] = Field(default_factory=dict)
     macs_per_cycle: dict[str, Annotated[int, Rate]] = Field(default_factory=dict)
     setup_cycles: int = Cycles  # per command
     accumulator_buffers: int = Field(default=2, ge=1, le=2)
 
     @model_validator(mode="after")
     def _check(self) -> MacArrayConfig:
+        _check_rate_table(self.pe_cycles_per_mac, "pe_cycles_per_mac")
         _check_rate_table(self.macs_per_cycle, "macs_per_cycle")
         pes = self.rows * self.cols
+        if self.pe_cycles_per_mac.get("int8", 1) != 1:
+            raise ValueError(f"pe_cycles_per_mac.int8: a PE does one int8 MAC per cycle, "
+                             f"got {self.pe_cycles_per_mac['int8']}")
         stated = self.macs_per_cycle.get("int8")
         if stated is not None and stated != pes:
             raise ValueError(f"macs_per_cycle.int8: {stated} is inconsistent with rows*cols = {pes}")
         for key, value in self.macs_per_cycle.items():
             if value > pes or pes % value:
                 raise ValueError(f"macs_per_cycle.{key}: {value} must divide rows*cols = {pes}")
-        if stated is None:
-            object.__setattr__(self, "macs_per_cycle", {"int8": pes, **self.macs_per_cycle})
+        cycles = {key: pes // value for key, value in self.macs_per_cycle.items()}
+        for key, value in self.pe_cycles_per_mac.items():
+            if cycles.setdefault(key, value) != value:
+                raise ValueError(f"pe_cycles_per_mac.{key}: {value} disagrees with macs_per_cycle.{key} "
+                                 f"= {self.macs_per_cycle[key]} on {pes} PEs")
+        cycles = {"int8": 1, **cycles}
+        object.__setattr__(self, "pe_cycles_per_mac", cycles)
+        object.__setattr__(self, "macs_per_cycle", {key: pes // value for key, value in cycles.items()})
         return self
 
     @property
@@ -175,6 +189,55 @@ class LutConfig(_Strict):
     setup_cycles: int = Cycles
 
 
+# --- energy and area (first-order models for design-space exploration) ----------------------
+# Defaults are Horowitz, "Computing's energy problem", ISSCC 2014, 45 nm: 8-bit add 0.03 pJ,
+# 8-bit multiply 0.2 pJ, 16-bit float multiply 1.1 / add 0.4 pJ, 32-bit float multiply 3.7 /
+# add 0.9 pJ; SRAM 64-bit reads 10 pJ (8 KiB) to 100 pJ (1 MiB); DRAM 1.3-2.6 nJ per 64 bits.
+# Areas from the same talk (8-bit multiply 282 um2, 16-bit float multiply 1640 um2, 32-bit
+# float multiply 7700 um2). ``technology_nm`` scales on-chip figures from 45 nm: energy by
+# nm/45 (switched capacitance), area by (nm/45)**2; DDR energy is off-chip and not scaled.
+
+class EnergyConfig(_Strict):
+    """Energy per simulated event (pJ) and static power (mW), at ``technology_nm``."""
+
+    technology_nm: float = Field(default=45.0, gt=0)  # node the on-chip figures are scaled to
+    #: one multiply-accumulate by operand dtype (multiply + add at 45 nm)
+    mac_pj: dict[str, float] = Field(default_factory=lambda: {
+        "int8": 0.23, "int16": 0.85, "fp16": 1.5, "bf16": 1.5, "fp32": 4.6})
+    vector_element_pj: float = Field(default=0.2, ge=0)  # one element through the vector unit
+    lut_element_pj: float = Field(default=0.5, ge=0)  # one table lookup / activation element
+    tcm_byte_pj: float = Field(default=2.5, ge=0)  # one byte read or written in the TCM
+    variable_sram_byte_pj: float = Field(default=1.25, ge=0)  # one byte of the variable SRAM
+    ddr_byte_pj: float = Field(default=160.0, ge=0)  # one DDR byte moved (whole bursts)
+    dma_burst_pj: float = Field(default=10.0, ge=0)  # one DMA burst's control and bus overhead
+    static_mw: float = Field(default=5.0, ge=0)  # leakage of the logic, times run time
+    static_mw_per_kib_sram: float = Field(default=0.01, ge=0)  # leakage per KiB of TCM and SRAM
+
+    @property
+    def scale(self) -> float:
+        """On-chip energy scale from the 45 nm figures."""
+        return self.technology_nm / 45.0
+
+
+class AreaConfig(_Strict):
+    """Silicon area (mm2) per part, at ``technology_nm`` (scaled from 45 nm by (nm/45)**2)."""
+
+    technology_nm: float = Field(default=45.0, gt=0)  # node the figures are scaled to
+    #: one PE's datapath for each dtype it supports (int8 multiply + add; others added on top)
+    pe_mm2: dict[str, float] = Field(default_factory=lambda: {
+        "int8": 0.00032, "int16": 0.0012, "fp16": 0.002, "bf16": 0.002, "fp32": 0.0085})
+    sram_mm2_per_kib: float = Field(default=0.008, ge=0)  # TCM and variable SRAM, with periphery
+    vector_lane_mm2: float = Field(default=0.0005, ge=0)  # per int8 element/cycle of the vector unit
+    lut_lane_mm2: float = Field(default=0.002, ge=0)  # per element/cycle of the LUT unit
+    dma_engine_mm2: float = Field(default=0.05, ge=0)  # one DMA engine
+    fixed_mm2: float = Field(default=0.2, ge=0)  # control, sequencer, bus interfaces
+
+    @property
+    def scale(self) -> float:
+        """Area scale from the 45 nm figures."""
+        return (self.technology_nm / 45.0) ** 2
+
+
 class HwConfig(_Strict):
     """One NPU: clock, memories, DMA and compute units (a section per unit of
     :mod:`npu_sim.hw.compute_units`, named as the unit)."""
@@ -189,6 +252,8 @@ class HwConfig(_Strict):
     mac_array: MacArrayConfig
     vector: VectorConfig
     lut: LutConfig
+    energy: EnergyConfig = Field(default_factory=EnergyConfig)
+    area: AreaConfig = Field(default_factory=AreaConfig)
 
 
 # --- loading ------------------------------------------------------------------------------
@@ -210,6 +275,11 @@ def hw_config_from_dict(data: dict[str, Any], source: str = "config") -> HwConfi
         return HwConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: {_describe(exc)}") from None
+
+
+def raw_config_dict(name_or_path: str | Path) -> dict[str, Any]:
+    """The config's data with ``extends`` merged in, not yet validated (what a sweep edits)."""
+    return _load_raw(str(name_or_path), chain=())[0]
 
 
 def resolved_config_dict(name_or_path: str | Path) -> dict[str, Any]:

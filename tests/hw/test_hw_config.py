@@ -17,6 +17,7 @@ from npu_sim.hw.config import (
     hw_config_from_dict,
     load_hw_config,
     preset_names,
+    raw_config_dict,
     resolved_config_dict,
 )
 from tests.hw.hw_programs import config_dict
@@ -138,3 +139,19 @@ def test_accumulators_are_double_buffered_unless_the_config_says_one():
     assert hw_config_from_dict(config_dict(), "test").mac_array.accumulator_buffers == 2
     single = hw_config_from_dict(config_dict(mac_array={"accumulator_buffers": 1}), "test")
     assert single.mac_array.accumulator_buffers == 1
+
+
+def test_mac_array_rates_are_per_pe_so_rows_alone_can_change():
+    """Presets state cycles per MAC per PE, so changing rows keeps a valid config with scaled rates."""
+    data = raw_config_dict("edge")
+    data["mac_array"]["rows"] = 8
+    hw = hw_config_from_dict(data)
+    assert hw.mac_array.pe_cycles_per_mac == {"int8": 1, "int16": 2, "fp16": 2, "bf16": 2, "fp32": 4}
+    assert hw.mac_array.macs_per_cycle == {"int8": 128, "int16": 64, "fp16": 64, "bf16": 64, "fp32": 32}
+
+
+def test_mac_array_rate_tables_must_agree():
+    data = config_dict(mac_array={"rows": 4, "cols": 8, "macs_per_cycle": {"int16": 16},
+                                  "pe_cycles_per_mac": {"int16": 4}})
+    with pytest.raises(ConfigError, match=r"pe_cycles_per_mac\.int16: 4 disagrees"):
+        hw_config_from_dict(data, "test")

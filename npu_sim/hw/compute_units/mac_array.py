@@ -2,8 +2,8 @@
 
 A multiply-accumulate step (:data:`MAC_OPS`) of an ``M x N`` output with reduction depth
 ``K`` works through ``ceil(M/rows) * ceil(N/cols)`` output blocks of ``K*k_step`` cycles
-each plus the skew of the operands across the PEs in use, ``k_step = rows*cols //
-macs_per_cycle[dtype]`` (1 for int8; a dtype the config does not list cannot run on the
+each plus the skew of the operands across the PEs in use, ``k_step =
+pe_cycles_per_mac[dtype]`` (1 for int8; a dtype the config does not list cannot run on the
 array); with double-buffered accumulators consecutive blocks overlap (see
 :func:`mac_array_cycles`); see :func:`mac_dims` for M, N, K of each operator (FFT2D/RFFT2D
 run as DFT matrix products). Other steps of the command are the fused epilogue (RESCALE,
@@ -68,11 +68,11 @@ def supports(hw: HwConfig, dtype: DType) -> bool:
 
 def k_step_cycles(hw: HwConfig, dtype: DType) -> int:
     """Cycles per K step of the MAC array for ``dtype`` operands (1 for int8)."""
-    rate = hw.mac_array.macs_per_cycle.get(dtype.name.lower())
-    if rate is None:
+    cycles = hw.mac_array.pe_cycles_per_mac.get(dtype.name.lower())
+    if cycles is None:
         raise ProgramError(f"the mac_array of {hw.name or 'this config'} has no {dtype.name} rate "
-                           f"(configured: {', '.join(sorted(hw.mac_array.macs_per_cycle))})")
-    return hw.mac_array.rows * hw.mac_array.cols // rate
+                           f"(configured: {', '.join(sorted(hw.mac_array.pe_cycles_per_mac))})")
+    return cycles
 
 
 def mac_dims(step: KernelStep) -> tuple[int, int, int]:
@@ -165,7 +165,7 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
 
 def pe_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     """PE-cycles the array's peak needs for the steps' MACs: each MAC takes ``k_step``
-    PE-cycles of its dtype (1 for int8, ``rows*cols // macs_per_cycle[dtype]`` else).
+    PE-cycles of its dtype (``pe_cycles_per_mac[dtype]``, 1 for int8).
     ``mac_utilization`` divides this by ``cycles * rows * cols``, so an fp32 graph is
     measured against the fp32 peak, not the int8 one."""
     return sum(step_macs(step) * k_step_cycles(hw, step.input_types[0].dtype)

@@ -1,0 +1,39 @@
+"""Energy and area: counted from the simulated events with the config's per-event figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from npu_sim.hw.config import hw_config_from_dict, raw_config_dict
+from npu_sim.inputs import load_inputs
+from npu_sim.simulation import simulate
+from npu_sim.tosa.loader import load_graph
+from reports.energy import area_breakdown_mm2
+
+
+def test_area_grows_with_tcm_and_mac_rows_and_scales_with_technology():
+    data = raw_config_dict("edge")
+    base = sum(area_breakdown_mm2(hw_config_from_dict(data)).values())
+    data["mac_array"]["rows"] = 32
+    more_pes = sum(area_breakdown_mm2(hw_config_from_dict(data)).values())
+    data["tcm"]["size_bytes"] *= 2
+    more_tcm = sum(area_breakdown_mm2(hw_config_from_dict(data)).values())
+    assert base < more_pes < more_tcm
+    # 16 more rows of 16 PEs, each with int8, int16, fp16, bf16 and fp32 datapaths
+    assert more_pes - base == pytest.approx(256 * (0.00032 + 0.0012 + 0.002 + 0.002 + 0.0085))
+    data["area"] = {"technology_nm": 22.5}
+    assert sum(area_breakdown_mm2(hw_config_from_dict(data)).values()) == pytest.approx(more_tcm / 4)
+
+
+def test_run_summary_energy_counts_macs_ddr_bursts_and_static_power():
+    graph = load_graph("examples/conv_rescale_int8.tosa")
+    inputs = load_inputs(graph, [], random_seed=0).invocations[0]
+    result = simulate(graph, "edge", inputs)
+    s = result.summary
+    parts = s["energy_breakdown_pj"]
+    assert s["energy_pj"] == pytest.approx(sum(parts.values()))
+    assert parts["mac_array"] == pytest.approx(s["macs"] * 0.23)
+    assert parts["ddr"] == pytest.approx((s["ddr_read_burst_bytes"] + s["ddr_write_burst_bytes"]) * 160.0)
+    sram_kib = (524288 + 65536) / 1024
+    assert parts["static"] == pytest.approx((5.0 + 0.01 * sram_kib) * 1e-3 * s["seconds"] * 1e12)
+    assert s["area_mm2"] == pytest.approx(sum(s["area_breakdown_mm2"].values()))
