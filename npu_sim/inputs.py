@@ -213,23 +213,36 @@ def load_inputs(graph: Graph, specs: list[str], *, invocations: int | None = Non
     missing = [name for name in types if name not in arrays]
     if missing:
         first = missing[0]
-        if invocations is not None:
+        if random_seed is None and invocations is not None:
             raise InputError(f"missing input {first!r}: with -n {invocations} every input needs a "
-                             f"file of {describe(types[first])} with a leading axis of {invocations}")
+                             f"file of {describe(types[first])} with a leading axis of {invocations} "
+                             f"(or give --random-inputs SEED)")
         if random_seed is None:
             raise InputError(f"missing input {first!r}: expected {describe(types[first])} "
                              f"(give -i {first}=FILE.npy, or --random-inputs SEED)")
-        rng = np.random.default_rng(random_seed)
-        limits = index_limits(graph)
-        for name, t in types.items():  # graph order, so a seed gives the same data every time
-            value = random_array(t, rng, index_limit=limits.get(name))
-            if name in missing:
-                arrays[name] = value
-                sources[name] = f"random (seed {random_seed})"
+        arrays.update(_random_inputs(graph, missing, random_seed, invocations))
+        sources.update({name: f"random (seed {random_seed})" for name in missing})
     if invocations is None:
         return InvocationInputs([arrays], sources)
     per = [{name: arrays[name][k] for name in types} for k in range(invocations)]
     return InvocationInputs(per, sources)
+
+
+def _random_inputs(graph: Graph, missing: list[str], seed: int, invocations: int | None) -> dict[str, np.ndarray]:
+    """Seeded random data for the ``missing`` inputs: one array each, or with ``-n N`` N
+    independent arrays stacked along a leading axis (invocation k draws after invocation k-1,
+    so the first invocation sees the same data as a run without ``-n``)."""
+    rng = np.random.default_rng(seed)
+    limits = index_limits(graph)
+    drawn: dict[str, list[np.ndarray]] = {name: [] for name in missing}
+    for _ in range(invocations or 1):
+        for name, t in graph.input_types.items():  # graph order, so a seed gives the same data every time
+            value = random_array(t, rng, index_limit=limits.get(name))
+            if name in drawn:
+                drawn[name].append(value)
+    if invocations is None:
+        return {name: values[0] for name, values in drawn.items()}
+    return {name: np.stack(values) for name, values in drawn.items()}
 
 
 def safe_file_stem(name: str) -> str:
