@@ -23,6 +23,9 @@ Fields (ARCHITECTURE.md lists the required ones):
 * ``utilization``: busy fraction of each unit (a DMA engine is busy while it issues a
   descriptor, not while the data is in flight); ``mac_utilization``: the MAC array's
   MACs over its peak for their dtype (``macs_per_cycle``) for the whole run;
+* ``preamble_cycles``, ``preamble_ddr_bytes``, ``resident_constant_bytes``: the constants
+  loaded into TCM once before the first invocation of a multi-invocation run
+  (:mod:`reports.preamble`; not part of ``total_cycles``);
 * ``inputs`` (name -> where the data came from) and ``outputs`` (graph output
   name -> file): filled in by whoever reads and writes the files (``npu-sim run``).
 """
@@ -37,6 +40,7 @@ from npu_sim.hw.trace import Trace
 from npu_sim.program import MemorySpace, Program
 from reports.occupancy import occupancy_steps, peak, tcm_plan_figures
 from reports.operations import operation_spans
+from reports.preamble import preamble_figures
 
 
 def total_cycles(trace: Trace) -> int:
@@ -95,6 +99,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
         "command_counts": dict(counters.command_counts),
         "ops": [span_.as_dict() for span_ in operation_spans(trace.commands, program)],
     }
+    summary.update(preamble_figures(trace, program))
     if wall_seconds:
         summary["wall_seconds"] = {k: float(v) for k, v in wall_seconds.items()}
     summary["hw"] = hw.model_dump(mode="json")

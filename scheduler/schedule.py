@@ -24,7 +24,7 @@ from __future__ import annotations
 from npu_sim.errors import ScheduleError
 from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.config import HwConfig
-from npu_sim.program import Program
+from npu_sim.program import Allocation, Command, DmaCommand, MemorySpace, Program
 from npu_sim.reference.executor import DEFAULT_MAX_ITERATIONS
 from npu_sim.tosa.ir import Graph
 from scheduler.codegen.compiler import CompileContext, NeedRoom, compile_block, constant_pool_loads
@@ -41,7 +41,7 @@ from scheduler.codegen.materialize import (
 from scheduler.codegen.stream import ACommand
 from scheduler.ir.npu_ops import LoweredGraph, ValueKind
 from scheduler.memory.allocators import BestOfGreedy, Planner
-from scheduler.memory.fixed_placements import POOL_ITEM_MAX_BYTES, Fixed, fixed_placements
+from scheduler.memory.fixed_placements import POOL_BUFFER_NAME, POOL_ITEM_MAX_BYTES, Fixed, fixed_placements
 from scheduler.memory.liveness import LiveRange
 from scheduler.passes.folding import fold_constants
 from scheduler.passes.fusion import DEFAULT_RULES, FusionRule
@@ -167,11 +167,24 @@ def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileCont
         outputs[name] = p.whole().resolve()
     variables = {values[k].name: p.whole().resolve() for k, p in fixed.placements.items()
                  if values[k].kind is ValueKind.VARIABLE}
-    program = Program(memory_sizes, allocations(plan), commands, inputs, outputs, variables,
-                      graph_name=getattr(graph, "name", "") or "")
+    placed = allocations(plan)
+    program = Program(memory_sizes, placed, commands, inputs, outputs, variables,
+                      graph_name=getattr(graph, "name", "") or "",
+                      preamble_command_ids=_constant_pool_loads(commands, placed))
     program.stats = plan_stats(program, cmds, numbering, ctx.records, _evicted_names(ctx), plan,
                                _planner_label(planner))
     return program
+
+
+def _constant_pool_loads(commands: list[Command], placed: list[Allocation]) -> frozenset[int]:
+    """Ids of the top-level DMAs that write the TCM constant pool (nothing else writes it)."""
+    pools = [a for a in placed if a.name.split("#")[0] == POOL_BUFFER_NAME and a.memory is MemorySpace.TCM]
+    if not pools:
+        return frozenset()
+    pool = pools[0]
+    return frozenset(cmd.id for cmd in commands if isinstance(cmd, DmaCommand)
+                     and cmd.dst.memory is MemorySpace.TCM
+                     and pool.offset_bytes <= cmd.dst.offset_bytes < pool.end_bytes)
 
 
 def _evicted_names(ctx: CompileContext) -> list[str]:

@@ -21,6 +21,8 @@ DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
 
 #: Constants up to this size may go to the TCM constant pool (zero points, shifts, shapes...).
 POOL_ITEM_MAX_BYTES = 2048
+#: Name of the constant pool's buffers (its TCM copy is written only by the pool loads).
+POOL_BUFFER_NAME = "constant_pool"
 #: The pool takes at most this share of the TCM, and never more than POOL_MAX_BYTES.
 POOL_TCM_SHARE = 1 / 16
 POOL_MAX_BYTES = 65536
@@ -89,8 +91,8 @@ def fixed_placements(lowered: LoweredGraph, hw: HwConfig, tcm_alignment: int) ->
     if not pooled:
         return Fixed(placements, const_ddr, buffers, None, None, {})
     image = _pool_image(values, pooled, pool_size)
-    pool_ddr = Buffer("constant_pool", DDR, pool_size, kind="constant", initial_data=image, whole_program=True)
-    pool_tcm = Buffer("constant_pool", TCM, align_up(pool_size, tcm_alignment), kind="constant",
+    pool_ddr = Buffer(POOL_BUFFER_NAME, DDR, pool_size, kind="constant", initial_data=image, whole_program=True)
+    pool_tcm = Buffer(POOL_BUFFER_NAME, TCM, align_up(pool_size, tcm_alignment), kind="constant",
                       whole_program=True)
     buffers += [pool_ddr, pool_tcm]
     for key, offset in pooled.items():
