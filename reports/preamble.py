@@ -22,5 +22,6 @@ def preamble_figures(trace: Trace, program: Program | None) -> dict[str, Any]:
     if first_start == 0 or not ids:
         return {"preamble_cycles": 0, "preamble_ddr_bytes": 0, "resident_constant_bytes": 0}
     assert program is not None   # (ids is empty without one)
-    loaded = sum(cmd.size_bytes for cmd in program.commands if isinstance(cmd, DmaCommand) and cmd.id in ids and cmd.src.memory is MemorySpace.DDR)
+    loaded = sum(cmd.size_bytes for cmd in program.commands
+                 if isinstance(cmd, DmaCommand) and cmd.id in ids and cmd.src.memory is MemorySpace.DDR)
     return {"preamble_cycles": int(first_start), "preamble_ddr_bytes": loaded, "resident_constant_bytes": loaded}
