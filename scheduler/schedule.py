@@ -41,7 +41,7 @@ from scheduler.codegen.materialize import (
 from scheduler.codegen.stream import ACommand
 from scheduler.ir.npu_ops import LoweredGraph, ValueKind
 from scheduler.memory.allocators import BestOfGreedy, Planner
-from scheduler.memory.fixed_placements import POOL_BUFFER_NAME, POOL_ITEM_MAX_BYTES, Fixed, fixed_placements
+from scheduler.memory.fixed_placements import POOL_BUFFER_NAME, Fixed, fixed_placements, pool_item_max_bytes
 from scheduler.memory.liveness import LiveRange
 from scheduler.passes.folding import fold_constants
 from scheduler.passes.fusion import DEFAULT_RULES, FusionRule
@@ -58,25 +58,29 @@ VAR_ALIGNMENT = 16
 
 
 def schedule(graph: Graph, hw: HwConfig, *, planner: Planner | None = None,
-             rules: tuple[FusionRule, ...] = DEFAULT_RULES, spread_tcm: bool = False) -> Program:
+             rules: tuple[FusionRule, ...] = DEFAULT_RULES, spread_tcm: bool = False,
+             resident_constants: bool = False) -> Program:
     """Compile ``graph`` for ``hw`` into a Program (its ``stats`` filled in).
 
     ``spread_tcm``: use free TCM to avoid reusing freed bytes soon (fewer false
     dependencies, so fewer cycles, but ``peak_tcm_bytes`` above the compact plan).
+    ``resident_constants``: the Program will run several invocations: constants that fit
+    a larger TCM pool go there, loaded once in a preamble (see :mod:`npu_sim.simulator`).
     """
     with gc_paused():   # millions of short-lived tiles, views and access records
-        lowered = lower_graph(graph, hw, rules)
+        lowered = lower_graph(graph, hw, rules, resident_constants=resident_constants)
         tcm_alignment = max(16, hw.tcm.port_bytes_per_cycle)
-        fixed = fixed_placements(lowered, hw, tcm_alignment)
+        fixed = fixed_placements(lowered, hw, tcm_alignment, resident_constants=resident_constants)
         return _compile(graph, lowered, fixed, hw, planner or BestOfGreedy(), tcm_alignment, spread_tcm)
 
 
-def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFAULT_RULES) -> LoweredGraph:
+def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFAULT_RULES, *,
+                resident_constants: bool = False) -> LoweredGraph:
     """The graph-level passes: the lowered graph, its operations in the order they will run."""
     lowered = lower(graph, rules)
     fold_constants(lowered)
     assign_units(lowered, hw)
-    stage(lowered, POOL_ITEM_MAX_BYTES)
+    stage(lowered, pool_item_max_bytes(hw, resident_constants))
     order_blocks(lowered, hw)
     return lowered
 
