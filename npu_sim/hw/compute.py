@@ -32,7 +32,7 @@ from npu_sim.hw.memory import Memory, ViewAccess
 from npu_sim.hw.queues import Machine, QueuedCommand, Unit
 from npu_sim.program import ComputeCommand, KernelStep, MemorySpace, View
 from npu_sim.reference.custom import custom_implementation
-from npu_sim.reference.kernel_api import KernelArgs, run_kernel
+from npu_sim.reference.kernel_api import BoundKernel, KernelArgs, bind_kernel, run_kernel
 from npu_sim.tosa.ops import Op
 
 
@@ -101,7 +101,7 @@ def compile_compute(command: ComputeCommand, tcm: Memory, where: str
 class ComputeOp(QueuedCommand):
     """A compute command compiled for one machine (``steps``/``outputs`` from :func:`compile_compute`)."""
 
-    __slots__ = ("command", "steps", "outputs", "cycles", "macs")
+    __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound")
 
     def __init__(self, command: ComputeCommand, unit: Unit, machine: Machine,
                  steps: list[CompiledStep], outputs: list[ViewAccess], cycles: int, macs: int):
@@ -111,6 +111,9 @@ class ComputeOp(QueuedCommand):
         self.outputs = outputs
         self.cycles = cycles
         self.macs = macs
+        #: per step, its kernel bound after a first whole-tensor call (later invocations skip
+        #: the static work, as the reference executor's bound steps do); None: not bound (yet)
+        self.bound: list[BoundKernel | None] = [None] * len(steps)
 
     def start(self) -> None:
         env = self.machine.env
@@ -130,6 +133,13 @@ class ComputeOp(QueuedCommand):
         for index, cs in enumerate(self.steps):
             inputs = [operand.read() if isinstance(operand, ViewAccess) else results[operand][0]
                       for operand in cs.operands]
+            bound = self.bound[index]
+            if bound is not None:
+                with np.errstate(all="ignore"):   # (as the executor runs bound kernels)
+                    out = bound(inputs)
+                self._check(index, cs, out)
+                results.append(out)
+                continue
             step = cs.step
             args = KernelArgs(step.op, step.attribute, inputs, cs.input_types, cs.output_types,
                               cs.name or self.label, step.out_region, cs.input_offsets)
@@ -139,6 +149,8 @@ class ComputeOp(QueuedCommand):
             else:
                 out = run_kernel(args)
             self._check(index, cs, out)
+            if step.op is not Op.CUSTOM and _whole_tensors(cs, inputs):
+                self.bound[index] = bind_kernel(args, [None] * len(inputs))
             results.append(out)
         last = results[-1]
         if len(last) < len(self.outputs):
@@ -169,6 +181,18 @@ class ComputeOp(QueuedCommand):
             raise TosaRuntimeError(self.label, f"{what}: CUSTOM implementation "
                                                f"{attribute.domain_name}::{attribute.operator_name} {problem}")
         raise KernelResultError(f"{self.label}: {what}: kernel {problem} (a bug in npu-sim)")
+
+
+def _whole_tensors(cs: CompiledStep, inputs: list[np.ndarray]) -> bool:
+    """True if the step computes its whole output from whole operands (no tile): the calls a
+    kernel may be bound from."""
+    region, offsets = cs.step.out_region, cs.input_offsets
+    if region is not None and (not cs.output_types or
+                               list(region) != [(0, n) for n in cs.output_types[0].shape]):
+        return False
+    if offsets is not None and any(any(o) for o in offsets):
+        return False
+    return all(getattr(a, "shape", None) == t.shape for a, t in zip(inputs, cs.input_types))
 
 
 def _describe(array: object) -> str:
