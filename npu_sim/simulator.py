@@ -105,6 +105,17 @@ def simulate_program(program: Program, hw: HwConfig | str,
         return Simulator(program, hw).run(invocations_inputs)
 
 
+def _constant_tcm_bytes(program: Program) -> tuple[int, int] | None:
+    """The TCM bytes ``[start, end)`` only the preamble loads write (the constant pool): what a
+    compute step reads there is a constant once loaded (its kernel may be bound to it)."""
+    ids = program.preamble_command_ids
+    ranges = [(c.dst.offset_bytes, c.dst.offset_bytes + c.size_bytes) for c in program.commands
+              if isinstance(c, DmaCommand) and c.id in ids and c.dst.memory is MemorySpace.TCM]
+    if not ranges:
+        return None
+    return min(r[0] for r in ranges), max(r[1] for r in ranges)
+
+
 def _where(cmd: Command) -> str:
     return f"command {cmd.id}" + (f" ({cmd.name})" if cmd.name else "")
 
@@ -194,6 +205,7 @@ class Simulator:
         self.preamble_cycles = 0
         self.nodes: dict[int, Node] = {}
         self._dma_model = DmaModel(hw)
+        self._constant_tcm = _constant_tcm_bytes(program)
         self.top = self._compile_block(program.commands)
         self.all_nodes = list(self.nodes.values())
         self._waiting: tuple[str, tuple] | None = None
@@ -239,7 +251,8 @@ class Simulator:
             # (no cache of equal commands: schedulers emit each tile once; hashing them cost more)
             steps, outputs = compile_compute(cmd, self.memories[MemorySpace.TCM], where)
             cycles, macs = compute_command_cycles(self.hw, cmd), command_macs(cmd)
-            node = ComputeOp(cmd, self.compute_units[cmd.unit], self, steps, outputs, cycles, macs)
+            node = ComputeOp(cmd, self.compute_units[cmd.unit], self, steps, outputs, cycles, macs,
+                             self._constant_tcm)
         elif isinstance(cmd, (CondCommand, LoopCommand)):
             with named(f"{where} condition"):
                 condition = self.memories[cmd.condition.memory].access(cmd.condition)

@@ -101,10 +101,11 @@ def compile_compute(command: ComputeCommand, tcm: Memory, where: str
 class ComputeOp(QueuedCommand):
     """A compute command compiled for one machine (``steps``/``outputs`` from :func:`compile_compute`)."""
 
-    __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound")
+    __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound", "constant_tcm")
 
     def __init__(self, command: ComputeCommand, unit: Unit, machine: Machine,
-                 steps: list[CompiledStep], outputs: list[ViewAccess], cycles: int, macs: int):
+                 steps: list[CompiledStep], outputs: list[ViewAccess], cycles: int, macs: int,
+                 constant_tcm: tuple[int, int] | None = None):
         super().__init__(command.id, command.name, unit, machine)
         self.command = command
         self.steps = steps
@@ -114,6 +115,8 @@ class ComputeOp(QueuedCommand):
         #: per step, its kernel bound after a first whole-tensor call (later invocations skip
         #: the static work, as the reference executor's bound steps do); None: not bound (yet)
         self.bound: list[BoundKernel | None] = [None] * len(steps)
+        #: TCM bytes [start, end) that hold constants once loaded (see the simulator's preamble)
+        self.constant_tcm = constant_tcm
 
     def start(self) -> None:
         env = self.machine.env
@@ -150,7 +153,7 @@ class ComputeOp(QueuedCommand):
                 out = run_kernel(args)
             self._check(index, cs, out)
             if step.op is not Op.CUSTOM and _whole_tensors(cs, inputs):
-                self.bound[index] = bind_kernel(args, [None] * len(inputs))
+                self.bound[index] = bind_kernel(args, self._constants(cs, inputs))
             results.append(out)
         last = results[-1]
         if len(last) < len(self.outputs):
@@ -161,6 +164,18 @@ class ComputeOp(QueuedCommand):
                 self._fail(len(self.steps) - 1, f"output {k} is {_describe(array)}, but the command "
                                                 f"writes it to {access.view}")
             access.write(array)
+
+    def _constants(self, cs: CompiledStep, inputs: list[np.ndarray]) -> list[np.ndarray | None]:
+        """Operand values that stay fixed (read from the constant bytes), None for the others."""
+        span = self.constant_tcm
+        values: list[np.ndarray | None] = []
+        for operand, value in zip(cs.operands, inputs):
+            view = operand.view if isinstance(operand, ViewAccess) else None
+            fixed = span is not None and view is not None and view.strides_bytes is None \
+                and span[0] <= view.offset_bytes \
+                and view.offset_bytes + view.size_bytes <= span[1]
+            values.append(value if fixed else None)
+        return values
 
     def _check(self, index: int, cs: CompiledStep, out: object) -> None:
         """The step returned one array per declared output, of the declared shape and dtype."""
