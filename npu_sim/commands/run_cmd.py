@@ -75,8 +75,24 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
     write_trace(out_dir / "trace.json", drawn, hw.clock_hz, result.program, title=title)
     summary["wall_seconds"]["reports"] = time.perf_counter() - start
     summary["report_files"] = list(REPORT_FILES)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out_dir / "summary.json").write_text(summary_json(summary))
     return summary
+
+
+#: Above this many ``ops`` rows, summary.json writes one row per line (the indented form
+#: needs json's pure-Python encoder: seconds for the rows of a long stream).
+OPS_ROWS_INDENTED_MAX = 512
+
+
+def summary_json(summary: dict[str, Any]) -> str:
+    """The text of summary.json: indented; a long ``ops`` list one compact row per line."""
+    ops = summary.get("ops")
+    if not isinstance(ops, list) or len(ops) <= OPS_ROWS_INDENTED_MAX:
+        return json.dumps(summary, indent=2) + "\n"
+    marker = "\u0000ops\u0000"
+    text = json.dumps({**summary, "ops": marker}, indent=2)
+    rows = ",\n    ".join(json.dumps(row) for row in ops)
+    return text.replace(json.dumps(marker), "[\n    " + rows + "\n  ]", 1) + "\n"
 
 
 def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False,

@@ -405,3 +405,15 @@ def test_long_streams_draw_their_first_invocations_and_match_exec(tmp_path, caps
     events = json.loads((tmp_path / "run" / "trace.json").read_text())["traceEvents"]
     invocations = {e["args"]["invocation"] for e in events if "invocation" in e.get("args", {})}
     assert invocations == set(range(16))
+
+
+def test_summary_json_of_a_long_stream_writes_one_ops_row_per_line():
+    from npu_sim.commands.run_cmd import OPS_ROWS_INDENTED_MAX, summary_json
+
+    rows = [{"name": f"op{k}", "cycles": k} for k in range(OPS_ROWS_INDENTED_MAX + 1)]
+    summary = {"command": "run", "ops": rows, "hw": {"name": "edge"}}
+    text = summary_json(summary)
+    assert json.loads(text) == summary
+    assert '\n    {"name": "op3", "cycles": 3},\n' in text and text.startswith('{\n  "command": "run",\n')
+    short = {"command": "run", "ops": rows[:2]}
+    assert summary_json(short) == json.dumps(short, indent=2) + "\n"
