@@ -311,6 +311,10 @@ class Program:
     variables: dict[str, View] = field(default_factory=dict)
     graph_name: str = ""
     stats: PlanStats | None = None
+    #: ids of top-level commands that only load constants into TCM that no other command
+    #: writes (the constant pool): with several invocations they run once, in a preamble,
+    #: and the constants stay resident (see :mod:`npu_sim.simulator`)
+    preamble_command_ids: frozenset[int] = frozenset()
 
     def walk(self) -> Iterator[Command]:
         """Every command, nested ones included, in stream order."""

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from npu_sim.budget import check_host_memory, check_npu_capacity, default_host_budget_bytes, empty_tensor
-from npu_sim.errors import InputError, NpuSimError, ProgramError, SchedulerBugError, SimulationError
+from npu_sim.errors import InputError, NpuSimError, ProgramError, ScheduleError, SchedulerBugError, SimulationError
 from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.config import HwConfig, load_hw_config
 from npu_sim.hw.trace import Trace
@@ -71,7 +71,7 @@ def _hw(hw: HwConfig | str | Path) -> HwConfig:
 
 
 def compile_graph(graph: Graph, hw: HwConfig, *, spread_tcm: bool = False,
-                  verify: bool = False) -> Program:
+                  verify: bool = False, resident_constants: bool = False) -> Program:
     """The scheduler's Program for ``graph`` on ``hw`` (ScheduleError / UnsupportedFeatureError if it cannot).
 
     ``spread_tcm``: trade free TCM for fewer false dependencies (see :func:`scheduler.schedule.schedule`).
@@ -79,10 +79,21 @@ def compile_graph(graph: Graph, hw: HwConfig, *, spread_tcm: bool = False,
     rejects is npu-sim's bug (:class:`SchedulerBugError`). It costs about as much as scheduling.
     """
     with gc_paused():
-        program = schedule(graph, hw, spread_tcm=spread_tcm)
+        program = _schedule(graph, hw, spread_tcm, resident_constants)
         if verify:
             verify_plan(program)
         return program
+
+
+def _schedule(graph: Graph, hw: HwConfig, spread_tcm: bool, resident_constants: bool) -> Program:
+    """``resident_constants`` (several invocations): constants resident in a large TCM pool
+    if the working set still fits beside it, else the plain plan (they stream as before)."""
+    if resident_constants:
+        try:
+            return schedule(graph, hw, spread_tcm=spread_tcm, resident_constants=True)
+        except ScheduleError:
+            pass
+    return schedule(graph, hw, spread_tcm=spread_tcm)
 
 
 def verify_plan(program: Program) -> None:
@@ -152,7 +163,8 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     with gc_paused():
         start = time.perf_counter()
         with _blaming_the_graph_first(graph, checked):
-            program = compile_graph(graph, hw, spread_tcm=spread_tcm)
+            program = compile_graph(graph, hw, spread_tcm=spread_tcm,
+                                    resident_constants=len(per_invocation) > 1)
         wall["schedule"] = time.perf_counter() - start
         if verify:
             start = time.perf_counter()

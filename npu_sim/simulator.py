@@ -16,6 +16,12 @@ command is done the host reads the outputs back from their views. Variables stay
 the variable SRAM from one invocation to the next. Invocation ``k+1`` starts when
 invocation ``k`` has finished.
 
+Preamble: with several invocations, the commands the Program names in
+``preamble_command_ids`` (the constant-pool loads: TCM bytes nothing else writes) run
+once, before the first invocation, and count as done in every invocation: the constants
+stay resident in TCM and the invocations move only inputs, outputs and what does not fit.
+The preamble's span is :attr:`SimResult.preamble_cycles`; invocation records start after it.
+
 Issue and dependencies: a command starts when it heads its unit's queue, the unit is
 idle and every command in ``deps`` is done *in this invocation* (a dependency on a
 command that is never issued in it, e.g. one in a branch not taken, waits forever:
@@ -79,6 +85,8 @@ class SimResult:
     per_invocation_cycles: list[int]
     clock_hz: int
     hw_name: str
+    #: cycles of the preamble that loaded the resident constants (0: none)
+    preamble_cycles: int = 0
 
     @property
     def counters(self) -> Counters:
@@ -107,6 +115,17 @@ def _written_bytes(commands: Sequence[Command]) -> int:
         elif isinstance(cmd, ComputeCommand):
             total += sum(view.size_bytes for view in cmd.outputs)
     return total
+
+
+def _constant_tcm_bytes(program: Program) -> tuple[int, int] | None:
+    """The TCM bytes ``[start, end)`` only the preamble loads write (the constant pool): what a
+    compute step reads there is a constant once loaded (its kernel may be bound to it)."""
+    ids = program.preamble_command_ids
+    ranges = [(c.dst.offset_bytes, c.dst.offset_bytes + c.size_bytes) for c in program.commands
+              if isinstance(c, DmaCommand) and c.id in ids and c.dst.memory is MemorySpace.TCM]
+    if not ranges:
+        return None
+    return min(r[0] for r in ranges), max(r[1] for r in ranges)
 
 
 def _where(cmd: Command) -> str:
@@ -195,8 +214,10 @@ class Simulator:
                          for space in MemorySpace}
         self.recorder = TraceRecorder()
         self.invocation = 0
+        self.preamble_cycles = 0
         self.nodes: dict[int, Node] = {}
         self._dma_model = DmaModel(hw)
+        self._constant_tcm = _constant_tcm_bytes(program)
         self.top = self._compile_block(program.commands)
         self.all_nodes = list(self.nodes.values())
         self._waiting: tuple[str, tuple] | None = None
@@ -242,7 +263,8 @@ class Simulator:
             # (no cache of equal commands: schedulers emit each tile once; hashing them cost more)
             steps, outputs = compile_compute(cmd, self.memories[MemorySpace.TCM], where)
             cycles, macs = compute_command_cycles(self.hw, cmd), command_macs(cmd)
-            node = ComputeOp(cmd, self.compute_units[cmd.unit], self, steps, outputs, cycles, macs)
+            node = ComputeOp(cmd, self.compute_units[cmd.unit], self, steps, outputs, cycles, macs,
+                             self._constant_tcm)
         elif isinstance(cmd, (CondCommand, LoopCommand)):
             with named(f"{where} condition"):
                 condition = self.memories[cmd.condition.memory].access(cmd.condition)
@@ -318,24 +340,48 @@ class Simulator:
                       self.program.allocations, units)
         per_invocation = [inv.cycles for inv in self.recorder.invocations]
         result = SimResult(outputs, self._read_variables(), trace, int(self.env.now), per_invocation,
-                           self.hw.clock_hz, self.hw.name)
+                           self.hw.clock_hz, self.hw.name, self.preamble_cycles)
         self._release()
         return result
+
+    def _preamble_nodes(self, invocation_count: int) -> list[Node]:
+        """The top-level commands to run once before the invocations (none for one invocation:
+        nothing to amortise, and in line the loads overlap the first operations)."""
+        ids = self.program.preamble_command_ids
+        if invocation_count < 2 or not ids:
+            return []
+        return [n for n in self.top if isinstance(n, QueuedCommand) and n.cid in ids]
 
     def _drive(self, invocations: list[dict[str, np.ndarray]],
                outputs: list[dict[str, np.ndarray]]) -> Generator[simpy.Event, object, None]:
         env = self.env
         limits = current_limits()
+        preamble = self._preamble_nodes(len(invocations))
+        if preamble:
+            # The loads write disjoint pool bytes nothing else writes, from constants: in the
+            # preamble they wait for nothing but their engine's queue (their dependencies
+            # order them against the commands of an invocation, which do not run yet).
+            saved = [n.deps for n in preamble]
+            for node in preamble:
+                node.deps = ()
+                self._issue(node)   # type: ignore[arg-type]   # (QueuedCommands only)
+            yield from self._wait(preamble, "the preamble")
+            for node, deps in zip(preamble, saved):
+                node.deps = deps
+            self.preamble_cycles = int(env.now)
+        resident = {id(n) for n in preamble}
+        per_invocation = [n for n in self.all_nodes if id(n) not in resident]
+        top = [n for n in self.top if id(n) not in resident]
         for k, inputs in enumerate(invocations):
             limits.check_deadline(f"simulating invocation {k}")
             self.invocation = k
             start = env.now
             self._write_inputs(inputs, k)
-            for node in self.all_nodes:
+            for node in per_invocation:
                 node.done = False
                 node.issued = False
                 node.waiters = None
-            yield from self._sequence(self.top)
+            yield from self._sequence(top)
             yield from self._wait(self.top, "the end of the invocation")
             outputs.append(self._read_outputs(k))
             self.recorder.invocations.append(InvocationRecord(k, int(start), int(env.now)))

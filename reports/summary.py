@@ -25,6 +25,9 @@ Fields (ARCHITECTURE.md lists the required ones):
   MACs over its peak for their dtype (``macs_per_cycle``) for the whole run;
 * ``energy_pj``, ``energy_breakdown_pj``, ``area_mm2``, ``area_breakdown_mm2``: see
   :mod:`reports.energy`;
+* ``preamble_cycles``, ``preamble_ddr_bytes``, ``resident_constant_bytes``: the constants
+  loaded into TCM once before the first invocation of a multi-invocation run
+  (:mod:`reports.preamble`; not part of ``total_cycles``);
 * ``inputs`` (name -> where the data came from) and ``outputs`` (graph output
   name -> file): filled in by whoever reads and writes the files (``npu-sim run``).
 """
@@ -40,6 +43,7 @@ from npu_sim.program import MemorySpace, Program
 from reports.energy import energy_area_figures
 from reports.occupancy import occupancy_steps, peak, tcm_plan_figures
 from reports.operations import operation_spans
+from reports.preamble import preamble_figures
 
 
 def total_cycles(trace: Trace) -> int:
@@ -99,6 +103,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
         "ops": [span_.as_dict() for span_ in operation_spans(trace.commands, program)],
     }
     summary.update(energy_area_figures(trace, hw, program, cycles))
+    summary.update(preamble_figures(trace, program))
     if wall_seconds:
         summary["wall_seconds"] = {k: float(v) for k, v in wall_seconds.items()}
     summary["hw"] = hw.model_dump(mode="json")

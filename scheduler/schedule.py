@@ -25,7 +25,7 @@ from npu_sim.budget import check_npu_capacity
 from npu_sim.errors import ScheduleError
 from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.config import HwConfig
-from npu_sim.program import Program
+from npu_sim.program import Allocation, Command, DmaCommand, MemorySpace, Program
 from npu_sim.reference.executor import DEFAULT_MAX_ITERATIONS
 from npu_sim.tosa.ir import Graph
 from scheduler.codegen.compiler import CompileContext, NeedRoom, compile_block, constant_pool_loads
@@ -42,7 +42,7 @@ from scheduler.codegen.materialize import (
 from scheduler.codegen.stream import ACommand
 from scheduler.ir.npu_ops import LoweredGraph, ValueKind
 from scheduler.memory.allocators import BestOfGreedy, Planner
-from scheduler.memory.fixed_placements import POOL_ITEM_MAX_BYTES, Fixed, fixed_placements
+from scheduler.memory.fixed_placements import POOL_BUFFER_NAME, Fixed, fixed_placements, pool_item_max_bytes
 from scheduler.memory.liveness import LiveRange
 from scheduler.passes.folding import fold_constants
 from scheduler.passes.fusion import DEFAULT_RULES, FusionRule
@@ -59,26 +59,30 @@ VAR_ALIGNMENT = 16
 
 
 def schedule(graph: Graph, hw: HwConfig, *, planner: Planner | None = None,
-             rules: tuple[FusionRule, ...] = DEFAULT_RULES, spread_tcm: bool = False) -> Program:
+             rules: tuple[FusionRule, ...] = DEFAULT_RULES, spread_tcm: bool = False,
+             resident_constants: bool = False) -> Program:
     """Compile ``graph`` for ``hw`` into a Program (its ``stats`` filled in).
 
     ``spread_tcm``: use free TCM to avoid reusing freed bytes soon (fewer false
     dependencies, so fewer cycles, but ``peak_tcm_bytes`` above the compact plan).
+    ``resident_constants``: the Program will run several invocations: constants that fit
+    a larger TCM pool go there, loaded once in a preamble (see :mod:`npu_sim.simulator`).
     """
     check_npu_capacity(graph, hw)   # refuse terabyte tensors before tiling them
     with gc_paused():   # millions of short-lived tiles, views and access records
-        lowered = lower_graph(graph, hw, rules)
+        lowered = lower_graph(graph, hw, rules, resident_constants=resident_constants)
         tcm_alignment = max(16, hw.tcm.port_bytes_per_cycle)
-        fixed = fixed_placements(lowered, hw, tcm_alignment)
+        fixed = fixed_placements(lowered, hw, tcm_alignment, resident_constants=resident_constants)
         return _compile(graph, lowered, fixed, hw, planner or BestOfGreedy(), tcm_alignment, spread_tcm)
 
 
-def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFAULT_RULES) -> LoweredGraph:
+def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFAULT_RULES, *,
+                resident_constants: bool = False) -> LoweredGraph:
     """The graph-level passes: the lowered graph, its operations in the order they will run."""
     lowered = lower(graph, rules)
     fold_constants(lowered)
     assign_units(lowered, hw)
-    stage(lowered, POOL_ITEM_MAX_BYTES)
+    stage(lowered, pool_item_max_bytes(hw, resident_constants))
     order_blocks(lowered, hw)
     return lowered
 
@@ -169,11 +173,24 @@ def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileCont
         outputs[name] = p.whole().resolve()
     variables = {values[k].name: p.whole().resolve() for k, p in fixed.placements.items()
                  if values[k].kind is ValueKind.VARIABLE}
-    program = Program(memory_sizes, allocations(plan), commands, inputs, outputs, variables,
-                      graph_name=getattr(graph, "name", "") or "")
+    placed = allocations(plan)
+    program = Program(memory_sizes, placed, commands, inputs, outputs, variables,
+                      graph_name=getattr(graph, "name", "") or "",
+                      preamble_command_ids=_constant_pool_loads(commands, placed))
     program.stats = plan_stats(program, cmds, numbering, ctx.records, _evicted_names(ctx), plan,
                                _planner_label(planner))
     return program
+
+
+def _constant_pool_loads(commands: list[Command], placed: list[Allocation]) -> frozenset[int]:
+    """Ids of the top-level DMAs that write the TCM constant pool (nothing else writes it)."""
+    pools = [a for a in placed if a.name.split("#")[0] == POOL_BUFFER_NAME and a.memory is MemorySpace.TCM]
+    if not pools:
+        return frozenset()
+    pool = pools[0]
+    return frozenset(cmd.id for cmd in commands if isinstance(cmd, DmaCommand)
+                     and cmd.dst.memory is MemorySpace.TCM
+                     and pool.offset_bytes <= cmd.dst.offset_bytes < pool.end_bytes)
 
 
 def _evicted_names(ctx: CompileContext) -> list[str]:

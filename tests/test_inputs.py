@@ -154,3 +154,15 @@ def test_random_gather_indices_lie_in_the_table():
         execute(graph, inputs)     # GATHER's REQUIRE holds
     bias = np.concatenate([load_inputs(graph, [], random_seed=s).invocations[0]["bias"] for s in range(20)])
     assert bias.min() < -1000 and bias.max() > 1000     # other int32 inputs keep their range
+
+
+def test_random_inputs_with_invocations_are_independent_and_seeded():
+    """``--random-inputs SEED -n N``: N independent draws, the first equal to a run without -n."""
+    graph = _graph(a=((3,), DType.INT8), b=((2,), DType.INT16))
+    single = load_inputs(graph, [], random_seed=7).invocations[0]
+    many = load_inputs(graph, [], invocations=3, random_seed=7)
+    again = load_inputs(graph, [], invocations=3, random_seed=7)
+    assert len(many.invocations) == 3 and many.sources == {"a": "random (seed 7)", "b": "random (seed 7)"}
+    assert many.invocations[0]["a"].tobytes() == single["a"].tobytes()
+    assert many.invocations[0]["a"].tobytes() != many.invocations[1]["a"].tobytes()
+    assert [inv["b"].tobytes() for inv in many.invocations] == [inv["b"].tobytes() for inv in again.invocations]

@@ -39,6 +39,10 @@ from reports.plan_stats import format_plan_stats, plan_stats
 from reports.table import print_report
 
 REPORT_FILES = ("summary.json", "memory_timeline.png", "trace.json")
+#: The timeline and the Perfetto trace of a long stream draw its first invocations only
+#: (the summary covers all of them): drawing thousands of identical invocations costs
+#: milliseconds each and shows nothing the first ones do not.
+REPORT_INVOCATIONS_DRAWN = 16
 
 
 def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_dir: Path | str, *,
@@ -69,17 +73,37 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
     summary["inputs"] = loaded.sources
     summary["outputs"] = {name: f"outputs/{files[name]}" for name in names}
     title = f"{Path(graph_path).name} on {hw.name}"
+    drawn = result.trace.head(REPORT_INVOCATIONS_DRAWN)
+    if len(drawn.invocations) < len(result.trace.invocations):
+        title += f" (first {len(drawn.invocations)} of {len(result.trace.invocations)} invocations)"
+    summary["report_invocations_drawn"] = len(drawn.invocations)
     with staged_output(out_dir) as staging:
         (staging / "outputs").mkdir()
         for name in names:
             np.save(staging / "outputs" / files[name], result.outputs[name], allow_pickle=False)
-        plot_memory_timeline(result.trace, staging / "memory_timeline.png",
+        plot_memory_timeline(drawn, staging / "memory_timeline.png",
                              tcm_size_bytes=hw.tcm.size_bytes, title=title)
-        write_trace(staging / "trace.json", result.trace, hw.clock_hz, result.program, title=title)
+        write_trace(staging / "trace.json", drawn, hw.clock_hz, result.program, title=title)
         summary["wall_seconds"]["reports"] = time.perf_counter() - start
         summary["report_files"] = list(REPORT_FILES)
-        (staging / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        (staging / "summary.json").write_text(summary_json(summary))
     return summary
+
+
+#: Above this many ``ops`` rows, summary.json writes one row per line (the indented form
+#: needs json's pure-Python encoder: seconds for the rows of a long stream).
+OPS_ROWS_INDENTED_MAX = 512
+
+
+def summary_json(summary: dict[str, Any]) -> str:
+    """The text of summary.json: indented; a long ``ops`` list one compact row per line."""
+    ops = summary.get("ops")
+    if not isinstance(ops, list) or len(ops) <= OPS_ROWS_INDENTED_MAX:
+        return json.dumps(summary, indent=2) + "\n"
+    marker = "\u0000ops\u0000"
+    text = json.dumps({**summary, "ops": marker}, indent=2)
+    rows = ",\n    ".join(json.dumps(row) for row in ops)
+    return text.replace(json.dumps(marker), "[\n    " + rows + "\n  ]", 1) + "\n"
 
 
 def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False,

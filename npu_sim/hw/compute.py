@@ -32,7 +32,7 @@ from npu_sim.hw.memory import Memory, ViewAccess
 from npu_sim.hw.queues import Machine, QueuedCommand, Unit
 from npu_sim.program import ComputeCommand, KernelStep, MemorySpace, View
 from npu_sim.reference.custom import custom_implementation
-from npu_sim.reference.kernel_api import KernelArgs, run_kernel
+from npu_sim.reference.kernel_api import BoundKernel, KernelArgs, bind_kernel, run_kernel
 from npu_sim.tosa.ops import Op
 
 
@@ -101,16 +101,22 @@ def compile_compute(command: ComputeCommand, tcm: Memory, where: str
 class ComputeOp(QueuedCommand):
     """A compute command compiled for one machine (``steps``/``outputs`` from :func:`compile_compute`)."""
 
-    __slots__ = ("command", "steps", "outputs", "cycles", "macs")
+    __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound", "constant_tcm")
 
     def __init__(self, command: ComputeCommand, unit: Unit, machine: Machine,
-                 steps: list[CompiledStep], outputs: list[ViewAccess], cycles: int, macs: int):
+                 steps: list[CompiledStep], outputs: list[ViewAccess], cycles: int, macs: int,
+                 constant_tcm: tuple[int, int] | None = None):
         super().__init__(command.id, command.name, unit, machine)
         self.command = command
         self.steps = steps
         self.outputs = outputs
         self.cycles = cycles
         self.macs = macs
+        #: per step, its kernel bound after a first whole-tensor call (later invocations skip
+        #: the static work, as the reference executor's bound steps do); None: not bound (yet)
+        self.bound: list[BoundKernel | None] = [None] * len(steps)
+        #: TCM bytes [start, end) that hold constants once loaded (see the simulator's preamble)
+        self.constant_tcm = constant_tcm
 
     def start(self) -> None:
         env = self.machine.env
@@ -130,6 +136,13 @@ class ComputeOp(QueuedCommand):
         for index, cs in enumerate(self.steps):
             inputs = [operand.read() if isinstance(operand, ViewAccess) else results[operand][0]
                       for operand in cs.operands]
+            bound = self.bound[index]
+            if bound is not None:
+                with np.errstate(all="ignore"):   # (as the executor runs bound kernels)
+                    out = bound(inputs)
+                self._check(index, cs, out)
+                results.append(out)
+                continue
             step = cs.step
             args = KernelArgs(step.op, step.attribute, inputs, cs.input_types, cs.output_types,
                               cs.name or self.label, step.out_region, cs.input_offsets)
@@ -139,6 +152,8 @@ class ComputeOp(QueuedCommand):
             else:
                 out = run_kernel(args)
             self._check(index, cs, out)
+            if step.op is not Op.CUSTOM and _whole_tensors(cs, inputs):
+                self.bound[index] = bind_kernel(args, self._constants(cs, inputs))
             results.append(out)
         last = results[-1]
         if len(last) < len(self.outputs):
@@ -149,6 +164,18 @@ class ComputeOp(QueuedCommand):
                 self._fail(len(self.steps) - 1, f"output {k} is {_describe(array)}, but the command "
                                                 f"writes it to {access.view}")
             access.write(array)
+
+    def _constants(self, cs: CompiledStep, inputs: list[np.ndarray]) -> list[np.ndarray | None]:
+        """Operand values that stay fixed (read from the constant bytes), None for the others."""
+        span = self.constant_tcm
+        values: list[np.ndarray | None] = []
+        for operand, value in zip(cs.operands, inputs):
+            view = operand.view if isinstance(operand, ViewAccess) else None
+            fixed = span is not None and view is not None and view.strides_bytes is None \
+                and span[0] <= view.offset_bytes \
+                and view.offset_bytes + view.size_bytes <= span[1]
+            values.append(value if fixed else None)
+        return values
 
     def _check(self, index: int, cs: CompiledStep, out: object) -> None:
         """The step returned one array per declared output, of the declared shape and dtype."""
@@ -169,6 +196,18 @@ class ComputeOp(QueuedCommand):
             raise TosaRuntimeError(self.label, f"{what}: CUSTOM implementation "
                                                f"{attribute.domain_name}::{attribute.operator_name} {problem}")
         raise KernelResultError(f"{self.label}: {what}: kernel {problem} (a bug in npu-sim)")
+
+
+def _whole_tensors(cs: CompiledStep, inputs: list[np.ndarray]) -> bool:
+    """True if the step computes its whole output from whole operands (no tile): the calls a
+    kernel may be bound from."""
+    region, offsets = cs.step.out_region, cs.input_offsets
+    if region is not None and (not cs.output_types or
+                               list(region) != [(0, n) for n in cs.output_types[0].shape]):
+        return False
+    if offsets is not None and any(any(o) for o in offsets):
+        return False
+    return all(getattr(a, "shape", None) == t.shape for a, t in zip(inputs, cs.input_types))
 
 
 def _describe(array: object) -> str:

@@ -138,6 +138,15 @@ class Trace:
     def counters(self) -> Counters:
         return self._tables[2]
 
+    def head(self, invocations: int) -> Trace:
+        """The record of the first ``invocations`` invocations (and the preamble before them):
+        what the drawn reports of a long stream show (they summarise instead of drawing
+        thousands of identical invocations)."""
+        if invocations >= len(self.invocations):
+            return self
+        raw = [r for r in self._raw if r[1] < invocations]
+        return Trace(raw, self.invocations[:invocations], self._static_info, self._program_allocations, self.units)
+
     def peak_live_bytes(self, memory: MemorySpace | str, invocation: int | None = None) -> int:
         """Most bytes of ``memory`` allocations in use at one cycle (see :func:`peak_live_bytes`)."""
         return peak_live_bytes(self.allocations, memory, invocation)

@@ -21,6 +21,10 @@ DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
 
 #: Constants up to this size may go to the TCM constant pool (zero points, shifts, shapes...).
 POOL_ITEM_MAX_BYTES = 2048
+#: With resident constants (several invocations, one preamble) the pool takes at most this share.
+RESIDENT_TCM_SHARE = 1 / 2
+#: Name of the constant pool's buffers (its TCM copy is written only by the pool loads).
+POOL_BUFFER_NAME = "constant_pool"
 #: The pool takes at most this share of the TCM, and never more than POOL_MAX_BYTES.
 POOL_TCM_SHARE = 1 / 16
 POOL_MAX_BYTES = 65536
@@ -71,10 +75,15 @@ def op_compute_operands(op: NpuOp) -> list[str]:
     return list(keys)
 
 
-def fixed_placements(lowered: LoweredGraph, hw: HwConfig, tcm_alignment: int) -> Fixed:
-    """DDR homes of inputs, outputs and constants; variables in the variable SRAM; the constant pool."""
+def fixed_placements(lowered: LoweredGraph, hw: HwConfig, tcm_alignment: int, *,
+                     resident_constants: bool = False) -> Fixed:
+    """DDR homes of inputs, outputs and constants; variables in the variable SRAM; the constant pool.
+
+    ``resident_constants``: the program will run several invocations with the pool loaded
+    once (a preamble), so the pool may take up to :data:`RESIDENT_TCM_SHARE` of the TCM and
+    hold constants of any size that fits (the weights of an LSTM, first used first)."""
     values = lowered.values
-    pooled, first_use, pool_size = _pool_layout(lowered, hw)
+    pooled, first_use, pool_size = _pool_layout(lowered, hw, resident_constants)
     placements: dict[str, Placement] = {}
     const_ddr: dict[str, Placement] = {}
     buffers: list[Buffer] = []
@@ -89,8 +98,8 @@ def fixed_placements(lowered: LoweredGraph, hw: HwConfig, tcm_alignment: int) ->
     if not pooled:
         return Fixed(placements, const_ddr, buffers, None, None, {})
     image = _pool_image(values, pooled, pool_size)
-    pool_ddr = Buffer("constant_pool", DDR, pool_size, kind="constant", initial_data=image, whole_program=True)
-    pool_tcm = Buffer("constant_pool", TCM, align_up(pool_size, tcm_alignment), kind="constant",
+    pool_ddr = Buffer(POOL_BUFFER_NAME, DDR, pool_size, kind="constant", initial_data=image, whole_program=True)
+    pool_tcm = Buffer(POOL_BUFFER_NAME, TCM, align_up(pool_size, tcm_alignment), kind="constant",
                       whole_program=True)
     buffers += [pool_ddr, pool_tcm]
     for key, offset in pooled.items():
@@ -99,9 +108,23 @@ def fixed_placements(lowered: LoweredGraph, hw: HwConfig, tcm_alignment: int) ->
     return Fixed(placements, const_ddr, buffers, pool_ddr, pool_tcm, _pool_chunks(values, pooled, first_use, hw))
 
 
-def _pool_layout(lowered: LoweredGraph, hw: HwConfig) -> tuple[dict[str, int], dict[str, int], int]:
+def pool_item_max_bytes(hw: HwConfig, resident_constants: bool) -> int:
+    """The largest constant the pool takes."""
+    return pool_limit_bytes(hw, resident_constants) if resident_constants else POOL_ITEM_MAX_BYTES
+
+
+def pool_limit_bytes(hw: HwConfig, resident_constants: bool) -> int:
+    """The most bytes the pool takes."""
+    if resident_constants:
+        return int(hw.tcm.size_bytes * RESIDENT_TCM_SHARE)
+    return min(POOL_MAX_BYTES, int(hw.tcm.size_bytes * POOL_TCM_SHARE))
+
+
+def _pool_layout(lowered: LoweredGraph, hw: HwConfig,
+                 resident_constants: bool) -> tuple[dict[str, int], dict[str, int], int]:
     """``(offset in the pool, index of the first main-block reader)`` of each pooled constant, and the pool size."""
-    limit = min(POOL_MAX_BYTES, int(hw.tcm.size_bytes * POOL_TCM_SHARE))
+    limit = pool_limit_bytes(hw, resident_constants)
+    item_max = pool_item_max_bytes(hw, resident_constants)
     pooled: dict[str, int] = {}
     first_use: dict[str, int] = {}
     size = 0
@@ -111,7 +134,7 @@ def _pool_layout(lowered: LoweredGraph, hw: HwConfig) -> tuple[dict[str, int], d
             if value.kind is not ValueKind.CONSTANT or key in pooled:
                 continue
             item = align_up(value.size_bytes, POOL_ITEM_ALIGNMENT)
-            if 0 < value.size_bytes <= POOL_ITEM_MAX_BYTES and size + item <= limit:
+            if 0 < value.size_bytes <= item_max and size + item <= limit:
                 pooled[key] = size
                 first_use[key] = index
                 size += item

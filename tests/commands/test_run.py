@@ -393,3 +393,27 @@ def test_simulate_validates_a_graph_built_in_python():
     graph = Graph([Region("main", [Block("main", [Operator(Op.ADD, ["x"], ["y"])], tensors, ["x"], ["y"])])])
     with pytest.raises(GraphValidationError, match=r"ADD\(y\): takes 2 input\(s\), has 1"):
         npu_sim.simulate(graph, "edge", {"x": np.zeros(4, np.int32)})
+
+
+def test_long_streams_draw_their_first_invocations_and_match_exec(tmp_path, capsys):
+    """``-n 20 --random-inputs``: 20 independent inputs (as exec draws them); the timeline and
+    the trace show the first 16 invocations, the summary all 20, after a constant preamble."""
+    summary, _ = _run_and_exec(EXAMPLES / "lstm_stateful_int8.tosa", "edge", tmp_path, capsys,
+                               ["-n", 20, "--random-inputs", 4])
+    assert summary["invocations"] == 20 and summary["report_invocations_drawn"] == 16
+    assert summary["preamble_ddr_bytes"] == 13320 and summary["ddr_read_bytes"] == 13320 + 20 * 32
+    events = json.loads((tmp_path / "run" / "trace.json").read_text())["traceEvents"]
+    invocations = {e["args"]["invocation"] for e in events if "invocation" in e.get("args", {})}
+    assert invocations == set(range(16))
+
+
+def test_summary_json_of_a_long_stream_writes_one_ops_row_per_line():
+    from npu_sim.commands.run_cmd import OPS_ROWS_INDENTED_MAX, summary_json
+
+    rows = [{"name": f"op{k}", "cycles": k} for k in range(OPS_ROWS_INDENTED_MAX + 1)]
+    summary = {"command": "run", "ops": rows, "hw": {"name": "edge"}}
+    text = summary_json(summary)
+    assert json.loads(text) == summary
+    assert '\n    {"name": "op3", "cycles": 3},\n' in text and text.startswith('{\n  "command": "run",\n')
+    short = {"command": "run", "ops": rows[:2]}
+    assert summary_json(short) == json.dumps(short, indent=2) + "\n"

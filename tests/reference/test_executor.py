@@ -178,14 +178,28 @@ def test_example_model_matches_the_reference_model(path):
     output_types = [(t.shape, t.dtype) for t in graph.output_types.values()]
     want_outputs, want_states = run_invocations(binary, inputs, output_types)
     session = Session(graph)
+    # a few fp32 ulp apart at most, op by op correctly rounded; SIGMOID and TANH are approximate
+    # in TOSA (both sides within their error bound, not equal), and an LSTM's state carries
+    # their differences through every step and invocation: there, 1e-6 apart (values near 0
+    # make ulp counts meaningless)
+    approximate = any(o.op in (Op.SIGMOID, Op.TANH) for o in graph.main.operators)
+
+    def close(got: np.ndarray, want: np.ndarray) -> None:
+        if approximate:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        else:
+            np.testing.assert_array_max_ulp(got, want, maxulp=2)
     for k in range(invocations):
         got = session.invoke(inputs[k])
         for (name, t), want in zip(graph.output_types.items(), want_outputs[k]):
-            if t.dtype.is_float:  # a few fp32 ulp apart at most, op by op correctly rounded
-                np.testing.assert_array_max_ulp(got[name], want, maxulp=2)
+            if t.dtype.is_float:
+                close(got[name], want)
             else:
                 np.testing.assert_array_equal(got[name], want, err_msg=name)
         state = session.export_state()
         assert state.keys() == want_states[k].keys()
         for name in state:
-            np.testing.assert_array_equal(state[name], want_states[k][name], err_msg=name)
+            if approximate and state[name].dtype.kind == "f":
+                close(state[name], want_states[k][name])
+            else:
+                np.testing.assert_array_equal(state[name], want_states[k][name], err_msg=name)
