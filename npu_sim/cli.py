@@ -61,6 +61,19 @@ LOOP_WORK_HELP = ("Bytes one WHILE_LOOP may write over all its iterations before
                   "(exit 2): bounds loops whose trip count comes from the data.")
 
 
+INPUT_SHAPE_HELP = ("NAME=1x96x96x3: the shape of an input whose dimensions the graph leaves unknown "
+                    "(default: from its -i file, else 1 for each unknown one).")
+
+
+def input_shape_option() -> Any:
+    return typer.Option([], "--input-shape", metavar="NAME=SHAPE", help=INPUT_SHAPE_HELP)
+
+
+ALLOW_UNPREDICTABLE_HELP = ("Finish a run whose data break a TOSA REQUIRE (random weights often do): "
+                            "warn once and report tosa_status 'unpredictable' in summary.json; the "
+                            "cycles stay valid. ERROR_IFs (a wrong graph) stay errors.")
+
+
 def max_memory_option() -> Any:
     return typer.Option(None, "--max-memory", metavar="SIZE", help=MAX_MEMORY_HELP)
 
@@ -115,11 +128,14 @@ def exec_command(
     max_memory: str | None = max_memory_option(),
     timeout: float = timeout_option(),
     max_loop_work: int = loop_work_option(),
+    input_shape: list[str] = input_shape_option(),  # noqa: B008 (typer reads the list)
+    allow_unpredictable: bool = typer.Option(False, "--allow-unpredictable", help=ALLOW_UNPREDICTABLE_HELP),
 ) -> None:
     """Run GRAPH in the bit-exact reference executor; write its outputs and a summary."""
     _commands().exec_cmd.exec_graph(graph, inputs, out_dir, invocations=invocations, random_seed=random_inputs,
                                     tosa_level=tosa_level, max_memory=max_memory, timeout_seconds=timeout,
-                                    max_loop_work_bytes=max_loop_work)
+                                    max_loop_work_bytes=max_loop_work, input_shapes=input_shape,
+                                    allow_unpredictable=allow_unpredictable)
 
 
 app.add_typer(hw_app, name="hw")   # (here: the help lists the commands in this order)
@@ -155,11 +171,14 @@ def run_command(
     max_memory: str | None = max_memory_option(),
     timeout: float = timeout_option(),
     max_loop_work: int = loop_work_option(),
+    input_shape: list[str] = input_shape_option(),  # noqa: B008 (typer reads the list)
+    allow_unpredictable: bool = typer.Option(False, "--allow-unpredictable", help=ALLOW_UNPREDICTABLE_HELP),
 ) -> None:
     """Simulate GRAPH on the NPU that CONFIG describes; write outputs and a timing report."""
     _commands().run_cmd.run_graph(graph, hw, inputs, out_dir, invocations=invocations, random_seed=random_inputs,
                                   spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level,
-                                  max_memory=max_memory, timeout_seconds=timeout, max_loop_work_bytes=max_loop_work)
+                                  max_memory=max_memory, timeout_seconds=timeout, max_loop_work_bytes=max_loop_work,
+                                  input_shapes=input_shape, allow_unpredictable=allow_unpredictable)
 
 
 @app.command("plan")
@@ -171,10 +190,11 @@ def plan_command(
     verify: bool = typer.Option(False, "--verify", help=VERIFY_HELP),
     tosa_level: str = tosa_level_option(),
     timeout: float = timeout_option(),
+    input_shape: list[str] = input_shape_option(),  # noqa: B008 (typer reads the list)
 ) -> None:
     """Compile GRAPH for CONFIG and print the Program (memory plan + commands) and plan statistics."""
     _commands().run_cmd.plan_graph(graph, hw, as_json, spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level,
-                                   timeout_seconds=timeout)
+                                   timeout_seconds=timeout, input_shapes=input_shape)
 
 
 @app.command("convert")

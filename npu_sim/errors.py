@@ -42,7 +42,13 @@ class TosaRuntimeError(NpuSimError):
     def __init__(self, operator: str, condition: str):
         self.operator = operator
         self.condition = condition
-        super().__init__(f"{operator}: {condition}")
+        hint = REQUIRE_HINT if "REQUIRE(" in condition else ""
+        super().__init__(f"{operator}: {condition}{hint}")
+
+
+#: What a broken REQUIRE's message adds: these data, not the graph, are at fault.
+REQUIRE_HINT = (" (a REQUIRE these data break: TOSA calls the result unpredictable; "
+                "--allow-unpredictable finishes the run and reports it)")
 
 
 class InputError(NpuSimError):

@@ -18,27 +18,31 @@ import numpy as np
 import typer
 
 from npu_sim.budget import check_host_memory, default_host_budget_bytes, parse_size_bytes
+from npu_sim.commands.job_graph import load_job_graph
+from npu_sim.commands.tosa_status import tosa_status_figures, warn_if_unpredictable
 from npu_sim.errors import InputError
 from npu_sim.inputs import load_inputs, output_file_names
 from npu_sim.paths import check_output_dir, staged_output
 from npu_sim.reference.session import Session
+from npu_sim.reference.unpredictable import allowing_unpredictable
 from npu_sim.run_limits import DEFAULT_LOOP_WORK_BYTES, DEFAULT_TIMEOUT_SECONDS, job_limits
-from npu_sim.tosa.loader import load_graph
 
 
 def run_exec(graph_path: str, input_specs: list[str], out_dir: Path | str, *,
              invocations: int | None = None, random_seed: int | None = None,
-             tosa_level: str = "8K", max_memory_bytes: int | None = None) -> dict[str, Any]:
+             tosa_level: str = "8K", max_memory_bytes: int | None = None,
+             input_shapes: list[str] | None = None, allow_unpredictable: bool = False) -> dict[str, Any]:
     """Do what ``npu-sim exec`` does; returns the summary written to ``summary.json``."""
     if invocations is not None and invocations < 1:
         raise InputError(f"-n must be at least 1, got {invocations}")
     check_output_dir(out_dir)
-    graph = load_graph(graph_path, level=tosa_level)
+    graph = load_job_graph(graph_path, tosa_level, input_specs, invocations, input_shapes)
     check_host_memory(graph, max_memory_bytes or default_host_budget_bytes(), simulated=False)
     loaded = load_inputs(graph, input_specs, invocations=invocations, random_seed=random_seed)
     session = Session(graph, validate=False)   # load_graph validated it
     start = time.perf_counter()
-    results = [session.invoke(inputs) for inputs in loaded.invocations]
+    with allowing_unpredictable(allow_unpredictable) as log:
+        results = [session.invoke(inputs) for inputs in loaded.invocations]
     total_seconds = time.perf_counter() - start
 
     names = list(graph.output_types)
@@ -51,6 +55,7 @@ def run_exec(graph_path: str, input_specs: list[str], out_dir: Path | str, *,
         "command": "exec",
         "graph": str(graph_path),
         "invocations": len(results),
+        **tosa_status_figures(log),
         "inputs": loaded.sources,
         "outputs": {name: f"outputs/{files[name]}" for name in names},
         "output_types": {name: {"dtype": t.dtype.name, "shape": list(t.shape)}
@@ -71,12 +76,15 @@ def run_exec(graph_path: str, input_specs: list[str], out_dir: Path | str, *,
 def exec_graph(graph_path: str, input_specs: list[str], out_dir: Path | str, *, invocations: int | None = None,
                random_seed: int | None = None, tosa_level: str = "8K", max_memory: str | None = None,
                timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
-               max_loop_work_bytes: int = DEFAULT_LOOP_WORK_BYTES) -> None:
+               max_loop_work_bytes: int = DEFAULT_LOOP_WORK_BYTES, input_shapes: list[str] | None = None,
+               allow_unpredictable: bool = False) -> None:
     """``npu-sim exec``: run the graph, write its outputs and summary, say where."""
     max_memory_bytes = None if max_memory is None else parse_size_bytes(max_memory)
     with job_limits(timeout_seconds, max_loop_work_bytes):
         summary = run_exec(graph_path, input_specs, out_dir, invocations=invocations, random_seed=random_seed,
-                           tosa_level=tosa_level, max_memory_bytes=max_memory_bytes)
+                           tosa_level=tosa_level, max_memory_bytes=max_memory_bytes, input_shapes=input_shapes,
+                           allow_unpredictable=allow_unpredictable)
+    warn_if_unpredictable(summary)
     seconds = summary["timing"]["reference_seconds"]
     out_dir = Path(out_dir)
     typer.echo(f"{summary['invocations']} invocation(s) in {seconds:.3f} s; "

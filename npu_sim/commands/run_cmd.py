@@ -26,13 +26,15 @@ import numpy as np
 import typer
 
 from npu_sim.budget import check_host_memory, default_host_budget_bytes, parse_size_bytes
+from npu_sim.commands.job_graph import load_job_graph
+from npu_sim.commands.tosa_status import tosa_status_figures, warn_if_unpredictable
 from npu_sim.errors import InputError
 from npu_sim.hw.config import load_hw_config
 from npu_sim.inputs import load_inputs, output_file_names
 from npu_sim.paths import check_output_dir, staged_output
+from npu_sim.reference.unpredictable import allowing_unpredictable
 from npu_sim.run_limits import DEFAULT_LOOP_WORK_BYTES, DEFAULT_TIMEOUT_SECONDS, job_limits
 from npu_sim.simulation import compile_graph, simulate_invocations
-from npu_sim.tosa.loader import load_graph
 from reports.memory_timeline import plot_memory_timeline
 from reports.perfetto import write_trace
 from reports.plan_stats import format_plan_stats, plan_stats
@@ -48,7 +50,8 @@ REPORT_INVOCATIONS_DRAWN = 16
 def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_dir: Path | str, *,
                    invocations: int | None = None, random_seed: int | None = None,
                    spread_tcm: bool = False, verify: bool = False,
-                   tosa_level: str = "8K", max_memory_bytes: int | None = None) -> dict[str, Any]:
+                   tosa_level: str = "8K", max_memory_bytes: int | None = None,
+                   input_shapes: list[str] | None = None, allow_unpredictable: bool = False) -> dict[str, Any]:
     """Do what ``npu-sim run`` does; returns the summary written to ``summary.json``.
 
     Everything that can be checked before the work is: ``-o``, the config, the graph, the
@@ -57,19 +60,21 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
         raise InputError(f"-n must be at least 1, got {invocations}")
     check_output_dir(out_dir)
     hw = load_hw_config(hw_config)
-    graph = load_graph(graph_path, level=tosa_level)
+    graph = load_job_graph(graph_path, tosa_level, input_specs, invocations, input_shapes)
     budget = max_memory_bytes or default_host_budget_bytes()
     check_host_memory(graph, budget, simulated=True)
     loaded = load_inputs(graph, input_specs, invocations=invocations, random_seed=random_seed)
-    result = simulate_invocations(graph, hw, loaded.invocations, graph_label=str(graph_path),
-                                  stack=invocations is not None, spread_tcm=spread_tcm,
-                                  verify=verify, validate=False,   # load_graph validated it
-                                  max_memory_bytes=budget)
+    with allowing_unpredictable(allow_unpredictable) as log:
+        result = simulate_invocations(graph, hw, loaded.invocations, graph_label=str(graph_path),
+                                      stack=invocations is not None, spread_tcm=spread_tcm,
+                                      verify=verify, validate=False,   # load_graph validated it
+                                      max_memory_bytes=budget)
 
     start = time.perf_counter()
     names = list(graph.output_types)
     files = output_file_names(names)
     summary = result.summary
+    summary.update(tosa_status_figures(log))
     summary["inputs"] = loaded.sources
     summary["outputs"] = {name: f"outputs/{files[name]}" for name in names}
     title = f"{Path(graph_path).name} on {hw.name}"
@@ -107,11 +112,12 @@ def summary_json(summary: dict[str, Any]) -> str:
 
 
 def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False,
-              verify: bool = False, tosa_level: str = "8K") -> tuple[str, dict[str, Any]]:
+              verify: bool = False, tosa_level: str = "8K",
+              input_shapes: list[str] | None = None) -> tuple[str, dict[str, Any]]:
     """The Program listing and the memory-plan statistics of ``npu-sim plan``."""
     hw = load_hw_config(hw_config)
-    program = compile_graph(load_graph(graph_path, level=tosa_level), hw, spread_tcm=spread_tcm,
-                            verify=verify)
+    graph = load_job_graph(graph_path, tosa_level, input_shape_specs=input_shapes)
+    program = compile_graph(graph, hw, spread_tcm=spread_tcm, verify=verify)
     stats = plan_stats(program, hw)
     stats["graph"] = str(graph_path)
     return program.listing(), stats
@@ -121,13 +127,16 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
               invocations: int | None = None, random_seed: int | None = None, spread_tcm: bool = False,
               verify: bool = False, tosa_level: str = "8K", max_memory: str | None = None,
               timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
-              max_loop_work_bytes: int = DEFAULT_LOOP_WORK_BYTES) -> None:
+              max_loop_work_bytes: int = DEFAULT_LOOP_WORK_BYTES, input_shapes: list[str] | None = None,
+              allow_unpredictable: bool = False) -> None:
     """``npu-sim run``: simulate, write the outputs and reports, print the per-operation table."""
     max_memory_bytes = None if max_memory is None else parse_size_bytes(max_memory)
     with job_limits(timeout_seconds, max_loop_work_bytes):
         summary = run_simulation(graph_path, hw_config, input_specs, out_dir, invocations=invocations,
                                  random_seed=random_seed, spread_tcm=spread_tcm, verify=verify,
-                                 tosa_level=tosa_level, max_memory_bytes=max_memory_bytes)
+                                 tosa_level=tosa_level, max_memory_bytes=max_memory_bytes,
+                                 input_shapes=input_shapes, allow_unpredictable=allow_unpredictable)
+    warn_if_unpredictable(summary)
     print_report(summary)
     out_dir = Path(out_dir)
     typer.echo(f"report: {out_dir / 'summary.json'}, {out_dir / 'memory_timeline.png'}, "
@@ -137,11 +146,12 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
 
 def plan_graph(graph_path: str, hw_config: str, as_json: bool, *, spread_tcm: bool = False,
                verify: bool = False, tosa_level: str = "8K",
-               timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS) -> None:
+               timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
+               input_shapes: list[str] | None = None) -> None:
     """``npu-sim plan``: print the Program listing and the plan statistics (or only these, as JSON)."""
     with job_limits(timeout_seconds):
         listing, stats = plan_text(graph_path, hw_config, spread_tcm=spread_tcm, verify=verify,
-                                   tosa_level=tosa_level)
+                                   tosa_level=tosa_level, input_shapes=input_shapes)
     if as_json:
         typer.echo(json.dumps(stats, indent=2))
         return

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from npu_sim.errors import TosaRuntimeError, UnsupportedFeatureError
+from npu_sim.reference.unpredictable import active_log, is_require
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, Op
 
@@ -60,8 +61,13 @@ class KernelArgs:
         return TosaRuntimeError(self.name or self.op.name, condition)
 
     def require(self, ok: bool, condition: str) -> None:
-        """Raise ``TosaRuntimeError`` naming ``condition`` unless ``ok``."""
+        """Raise ``TosaRuntimeError`` naming ``condition`` unless ``ok`` (a REQUIRE is only
+        recorded in a run that goes on past them: :mod:`npu_sim.reference.unpredictable`)."""
         if not ok:
+            log = active_log()
+            if log is not None and is_require(condition):
+                log.record(self.name or self.op.name, condition)
+                return
             raise self.fail(condition)
 
     @property
@@ -118,7 +124,26 @@ def run_kernel(args: KernelArgs) -> list[np.ndarray]:
         kernel = KERNELS[args.op]
     except KeyError:
         raise UnsupportedFeatureError(f"{args.name or args.op.name}: no kernel for {args.op.name}") from None
+    if active_log() is not None:
+        return _going_on(kernel, args)
     return kernel(args)
+
+
+def _going_on(kernel: Kernel, args: KernelArgs) -> list[np.ndarray]:
+    """``kernel(args)`` in a run that goes on past REQUIREs: one it cannot go on from gives zeros."""
+    log = active_log()
+    assert log is not None
+    before = log.count
+    try:
+        return kernel(args)
+    except TosaRuntimeError as exc:
+        if not is_require(exc.condition):
+            raise
+        log.record(exc.operator, exc.condition)
+    except (ArithmeticError, ValueError, IndexError, OverflowError):
+        if log.count == before:   # not after a broken REQUIRE: a real failure
+            raise
+    return [np.zeros(t.shape, t.dtype.numpy_dtype) for t in args.output_types]
 
 
 def bind_kernel(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel:
@@ -134,7 +159,7 @@ def bind_kernel(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> 
     executor's ``np.errstate(all="ignore")``), and an exception in a binder means "no
     binding": the plain kernel is used.
     """
-    binder = BINDERS.get(args.op)
+    binder = BINDERS.get(args.op) if active_log() is None else None   # bound kernels check REQUIREs their way
     try:
         bound = binder(args, const_inputs) if binder is not None else None
     except Exception:  # a binder is an optimization: the plain kernel is always right
@@ -150,8 +175,9 @@ def bind_kernel(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> 
     constant = frozenset(i for i, value in enumerate(const_inputs) if value is not None)
 
     def call(inputs: list[np.ndarray]) -> list[np.ndarray]:
-        return kernel(KernelArgs(op, attribute, inputs, input_types, output_types, name, memo=memo,
-                                 constant_inputs=constant))
+        call_args = KernelArgs(op, attribute, inputs, input_types, output_types, name, memo=memo,
+                               constant_inputs=constant)
+        return kernel(call_args) if active_log() is None else _going_on(kernel, call_args)
 
     return call
 

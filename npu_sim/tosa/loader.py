@@ -11,6 +11,7 @@ Loaded graphs are validated (:func:`npu_sim.tosa.validation.validate`).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from npu_sim.errors import GraphValidationError, PathError, TosaFormatError, UnsupportedFeatureError
@@ -21,6 +22,7 @@ from npu_sim.tosa.ir import Graph
 from npu_sim.tosa.json_io import read_json, write_json
 from npu_sim.tosa.levels import DEFAULT_LEVEL, check_level
 from npu_sim.tosa.mlir_reader import looks_like_mlir, read_mlir
+from npu_sim.tosa.shape_resolution import has_unknown_dims, resolve_unknown_dims
 from npu_sim.tosa.tflite_import import is_tflite, tflite_to_mlir
 from npu_sim.tosa.validation import validate as validate_graph
 
@@ -51,10 +53,15 @@ def detect_format(data: bytes, path: PathLike = "") -> str:
 
 
 def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
-                level: str = DEFAULT_LEVEL, use_cache: bool = True) -> Graph:
+                level: str = DEFAULT_LEVEL, use_cache: bool = True,
+                input_shapes: Mapping[str, Sequence[int]] | None = None, resolve_dims: bool = True) -> Graph:
     """Parse the bytes of a ``.tosa``, ``.json``, ``.tflite`` or TOSA MLIR graph; validate it,
     and check that its operator arguments lie within the TOSA ``level`` ("8K" or "none",
-    :mod:`npu_sim.tosa.levels`). ``use_cache``: reuse an earlier conversion of a ``.tflite``."""
+    :mod:`npu_sim.tosa.levels`). ``use_cache``: reuse an earlier conversion of a ``.tflite``.
+    Unknown dimensions are resolved from ``input_shapes`` (batch 1 for inputs not named there;
+    :mod:`npu_sim.tosa.shape_resolution`) unless ``resolve_dims`` is False (then no validation
+    either: the caller resolves and validates)."""
+    validate = validate and resolve_dims
     kind = detect_format(data, path)
     if kind == "json":
         graph = read_json(data.removeprefix(b"\xef\xbb\xbf"))
@@ -64,6 +71,8 @@ def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
         graph = read_mlir(data.removeprefix(b"\xef\xbb\xbf"), str(path))
     else:
         graph = read_graph(data)
+    if resolve_dims and kind in ("mlir", "tflite") and has_unknown_dims(graph):   # MLIR's "?" dimensions
+        resolve_unknown_dims(graph, input_shapes)
     if validate:
         validate_graph(graph)
         check_level(graph, level)
@@ -71,7 +80,8 @@ def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
 
 
 def load_graph(path: PathLike, validate: bool = True, level: str = DEFAULT_LEVEL,
-               use_cache: bool = True) -> Graph:
+               use_cache: bool = True, input_shapes: Mapping[str, Sequence[int]] | None = None,
+               resolve_dims: bool = True) -> Graph:
     """Read a graph file (TOSA flatbuffer, its JSON form, TOSA MLIR text or a ``.tflite``) and
     validate it (at TOSA ``level``)."""
     p = Path(path)
@@ -80,7 +90,7 @@ def load_graph(path: PathLike, validate: bool = True, level: str = DEFAULT_LEVEL
     except PathError as exc:
         raise TosaFormatError(str(exc)) from None
     try:
-        return parse_graph(data, p, validate, level, use_cache)
+        return parse_graph(data, p, validate, level, use_cache, input_shapes, resolve_dims)
     except (TosaFormatError, GraphValidationError, UnsupportedFeatureError) as exc:
         message = str(exc)
         if not message.startswith(str(path)):  # name the file in the one-line CLI error
