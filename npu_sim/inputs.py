@@ -68,11 +68,21 @@ def parse_input_spec(text: str, input_names: list[str]) -> InputSpec:
     return InputSpec(Path(text))
 
 
+def _tosa_named(spec: InputSpec, graph: Graph) -> InputSpec:
+    """``spec`` by the input's TOSA name when it gives the name of the source model (a TFLite
+    signature's, :attr:`Graph.original_names`)."""
+    if spec.name is None or spec.name in graph.input_types:
+        return spec
+    known = {original: name for name, original in graph.original_names.items() if name in graph.input_types}
+    return InputSpec(spec.path, known[spec.name]) if spec.name in known else spec
+
+
 def bind_input_files(graph: Graph, specs: list[str]) -> dict[str, Path]:
     """Graph input name -> file, from the ``-i`` arguments."""
     names = list(graph.input_types)
     bound: dict[str, Path] = {}
-    parsed = [parse_input_spec(s, names) for s in specs]
+    parsed = [_tosa_named(parse_input_spec(s, names + list(graph.original_names.values())), graph)
+              for s in specs]
     for spec in parsed:
         if spec.name is None:
             continue

@@ -90,8 +90,8 @@ def describe_graph(graph: Graph, path: str = "", file_format: str = "") -> dict[
         "tosa_version": format_version(graph.version),
         "draft": bool(graph.version[3]),
         "software_version": graph.software_version,
-        "inputs": [_type(main.tensors[n]) for n in main.inputs],
-        "outputs": [_type(main.tensors[n]) for n in main.outputs],
+        "inputs": [_with_original(_type(main.tensors[n]), graph) for n in main.inputs],
+        "outputs": [_with_original(_type(main.tensors[n]), graph) for n in main.outputs],
         "regions": [{"name": r.name, "blocks": [
             {"name": b.name, "inputs": list(b.inputs), "outputs": list(b.outputs),
              "operator_count": len(b.operators), "tensor_count": len(b.tensors)}
@@ -142,6 +142,14 @@ def print_description(info: dict[str, Any]) -> None:
         console.print(f"[bold]No TOSA 1.0 profile covers:[/bold] {line}")
 
 
+def _with_original(described: dict[str, Any], graph: Graph) -> dict[str, Any]:
+    """Add the name the user knows (a TFLite signature's) where it differs from TOSA's."""
+    original = graph.original_names.get(described["name"])
+    if original and original != described["name"]:
+        described["original_name"] = original
+    return described
+
+
 def _table(title: str, columns: tuple[str, ...]) -> Table:
     table = Table(title=title, title_justify="left")
     for column in columns:
@@ -153,7 +161,8 @@ def _signature_table(info: dict[str, Any]) -> Table:
     signature = _table("Signature", ("", "name", "dtype", "shape"))
     for kind in ("inputs", "outputs"):
         for t in info[kind]:
-            signature.add_row(kind[:-1], t["name"], t["dtype"], str(t["shape"]))
+            name = t["name"] + (f" ({t['original_name']})" if t.get("original_name") else "")
+            signature.add_row(kind[:-1], name, t["dtype"], str(t["shape"]))
     return signature
 
 

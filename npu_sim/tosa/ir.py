@@ -215,6 +215,9 @@ class Graph:
     version: tuple[int, int, int, bool] = (1, 0, 0, False)
     #: the serialization library that wrote the file, e.g. "2026.8.0" (informative only)
     software_version: str = field(default="", compare=False)
+    #: the names a user knows for the graph's inputs and outputs (TOSA name -> name in the
+    #: model they converted from, e.g. a TFLite signature); informative only
+    original_names: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def main(self) -> Block:

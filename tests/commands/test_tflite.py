@@ -81,3 +81,18 @@ def test_without_the_converter_the_error_names_the_extra(tmp_path, capsys, monke
     monkeypatch.setitem(sys.modules, "tosa_converter_for_tflite", None)
     code, _, err = _cli(["inspect", TFLITE / "ds_cnn_kws_int8.tflite"], capsys)
     assert code == 2 and "pip install 'npu-sim[tflite]'" in err[0]
+
+
+def test_the_names_of_the_tflite_signature_are_shown_and_accepted(tmp_path, capsys):
+    model = TFLITE / "ds_cnn_kws_int8.tflite"
+    code, out, _ = _cli(["inspect", "--json", model], capsys)
+    info = json.loads(out)
+    assert (info["inputs"][0]["name"], info["inputs"][0]["original_name"]) == ("TosaInput_0", "mfcc")
+    assert (info["outputs"][0]["name"], info["outputs"][0]["original_name"]) == ("TosaOutput_0", "softmax")
+    x = np.arange(490, dtype=np.int8).reshape(1, 49, 10, 1)
+    np.save(tmp_path / "x.npy", x)
+    by_tosa = _cli(["exec", model, "-i", f"TosaInput_0={tmp_path / 'x.npy'}", "-o", tmp_path / "a"], capsys)
+    by_tflite = _cli(["exec", model, "-i", f"mfcc={tmp_path / 'x.npy'}", "-o", tmp_path / "b"], capsys)
+    assert by_tosa[0] == by_tflite[0] == 0
+    assert np.array_equal(np.load(tmp_path / "a" / "outputs" / "TosaOutput_0.npy"),
+                          np.load(tmp_path / "b" / "outputs" / "TosaOutput_0.npy"))
