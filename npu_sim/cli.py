@@ -221,9 +221,11 @@ def sweep_command(
                                          help="Run the points on a dask.distributed cluster "
                                               "(tcp://HOST:PORT); needs the [dask] extra."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    allow_unpredictable: bool = typer.Option(False, "--allow-unpredictable", help=ALLOW_UNPREDICTABLE_HELP),
 ) -> None:
     """Run GRAPH on every config of a design space; cycles, energy, area and the Pareto front."""
-    _commands().sweep_cmd.sweep(spec, out_dir, workers, scheduler, progress=not no_progress)
+    _commands().sweep_cmd.sweep(spec, out_dir, workers, scheduler, progress=not no_progress,
+                                allow_unpredictable=allow_unpredictable)
 
 
 @app.command("report")

@@ -10,10 +10,12 @@ import typer
 from npu_sim.sweep.run import run_sweep
 
 
-def sweep(spec: str, out_dir: Path, workers: int | None, scheduler: str | None, progress: bool = True) -> None:
+def sweep(spec: str, out_dir: Path, workers: int | None, scheduler: str | None, progress: bool = True,
+          allow_unpredictable: bool = False) -> None:
     """Run the sweep and print where its results are."""
     try:
-        outcome = run_sweep(spec, out_dir, workers=workers, scheduler=scheduler, progress=progress)
+        outcome = run_sweep(spec, out_dir, workers=workers, scheduler=scheduler, progress=progress,
+                            allow_unpredictable=allow_unpredictable)
     except KeyboardInterrupt:
         typer.echo(f"interrupted: finished points are cached in {out_dir / 'cache'}; "
                    "run the same command again to resume", err=True)

@@ -18,6 +18,7 @@ import numpy as np
 
 from npu_sim.errors import ConfigError, NpuSimError
 from npu_sim.hw.config import HwConfig, hw_config_from_dict
+from npu_sim.reference.unpredictable import allowing_unpredictable
 from npu_sim.simulation import simulate_invocations
 from npu_sim.sweep.spec import Value, apply_axes
 from npu_sim.tosa.ir import Graph
@@ -40,6 +41,7 @@ class SweepContext:
     stack: bool
     base_config: dict[str, Any]
     tosa_level: str = "8K"
+    allow_unpredictable: bool = False
     digest: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
@@ -75,7 +77,7 @@ def plan_point(ctx: SweepContext, index: int, values: dict[str, Value]) -> Plann
     resolved.pop("name", None)          # a name or description does not change the figures
     resolved.pop("description", None)
     text = json.dumps(resolved, sort_keys=True)
-    key = hashlib.sha256(f"v{CACHE_VERSION}:{ctx.digest}:{text}".encode()).hexdigest()
+    key = hashlib.sha256(f"v{CACHE_VERSION}:{ctx.digest}:{ctx.allow_unpredictable}:{text}".encode()).hexdigest()
     return PlannedPoint(index, values, hw.model_dump(mode="json"), key)
 
 
@@ -103,8 +105,9 @@ def run_point(ctx: SweepContext, hw_data: dict[str, Any]) -> dict[str, Any]:
     Never raises for a point: a bad point must not stop the sweep."""
     try:
         hw = HwConfig.model_validate(hw_data)
-        result = simulate_invocations(_prepared(ctx), hw, ctx.per_invocation, stack=ctx.stack,
-                                      graph_label=ctx.graph_name, validate=False)
+        with allowing_unpredictable(ctx.allow_unpredictable):
+            result = simulate_invocations(_prepared(ctx), hw, ctx.per_invocation, stack=ctx.stack,
+                                          graph_label=ctx.graph_name, validate=False)
     except NpuSimError as exc:
         return {"status": "error", "error": " ".join(str(exc).split())}
     except Exception as exc:  # noqa: BLE001  # a simulator bug on one point: reported in its row

@@ -39,7 +39,8 @@ def prepare(spec: SweepSpec, where: str) -> SweepContext:
         graph_bytes = Path(spec.graph).read_bytes()
     except NpuSimError as exc:
         raise SweepSpecError(f"{where}: {exc}") from None
-    return SweepContext(graph_bytes, spec.graph, loaded.invocations, stack, base, spec.tosa_level)
+    return SweepContext(graph_bytes, spec.graph, loaded.invocations, stack, base, spec.tosa_level,
+                        spec.allow_unpredictable)
 
 
 def choose_points(spec: SweepSpec) -> list[dict[str, Any]]:
@@ -50,10 +51,12 @@ def choose_points(spec: SweepSpec) -> list[dict[str, Any]]:
 
 
 def run_sweep(spec_path: str | Path, out_dir: Path, *, workers: int | None = None,
-              scheduler: str | None = None, progress: bool = True) -> SweepOutcome:
+              scheduler: str | None = None, progress: bool = True,
+              allow_unpredictable: bool = False) -> SweepOutcome:
     """Run the sweep of ``spec_path`` into ``out_dir``; a bad spec raises before any point runs."""
     start = time.perf_counter()
     spec = load_sweep_spec(spec_path)
+    spec.allow_unpredictable = spec.allow_unpredictable or allow_unpredictable
     if workers is not None and workers < 1:
         raise SweepSpecError(f"--workers must be at least 1, got {workers}")
     ctx = prepare(spec, str(spec_path))

@@ -56,6 +56,7 @@ class SweepSpec(BaseModel):
     axes: dict[str, list[Value]]
     search: SearchSpec = Field(default_factory=SearchSpec)
     tosa_level: str = "8K"
+    allow_unpredictable: bool = False   # finish points whose data break a TOSA REQUIRE
 
 
 def load_sweep_spec(path: str | Path) -> SweepSpec:

@@ -100,3 +100,16 @@ def test_a_broken_require_names_the_flag_and_the_flag_finishes_the_run(shifting,
     assert _summary(shifting / "c")["tosa_status"] == "valid"
     if command[0] == "run":   # the timing does not depend on the values
         assert _summary(shifting / "b")["total_cycles"] == _summary(shifting / "c")["total_cycles"]
+
+
+def test_a_sweep_finishes_unpredictable_points_when_asked(shifting, capsys):
+    spec = shifting / "spec.yaml"
+    spec.write_text("graph: shift.tosa\nhw: edge\ninputs: {x: x.npy, s: s.npy}\n"
+                    "axes:\n  dma.engine_count: [1, 2]\n")
+    code, _ = _cli(["sweep", spec, "-o", shifting / "plain", "--workers", "1", "--no-progress"], capsys)
+    rows = (shifting / "plain" / "results.csv").read_text().splitlines()
+    assert code == 0 and all(",error," in row and "--allow-unpredictable" in row for row in rows[1:])
+    code, _ = _cli(["sweep", spec, "-o", shifting / "asked", "--workers", "1", "--no-progress",
+                    "--allow-unpredictable"], capsys)
+    rows = (shifting / "asked" / "results.csv").read_text().splitlines()
+    assert code == 0 and len(rows) == 3 and all(",ok," in row for row in rows[1:])
