@@ -176,8 +176,7 @@ class _Reader:
         producer = next((op for op in block.operators if tensor_name in op.outputs), None)
         if tensor_name == out_name:
             return out_name
-        if producer is not None and producer.op is not Op.CONST and tensor_name not in block.outputs \
-                and out_name not in block.tensors:
+        if producer is not None and tensor_name not in block.outputs and out_name not in block.tensors:
             self.rename(state, tensor_name, out_name)
             return out_name
         source = block.tensors[tensor_name]
@@ -409,10 +408,10 @@ class _Reader:
     def cond_if(self, state: _BlockState, results: list[str]) -> None:
         s = self.scanner
         condition = self.lookup(state, s.value_name(), self.source)
-        names, values = self.bindings(state)
+        names, values = self.bindings(state) if s.peek("(") else ([], [])
         s.expect(":")
         s.type_()                              # the condition's type
-        arg_types = s.type_list()
+        arg_types = s.type_list() if not s.peek("->") else []
         s.expect("->")
         result_types = s.type_list()
         then_name, else_name = self.block_names(results, ("then", "else"))
@@ -537,7 +536,13 @@ def _attribute(op: Op, attrs: dict[str, Any], where: str) -> Any:
         raise TosaFormatError(f"{where}: {exc}") from None
 
 
+#: MLIR spellings of enum cases that the schema names otherwise.
+_ENUM_ALIASES = {"NEAREST_NEIGHBOR": "NEAREST"}
+
+
 def _field_value(value: Any, kind: str, where: str) -> Any:
+    if isinstance(value, str) and value in _ENUM_ALIASES:
+        value = _ENUM_ALIASES[value]
     if kind == "DType":
         from_mlir = {"i8": DType.INT8, "i16": DType.INT16, "i32": DType.INT32, "i48": DType.INT48,
                      "f16": DType.FP16, "f32": DType.FP32, "bf16": DType.BF16}
