@@ -412,32 +412,30 @@ class _Reader:
         s.expect(":")
         s.type_()                              # the condition's type
         arg_types = s.type_list() if not s.peek("->") else []
-        s.expect("->")
-        result_types = s.type_list()
-        then_name, else_name = self.block_names(results, ("then", "else"))
-        s.expect("{")
-        self.region(state, then_name, names, arg_types)
-        s.expect("else")
-        s.expect("{")
-        self.region(state, else_name, names, arg_types)
-        attrs = {"then_graph": then_name, "else_graph": else_name}
-        self.finish_control(state, Op.COND_IF, [condition, *values], attrs, results, result_types)
+        self.two_regions(state, Op.COND_IF, ("then", "else"), "else", (names, arg_types),
+                         [condition, *values], results)
 
     def while_loop(self, state: _BlockState, results: list[str]) -> None:
         s = self.scanner
         names, values = self.bindings(state)
         s.expect(":")
         arg_types = s.type_list()
+        self.two_regions(state, Op.WHILE_LOOP, ("cond", "body"), "do", (names, arg_types), values, results)
+
+    def two_regions(self, state: _BlockState, op: Op, kinds: tuple[str, str], separator: str,
+                    arguments: tuple[list[str], list[MlirType]], inputs: list[str], results: list[str]) -> None:
+        """``-> result types { first } separator { second }``: the regions of a control-flow op."""
+        s = self.scanner
         s.expect("->")
         result_types = s.type_list()
-        cond_name, body_name = self.block_names(results, ("cond", "body"))
+        first, second = self.block_names(results, kinds)
         s.expect("{")
-        self.region(state, cond_name, names, arg_types)
-        s.expect("do")
+        self.region(state, first, *arguments)
+        s.expect(separator)
         s.expect("{")
-        self.region(state, body_name, names, arg_types)
-        attrs = {"cond_graph": cond_name, "body_graph": body_name}
-        self.finish_control(state, Op.WHILE_LOOP, values, attrs, results, result_types)
+        self.region(state, second, *arguments)
+        fields = ("then_graph", "else_graph") if op is Op.COND_IF else ("cond_graph", "body_graph")
+        self.finish_control(state, op, inputs, dict(zip(fields, (first, second))), results, result_types)
 
     def bindings(self, state: _BlockState) -> tuple[list[str], list[str]]:
         """``(%arg3 = %a, %arg4 = %b)``: the region's argument names and the values passed."""
