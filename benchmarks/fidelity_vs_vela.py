@@ -42,13 +42,13 @@ CLASSES = {
     "pooling": ("MAXPOOL2D", "AVGPOOL2D", "AVGPOOL"),
     "reduction": ("REDUCESUM", "REDUCEMAX", "REDUCEMIN", "ARGMAX", "REDUCEANY", "REDUCEALL"),
     "data movement": ("COPY", "TRANSPOSE", "RESHAPE", "CONCAT", "SLICE", "PAD", "TILE", "GATHER",
-                      "SCATTER", "MEMORYCOPY", "RESIZE", "IDENTITY"),
+                      "SCATTER", "MEMORYCOPY", "RESIZE", "IDENTITY", "LOAD"),
 }
 
 
 def op_class(name: str) -> str:
-    """The operator class of ``name`` (anything not listed is elementwise)."""
-    key = name.upper().replace("_", "").replace(" ", "")
+    """The operator class of ``name``, a fused chain by its first op (unlisted: elementwise)."""
+    key = name.split("+")[0].upper().replace("_", "").replace(" ", "")
     for cls, names in CLASSES.items():
         if key in names:
             return cls
