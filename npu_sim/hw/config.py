@@ -158,6 +158,11 @@ class LutConfig(_Strict):
 
     elements_per_cycle: int = PositiveInt
     setup_cycles: int = NonNegativeInt
+    # LUT reload per table operation (0: tables stay resident, no reload cost).
+    table_load_bytes_per_cycle: float = Field(
+        0.0, ge=0, description="rate a table operation reloads its LUT memory (0 = preloaded)")
+    table_int8_bytes: int = Field(256, ge=0, description="LUT bytes loaded for an int8-input table")
+    table_int16_bytes: int = Field(2048, ge=0, description="LUT bytes loaded for an int16-input table")
 
 
 class HwConfig(_Strict):
