@@ -119,6 +119,8 @@ class MacArrayConfig(_Strict):
     macs_per_cycle: dict[str, int] = Field(default_factory=dict)
     setup_cycles: int = NonNegativeInt  # per command
     accumulator_buffers: int = Field(default=2, ge=1, le=2)
+    depthwise_macs_per_cycle: int = Field(
+        0, ge=0, description="MACs/cycle a depthwise convolution reaches (0 = the array mapping alone)")
 
     @model_validator(mode="after")
     def _check(self) -> MacArrayConfig:
