@@ -112,12 +112,13 @@ def rejection_reason(output: str) -> str:
     return reason if len(reason) <= 240 else reason[:237] + "..."
 
 
-def run_vela(vela: Path, tosa: Path, match: Match, out_dir: Path) -> dict[str, Any]:
+def run_vela(vela: Path, tosa: Path, match: Match, out_dir: Path,
+             extra: list[str] | None = None) -> dict[str, Any]:
     """Compile ``tosa`` with vela for ``match``; its estimate (or why it failed)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cmd = [str(vela), str(tosa), "--accelerator-config", match.accelerator, "--config", "Arm/vela.ini",
            "--system-config", match.system_config, "--memory-mode", match.memory_mode,
-           "--output-dir", str(out_dir)]
+           "--output-dir", str(out_dir), *(extra or [])]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:

@@ -138,6 +138,8 @@ class MacArrayConfig(_Strict):
     macs_per_cycle: dict[str, Annotated[int, Rate]] = Field(default_factory=dict)
     setup_cycles: int = Cycles  # per command
     accumulator_buffers: int = Field(default=2, ge=1, le=2)
+    depthwise_macs_per_cycle: int = Field(
+        0, ge=0, le=MAX_RATE, description="MACs/cycle a depthwise convolution reaches (0 = the array mapping alone)")
 
     @model_validator(mode="after")
     def _check(self) -> MacArrayConfig:
@@ -187,6 +189,11 @@ class LutConfig(_Strict):
 
     elements_per_cycle: int = Rate
     setup_cycles: int = Cycles
+    # LUT reload per table operation (0: tables stay resident, no reload cost).
+    table_load_bytes_per_cycle: float = Field(
+        0.0, ge=0, le=MAX_RATE, description="rate a table operation reloads its LUT memory (0 = preloaded)")
+    table_int8_bytes: int = Field(256, ge=0, description="LUT bytes loaded for an int8-input table")
+    table_int16_bytes: int = Field(2048, ge=0, description="LUT bytes loaded for an int16-input table")
 
 
 # --- energy and area (first-order models for design-space exploration) ----------------------

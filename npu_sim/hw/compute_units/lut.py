@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from npu_sim.hw.compute_units.unit import ComputeUnit, ceil_div, out_elements, summed_step_cycles
 from npu_sim.program import KernelStep
+from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op
 
 if TYPE_CHECKING:
@@ -20,8 +22,18 @@ def lut_cycles(element_count: int, elements_per_cycle: int) -> int:
     return ceil_div(max(element_count, 0), elements_per_cycle)
 
 
+def table_load_cycles(hw: HwConfig, step: KernelStep) -> int:
+    """Cycles to reload the LUT memory before a table operation (Vela reloads per TABLE)."""
+    rate = hw.lut.table_load_bytes_per_cycle
+    if rate <= 0 or not step.input_types:
+        return 0
+    wide = step.input_types[0].dtype == DType.INT16
+    table_bytes = hw.lut.table_int16_bytes if wide else hw.lut.table_int8_bytes
+    return math.ceil(table_bytes / rate)
+
+
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
-    return lut_cycles(out_elements(step), hw.lut.elements_per_cycle)
+    return lut_cycles(out_elements(step), hw.lut.elements_per_cycle) + table_load_cycles(hw, step)
 
 
 UNIT = ComputeUnit("lut", LUT_OPS, step_cycles, summed_step_cycles(step_cycles),

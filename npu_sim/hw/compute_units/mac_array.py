@@ -109,13 +109,23 @@ def step_macs(step: KernelStep) -> int:
     return m * n * k
 
 
+def depthwise_floor_cycles(hw: HwConfig, step: KernelStep) -> int:
+    """Depthwise convolutions use few of the array's MACs (one input channel per output):
+    at least ``macs / depthwise_macs_per_cycle`` cycles where that rate is configured."""
+    rate = hw.mac_array.depthwise_macs_per_cycle
+    if rate <= 0 or step.op is not Op.DEPTHWISE_CONV2D:
+        return 0
+    return ceil_div(step_macs(step), rate)
+
+
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
     """A MAC step on the array; an epilogue step alone drains ``cols`` results a cycle."""
     if step.op in MAC_OPS:
         m, n, k = mac_dims(step)
-        return mac_array_cycles(m, n, k, hw.mac_array.rows, hw.mac_array.cols,
-                                k_step_cycles(hw, step.input_types[0].dtype),
-                                hw.mac_array.accumulator_buffers)
+        cycles = mac_array_cycles(m, n, k, hw.mac_array.rows, hw.mac_array.cols,
+                                  k_step_cycles(hw, step.input_types[0].dtype),
+                                  hw.mac_array.accumulator_buffers)
+        return max(cycles, depthwise_floor_cycles(hw, step))
     return ceil_div(out_elements(step), hw.mac_array.cols)
 
 

@@ -63,3 +63,15 @@ def test_epilogue_steps_drain_cols_per_cycle():
     rescale_in = TensorType((1, 4, 4, 16), DType.INT32)
     epilogue = KernelStep(Op.CLAMP, make_attribute(Op.CLAMP), (0,), (rescale_in,), (rescale_in,))
     assert mac_array.step_cycles(hw, epilogue) == 256 // 8
+
+
+def test_a_depthwise_rate_floors_depthwise_steps_only():
+    hw = make_hw()
+    attribute = make_attribute(Op.DEPTHWISE_CONV2D, stride=(1, 1), pad=(1, 1, 1, 1), dilation=(1, 1))
+    step = KernelStep(Op.DEPTHWISE_CONV2D, attribute, (),
+                      (TensorType((1, 10, 10, 8), DType.INT8), TensorType((3, 3, 8, 1), DType.INT8)),
+                      (TensorType((1, 10, 10, 8), DType.INT8),))
+    assert mac_array.depthwise_floor_cycles(hw, step) == 0
+    slow = hw.model_copy(update={"mac_array": hw.mac_array.model_copy(update={"depthwise_macs_per_cycle": 16})})
+    assert mac_array.depthwise_floor_cycles(slow, step) == 100 * 8 * 9 // 16
+    assert mac_array.step_cycles(slow, step) == max(mac_array.step_cycles(hw, step), 450)

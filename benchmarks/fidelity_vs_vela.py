@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Layer-by-layer fidelity of npu-sim's cycles against Vela 5.2's performance estimate.
+
+For every ``.tosa`` in ``examples/`` (and ``benchmarks/models/``) and each Ethos-U accelerator,
+runs vela with that accelerator's default system config and memory mode and
+``--verbose-performance`` (its ``<net>_per-layer.csv``), and npu-sim on the matched preset.
+Prints Vela's per-layer cycles with the bound it implies (memory when an access-cycle column
+exceeds the NPU cycles), both sides summed per operator class (conv, depthwise, elementwise,
+table, pooling, reduction, data movement) with the ratio, and the totals (cycles and off-chip
+bytes). Layers are compared by class rather than one to one because the two compilers lower
+and fuse differently (vela folds clamps into convolutions, we fuse rescales).
+
+Needs vela (``pip install .[calibrate]``, or ``--vela PATH``); see bench_vela.py for how it is
+found. Usage: python benchmarks/fidelity_vs_vela.py [--vela PATH] [--accelerators ...]
+[--models PATH ...]. Writes benchmarks/results/fidelity_vs_vela.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import npu_sim  # noqa: E402
+from benchmarks.bench_vela import MATCHES, Match, find_vela, run_vela  # noqa: E402
+from benchmarks.common import HERE, table, write_result  # noqa: E402
+from benchmarks.graphs import random_inputs  # noqa: E402
+
+ROOT = HERE.parent
+
+# Operator class of a vela "Original Operator" or an npu-sim op name (upper-cased, no "_").
+CLASSES = {
+    "conv": ("CONV2D", "CONV3D", "FULLYCONNECTED", "MATMUL", "TRANSPOSECONV2D"),
+    "depthwise": ("DEPTHWISECONV2D",),
+    "table": ("TABLE", "LUT", "SIGMOID", "TANH", "EXP"),
+    "pooling": ("MAXPOOL2D", "AVGPOOL2D", "AVGPOOL"),
+    "reduction": ("REDUCESUM", "REDUCEMAX", "REDUCEMIN", "ARGMAX", "REDUCEANY", "REDUCEALL"),
+    "data movement": ("COPY", "TRANSPOSE", "RESHAPE", "CONCAT", "SLICE", "PAD", "TILE", "GATHER",
+                      "SCATTER", "MEMORYCOPY", "RESIZE", "IDENTITY", "LOAD"),
+}
+
+
+def op_class(name: str) -> str:
+    """The operator class of ``name``, a fused chain by its first op (unlisted: elementwise)."""
+    key = name.split("+")[0].upper().replace("_", "").replace(" ", "")
+    for cls, names in CLASSES.items():
+        if key in names:
+            return cls
+    return "elementwise"
+
+
+def vela_layers(out_dir: Path, stem: str) -> list[dict[str, Any]]:
+    """Vela's per-layer rows: operator, class, cycles and the bound they imply."""
+    files = sorted(out_dir.glob(f"{stem}_per-layer.csv"))
+    if not files:
+        return []
+    rows = []
+    with open(files[0], newline="") as handle:
+        for row in csv.DictReader(handle):
+            cycles = int(float(row["Op Cycles"]))
+            npu = int(float(row["NPU"]))
+            access = max(int(float(row[k])) for k in ("SRAM AC", "DRAM AC", "OnFlash AC", "OffFlash AC"))
+            rows.append({"name": row["Name"], "op": row["Original Operator"],
+                         "class": op_class(row["Original Operator"]), "cycles": cycles,
+                         "bound": "memory" if access > npu else "compute"})
+    return rows
+
+
+def our_layers(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """npu-sim's ops of the first invocation: op, class, cycles and the bound they imply."""
+    rows = []
+    for op in summary["ops"]:
+        if op.get("invocation", 0) != 0:
+            continue
+        bound = "memory" if op.get("dma_cycles", 0) > op.get("compute_cycles", 0) else "compute"
+        rows.append({"name": op["name"], "op": op["op"], "class": op_class(op["op"]),
+                     "cycles": int(op["cycles"]), "bound": bound})
+    return rows
+
+
+def run_ours(path: Path, preset: str) -> dict[str, Any]:
+    try:
+        graph = npu_sim.load_graph(path)
+        summary = npu_sim.simulate(graph, preset, random_inputs(graph, seed=0)).summary
+    except Exception as exc:  # our own rejection, reported like vela's
+        return {"accepted": False, "reason": f"{type(exc).__name__}: {exc}"}
+    per_invocation = summary["per_invocation_cycles"]
+    first = per_invocation[0] if isinstance(per_invocation, list) else per_invocation
+    return {"accepted": True, "cycles": int(first),
+            "ddr_bytes": (int(summary["ddr_read_bytes"]) + int(summary["ddr_write_bytes"]))
+            // max(1, int(summary["invocations"])),
+            "layers": our_layers(summary)}
+
+
+def class_table(vela: list[dict[str, Any]], ours: list[dict[str, Any]]) -> list[list[Any]]:
+    """Per operator class: vela's cycles, ours, ratio, and the bound each side mostly reports."""
+    out = []
+    for cls in sorted({r["class"] for r in vela} | {r["class"] for r in ours}):
+        v = [r for r in vela if r["class"] == cls]
+        o = [r for r in ours if r["class"] == cls]
+        vc, oc = sum(r["cycles"] for r in v), sum(r["cycles"] for r in o)
+
+        def mostly(rows: list[dict[str, Any]]) -> str:
+            return statistics.mode([r["bound"] for r in rows]) if rows else "-"
+
+        out.append([cls, len(v), vc, mostly(v), len(o), oc, mostly(o), oc / vc if vc else None])
+    return out
+
+
+def compare(path: Path, match: Match, vela: Path, work: Path) -> dict[str, Any]:
+    out_dir = work / f"{path.stem}-{match.accelerator}"
+    v = run_vela(vela, path, match, out_dir, extra=["--verbose-performance"])
+    row: dict[str, Any] = {"model": path.stem, "accelerator": match.accelerator,
+                           "vela": v, "ours": run_ours(path, match.preset)}
+    if v["accepted"]:
+        v["layers"] = vela_layers(out_dir, path.stem)
+    return row
+
+
+def print_row(row: dict[str, Any]) -> None:
+    v, o = row["vela"], row["ours"]
+    print(f"\n== {row['model']} on {row['accelerator']}")
+    if not (v["accepted"] and o["accepted"]):
+        who = "vela" if not v["accepted"] else "npu-sim"
+        print(f"not compared: {who}: {(v if not v['accepted'] else o)['reason']}")
+        return
+    print(table(["vela layer", "op", "class", "vela cycles", "bound"],
+                [[r["name"], r["op"], r["class"], r["cycles"], r["bound"]] for r in v["layers"] if r["cycles"]]))
+    print(table(["class", "vela n", "vela cycles", "vela bound", "our n", "our cycles", "our bound", "ratio"],
+                class_table(v["layers"], o["layers"])))
+    ratio = o["cycles"] / v["cycles_npu"] if v["cycles_npu"] else None
+    ddr = o["ddr_bytes"] / v["offchip_bytes"] if v["offchip_bytes"] else None
+    print(f"total: vela {v['cycles_npu']} ours {o['cycles']} ratio {ratio:.2f}" if ratio else "total: -")
+    print(f"off-chip bytes: vela {v['offchip_bytes']} ours {o['ddr_bytes']}" + (f" ratio {ddr:.2f}" if ddr else ""))
+    row["cycle_ratio"], row["ddr_ratio"] = ratio, ddr
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vela", metavar="PATH")
+    parser.add_argument("--accelerators", nargs="+", default=[m.accelerator for m in MATCHES],
+                        choices=[m.accelerator for m in MATCHES])
+    parser.add_argument("--models", nargs="+", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=None)
+    options = parser.parse_args(argv)
+    vela = find_vela(options.vela)
+    if vela is None:
+        print("skipped: vela not found (pip install .[calibrate], or give --vela PATH)")
+        return 0
+    models = options.models or sorted((ROOT / "examples").glob("*.tosa")) + sorted(
+        (HERE / "models").glob("*.tosa"))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="npu-sim-fidelity-") as tmp:
+        for path in models:
+            for match in (m for m in MATCHES if m.accelerator in options.accelerators):
+                row = compare(path, match, vela, Path(tmp))
+                print_row(row)
+                rows.append(row)
+    print("\nsummary")
+    print(table(["model", "accelerator", "cycles ratio", "off-chip bytes ratio"],
+                [[r["model"], r["accelerator"], r.get("cycle_ratio"), r.get("ddr_ratio")] for r in rows]))
+    out = write_result("fidelity_vs_vela", {"rows": rows}, options.out)
+    print(f"results: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""The LUT unit's cost: results per cycle plus, where configured, a LUT reload per table op."""
+
+from __future__ import annotations
+
+from npu_sim.hw.compute_units import lut
+from npu_sim.program import KernelStep
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import TensorType
+from npu_sim.tosa.ops import Op, make_attribute
+from tests.hw.hw_programs import make_hw
+
+
+def _table(dtype: DType, out_dtype: DType) -> KernelStep:
+    return KernelStep(Op.TABLE, make_attribute(Op.TABLE), (), (TensorType((1, 64), dtype),),
+                      (TensorType((1, 64), out_dtype),))
+
+
+def test_without_a_reload_rate_tables_stay_resident():
+    hw = make_hw()
+    assert hw.lut.table_load_bytes_per_cycle == 0
+    assert lut.table_load_cycles(hw, _table(DType.INT8, DType.INT8)) == 0
+    assert lut.step_cycles(hw, _table(DType.INT8, DType.INT8)) == -(-64 // hw.lut.elements_per_cycle)
+
+
+def test_each_table_reloads_its_lut_by_input_width():
+    hw = make_hw()
+    hw = hw.model_copy(update={"lut": hw.lut.model_copy(update={"table_load_bytes_per_cycle": 2.0})})
+    assert lut.table_load_cycles(hw, _table(DType.INT8, DType.INT8)) == 128
+    assert lut.table_load_cycles(hw, _table(DType.INT16, DType.INT32)) == 1024
+    assert lut.step_cycles(hw, _table(DType.INT8, DType.INT8)) == 128 + -(-64 // hw.lut.elements_per_cycle)
