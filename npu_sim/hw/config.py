@@ -328,6 +328,21 @@ class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ign
         return dict(super().construct_mapping(node, deep=deep))
 
 
+def load_yaml_strictly(path: Path, source: str) -> Any:
+    """The data of a YAML file read as configs are: a regular UTF-8 file, no key repeated.
+    Raises :class:`ConfigError` naming ``source``."""
+    check_regular_file(path, "")   # names the path; never opens a FIFO
+    text = read_yaml_text(path, source)
+    try:
+        return yaml.load(text, Loader=_StrictLoader)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML ({' '.join(str(exc).split())})") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: YAML nested too deeply") from None
+
+
 def read_yaml_text(path: Path, source: str) -> str:
     """The file's text: UTF-8 only (a byte that is not UTF-8 is named with its offset)."""
     try:
@@ -349,16 +364,7 @@ def _load_raw(name_or_path: str, chain: tuple[Path, ...],
     if len(chain) >= MAX_EXTENDS_DEPTH:
         raise ConfigError(f"{chain[0]}: extends chain deeper than {MAX_EXTENDS_DEPTH} files "
                           f"(at {source})")
-    check_regular_file(path, "hardware config")  # never block on a FIFO
-    text = read_yaml_text(path, source)
-    try:
-        data = yaml.load(text, Loader=_StrictLoader)
-    except ConfigError as exc:
-        raise ConfigError(f"{source}: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML ({' '.join(str(exc).split())})") from None
-    except RecursionError:
-        raise ConfigError(f"{source}: YAML nested too deeply") from None
+    data = load_yaml_strictly(path, source)
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -22,11 +22,10 @@ import random
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from npu_sim.errors import NpuSimError
-from npu_sim.hw.config import HwConfig
+from npu_sim.errors import ConfigError, NpuSimError, PathError
+from npu_sim.hw.config import HwConfig, load_yaml_strictly
 
 Value = int | float | str | bool
 
@@ -63,11 +62,9 @@ def load_sweep_spec(path: str | Path) -> SweepSpec:
     """Read and check a spec file; relative ``graph``, ``hw`` and ``inputs`` paths become absolute."""
     spec_path = Path(path)
     try:
-        data = yaml.safe_load(spec_path.read_text())
-    except OSError as exc:
-        raise SweepSpecError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except yaml.YAMLError as exc:
-        raise SweepSpecError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+        data = load_yaml_strictly(spec_path, str(path))   # UTF-8, no repeated key, never a FIFO
+    except (ConfigError, PathError) as exc:
+        raise SweepSpecError(str(exc)) from None
     if not isinstance(data, dict):
         raise SweepSpecError(f"{path}: a sweep spec must be a mapping")
     try:

@@ -58,3 +58,14 @@ def test_the_cli_refuses_a_bad_config_in_one_line(tmp_path, command):
     (tmp_path / "dup.yaml").write_text("extends: edge\nclock_hz: 1000\nclock_hz: 2000\n")
     npu_sim([command[0], graph, "--hw", "dup.yaml", *command[1:]], tmp_path).refused("duplicate key 'clock_hz'")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_sweep_spec_is_read_as_strictly(tmp_path):
+    from npu_sim.sweep.spec import SweepSpecError, load_sweep_spec
+
+    (tmp_path / "spec.yaml").write_text("graph: g.tosa\nhw: edge\nhw: tiny\naxes: {tcm.size_bytes: [65536]}\n")
+    with pytest.raises(SweepSpecError, match="duplicate key 'hw' \\(line 3\\)"):
+        load_sweep_spec(tmp_path / "spec.yaml")
+    (tmp_path / "spec.yaml").write_bytes("graph: caf\xe9.tosa\n".encode("latin-1"))
+    with pytest.raises(SweepSpecError, match="not UTF-8"):
+        load_sweep_spec(tmp_path / "spec.yaml")
