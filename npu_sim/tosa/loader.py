@@ -23,7 +23,7 @@ from npu_sim.tosa.json_io import read_json, write_json
 from npu_sim.tosa.levels import DEFAULT_LEVEL, check_level
 from npu_sim.tosa.mlir_reader import looks_like_mlir, read_mlir
 from npu_sim.tosa.shape_resolution import has_unknown_dims, resolve_unknown_dims
-from npu_sim.tosa.tflite_import import is_tflite, signature_names, tflite_to_mlir
+from npu_sim.tosa.tflite_import import is_tflite, tflite_to_mlir
 from npu_sim.tosa.validation import validate as validate_graph
 
 PathLike = str | os.PathLike
@@ -65,11 +65,10 @@ def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
     kind = detect_format(data, path)
     if kind == "json":
         graph = read_json(data.removeprefix(b"\xef\xbb\xbf"))
-    elif kind in ("tflite", "mlir"):
-        text = tflite_to_mlir(data, str(path), use_cache) if kind == "tflite" else \
-            data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
-        graph = read_mlir(text, str(path))
-        graph.original_names = signature_names(text)
+    elif kind == "tflite":
+        graph = read_mlir(tflite_to_mlir(data, str(path), use_cache), str(path))
+    elif kind == "mlir":
+        graph = read_mlir(data.removeprefix(b"\xef\xbb\xbf"), str(path))
     else:
         graph = read_graph(data)
     if resolve_dims and kind in ("mlir", "tflite") and has_unknown_dims(graph):   # MLIR's "?" dimensions

@@ -61,6 +61,7 @@ class _Reader:
         self.regions: list[Region] = []
         self.names: dict[str, int] = {}
         self.functions = 0
+        self.original_names: dict[str, str] = {}
 
     def error(self, what: str) -> TosaFormatError:
         return self.scanner.error(what)
@@ -79,7 +80,7 @@ class _Reader:
             self.items(closing=None)
         if not self.regions:
             raise TosaFormatError(f"{self.source}: no func.func in the MLIR text")
-        return Graph(self.regions, version=(1, 0, 0, False))
+        return Graph(self.regions, version=(1, 0, 0, False), original_names=self.original_names)
 
     def items(self, closing: str | None) -> None:
         s = self.scanner
@@ -133,6 +134,7 @@ class _Reader:
             t = s.type_()
             attrs = s.attr_dict() if s.peek("{") else {}
             tensor_name = attrs.get("tosa.tensor_name") or f"TosaInput_{index}"
+            self.remember_original_name(tensor_name, attrs)
             self.add_tensor(state, tensor_name, t)
             block.inputs.append(tensor_name)
             state.values[ssa] = tensor_name
@@ -163,10 +165,17 @@ class _Reader:
             s.type_()
             attrs = s.attr_dict() if grouped and s.peek("{") else {}
             names.append(attrs.get("tosa.tensor_name") or f"TosaOutput_{len(names)}")
+            self.remember_original_name(names[-1], attrs)
             if not grouped:
                 break
             s.accept(",")
         return names
+
+    def remember_original_name(self, tensor_name: str, attrs: dict[str, Any]) -> None:
+        """The name a converter kept from the source model's signature (``index_path``)."""
+        path = attrs.get("tf_saved_model.index_path")
+        if isinstance(path, list) and path and isinstance(path[0], str) and path[0] != tensor_name:
+            self.original_names[tensor_name] = path[0]
 
     def output(self, state: _BlockState, value: str, out_name: str) -> str:
         """Name the returned tensor ``out_name``: renamed where this block produced it, else
@@ -226,14 +235,7 @@ class _Reader:
     @staticmethod
     def operand_list(s: Scanner) -> list[str]:
         grouped = s.accept("(")
-        operands = []
-        while True:
-            value = s.maybe_value()
-            if value is None:
-                break
-            operands.append(value)
-            if not s.accept(","):
-                break
+        operands = s.value_list()
         if grouped:
             s.expect(")")
         return operands
@@ -260,14 +262,7 @@ class _Reader:
     @staticmethod
     def results(s: Scanner) -> list[str]:
         save = s.pos
-        names: list[str] = []
-        while True:
-            value = s.maybe_value()
-            if value is None:
-                break
-            names.append(value)
-            if not s.accept(","):
-                break
+        names = s.value_list()
         if names and s.accept("="):
             expanded = []
             for name in names:

@@ -117,6 +117,15 @@ class Scanner:
     def maybe_value(self) -> str | None:
         return self.maybe(_VALUE)
 
+    def value_list(self) -> list[str]:
+        """``%a, %b, ...`` (possibly none)."""
+        values: list[str] = []
+        while (value := self.maybe_value()) is not None:
+            values.append(value)
+            if not self.accept(","):
+                break
+        return values
+
     def symbol(self) -> str:
         text = self.read(_SYMBOL, "an @symbol")[1:]
         return _unquote(text) if text.startswith('"') else text

@@ -145,15 +145,3 @@ def _store(path: Path, text: str) -> None:
         os.replace(temporary, path)
     except OSError:
         pass   # a cache that cannot be written only costs a conversion next time
-
-
-def signature_names(mlir_text: str) -> dict[str, str]:
-    """TOSA input/output name -> the name in the TFLite signature (``tf_saved_model.index_path``)."""
-    header = re.search(r"func\.func @\w+\((.*?)\)\s*->\s*\((.*?)\)\s*(?:attributes|\{)", mlir_text, re.S)
-    if header is None:
-        return {}
-    names: dict[str, str] = {}
-    for prefix, part in (("TosaInput", header.group(1)), ("TosaOutput", header.group(2))):
-        for k, original in enumerate(re.findall(r'index_path = \["([^"]*)"\]', part)):
-            names[f"{prefix}_{k}"] = original
-    return names
