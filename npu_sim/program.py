@@ -203,7 +203,12 @@ class KernelStep(Generic[OperandT]):
 
 @dataclass(frozen=True)
 class ComputeCommand:
-    """Runs ``steps`` in order on ``unit``; the last step's outputs go to ``outputs``."""
+    """Runs ``steps`` in order on ``unit``; the last step's outputs go to ``outputs``.
+
+    A fused composite (``composite``, e.g. ``lstm_cell``) hands out results of several
+    steps: output k is output 0 of step ``output_steps[k]``; it is timed by the
+    composite's cost function (:mod:`npu_sim.hw.compute_units.composites`).
+    """
 
     id: int
     unit: str
@@ -212,6 +217,8 @@ class ComputeCommand:
     deps: tuple[int, ...] = ()
     name: str = ""
     macs: int = 0
+    output_steps: tuple[int, ...] = ()
+    composite: str = ""
 
 
 @dataclass(frozen=True)
@@ -261,6 +268,30 @@ class OperationStats:
     tile_count: int = 1
     working_set_bytes: int = 0               # TCM its tiles need
     commands: tuple[int, ...] = ()
+    composite: CompositeFacts | None = None  # a fused composite: what it computes
+
+
+@dataclass(frozen=True)
+class CompositeFacts:
+    """What a fused composite operation (such as an LSTM cell) computes, for reports."""
+
+    kind: str                                # lstm_cell
+    hidden_units: int
+    input_size: int
+    outputs: tuple[str, ...]                 # the tensors it hands out (h', c')
+    weights_resident: bool = False           # its weights stay in TCM across invocations
+
+
+@dataclass(frozen=True)
+class CompositeCandidate:
+    """One place a composite rule looked at: fused, or the reason it was not."""
+
+    kind: str
+    anchor: str                              # the tensor it anchored on
+    block: str
+    fused: bool
+    reason: str = ""
+    operators: tuple[str, ...] = ()          # the graph operators fused
 
 
 @dataclass(frozen=True)
@@ -290,6 +321,7 @@ class PlanStats:
     spilled_values: tuple[str, ...] = ()     # allocations of kind "spill"
     evicted_values: tuple[str, ...] = ()     # values the TCM plan gave up keeping resident
     command_count: int = 0
+    composite_candidates: tuple[CompositeCandidate, ...] = ()   # composites looked at, fused or not
 
     @property
     def compulsory_ddr_bytes(self) -> int:

@@ -29,6 +29,7 @@ from npu_sim.tosa.ir import Graph
 from npu_sim.tosa.loader import load_graph
 from npu_sim.tosa.validation import validate as validate_graph
 from reports.summary import build_summary
+from scheduler.passes.fusion import CHAIN_RULES, DEFAULT_RULES, FusionRule
 from scheduler.schedule import schedule
 from scheduler.verify import PlanError, verify_program
 
@@ -71,29 +72,33 @@ def _hw(hw: HwConfig | str | Path) -> HwConfig:
 
 
 def compile_graph(graph: Graph, hw: HwConfig, *, spread_tcm: bool = False,
-                  verify: bool = False, resident_constants: bool = False) -> Program:
+                  verify: bool = False, resident_constants: bool = False,
+                  composite_fusion: bool = True) -> Program:
     """The scheduler's Program for ``graph`` on ``hw`` (ScheduleError / UnsupportedFeatureError if it cannot).
 
     ``spread_tcm``: trade free TCM for fewer false dependencies (see :func:`scheduler.schedule.schedule`).
     ``verify``: also run the plan verifier (:func:`scheduler.verify.verify_program`); a plan it
     rejects is npu-sim's bug (:class:`SchedulerBugError`). It costs about as much as scheduling.
+    ``composite_fusion``: fuse composites such as LSTM cells (False: op by op, for comparison).
     """
     with gc_paused():
-        program = _schedule(graph, hw, spread_tcm, resident_constants)
+        program = _schedule(graph, hw, spread_tcm, resident_constants,
+                            DEFAULT_RULES if composite_fusion else CHAIN_RULES)
         if verify:
             verify_plan(program)
         return program
 
 
-def _schedule(graph: Graph, hw: HwConfig, spread_tcm: bool, resident_constants: bool) -> Program:
+def _schedule(graph: Graph, hw: HwConfig, spread_tcm: bool, resident_constants: bool,
+              rules: tuple[FusionRule, ...]) -> Program:
     """``resident_constants`` (several invocations): constants resident in a large TCM pool
     if the working set still fits beside it, else the plain plan (they stream as before)."""
     if resident_constants:
         try:
-            return schedule(graph, hw, spread_tcm=spread_tcm, resident_constants=True)
+            return schedule(graph, hw, spread_tcm=spread_tcm, resident_constants=True, rules=rules)
         except ScheduleError:
             pass
-    return schedule(graph, hw, spread_tcm=spread_tcm)
+    return schedule(graph, hw, spread_tcm=spread_tcm, rules=rules)
 
 
 def verify_plan(program: Program) -> None:
@@ -144,7 +149,8 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
                          per_invocation: Sequence[Mapping[str, np.ndarray]], *,
                          graph_label: str = "", stack: bool = False,
                          spread_tcm: bool = False, verify: bool = False,
-                         validate: bool = True, max_memory_bytes: int | None = None) -> SimulationResult:
+                         validate: bool = True, max_memory_bytes: int | None = None,
+                         composite_fusion: bool = True) -> SimulationResult:
     """Schedule ``graph`` for ``hw`` and simulate one invocation per element of ``per_invocation``.
 
     ``stack``: return outputs stacked along a leading invocation axis (else those
@@ -153,6 +159,7 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     loader checks); False for a graph the loader just validated. A path is loaded, so
     validated, anyway. ``max_memory_bytes``: the host memory the job may use (default: most
     of what is available); a graph that needs more is refused before any work.
+    ``composite_fusion``: see :func:`compile_graph`.
     """
     graph, path_label = _graph(graph)
     if validate and not path_label:
@@ -164,7 +171,8 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
         start = time.perf_counter()
         with _blaming_the_graph_first(graph, checked):
             program = compile_graph(graph, hw, spread_tcm=spread_tcm,
-                                    resident_constants=len(per_invocation) > 1)
+                                    resident_constants=len(per_invocation) > 1,
+                                    composite_fusion=composite_fusion)
         wall["schedule"] = time.perf_counter() - start
         if verify:
             start = time.perf_counter()
@@ -192,20 +200,23 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
 
 def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
              inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray] | None = None,
-             invocations: int = 1, *, spread_tcm: bool = False, verify: bool = False) -> SimulationResult:
+             invocations: int = 1, *, spread_tcm: bool = False, verify: bool = False,
+             composite_fusion: bool = True) -> SimulationResult:
     """Run ``graph`` on the simulated NPU ``hw`` (a HwConfig, preset name or YAML path).
 
     ``inputs``: input name -> array (or arrays in the graph's input order). With
     ``invocations`` N > 1 each array has a leading axis of length N, invocation k
     uses slice k, variables persist between invocations, and outputs come back
-    stacked the same way. ``spread_tcm``, ``verify``: see :func:`compile_graph`.
+    stacked the same way. ``spread_tcm``, ``verify``, ``composite_fusion``: see
+    :func:`compile_graph`.
     """
     if not isinstance(invocations, int) or isinstance(invocations, bool) or invocations < 1:
         raise InputError(f"invocations must be an integer >= 1, got {invocations!r}")
     graph, label = _graph(graph)
     if invocations == 1:
         return simulate_invocations(graph, hw, [check_inputs(graph, inputs)], graph_label=label,
-                                    spread_tcm=spread_tcm, verify=verify, validate=not label)
+                                    spread_tcm=spread_tcm, verify=verify, validate=not label,
+                                    composite_fusion=composite_fusion)
     names = list(graph.input_types)
     if inputs is None:
         inputs = {}
@@ -219,4 +230,4 @@ def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
     per = [{name: (value[k] if isinstance(value, np.ndarray) else value)
             for name, value in inputs.items()} for k in range(invocations)]
     return simulate_invocations(graph, hw, per, graph_label=label, stack=True, spread_tcm=spread_tcm,
-                                verify=verify, validate=not label)
+                                verify=verify, validate=not label, composite_fusion=composite_fusion)

@@ -16,6 +16,7 @@ from typing import Any
 from npu_sim.hw.compute_units import unit_names
 from npu_sim.hw.config import HwConfig
 from npu_sim.program import ComputeCommand, DmaCommand, OperationStats, PlanStats, Program
+from reports.composites import composite_candidates, format_candidates
 from reports.occupancy import tcm_plan_figures
 from reports.table import human_bytes
 
@@ -80,6 +81,7 @@ def _scheduler_facts(facts: PlanStats) -> dict[str, Any]:
         "macs": facts.macs,
         "spilled_values": list(facts.spilled_values),
         "evicted_values": list(facts.evicted_values),
+        "composites": composite_candidates(facts),
     }
 
 
@@ -115,12 +117,17 @@ def format_plan_stats(stats: Mapping[str, Any]) -> str:
                      f"{human_bytes(stats.get('compulsory_ddr_write_bytes', 0))}")
     spilled = stats.get("spilled_values") or []
     lines.append(f"spilled to DDR: {', '.join(spilled) if spilled else 'nothing'}")
-    tiled = [op for op in stats.get("operations", []) if (op.get("tile_count") or 1) > 1]
-    lines.append(f"{len(stats.get('operations', []))} operations, {len(tiled)} tiled"
-                 + "".join(f"\n  {op['name']} ({op.get('op', '')}): {op['tile_count']} tiles of "
-                           f"{op.get('tile_shape')}, working set {human_bytes(op.get('working_set_bytes') or 0)}"
-                           for op in tiled))
-    return "\n".join(lines)
+    if "composites" in stats:
+        lines += format_candidates(stats["composites"])
+    return "\n".join([*lines, _tiled_operations(stats.get("operations", []))])
+
+
+def _tiled_operations(operations: list[dict[str, Any]]) -> str:
+    tiled = [op for op in operations if (op.get("tile_count") or 1) > 1]
+    return (f"{len(operations)} operations, {len(tiled)} tiled"
+            + "".join(f"\n  {op['name']} ({op.get('op', '')}): {op['tile_count']} tiles of "
+                      f"{op.get('tile_shape')}, working set {human_bytes(op.get('working_set_bytes') or 0)}"
+                      for op in tiled))
 
 
 def _exact(count: int) -> str:

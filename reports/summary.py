@@ -25,6 +25,9 @@ Fields (ARCHITECTURE.md lists the required ones):
   MACs over its peak for their dtype (``macs_per_cycle``) for the whole run;
 * ``energy_pj``, ``energy_breakdown_pj``, ``area_mm2``, ``area_breakdown_mm2``: see
   :mod:`reports.energy`;
+* ``fused_composites``: one entry per fused composite instance (an LSTM cell): its kind,
+  the graph operators it replaced, its sizes, ``weights_resident`` and its compute cycles
+  per invocation (:mod:`reports.composites`);
 * ``preamble_cycles``, ``preamble_ddr_bytes``, ``resident_constant_bytes``: the constants
   loaded into TCM once before the first invocation of a multi-invocation run
   (:mod:`reports.preamble`; not part of ``total_cycles``);
@@ -40,6 +43,7 @@ from typing import Any
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.trace import Trace
 from npu_sim.program import MemorySpace, Program
+from reports.composites import fused_composites
 from reports.energy import energy_area_figures
 from reports.occupancy import occupancy_steps, peak, tcm_plan_figures
 from reports.operations import operation_spans
@@ -100,8 +104,10 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
         "utilization": counters.utilization(cycles),
         "busy_cycles": dict(counters.busy_cycles),
         "command_counts": dict(counters.command_counts),
-        "ops": [span_.as_dict() for span_ in operation_spans(trace.commands, program)],
     }
+    spans = operation_spans(trace.commands, program)
+    summary["ops"] = [span_.as_dict() for span_ in spans]
+    summary["fused_composites"] = fused_composites(spans, program)
     summary.update(energy_area_figures(trace, hw, program, cycles))
     summary.update(preamble_figures(trace, program))
     if wall_seconds:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from npu_sim.hw import cost
 from npu_sim.hw.compute_units import mac_array, unit
+from npu_sim.hw.compute_units.composites import composite_body_cycles
 from npu_sim.hw.config import HwConfig
 from npu_sim.program import KernelStep
 from npu_sim.reference.kernel_api import Region
@@ -35,10 +36,15 @@ def step_macs(step: Step, out_region: Region | None = None) -> int:
         return 0  # malformed shapes: the kernel reports the ERROR_IF when it runs
 
 
-def command_cycles(hw: HwConfig, unit_name: str, steps: Sequence[Step], out_regions: Sequence[Region]) -> int:
+def command_cycles(hw: HwConfig, unit_name: str, steps: Sequence[Step], out_regions: Sequence[Region],
+                   composite: str = "") -> int:
     """Cycles of a compute command's ``steps`` computing ``out_regions`` (setup excluded), as the
-    simulator charges them: the unit's body cost (:mod:`npu_sim.hw.compute_units`)."""
-    return unit(unit_name).body_cycles(hw, [_kernel_step(s, r) for s, r in zip(steps, out_regions)])
+    simulator charges them: the unit's body cost (:mod:`npu_sim.hw.compute_units`), or the
+    composite's."""
+    kernel_steps = [_kernel_step(s, r) for s, r in zip(steps, out_regions)]
+    if composite:
+        return composite_body_cycles(hw, composite, kernel_steps)
+    return unit(unit_name).body_cycles(hw, kernel_steps)
 
 
 def tcm_cycles(hw: HwConfig, size_bytes: int) -> int:

@@ -8,16 +8,30 @@ emission kept (what each NPU operation computes and how it was tiled).
 from __future__ import annotations
 
 import bisect
+import dataclasses
+from collections.abc import Sequence
 
-from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace, OperationStats, PlanStats, Program
+from npu_sim.hw.compute_units.mac_array import MAC_OPS
+from npu_sim.program import (
+    CompositeCandidate,
+    ComputeCommand,
+    DmaCommand,
+    MemorySpace,
+    OperationStats,
+    PlanStats,
+    Program,
+    View,
+)
 from scheduler.codegen.materialize import MemoryPlan, Numbering, walk
 from scheduler.codegen.stream import ACommand, OpRecord
+from scheduler.memory.fixed_placements import POOL_BUFFER_NAME
 
 DDR = MemorySpace.DDR
 
 
 def plan_stats(program: Program, cmds: list[ACommand], numbering: Numbering, records: list[OpRecord],
-               evicted: list[str], plan: MemoryPlan, planner: str) -> PlanStats:
+               evicted: list[str], plan: MemoryPlan, planner: str,
+               candidates: Sequence[CompositeCandidate] = ()) -> PlanStats:
     """The figures of ``program`` (compiled from ``cmds``; ``records``: one per NPU operation)."""
     command_op: dict[int, int] = {numbering.ids[id(a)]: a.op for a in walk(cmds)}
     planned_read, planned_write = planned_ddr_bytes(program)
@@ -33,11 +47,12 @@ def plan_stats(program: Program, cmds: list[ACommand], numbering: Numbering, rec
         planned_ddr_read_bytes=planned_read,
         planned_ddr_write_bytes=planned_write,
         macs=sum(macs.values()),
-        operations=operations(records, command_op, macs),
+        operations=with_resident_weights(program, operations(records, command_op, macs)),
         command_operation=dict(sorted(command_op.items())),
         spilled_values=tuple(a.name for a in program.allocations if a.kind == "spill"),
         evicted_values=tuple(evicted),
         command_count=numbering.count,
+        composite_candidates=tuple(candidates),
     )
 
 
@@ -49,8 +64,43 @@ def operations(records: list[OpRecord], command_op: dict[int, int], macs: dict[i
         op_commands.setdefault(index, []).append(cid)
     return tuple(
         OperationStats(rec.name, rec.label, rec.unit, tuple(rec.graph_ops), macs.get(index, 0), rec.block,
-                       rec.tile_shape, rec.tile_count, rec.working_set_bytes, tuple(op_commands.get(index, [])))
+                       rec.tile_shape, rec.tile_count, rec.working_set_bytes, tuple(op_commands.get(index, [])),
+                       rec.composite)
         for index, rec in enumerate(records))
+
+
+def with_resident_weights(program: Program, ops: tuple[OperationStats, ...]) -> tuple[OperationStats, ...]:
+    """Composites' ``weights_resident``: the weights of every matrix product they run lie in the
+    TCM constant pool and the program loads that pool once, in a preamble."""
+    if not any(op.composite for op in ops):
+        return ops
+    pool = _resident_pool(program)
+    commands = {cmd.id: cmd for cmd in program.walk() if isinstance(cmd, ComputeCommand)}
+    out = []
+    for op in ops:
+        if op.composite is not None:
+            weights = [step.operands[1] for cid in op.commands if cid in commands
+                       for step in commands[cid].steps if step.op in MAC_OPS and len(step.operands) > 1]
+            resident = pool is not None and all(_inside(w, pool) for w in weights)
+            op = dataclasses.replace(op, composite=dataclasses.replace(op.composite, weights_resident=resident))
+        out.append(op)
+    return tuple(out)
+
+
+def _inside(operand: object, span: tuple[int, int]) -> bool:
+    """A TCM view within ``span``."""
+    return isinstance(operand, View) and operand.memory is MemorySpace.TCM \
+        and span[0] <= operand.span[0] and operand.span[1] <= span[1]
+
+
+def _resident_pool(program: Program) -> tuple[int, int] | None:
+    """TCM bytes [start, end) of the constant pool if it stays resident across invocations."""
+    if not program.preamble_command_ids:
+        return None
+    for a in program.allocations:
+        if a.name.split("#")[0] == POOL_BUFFER_NAME and a.memory is MemorySpace.TCM:
+            return a.offset_bytes, a.end_bytes
+    return None
 
 
 def operation_macs(program: Program, command_op: dict[int, int]) -> dict[int, int]:

@@ -79,7 +79,7 @@ def schedule(graph: Graph, hw: HwConfig, *, planner: Planner | None = None,
 def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFAULT_RULES, *,
                 resident_constants: bool = False) -> LoweredGraph:
     """The graph-level passes: the lowered graph, its operations in the order they will run."""
-    lowered = lower(graph, rules)
+    lowered = lower(graph, rules, max_composite_bytes=hw.tcm.size_bytes // 2)
     fold_constants(lowered)
     assign_units(lowered, hw)
     stage(lowered, pool_item_max_bytes(hw, resident_constants))
@@ -178,7 +178,7 @@ def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileCont
                       graph_name=getattr(graph, "name", "") or "",
                       preamble_command_ids=_constant_pool_loads(commands, placed))
     program.stats = plan_stats(program, cmds, numbering, ctx.records, _evicted_names(ctx), plan,
-                               _planner_label(planner))
+                               _planner_label(planner), lowered.candidates)
     return program
 
 

@@ -51,7 +51,8 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
                    invocations: int | None = None, random_seed: int | None = None,
                    spread_tcm: bool = False, verify: bool = False,
                    tosa_level: str = "8K", max_memory_bytes: int | None = None,
-                   input_shapes: list[str] | None = None, allow_unpredictable: bool = False) -> dict[str, Any]:
+                   input_shapes: list[str] | None = None, allow_unpredictable: bool = False,
+                   composite_fusion: bool = True) -> dict[str, Any]:
     """Do what ``npu-sim run`` does; returns the summary written to ``summary.json``.
 
     Everything that can be checked before the work is: ``-o``, the config, the graph, the
@@ -68,7 +69,7 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
         result = simulate_invocations(graph, hw, loaded.invocations, graph_label=str(graph_path),
                                       stack=invocations is not None, spread_tcm=spread_tcm,
                                       verify=verify, validate=False,   # load_graph validated it
-                                      max_memory_bytes=budget)
+                                      max_memory_bytes=budget, composite_fusion=composite_fusion)
 
     start = time.perf_counter()
     names = list(graph.output_types)
@@ -113,11 +114,11 @@ def summary_json(summary: dict[str, Any]) -> str:
 
 def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False,
               verify: bool = False, tosa_level: str = "8K",
-              input_shapes: list[str] | None = None) -> tuple[str, dict[str, Any]]:
+              input_shapes: list[str] | None = None, composite_fusion: bool = True) -> tuple[str, dict[str, Any]]:
     """The Program listing and the memory-plan statistics of ``npu-sim plan``."""
     hw = load_hw_config(hw_config)
     graph = load_job_graph(graph_path, tosa_level, input_shape_specs=input_shapes)
-    program = compile_graph(graph, hw, spread_tcm=spread_tcm, verify=verify)
+    program = compile_graph(graph, hw, spread_tcm=spread_tcm, verify=verify, composite_fusion=composite_fusion)
     stats = plan_stats(program, hw)
     stats["graph"] = str(graph_path)
     return program.listing(), stats
@@ -128,14 +129,15 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
               verify: bool = False, tosa_level: str = "8K", max_memory: str | None = None,
               timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
               max_loop_work_bytes: int = DEFAULT_LOOP_WORK_BYTES, input_shapes: list[str] | None = None,
-              allow_unpredictable: bool = False) -> None:
+              allow_unpredictable: bool = False, composite_fusion: bool = True) -> None:
     """``npu-sim run``: simulate, write the outputs and reports, print the per-operation table."""
     max_memory_bytes = None if max_memory is None else parse_size_bytes(max_memory)
     with job_limits(timeout_seconds, max_loop_work_bytes):
         summary = run_simulation(graph_path, hw_config, input_specs, out_dir, invocations=invocations,
                                  random_seed=random_seed, spread_tcm=spread_tcm, verify=verify,
                                  tosa_level=tosa_level, max_memory_bytes=max_memory_bytes,
-                                 input_shapes=input_shapes, allow_unpredictable=allow_unpredictable)
+                                 input_shapes=input_shapes, allow_unpredictable=allow_unpredictable,
+                                 composite_fusion=composite_fusion)
     warn_if_unpredictable(summary)
     print_report(summary)
     out_dir = Path(out_dir)
@@ -147,11 +149,12 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
 def plan_graph(graph_path: str, hw_config: str, as_json: bool, *, spread_tcm: bool = False,
                verify: bool = False, tosa_level: str = "8K",
                timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
-               input_shapes: list[str] | None = None) -> None:
+               input_shapes: list[str] | None = None, composite_fusion: bool = True) -> None:
     """``npu-sim plan``: print the Program listing and the plan statistics (or only these, as JSON)."""
     with job_limits(timeout_seconds):
         listing, stats = plan_text(graph_path, hw_config, spread_tcm=spread_tcm, verify=verify,
-                                   tosa_level=tosa_level, input_shapes=input_shapes)
+                                   tosa_level=tosa_level, input_shapes=input_shapes,
+                                   composite_fusion=composite_fusion)
     if as_json:
         typer.echo(json.dumps(stats, indent=2))
         return

@@ -6,7 +6,8 @@ its operand and result views are bound to the TCM once, its cycles come from
 from memory, runs each :class:`~npu_sim.program.KernelStep` through
 :func:`npu_sim.reference.kernel_api.run_kernel` (the same bit-exact kernels as the
 reference executor), passing step outputs on to later steps (``int`` operands: a
-fused epilogue kept inside the unit), and writes the last step's outputs.
+fused epilogue kept inside the unit), and writes the last step's outputs (a fused
+composite: output 0 of each step its ``output_steps`` names).
 Reads and writes happen at the end of the command, after its cycles have elapsed.
 
 CUSTOM steps run the implementation registered for their (domain, name) in
@@ -89,6 +90,10 @@ def compile_compute(command: ComputeCommand, tcm: Memory, where: str
     if not command.steps:
         raise ProgramError(f"{where}: a compute command needs at least one step")
     steps = [compile_step(step, i, tcm, where) for i, step in enumerate(command.steps)]
+    if command.output_steps and (len(command.output_steps) != len(command.outputs) or
+                                 any(not 0 <= s < len(steps) for s in command.output_steps)):
+        raise ProgramError(f"{where}: output_steps {list(command.output_steps)} do not name a step "
+                           f"for each of its {len(command.outputs)} outputs")
     outputs = []
     for i, view in enumerate(command.outputs):
         if view.memory is not MemorySpace.TCM:
@@ -155,14 +160,22 @@ class ComputeOp(QueuedCommand):
             if step.op is not Op.CUSTOM and _whole_tensors(cs, inputs):
                 self.bound[index] = bind_kernel(args, self._constants(cs, inputs))
             results.append(out)
-        last = results[-1]
-        if len(last) < len(self.outputs):
-            raise ProgramError(f"{self.label}: the last step produced {len(last)} outputs, "
-                               f"the command writes {len(self.outputs)}")
-        for k, (access, array) in enumerate(zip(self.outputs, last)):
+        self._write_outputs(results)
+
+    def _write_outputs(self, results: list[list]) -> None:
+        """Write the last step's results (a composite: output 0 of each of its output steps)."""
+        output_steps = self.command.output_steps
+        if output_steps:
+            produced = [results[s][0] for s in output_steps]
+        else:
+            produced = results[-1]
+            if len(produced) < len(self.outputs):
+                raise ProgramError(f"{self.label}: the last step produced {len(produced)} outputs, "
+                                   f"the command writes {len(self.outputs)}")
+        for k, (access, array) in enumerate(zip(self.outputs, produced)):
             if array.shape != access.shape or array.dtype != access.storage:
-                self._fail(len(self.steps) - 1, f"output {k} is {_describe(array)}, but the command "
-                                                f"writes it to {access.view}")
+                step = output_steps[k] if output_steps else len(self.steps) - 1
+                self._fail(step, f"output {k} is {_describe(array)}, but the command writes it to {access.view}")
             access.write(array)
 
     def _constants(self, cs: CompiledStep, inputs: list[np.ndarray]) -> list[np.ndarray | None]:

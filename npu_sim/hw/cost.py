@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from npu_sim.errors import ProgramError
 from npu_sim.hw.compute_units import MAC_ARRAY, ComputeUnit, unit
+from npu_sim.hw.compute_units.composites import composite_body_cycles
 from npu_sim.hw.compute_units.mac_array import pe_cycles, step_macs
 from npu_sim.hw.compute_units.unit import ceil_div
 from npu_sim.hw.config import HwConfig
@@ -42,10 +43,13 @@ def check_unit_can_run(unit_name: str, steps: Sequence[KernelStep], where: str) 
     return compute_unit
 
 
-def command_tcm_bytes(steps: Sequence[KernelStep], outputs: Sequence[View]) -> int:
-    """Bytes a compute command reads and writes in the TCM (each view once per reference)."""
-    read = sum(v.size_bytes for s in steps for v in s.operands
-               if isinstance(v, View) and v.memory is MemorySpace.TCM)
+def command_tcm_bytes(steps: Sequence[KernelStep], outputs: Sequence[View], distinct: bool = False) -> int:
+    """Bytes a compute command reads and writes in the TCM (each view once per reference, or
+    once in all if ``distinct``: a composite reads an operand into the unit once)."""
+    views = [v for s in steps for v in s.operands if isinstance(v, View) and v.memory is MemorySpace.TCM]
+    if distinct:
+        views = list(dict.fromkeys(views))
+    read = sum(v.size_bytes for v in views)
     return read + sum(v.size_bytes for v in outputs if v.memory is MemorySpace.TCM)
 
 
@@ -53,8 +57,14 @@ def compute_command_cycles(hw: HwConfig, command: ComputeCommand) -> int:
     """Cycles of a compute command: ``setup + max(body, TCM cycles)`` (see the module doc)."""
     where = f"command {command.id} ({command.name})" if command.name else f"command {command.id}"
     compute_unit = check_unit_can_run(command.unit, command.steps, where)
-    body = compute_unit.body_cycles(hw, command.steps)
-    tcm = tcm_cycles(command_tcm_bytes(command.steps, command.outputs), hw)
+    if command.composite:
+        try:
+            body = composite_body_cycles(hw, command.composite, command.steps)
+        except ProgramError as exc:
+            raise ProgramError(f"{where}: {exc}") from None
+    else:
+        body = compute_unit.body_cycles(hw, command.steps)
+    tcm = tcm_cycles(command_tcm_bytes(command.steps, command.outputs, distinct=bool(command.composite)), hw)
     return compute_unit.setup_cycles(hw) + max(body, tcm)
 
 

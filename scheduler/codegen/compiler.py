@@ -93,7 +93,8 @@ class CompileContext:
 
     def record(self, op: NpuOp, block: str, plan: TilePlan | None = None) -> int:
         """A record of ``op`` (and of its tiling) for reports; its index."""
-        record = OpRecord(op.name, op.op_label, op.unit or _unit_name(op), op.graph_ops, op.macs, block=block)
+        record = OpRecord(op.name, op.op_label, op.unit or _unit_name(op), op.graph_ops, op.macs, block=block,
+                          composite=op.composite)
         if plan is not None:
             record.tile_shape, record.tile_count = plan.tile_shape, plan.tile_count
             record.working_set_bytes = plan.working_set_bytes

@@ -175,7 +175,8 @@ class _OperationEmission:
                 name=step.name))
         outputs, stores = self.outputs(t, tiles[-1].out_region)
         macs = sum([step_macs(s, tile.out_region if tiled else None) for s, tile in zip(op.steps, tiles)])
-        self.cmds.append(ACompute(op.unit, steps, outputs, op.name, self.op_index, macs))
+        self.cmds.append(ACompute(op.unit, steps, outputs, op.name, self.op_index, macs, op.output_steps,
+                                  op.composite.kind if op.composite else ""))
         for view, target in stores:
             self.cmds += self.emitter.dma(view, target, f"{op.name}: store", self.op_index)
 
@@ -207,14 +208,19 @@ class _OperationEmission:
         """Where tile ``t`` writes each output (in place in TCM, else a tile buffer), and the
         ``(tile buffer, destination)`` stores."""
         outputs, stores = [], []
-        last = self.op.steps[-1]
         for k, key in enumerate(self.op.outputs):
             placement = self.place(key)
             if placement.memory is TCM:
                 outputs.append(placement.window(out_region) if self.tiled else placement.whole())
                 continue
             buffers = self.out_buffers[k]
-            view = tile_view(buffers[t % len(buffers)], region_shape(out_region), last.output_types[k].dtype)
+            out_type = self.op.output_type(k)
+            if self.op.output_steps:   # a composite's outputs: whole, each of its own shape
+                view = tile_view(buffers[t % len(buffers)], tuple(out_type.shape), out_type.dtype)
+                target = placement.whole()
+            else:
+                view = tile_view(buffers[t % len(buffers)], region_shape(out_region), out_type.dtype)
+                target = placement.window(out_region)
             outputs.append(view)
-            stores.append((view, placement.window(out_region)))
+            stores.append((view, target))
         return outputs, stores

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from npu_sim.hw.dma import MAX_DESCRIPTOR_DIMS
 from npu_sim.memory_layout import element_size_bytes
-from npu_sim.program import KernelStep
+from npu_sim.program import CompositeFacts, KernelStep
 from scheduler.memory.buffers import BufView
 
 
@@ -28,6 +28,7 @@ class OpRecord:
     tile_count: int = 1
     working_set_bytes: int = 0
     block: str = ""
+    composite: CompositeFacts | None = None   # a fused composite: what it computes
 
 
 @dataclass
@@ -47,6 +48,8 @@ class ACompute:
     name: str
     op: int
     macs: int = 0
+    output_steps: tuple[int, ...] = ()   # see ComputeCommand
+    composite: str = ""
 
 
 @dataclass

@@ -20,6 +20,7 @@ from enum import Enum
 import numpy as np
 
 from npu_sim.memory_layout import element_size_bytes
+from npu_sim.program import CompositeCandidate, CompositeFacts
 from npu_sim.tosa.ir import Operator, TensorType
 from npu_sim.tosa.ops import Attribute, Op
 
@@ -99,6 +100,10 @@ class NpuOp:
     slice_offset_elements: int | None = None
     #: COPY into TCM that stages a graph input or a constant for its readers (see staging)
     staged: bool = False
+    #: a fused composite (an LSTM cell): what it computes; it runs whole, never tiled
+    composite: CompositeFacts | None = None
+    #: output k is output 0 of step ``output_steps[k]`` (empty: the last step's outputs)
+    output_steps: tuple[int, ...] = ()
     #: ``inputs`` and the (steps, sources) it was computed from
     _inputs: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -120,9 +125,17 @@ class NpuOp:
         self._inputs = (self.steps, self.sources, inputs)
         return inputs
 
+    def output_type(self, k: int) -> TensorType:
+        """The type of output ``k`` of a COMPUTE operation."""
+        if self.output_steps:
+            return self.steps[self.output_steps[k]].output_types[0]
+        return self.steps[-1].output_types[k]
+
     @property
     def op_label(self) -> str:
         """``CONV2D+RESCALE+CLAMP`` style label of what the operation computes."""
+        if self.composite is not None:
+            return self.composite.kind.upper()
         if self.steps:
             return "+".join(s.op.name for s in self.steps)
         if self.operator is not None:
@@ -154,3 +167,5 @@ class LoweredGraph:
     main: LoweredBlock
     values: dict[str, Value]
     output_keys: set[str] = field(default_factory=set)
+    #: composite candidates the fusion rules looked at, in every block
+    candidates: list[CompositeCandidate] = field(default_factory=list)

@@ -36,7 +36,7 @@ def _fold(op: NpuOp, values: dict[str, Value]) -> list[np.ndarray] | None:
         return None
     if op.kind is OpKind.COPY:
         return _fold_copy(op, values, outputs[0])
-    if op.kind is not OpKind.COMPUTE or any(s.op == Op.CUSTOM for s in op.steps):
+    if op.kind is not OpKind.COMPUTE or op.composite is not None or any(s.op == Op.CUSTOM for s in op.steps):
         return None
     return _fold_steps(op, values)
 

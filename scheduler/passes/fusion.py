@@ -28,14 +28,19 @@ other operands' producers that qualify the same way.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from npu_sim.errors import ScheduleError
 from npu_sim.hw.compute_units import MAC_ARRAY
+from npu_sim.program import CompositeCandidate, CompositeFacts
 from npu_sim.reference.kernel_api import INPUT_WINDOWS
 from npu_sim.tosa.ir import Block, Operator
 from npu_sim.tosa.ops import Op
+from scheduler.passes.lstm_cell import KIND as LSTM_CELL
+from scheduler.passes.lstm_cell import CellGraph, NoMatch, match_cell
 
 
 @dataclass
@@ -46,9 +51,13 @@ class FusionContext:
     consumers: dict[str, list[int]]   # tensor name -> indices of operators reading it (one per use)
     claimed: set[int]                 # operator indices already in a group
     producer: dict[str, int] = field(default_factory=dict)   # tensor name -> index of its operator
+    #: composite candidates looked at, fused or not (for ``npu-sim plan``)
+    candidates: list[CompositeCandidate] = field(default_factory=list)
+    #: a composite whose tensors take more bytes is not fused (None: no limit)
+    max_composite_bytes: int | None = None
 
     @classmethod
-    def of(cls, block: Block) -> FusionContext:
+    def of(cls, block: Block, max_composite_bytes: int | None = None) -> FusionContext:
         consumers: dict[str, list[int]] = {}
         producer: dict[str, int] = {}
         for index, operator in enumerate(block.operators):
@@ -56,7 +65,7 @@ class FusionContext:
                 consumers.setdefault(name, []).append(index)
             for name in operator.outputs:
                 producer[name] = index
-        return cls(block, consumers, set(), producer)
+        return cls(block, consumers, set(), producer, max_composite_bytes=max_composite_bytes)
 
     def sole_consumer(self, tensor: str) -> int | None:
         """Index of the only operator reading ``tensor`` once, if the tensor may stay in the unit."""
@@ -75,12 +84,46 @@ class FusionContext:
         return any(tensors.get(n) is not None and tensors[n].variable for n in operator.inputs)
 
 
+@dataclass
+class FusedGroup:
+    """Operators (indices, graph order) one NPU operation computes.
+
+    ``outputs``: the tensors it hands out (empty: its last operator's results);
+    ``composite``: what a composite rule recognised (None for chains)."""
+
+    indices: list[int]
+    outputs: tuple[str, ...] = ()
+    composite: CompositeFacts | None = None
+    late_inputs: tuple[str, ...] = ()   # a composite's inputs that arrive last (an LSTM's step input)
+
+
 class FusionRule(Protocol):
     @property
     def name(self) -> str: ...
 
-    def match(self, index: int, ctx: FusionContext) -> list[int] | None:
+    def match(self, index: int, ctx: FusionContext) -> list[int] | FusedGroup | None:
         """Operator indices (anchor first, in order) to fuse starting at ``index``, or None."""
+
+
+@dataclass(frozen=True)
+class LstmCellRule:
+    """One LSTM cell (see :mod:`scheduler.passes.lstm_cell`) as one operation with results h', c'."""
+
+    name: str = LSTM_CELL
+
+    def match(self, index: int, ctx: FusionContext) -> FusedGroup | None:
+        graph = CellGraph(ctx.block, ctx.consumers, ctx.producer, ctx.claimed)
+        anchor = ctx.block.operators[index]
+        try:
+            found = match_cell(graph, index, ctx.max_composite_bytes)
+        except NoMatch as exc:
+            ctx.candidates.append(CompositeCandidate(self.name, anchor.inputs[0], ctx.block.name, False, str(exc)))
+            return None
+        if found is None:
+            return None
+        names = tuple([ctx.block.operators[i].name for i in found.indices])
+        ctx.candidates.append(CompositeCandidate(self.name, anchor.inputs[0], ctx.block.name, True, "", names))
+        return FusedGroup(found.indices, found.facts.outputs, found.facts, found.late_inputs)
 
 
 @dataclass(frozen=True)
@@ -200,24 +243,104 @@ class ElementwiseRule:
         return taken
 
 
-DEFAULT_RULES: tuple[FusionRule, ...] = (EpilogueRule(), ElementwiseRule())
+#: Rules that fuse composites (left out by ``--no-composite-fusion``).
+COMPOSITE_RULES: tuple[FusionRule, ...] = (LstmCellRule(),)
+DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, EpilogueRule(), ElementwiseRule())
+#: The default rules without the composites.
+CHAIN_RULES: tuple[FusionRule, ...] = tuple(r for r in DEFAULT_RULES if r not in COMPOSITE_RULES)
 
 
-def fuse(block: Block, rules: Sequence[FusionRule] = DEFAULT_RULES) -> list[list[int]]:
-    """Groups of operator indices, one per NPU operation, ordered by their last operator.
+@dataclass
+class BlockFusion:
+    """The groups of one block, in the order they run, and the composite candidates looked at."""
+
+    groups: list[FusedGroup]
+    candidates: list[CompositeCandidate]
+
+
+def fuse_block(block: Block, rules: Sequence[FusionRule] = DEFAULT_RULES,
+               max_composite_bytes: int | None = None) -> BlockFusion:
+    """Groups of operators, one per NPU operation, in an order they can run.
 
     Every operator of the block appears in exactly one group; a group runs at the
-    position of its last operator (all its operands exist by then).
+    position of its last operator, or after the groups whose results it reads.
     """
-    ctx = FusionContext.of(block)
-    groups: list[list[int]] = []
+    ctx = FusionContext.of(block, max_composite_bytes)
+    groups: list[FusedGroup] = []
     for rule in rules:
         for index in range(len(block.operators)):
             if index not in ctx.claimed:
-                group = rule.match(index, ctx)
-                if group:
-                    ctx.claimed.update(group)
+                found = rule.match(index, ctx)
+                if found:
+                    group = found if isinstance(found, FusedGroup) else FusedGroup(list(found))
+                    ctx.claimed.update(group.indices)
                     groups.append(group)
-    groups += [[index] for index in range(len(block.operators)) if index not in ctx.claimed]
-    groups.sort(key=lambda g: g[-1])
-    return groups
+    groups += [FusedGroup([index]) for index in range(len(block.operators)) if index not in ctx.claimed]
+    return BlockFusion(_run_order(block, groups), ctx.candidates)
+
+
+def fuse(block: Block, rules: Sequence[FusionRule] = DEFAULT_RULES) -> list[list[int]]:
+    """The operator indices of each group of :func:`fuse_block`, in run order."""
+    return [g.indices for g in fuse_block(block, rules).groups]
+
+
+def _run_order(block: Block, groups: list[FusedGroup]) -> list[FusedGroup]:
+    """Groups by their last operator, each moved after the groups it depends on: those
+    computing its operands, per variable the group before it that reads or writes that
+    variable, and control flow (a barrier: it may read any variable)."""
+    groups = sorted(groups, key=lambda g: g.indices[-1])
+    deps = _group_deps(block, groups)
+    if all(d < k for k, ds in enumerate(deps) for d in ds):
+        return groups
+    return [groups[k] for k in _topological(deps)]
+
+
+def _group_deps(block: Block, groups: list[FusedGroup]) -> list[set[int]]:
+    """Per group (in ``groups``' order), the groups it must run after."""
+    owner = {i: k for k, group in enumerate(groups) for i in group.indices}
+    producer = {name: owner[i] for i, op in enumerate(block.operators) for name in op.outputs}
+    deps: list[set[int]] = [set() for _ in groups]
+    last_access: dict[str, int] = {}
+    barrier: int | None = None
+    for k, group in enumerate(groups):
+        operators = [block.operators[i] for i in group.indices]
+        if barrier is not None:
+            deps[k].add(barrier)
+        if any(o.op in (Op.COND_IF, Op.WHILE_LOOP) for o in operators):
+            deps[k].update(range(k))
+            barrier = k
+        deps[k].update(producer[n] for o in operators for n in o.inputs if producer.get(n, k) != k)
+        for name in _variables_accessed(block, group):
+            deps[k].add(last_access.get(name, k))
+            last_access[name] = k
+        deps[k].discard(k)
+    return deps
+
+
+def _variables_accessed(block: Block, group: FusedGroup) -> list[str]:
+    tensors = block.tensors
+    return [tensors[n].variable_key for i in group.indices for n in (*block.operators[i].inputs,
+                                                                      *block.operators[i].outputs)
+            if n in tensors and tensors[n].variable]
+
+
+def _topological(deps: list[set[int]]) -> list[int]:
+    """Indices in an order after their dependencies, the smallest ready one first."""
+    users: list[list[int]] = [[] for _ in deps]
+    waiting = [len(d) for d in deps]
+    for k, ds in enumerate(deps):
+        for d in ds:
+            users[d].append(k)
+    ready = [k for k, n in enumerate(waiting) if n == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        k = heapq.heappop(ready)
+        order.append(k)
+        for user in users[k]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, user)
+    if len(order) != len(deps):
+        raise ScheduleError("fused operations depend on each other in a cycle (a bug in a fusion rule)")
+    return order

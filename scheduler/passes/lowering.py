@@ -29,7 +29,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from npu_sim.errors import GraphValidationError
+from npu_sim.hw.compute_units import MAC_ARRAY
+from npu_sim.hw.compute_units.mac_array import MAC_OPS
 from npu_sim.memory_layout import contiguous_strides
+from npu_sim.program import CompositeCandidate
 from npu_sim.reference.data_layout import LAYOUT_DTYPES
 from npu_sim.reference.executor import DEFAULT_MAX_NESTING
 from npu_sim.tosa.ir import Block, Graph, Operator, Tensor
@@ -37,7 +40,7 @@ from npu_sim.tosa.ops import Op
 from scheduler.cost_model import step_macs
 from scheduler.ir import support
 from scheduler.ir.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind, Step, Value, ValueKind
-from scheduler.passes.fusion import DEFAULT_RULES, FusionRule, fuse
+from scheduler.passes.fusion import DEFAULT_RULES, FusedGroup, FusionRule, fuse_block
 
 
 def variable_key(tensor: Tensor) -> str:
@@ -47,11 +50,13 @@ def variable_key(tensor: Tensor) -> str:
 class _Lowerer:
     """Lowers the blocks of one graph, declaring their values as it goes."""
 
-    def __init__(self, graph: Graph, rules: Sequence[FusionRule]):
+    def __init__(self, graph: Graph, rules: Sequence[FusionRule], max_composite_bytes: int | None = None):
         self.graph = graph
         self.rules = rules
+        self.max_composite_bytes = max_composite_bytes
         self.values: dict[str, Value] = {}
         self.temp_count = 0
+        self.candidates: list[CompositeCandidate] = []
 
     # -- values
     def key(self, block: Block, name: str, main: bool) -> str:
@@ -89,8 +94,14 @@ class _Lowerer:
             raise GraphValidationError(f"block {block.name!r}: control flow nested deeper than {DEFAULT_MAX_NESTING}")
         self.declare_values(block, main)
         ops: list[NpuOp] = []
-        for group in fuse(block, self.rules):
-            operators = [block.operators[i] for i in group]
+        fusion = fuse_block(block, self.rules, self.max_composite_bytes)
+        self.candidates += fusion.candidates
+        for group in fusion.groups:
+            operators = [block.operators[i] for i in group.indices]
+            if group.composite is not None:
+                for part in self.lower_composite(block, operators, group, main):
+                    ops.extend(self.with_variable_outputs(part))
+                continue
             ops.extend(self.lower_group(block, operators, main, depth))
         key = lambda n: self.key(block, n, main)  # noqa: E731
         return LoweredBlock(block.name, ops, [key(n) for n in block.inputs], [key(n) for n in block.outputs])
@@ -155,13 +166,43 @@ class _Lowerer:
             steps.append(Step(operator.op, operator.attribute, operands,
                               tuple([block.tensor(n).type for n in operator.inputs]),
                               tuple([block.tensor(n).type for n in operator.outputs]), operator.name))
-            if index + 1 < len(operators):
+            if index + 1 < len(operators) and operator.outputs:
                 produced[operator.outputs[0]] = index
         first, last = operators[0], operators[-1]
         name = first.name if len(operators) == 1 else "+".join(o.name for o in operators)
         return NpuOp(name, OpKind.COMPUTE, unit=support.unit_of(first), steps=tuple(steps),
                      outputs=tuple(self.key(block, n, main) for n in last.outputs),
                      graph_ops=tuple([o.name for o in operators]), macs=sum(step_macs(s) for s in steps))
+
+    def lower_composite(self, block: Block, operators: list[Operator], group: FusedGroup,
+                        main: bool) -> list[NpuOp]:
+        """A fused composite: COMPUTE operations on the MAC array whose steps are every
+        operator's kernel in graph order, handing out the results the group names.
+
+        The operators that do not wait for the group's late inputs (an LSTM cell's
+        recurrent product needs the state, not the step input) are issued as an early
+        part of their own when they include a matrix product: it runs while the late
+        input is still being loaded, and hands its results to the main part."""
+        name = f"{group.composite.kind if group.composite else 'composite'}({operators[0].name})"
+        early, main_part = _split_early(operators, group.late_inputs)
+        if not main_part or not any(o.op in MAC_OPS for o in early):
+            return [self.composite_part(block, operators, group.outputs, group, main, name)]
+        main_reads = {n for o in main_part for n in o.inputs}
+        handed = [n for o in early for n in o.outputs if n in main_reads or n in group.outputs]
+        return [self.composite_part(block, early, tuple(handed), group, main, name + ":recurrent"),
+                self.composite_part(block, main_part, tuple(n for n in group.outputs if n not in handed),
+                                    group, main, name)]
+
+    def composite_part(self, block: Block, operators: list[Operator], outputs: tuple[str, ...],
+                       group: FusedGroup, main: bool, name: str) -> NpuOp:
+        op = self.lower_compute(block, operators, main)
+        step_of = {operator.outputs[0]: k for k, operator in enumerate(operators) if operator.outputs}
+        op.outputs = tuple(self.key(block, n, main) for n in outputs)
+        op.output_steps = tuple(step_of[n] for n in outputs)
+        op.composite = group.composite
+        op.name = name
+        op.unit = MAC_ARRAY.name
+        return op
 
     def with_variable_outputs(self, npu_op: NpuOp) -> list[NpuOp]:
         """Redirect outputs that are variables through a fresh value and a COPY."""
@@ -228,6 +269,16 @@ class _Lowerer:
             return self.graph.block(name)
         except GraphValidationError as exc:
             raise GraphValidationError(f"{operator.name}: {exc}") from None
+
+
+def _split_early(operators: list[Operator], late_inputs: Sequence[str]) -> tuple[list[Operator], list[Operator]]:
+    """The operators that do not depend on ``late_inputs``, and those that do (graph order)."""
+    late = set(late_inputs)
+    for operator in operators:
+        if late.intersection(operator.inputs):
+            late.update(operator.outputs)
+    return ([o for o in operators if not late.intersection(o.outputs)],
+            [o for o in operators if late.intersection(o.outputs)])
 
 
 def _value_kind(block: Block, name: str, tensor: Tensor, main: bool) -> ValueKind:
@@ -346,10 +397,12 @@ def _slice_bounds(block: Block, operator: Operator) -> tuple[tuple[int, ...], li
     return shape, start, size
 
 
-def lower(graph: Graph, rules: tuple[FusionRule, ...] = DEFAULT_RULES) -> LoweredGraph:
-    """Fuse and lower every block reachable from the main block."""
+def lower(graph: Graph, rules: tuple[FusionRule, ...] = DEFAULT_RULES,
+          max_composite_bytes: int | None = None) -> LoweredGraph:
+    """Fuse and lower every block reachable from the main block (a composite whose tensors
+    take more than ``max_composite_bytes`` stays op by op)."""
     support.check_graph(graph)
-    lowerer = _Lowerer(graph, rules)
+    lowerer = _Lowerer(graph, rules, max_composite_bytes)
     main = lowerer.lower_block(graph.main, True, 0)
     read_outputs_through_tcm(main, lowerer)
-    return LoweredGraph(main, lowerer.values, set(main.outputs))
+    return LoweredGraph(main, lowerer.values, set(main.outputs), lowerer.candidates)

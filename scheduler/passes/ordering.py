@@ -55,7 +55,7 @@ def _timing(op: NpuOp, values: dict[str, Value], hw: HwConfig) -> tuple[float, f
     busy = float(cost_model.unit_setup_cycles(hw, op.unit))
     regions = [full_region(step.output_types[0].shape) if step.output_types else () for step in op.steps]
     try:
-        busy += cost_model.command_cycles(hw, op.unit, op.steps, regions)
+        busy += cost_model.command_cycles(hw, op.unit, op.steps, regions, op.composite.kind if op.composite else "")
     except (NpuSimError, ValueError, IndexError, TypeError):  # the kernel reports it when it runs
         pass
     return busy, 0.0

@@ -143,7 +143,7 @@ def _elem_bytes(op: NpuOp, slot: Slot) -> int:
 
 
 def _out_elem_bytes(op: NpuOp, k: int) -> int:
-    return element_size_bytes(op.steps[-1].output_types[k].dtype)
+    return element_size_bytes(op.output_type(k).dtype)
 
 
 def burst_bytes(window: tuple[int, ...], full: tuple[int, ...], elem_bytes: int, burst: int) -> int:
@@ -180,7 +180,8 @@ def _compute_cycles(hw: HwConfig, op: NpuOp, tiles: Sequence[StepTile]) -> float
     """Cycles of one compute command computing ``tiles`` (setup excluded), as the simulator
     charges them: the unit's body, or the time its operands and results take through the
     TCM ports when that is longer (a tiny-K or halo-heavy tile is port-bound)."""
-    body = cost_model.command_cycles(hw, op.unit, op.steps, [tile.out_region for tile in tiles])
+    body = cost_model.command_cycles(hw, op.unit, op.steps, [tile.out_region for tile in tiles],
+                                     op.composite.kind if op.composite else "")
     tcm_bytes = sum(region_size(tile.windows[j]) * element_size_bytes(step.input_types[j].dtype)
                     for step, tile in zip(op.steps, tiles)
                     for j, operand in enumerate(step.operands) if isinstance(operand, str))
@@ -193,12 +194,15 @@ def whole_plan(problem: TilingProblem) -> TilePlan:
     """The untiled plan: every streamed operand and output in one buffer."""
     op = problem.op
     tiles = whole_tile(op.steps)
-    slot_bytes = {slot: align_up(region_size(tiles[slot[0]].windows[slot[1]]) * _elem_bytes(op, slot),
-                                 problem.alignment)
-                  for slot, _ in problem.slots()}
+    slot_bytes = {}
+    loaded: set[str] = set()
+    for slot, key in problem.slots():
+        if key not in loaded:   # a value read by several steps is loaded once (emission reuses it)
+            loaded.add(key)
+            slot_bytes[slot] = align_up(region_size(tiles[slot[0]].windows[slot[1]]) * _elem_bytes(op, slot),
+                                        problem.alignment)
     out_shape = op.steps[-1].output_types[0].shape
-    out_elems = region_size(full_region(out_shape))
-    output_bytes = {k: align_up(out_elems * _out_elem_bytes(op, k), problem.alignment)
+    output_bytes = {k: align_up(op.output_type(k).element_count * _out_elem_bytes(op, k), problem.alignment)
                     for k in problem.streamed_outputs()}
     load = sum(slot_bytes.values())
     store = sum(output_bytes.values())
@@ -217,7 +221,7 @@ class OpTiling:
         self.op = op
         self.const_lookup = const_lookup
         self.out_shape = tuple(op.steps[-1].output_types[0].shape)
-        self.tileable = can_tile(op.steps) and len(self.out_shape) > 0
+        self.tileable = can_tile(op.steps) and len(self.out_shape) > 0 and op.composite is None
         self._windows: dict[Region, list[StepTile]] = {}
         self._chain: Chain | None = None
         self._cycles: dict[Region, float] = {}
