@@ -52,6 +52,8 @@ TRANSPARENT = frozenset({Op.RESCALE, Op.CAST, Op.RESHAPE})
 CELL_OPS = frozenset({Op.CONV2D, Op.MATMUL, Op.RESHAPE, Op.RESCALE, Op.CAST, Op.ADD, Op.MUL, Op.SLICE,
                       Op.TABLE, Op.SIGMOID, Op.TANH})
 KIND = "lstm_cell"
+#: Operators whose results are leaves of the constant analysis (a CONST is constant if it has data).
+_LEAF_PRODUCERS = frozenset({Op.CONST, Op.CONST_SHAPE, Op.VARIABLE_READ, Op.COND_IF, Op.WHILE_LOOP})
 
 
 class NoMatch(Exception):
@@ -116,7 +118,7 @@ class CellGraph:
         if t is None or t.variable or t.data is not None:
             return None
         index = self.producer.get(name)
-        if index is None or self.op(index).op in (Op.VARIABLE_READ, Op.COND_IF, Op.WHILE_LOOP):
+        if index is None or self.op(index).op in _LEAF_PRODUCERS:
             return None
         return self.op(index).inputs
 
