@@ -156,6 +156,19 @@ class _BlockPlan:
     #: and the outputs of operators of constant operands once they have run (folded)
     seed: dict[str, np.ndarray]
     variable_tensors: list[Tensor]
+    #: ``steps`` as a run walks them (see :meth:`running_steps`); None: to be worked out again
+    running: list[_Step] | None = None
+
+    def running_steps(self) -> list[_Step]:
+        """The steps without the folded ones, each freeing only values outside the seed (the
+        seed keeps constants alive anyway): recomputed after a step is bound or folded."""
+        running = self.running
+        if running is None:
+            seed = self.seed
+            running = self.running = [
+                _Step(run, tuple(n for n in frees if n not in seed)) for run, frees in self.steps
+                if run is not _folded or any(n not in seed for n in frees)]
+        return running
 
 
 class CompiledGraph:
@@ -223,7 +236,7 @@ def _declared_variables(block: Block) -> list[Tensor]:
 def _connect(plan: _BlockPlan, binding: _Binding, frees: tuple[str, ...], foldable: bool) -> None:
     """Let the binding of the step about to be appended replace it (bound or folded)."""
     position = len(plan.steps)
-    binding.install = functools.partial(_install, plan.steps, position, frees)
+    binding.install = functools.partial(_install, plan, position, frees)
     if foldable:
         binding.fold = functools.partial(_fold, plan, position, frees, tuple(binding.operator.outputs))
 
@@ -298,6 +311,9 @@ def _make_step(block: Block, operator: Operator, seed: dict[str, np.ndarray]) ->
     """The step running ``operator``, and its kernel binding if its plain form may replace it."""
     op = operator.op
     if op in _VARIABLE_STEPS:
+        bound_access = _bound_variable_access(block, operator)
+        if bound_access is not None:
+            return bound_access, None
         variable_step = _VARIABLE_STEPS[op]
         return (lambda runner, values, depth: variable_step(runner, block, operator, values)), None
     step = _StepParts(block, operator)
@@ -315,8 +331,9 @@ def _make_step(block: Block, operator: Operator, seed: dict[str, np.ndarray]) ->
     return step.storing(step.fetching(binding)), binding if plain else None
 
 
-def _install(steps: list[_Step], position: int, frees: tuple[str, ...], run: StepRun) -> None:
-    steps[position] = _Step(run, frees)
+def _install(plan: _BlockPlan, position: int, frees: tuple[str, ...], run: StepRun) -> None:
+    plan.steps[position] = _Step(run, frees)
+    plan.running = None
 
 
 def _fold(plan: _BlockPlan, position: int, frees: tuple[str, ...], outputs: tuple[str, ...],
@@ -324,6 +341,7 @@ def _fold(plan: _BlockPlan, position: int, frees: tuple[str, ...], outputs: tupl
     """An operator of constant operands has run: its outputs are constants from now on."""
     plan.seed.update(zip(outputs, results))
     plan.steps[position] = _Step(_folded, frees)
+    plan.running = None
 
 
 def _folded(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> None:
@@ -471,7 +489,7 @@ class GraphRunner:
         values = plan.seed.copy()
         values.update(zip(block.inputs, args))
         pop = values.pop
-        for run, frees in plan.steps:
+        for run, frees in plan.running_steps():
             run(self, values, depth)
             if frees:
                 for name in frees:
@@ -642,6 +660,33 @@ _VARIABLE_STEPS: dict[Op, Callable[[GraphRunner, Block, Operator, dict[str, np.n
     Op.VARIABLE_READ: GraphRunner.variable_read,
     Op.VARIABLE_WRITE: GraphRunner.variable_write,
 }
+
+
+def _bound_variable_access(block: Block, operator: Operator) -> StepRun | None:
+    """A well-formed VARIABLE_READ / VARIABLE_WRITE with its tensors and types resolved once
+    (None for anything else: the general step reports what is wrong, when it runs)."""
+    if operator.op not in (Op.VARIABLE_READ, Op.VARIABLE_WRITE):
+        return None
+    variables = [n for n in operator.inputs if n in block.tensors and block.tensors[n].variable]
+    others = [n for n in (*operator.inputs, *operator.outputs) if n not in variables]
+    if len(variables) != 1 or len(others) != 1 or others[0] not in block.tensors:
+        return None
+    key, other, where = block.tensors[variables[0]].variable_key, others[0], operator.name
+    other_type = block.tensors[other].type
+    if operator.op is Op.VARIABLE_READ:
+        if other not in operator.outputs:
+            return None
+
+        def read(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> None:
+            values[other] = runner.variables.read(key, other_type, where=where)
+        return read
+    if other not in operator.inputs:
+        return None
+
+    def write(runner: GraphRunner, values: dict[str, np.ndarray], depth: int) -> None:
+        value = values[other] if other in values else runner.get(block, values, other, where)
+        runner.variables.write(key, value, other_type, where=where)
+    return write
 
 
 def _written_bytes(block: Block) -> int:

@@ -25,7 +25,7 @@ import numpy as np
 
 from npu_sim.errors import GraphValidationError
 from npu_sim.reference.executor import CompiledGraph, describe_type
-from npu_sim.tosa.ir import Block, Graph, TensorType
+from npu_sim.tosa.ir import Block, Graph, TensorType, assignments
 
 
 def graph_variables(graph: Graph) -> dict[str, TensorType]:
@@ -101,36 +101,33 @@ def graph_key(graph: Graph) -> tuple[tuple[object, ...], list[object]]:
     return tuple(key), referents
 
 
-_TENSOR_FIELDS = attrgetter("name", "shape", "dtype", "variable", "variable_name", "is_unranked",
-                            "block_scale")
-_OP, _ATTRIBUTE, _INPUTS, _OUTPUTS = (attrgetter(n) for n in ("op", "attribute", "inputs", "outputs"))
+_INPUTS, _OUTPUTS = attrgetter("inputs"), attrgetter("outputs")
 _DATA, _SHAPE, _DTYPE, _BUFFER = (attrgetter(n) for n in ("data", "shape", "dtype", "data"))
 
 
 def _block_key(block: Block, key: list[object], referents: list[object]) -> None:
     # map() over attrgetters keeps the per-object work in C: this runs on every execute()
     operators = block.operators
-    attributes = list(map(_ATTRIBUTE, operators))
     tensors = list(block.tensors.values())
     data = list(map(_DATA, tensors))
     constants = [d for d in data if d is not None]
+    # (fields of tensors and operators change only by assignment, which they count)
     key += [(id(block), block.name, tuple(block.inputs), tuple(block.outputs)),
-            tuple(map(id, operators)), tuple(map(_OP, operators)), tuple(map(id, attributes)),
-            tuple(map(tuple, map(_INPUTS, operators))), tuple(map(tuple, map(_OUTPUTS, operators))),
-            tuple(block.tensors), tuple(map(id, tensors)), tuple(map(_TENSOR_FIELDS, tensors)),
-            tuple(map(id, data)), _data_key(constants)]
+            tuple(map(id, operators)), tuple(map(assignments, operators)), tuple(map(tuple, map(_INPUTS, operators))),
+            tuple(map(tuple, map(_OUTPUTS, operators))), tuple(block.tensors), tuple(map(id, tensors)),
+            tuple(map(assignments, tensors)), tuple(map(id, data)), _data_key(constants)]
     referents.append(block)
     referents += operators
-    referents += attributes
     referents += tensors
     referents += constants
 
 
 def _data_key(constants: list[np.ndarray]) -> tuple[object, ...]:
-    """dtypes, shapes and CRCs of the bytes of constant data (an in-place edit changes a CRC)."""
+    """dtypes, shapes and CRCs of the bytes of constant data (an in-place edit changes a CRC);
+    read-only arrays (the loader's) cannot be edited in place, so their identity suffices."""
     try:
         return (tuple(map(_DTYPE, constants)), tuple(map(_SHAPE, constants)),
-                tuple(map(zlib.crc32, map(_BUFFER, constants))))
+                tuple([zlib.crc32(d.data) if d.flags.writeable else None for d in constants]))
     except (AttributeError, TypeError, ValueError, BufferError):  # not C-contiguous arrays
         arrays = [np.asarray(d) for d in constants]
         raw = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]

@@ -52,6 +52,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -62,6 +63,22 @@ from npu_sim.tosa.ops import Attribute, Op, attribute_class
 
 _INT32_LIMIT = 2 ** 31
 _INT64_LIMIT = 2 ** 63
+
+class _CountsAssignments:
+    """Counts the assignments to an object's public attributes in ``_assignments`` (the
+    fields of Tensors and Operators change only that way): a cache of facts derived from a
+    graph (the executor's prepared graphs) compares the counts instead of every field."""
+
+    _assignments = 0
+
+    def __setattr__(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+        if name[0] != "_":
+            object.__setattr__(self, "_assignments", self._assignments + 1)
+
+
+#: The assignment count of a Tensor or Operator (see _CountsAssignments).
+assignments = attrgetter("_assignments")
 
 
 class TensorType(NamedTuple):
@@ -89,7 +106,7 @@ class TensorType(NamedTuple):
 
 
 @dataclass
-class Tensor:
+class Tensor(_CountsAssignments):
     """A named tensor of a block. ``data`` is set for constants (and variable initial values)."""
 
     name: str
@@ -153,7 +170,7 @@ class BlockScale:
 
 
 @dataclass(init=False)
-class Operator:
+class Operator(_CountsAssignments):
     """One TOSA operator: inputs and outputs are tensor names of the enclosing block.
 
     ``attribute`` None at construction means the operator's default attribute.

@@ -14,6 +14,8 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from npu_sim.errors import GraphValidationError, PathError, TosaFormatError, UnsupportedFeatureError
 from npu_sim.paths import GRAPH_MAX_BYTES, read_regular_file
 from npu_sim.tosa.fb_schema import FILE_IDENTIFIER
@@ -76,7 +78,18 @@ def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
     if validate:
         validate_graph(graph)
         check_level(graph, level)
+    freeze_constants(graph)
     return graph
+
+
+def freeze_constants(graph: Graph) -> None:
+    """Make the constant data of a loaded graph read-only: it is the file's, and the executor
+    then knows it unchanged without reading it again (:mod:`npu_sim.reference.prepared`).
+    A caller who wants other values assigns a new array."""
+    for block in graph.blocks():
+        for tensor in block.tensors.values():
+            if isinstance(tensor.data, np.ndarray):
+                tensor.data.flags.writeable = False
 
 
 def load_graph(path: PathLike, validate: bool = True, level: str = DEFAULT_LEVEL,

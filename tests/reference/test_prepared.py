@@ -222,3 +222,18 @@ def test_the_floating_point_conv_sum_is_the_pseudocodes_bit_for_bit(size, channe
         shape = (1, out, out, 6)
         got = _fp_conv(xv, wv, taps, shape, DType.FP16 if fp16 else DType.FP32)
         assert _same_bits(got, _spec_conv_sum(xv, wv, taps, shape, fp16)), trial
+
+
+def test_loaded_constants_are_read_only_and_a_new_array_is_seen():
+    """The loader's constant data cannot be edited in place (so the cache need not read it on
+    every call); assigning a new array is an assignment the cache notices."""
+    graph = load_graph("examples/conv_rescale_int8.tosa")
+    tensor = next(t for t in graph.main.tensors.values() if t.data is not None and t.data.size > 4)
+    with pytest.raises(ValueError, match="read-only"):
+        tensor.data[0] = 1
+    inputs = {name: np.ones(t.shape, t.dtype.numpy_dtype) for name, t in graph.input_types.items()}
+    before = execute(graph, inputs)
+    tensor.data = np.zeros_like(tensor.data)   # e.g. all weights zero
+    after = execute(graph, inputs)
+    assert any(not np.array_equal(before[n], after[n]) for n in before)
+    assert prepared.prepare(graph, validate=False) is prepared.prepare(graph, validate=False)
