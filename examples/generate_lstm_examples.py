@@ -1,6 +1,8 @@
 """Regenerate the extra LSTM examples (tf-keras -> TFLite -> TOSA), the way
 :mod:`generate_examples` makes ``lstm_stateful_int8.tosa``:
 
+* ``lstm_step64_int8.tosa``: one stateful LSTM of 64 units, one time step of 16 features
+  per invocation, int8 (the streaming model the fused-LSTM benchmarks time);
 * ``lstm_stacked_int8.tosa``: two stacked stateful LSTM layers of 128 units, one time
   step per invocation (a streaming keyword/sensor model), int8, state in TOSA variables;
 * ``lstm_unrolled8_int8.tosa``: one stateful LSTM of 32 units unrolled over 8 time steps
@@ -46,6 +48,7 @@ def _fp32_tflite(model) -> bytes:
 
 
 EXAMPLES = {   # stem: (steps, features, layer units, outputs, int8)
+    "lstm_step64_int8": (1, 16, [64], 4, True),
     "lstm_stacked_int8": (1, 16, [128, 128], 8, True),
     "lstm_unrolled8_int8": (8, 8, [32], 4, True),
     "lstm_stateful_fp32": (1, 8, [32], 4, False),

@@ -42,7 +42,13 @@ from scheduler.codegen.materialize import (
 from scheduler.codegen.stream import ACommand
 from scheduler.ir.npu_ops import LoweredGraph, ValueKind
 from scheduler.memory.allocators import BestOfGreedy, Planner
-from scheduler.memory.fixed_placements import POOL_BUFFER_NAME, Fixed, fixed_placements, pool_item_max_bytes
+from scheduler.memory.fixed_placements import (
+    POOL_BUFFER_NAME,
+    RESIDENT_TCM_SHARE,
+    Fixed,
+    fixed_placements,
+    pool_item_max_bytes,
+)
 from scheduler.memory.liveness import LiveRange
 from scheduler.passes.folding import fold_constants
 from scheduler.passes.fusion import DEFAULT_RULES, FusionRule
@@ -78,8 +84,13 @@ def schedule(graph: Graph, hw: HwConfig, *, planner: Planner | None = None,
 
 def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFAULT_RULES, *,
                 resident_constants: bool = False) -> LoweredGraph:
-    """The graph-level passes: the lowered graph, its operations in the order they will run."""
-    lowered = lower(graph, rules, max_composite_bytes=hw.tcm.size_bytes // 2)
+    """The graph-level passes: the lowered graph, its operations in the order they will run.
+
+    A fused composite runs whole: its tensors may take up to the share of the TCM the
+    resident constant pool may (its weights then stay there), else half of it (its weights
+    are loaded before it starts, where op by op their tiles would stream)."""
+    share = RESIDENT_TCM_SHARE if resident_constants else 1 / 2
+    lowered = lower(graph, rules, max_composite_bytes=int(hw.tcm.size_bytes * share))
     fold_constants(lowered)
     assign_units(lowered, hw)
     stage(lowered, pool_item_max_bytes(hw, resident_constants))

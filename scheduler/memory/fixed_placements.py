@@ -22,7 +22,7 @@ DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
 #: Constants up to this size may go to the TCM constant pool (zero points, shifts, shapes...).
 POOL_ITEM_MAX_BYTES = 2048
 #: With resident constants (several invocations, one preamble) the pool takes at most this share.
-RESIDENT_TCM_SHARE = 1 / 2
+RESIDENT_TCM_SHARE = 3 / 4
 #: Name of the constant pool's buffers (its TCM copy is written only by the pool loads).
 POOL_BUFFER_NAME = "constant_pool"
 #: The pool takes at most this share of the TCM, and never more than POOL_MAX_BYTES.
