@@ -261,7 +261,7 @@ class Simulator:
                 raise ProgramError(f"{where}: unknown compute unit {cmd.unit!r} "
                                    f"(units: {', '.join(unit_names())})")
             # (no cache of equal commands: schedulers emit each tile once; hashing them cost more)
-            steps, outputs = compile_compute(cmd, self.memories[MemorySpace.TCM], where)
+            steps, outputs = compile_compute(cmd, self.memories, where)
             cycles, macs = compute_command_cycles(self.hw, cmd), command_macs(cmd)
             node = ComputeOp(cmd, self.compute_units[cmd.unit], self, steps, outputs, cycles, macs,
                              self._constant_tcm)

@@ -23,6 +23,7 @@ reference executor). Nothing wrong is ever written silently.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -56,17 +57,22 @@ class CompiledStep:
     expected: tuple[tuple[tuple[int, ...], np.dtype], ...] = ()  # (shape, storage dtype) per output
 
 
-_TCM = MemorySpace.TCM
+#: Memories a fused composite's steps read (its state straight from the variable SRAM bank).
+COMPOSITE_READABLE = (MemorySpace.TCM, MemorySpace.VARIABLE_SRAM)
 
 
-def compile_step(step: KernelStep, index: int, tcm: Memory, where: str) -> CompiledStep:
+def compile_step(step: KernelStep, index: int, memories: Mapping[MemorySpace, Memory], where: str,
+                 readable: tuple[MemorySpace, ...] = (MemorySpace.TCM,)) -> CompiledStep:
+    """Bind a step's operands: views of the ``readable`` memories (the TCM; a fused
+    composite also reads the variable SRAM), or earlier steps' results."""
     operands: list[ViewAccess | int] = []
     for i, operand in enumerate(step.operands):
         if type(operand) is View or isinstance(operand, View):
-            if operand.memory is not _TCM:
+            if operand.memory not in readable:
+                what = "the TCM" if len(readable) == 1 else "the TCM and the variable SRAM"
                 raise ProgramError(f"{where}: step {index} operand {i} is in {operand.memory.value}; "
-                                   "compute units read only the TCM")
-            operands.append(tcm.access(operand))
+                                   f"compute units read only {what}")
+            operands.append(memories[operand.memory].access(operand))
         elif isinstance(operand, int) and 0 <= operand < index:
             operands.append(operand)
         else:
@@ -84,12 +90,14 @@ def compile_step(step: KernelStep, index: int, tcm: Memory, where: str) -> Compi
     return CompiledStep(step, operands, input_types, output_types, offsets, step.name, expected)
 
 
-def compile_compute(command: ComputeCommand, tcm: Memory, where: str
+def compile_compute(command: ComputeCommand, memories: Mapping[MemorySpace, Memory], where: str
                     ) -> tuple[list[CompiledStep], list[ViewAccess]]:
-    """Bind a compute command's steps and outputs to the TCM (ProgramError if malformed)."""
+    """Bind a compute command's steps and outputs to the memories (ProgramError if malformed)."""
     if not command.steps:
         raise ProgramError(f"{where}: a compute command needs at least one step")
-    steps = [compile_step(step, i, tcm, where) for i, step in enumerate(command.steps)]
+    readable = COMPOSITE_READABLE if command.composite else (MemorySpace.TCM,)
+    steps = [compile_step(step, i, memories, where, readable) for i, step in enumerate(command.steps)]
+    tcm = memories[MemorySpace.TCM]
     if command.output_steps and (len(command.output_steps) != len(command.outputs) or
                                  any(not 0 <= s < len(steps) for s in command.output_steps)):
         raise ProgramError(f"{where}: output_steps {list(command.output_steps)} do not name a step "

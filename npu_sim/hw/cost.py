@@ -7,7 +7,8 @@ so both agree by construction. Nothing here has state or side effects.
 A compute command costs ``setup_cycles + max(body, TCM cycles)`` on its unit: ``body`` is
 the unit's cost of the command's steps (the unit's registry entry), and its operands and
 results cross the TCM ports at ``tcm.bandwidth_bytes_per_cycle`` (a bound that stops a
-tiny-K tile from looking free).
+tiny-K tile from looking free). A fused composite reading its state from the variable SRAM
+is also bound by that bank's port (``variable_sram.bytes_per_cycle``).
 """
 
 from __future__ import annotations
@@ -65,7 +66,16 @@ def compute_command_cycles(hw: HwConfig, command: ComputeCommand) -> int:
     else:
         body = compute_unit.body_cycles(hw, command.steps)
     tcm = tcm_cycles(command_tcm_bytes(command.steps, command.outputs, distinct=bool(command.composite)), hw)
-    return compute_unit.setup_cycles(hw) + max(body, tcm)
+    return compute_unit.setup_cycles(hw) + max(body, tcm, variable_sram_read_cycles(command, hw))
+
+
+def variable_sram_read_cycles(command: ComputeCommand, hw: HwConfig) -> int:
+    """Cycles a composite's reads of the variable SRAM take through its port (its state)."""
+    views = {v for s in command.steps for v in s.operands
+             if isinstance(v, View) and v.memory is MemorySpace.VARIABLE_SRAM}
+    if not views:
+        return 0
+    return ceil_div(sum(v.size_bytes for v in views), hw.variable_sram.bytes_per_cycle)
 
 
 def command_macs(command: ComputeCommand) -> int:

@@ -185,7 +185,8 @@ class _OperationEmission:
         """Operand ``j`` of step ``s``: in place in TCM, else the tile buffer holding its window
         (loaded now unless a buffer holds it already)."""
         placement = self.place(operand)
-        if placement.memory is TCM or region_size(window) == 0:
+        if placement.memory is TCM or region_size(window) == 0 or \
+                (placement.memory is VAR and self.op.composite is not None):   # a composite's state
             return placement.window(window)
         slot = (s, j)
         held = self.loaded.get(slot)

@@ -24,6 +24,13 @@ from npu_sim.program import CompositeCandidate, CompositeFacts
 from npu_sim.tosa.ir import Operator, TensorType
 from npu_sim.tosa.ops import Attribute, Op
 
+#: Value keys of variables start with this (``var:`` + the variable's name; see lowering).
+VARIABLE_KEY_PREFIX = "var:"
+
+
+def is_variable_key(key: str) -> bool:
+    return key.startswith(VARIABLE_KEY_PREFIX)
+
 
 class ValueKind(str, Enum):
     INPUT = "input"              # graph input (DDR, written by the host)

@@ -300,7 +300,6 @@ def _group_deps(block: Block, groups: list[FusedGroup]) -> list[set[int]]:
     owner = {i: k for k, group in enumerate(groups) for i in group.indices}
     producer = {name: owner[i] for i, op in enumerate(block.operators) for name in op.outputs}
     deps: list[set[int]] = [set() for _ in groups]
-    last_access: dict[str, int] = {}
     barrier: int | None = None
     for k, group in enumerate(groups):
         operators = [block.operators[i] for i in group.indices]
@@ -310,17 +309,24 @@ def _group_deps(block: Block, groups: list[FusedGroup]) -> list[set[int]]:
             deps[k].update(range(k))
             barrier = k
         deps[k].update(producer[n] for o in operators for n in o.inputs if producer.get(n, k) != k)
-        for name in _variables_accessed(block, group):
-            deps[k].add(last_access.get(name, k))
-            last_access[name] = k
-        deps[k].discard(k)
+    _keep_variable_order(block, owner, deps)
     return deps
 
 
-def _variables_accessed(block: Block, group: FusedGroup) -> list[str]:
+def _keep_variable_order(block: Block, owner: dict[int, int], deps: list[set[int]]) -> None:
+    """Each access of a variable after the group of the access before it, in graph order."""
+    last_access: dict[str, int] = {}
+    for index, name in _variable_accesses(block):
+        k = owner[index]
+        if last_access.get(name, k) != k:
+            deps[k].add(last_access[name])
+        last_access[name] = k
+
+
+def _variable_accesses(block: Block) -> list[tuple[int, str]]:
+    """``(operator index, variable)`` of every operator reading or writing a variable, in graph order."""
     tensors = block.tensors
-    return [tensors[n].variable_key for i in group.indices for n in (*block.operators[i].inputs,
-                                                                      *block.operators[i].outputs)
+    return [(i, tensors[n].variable_key) for i, op in enumerate(block.operators) for n in (*op.inputs, *op.outputs)
             if n in tensors and tensors[n].variable]
 
 

@@ -39,12 +39,21 @@ from npu_sim.tosa.ir import Block, Graph, Operator, Tensor
 from npu_sim.tosa.ops import Op
 from scheduler.cost_model import step_macs
 from scheduler.ir import support
-from scheduler.ir.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind, Step, Value, ValueKind
+from scheduler.ir.npu_ops import (
+    VARIABLE_KEY_PREFIX,
+    LoweredBlock,
+    LoweredGraph,
+    NpuOp,
+    OpKind,
+    Step,
+    Value,
+    ValueKind,
+)
 from scheduler.passes.fusion import DEFAULT_RULES, FusedGroup, FusionRule, fuse_block
 
 
 def variable_key(tensor: Tensor) -> str:
-    return "var:" + (tensor.variable_name or tensor.name)
+    return VARIABLE_KEY_PREFIX + (tensor.variable_name or tensor.name)
 
 
 class _Lowerer:
@@ -156,13 +165,17 @@ class _Lowerer:
                      outputs=(self.key(block, first.outputs[0], main),), graph_ops=tuple([o.name for o in operators]),
                      alias_ok=True, slice_offset_elements=offset)
 
-    def lower_compute(self, block: Block, operators: list[Operator], main: bool) -> NpuOp:
-        """A COMPUTE operation: one kernel step per operator, each step's result handed to the next."""
+    def lower_compute(self, block: Block, operators: list[Operator], main: bool,
+                      renamed: dict[str, str] | None = None) -> NpuOp:
+        """A COMPUTE operation: one kernel step per operator, each step's result handed to the
+        next; ``renamed``: tensors read as other values (a composite's state, as the variable)."""
         steps: list[Step] = []
         produced: dict[str, int] = {}
+        renamed = renamed or {}
         for index, operator in enumerate(operators):
             support.check_operator(operator)
-            operands = tuple([produced[n] if n in produced else self.key(block, n, main) for n in operator.inputs])
+            operands = tuple([produced[n] if n in produced else renamed.get(n) or self.key(block, n, main)
+                              for n in operator.inputs])
             steps.append(Step(operator.op, operator.attribute, operands,
                               tuple([block.tensor(n).type for n in operator.inputs]),
                               tuple([block.tensor(n).type for n in operator.outputs]), operator.name))
@@ -183,19 +196,26 @@ class _Lowerer:
         recurrent product needs the state, not the step input) are issued as an early
         part of their own when they include a matrix product: it runs while the late
         input is still being loaded, and hands its results to the main part."""
+        reads = self.state_reads(block, operators)   # the state, read straight from the variable SRAM
+        operators = [o for o in operators if o.op is not Op.VARIABLE_READ]
         name = f"{group.composite.kind if group.composite else 'composite'}({operators[0].name})"
         early, main_part = _split_early(operators, group.late_inputs)
         if not main_part or not any(o.op in MAC_OPS for o in early):
-            return [self.composite_part(block, operators, group.outputs, group, main, name)]
+            return [self.composite_part(block, operators, group.outputs, group, main, name, reads)]
         main_reads = {n for o in main_part for n in o.inputs}
         handed = [n for o in early for n in o.outputs if n in main_reads or n in group.outputs]
-        return [self.composite_part(block, early, tuple(handed), group, main, name + ":recurrent"),
+        return [self.composite_part(block, early, tuple(handed), group, main, name + ":recurrent", reads),
                 self.composite_part(block, main_part, tuple(n for n in group.outputs if n not in handed),
-                                    group, main, name)]
+                                    group, main, name, reads)]
+
+    def state_reads(self, block: Block, operators: list[Operator]) -> dict[str, str]:
+        """Tensor -> variable key of the VARIABLE_READs among ``operators``."""
+        return {o.outputs[0]: self.variable_operand(block, o, o.inputs) for o in operators
+                if o.op is Op.VARIABLE_READ}
 
     def composite_part(self, block: Block, operators: list[Operator], outputs: tuple[str, ...],
-                       group: FusedGroup, main: bool, name: str) -> NpuOp:
-        op = self.lower_compute(block, operators, main)
+                       group: FusedGroup, main: bool, name: str, reads: dict[str, str]) -> NpuOp:
+        op = self.lower_compute(block, operators, main, reads)
         step_of = {operator.outputs[0]: k for k, operator in enumerate(operators) if operator.outputs}
         op.outputs = tuple(self.key(block, n, main) for n in outputs)
         op.output_steps = tuple(step_of[n] for n in outputs)

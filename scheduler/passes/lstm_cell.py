@@ -24,7 +24,9 @@ the operators that carry the meaning:
   with constant weights of 4H output channels, whose data operands are the step
   input x and the previous output h;
 * the cell is self-contained: every intermediate is read only inside it (c' and h'
-  leave it), it reads no variable directly, and nothing it hands out comes back in.
+  leave it), it reads no variable directly, and nothing it hands out comes back in;
+  the VARIABLE_READs of h and c that only the cell reads join it (the fused operation
+  reads its state straight from the variable SRAM bank).
 
 Anything else stays op by op, and the candidate says why ("gate 2 (g) activation is
 CLAMP, expected TANH"). The matched operators run as one NPU operation whose steps are
@@ -186,6 +188,7 @@ def match_cell(g: CellGraph, index: int, max_working_bytes: int | None) -> CellM
     boundary = {x, h_prev, c_prev}
     members = _closure(g, [h_next, c_next], boundary)
     _check_members(g, members, {h_next, c_next}, macs)
+    members |= _state_reads(g, members, (h_prev, c_prev))
     facts = CompositeFacts(KIND, hidden, input_size, (h_next, c_next))
     if max_working_bytes is not None:
         working = _working_bytes(g, members)
@@ -440,6 +443,18 @@ def _check_members(g: CellGraph, members: set[int], outputs: set[str], macs: lis
                 reader = g.op(outside[0]).name if outside else "the block's results"
                 raise NoMatch(f"{out} is also read by {reader}, outside the cell")
     _check_convex(g, members, outputs)
+
+
+def _state_reads(g: CellGraph, members: set[int], state: Iterable[str]) -> set[int]:
+    """The VARIABLE_READs of h and c that only the cell reads: the fused operation reads the
+    state straight from the variable SRAM bank."""
+    reads = set()
+    for tensor in state:
+        index = g.producer.get(tensor)
+        if index is not None and index not in g.claimed and g.op(index).op is Op.VARIABLE_READ \
+                and tensor not in g.block.outputs and all(u in members for u in g.users(tensor)):
+            reads.add(index)
+    return reads
 
 
 def _check_convex(g: CellGraph, members: set[int], outputs: set[str]) -> None:

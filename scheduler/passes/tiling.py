@@ -29,7 +29,7 @@ from npu_sim.memory_layout import align_up, element_size_bytes
 from npu_sim.program import _cached_property
 from npu_sim.reference.kernel_api import Region, full_region
 from scheduler import cost_model
-from scheduler.ir.npu_ops import NpuOp
+from scheduler.ir.npu_ops import NpuOp, is_variable_key
 from scheduler.passes.windows import Chain, StepTile, can_tile, region_size, whole_tile, window_reads_constants
 
 Slot = tuple[int, int]  # (step index, operand index): one streamed operand of an operation
@@ -110,9 +110,11 @@ class TilingProblem:
     def slots(self) -> list[tuple[Slot, str]]:
         """Streamed operands (computed once: residency is fixed for a problem)."""
         if self._slots is None:
+            in_place = self.op.composite is not None   # a composite reads its state in place
             self._slots = [((s, j), operand) for s, step in enumerate(self.op.steps)
                            for j, operand in enumerate(step.operands)
-                           if isinstance(operand, str) and not self.resident(operand)]
+                           if isinstance(operand, str) and not self.resident(operand)
+                           and not (in_place and is_variable_key(operand))]
         return self._slots
 
     def slot_facts(self) -> list[tuple[Slot, int, tuple[int, ...]]]:

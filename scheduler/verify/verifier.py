@@ -8,7 +8,8 @@
 3. every view a command touches lies inside one allocation of its memory that
    is live at that command (graph input/output/variable views inside
    whole-program allocations);
-4. compute commands read and write only TCM; DMAs use paths the hardware has;
+4. compute commands read and write only TCM (a fused composite may also read the
+   variable SRAM); DMAs use paths the hardware has;
 5. no command writes a DDR input or constant; every byte read was last
    written (in stream order) through the allocation the read goes through, by a
    command or by the host (initial data, graph inputs and variables): a read
@@ -294,8 +295,12 @@ class _Verifier:
     def check_unit(self, cmd: Command) -> None:
         if isinstance(cmd, ComputeCommand):
             reads, writes = _reads_writes(cmd)
-            for v in reads + writes:
+            readable = (TCM, VAR) if cmd.composite else (TCM,)
+            for v in writes:
                 if v.element_count and v.memory is not TCM:
+                    raise PlanError(f"{_label(cmd)}: compute result {v} is not in TCM")
+            for v in reads:
+                if v.element_count and v.memory not in readable:
                     raise PlanError(f"{_label(cmd)}: compute operand {v} is not in TCM")
         elif isinstance(cmd, DmaCommand) and (cmd.src.memory, cmd.dst.memory) not in DMA_PATHS \
                 and cmd.src.element_count:

@@ -4,7 +4,8 @@ A composite is one NPU operation standing for a whole subgraph the scheduler
 recognised (see :mod:`scheduler.passes.lstm_cell`). It runs on the MAC array with
 the vector and LUT units chained behind it, so it pays one command setup (the MAC
 array's) and its intermediates never cross the TCM ports; its operands and
-results still do (the ``max(body, TCM cycles)`` bound of :mod:`npu_sim.hw.cost`).
+results still do (the ``max(body, TCM cycles)`` bound of :mod:`npu_sim.hw.cost`), and
+the state it reads straight from the variable SRAM crosses that bank's port.
 
 ``lstm_cell``:
 

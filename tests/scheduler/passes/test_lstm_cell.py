@@ -20,11 +20,14 @@ def _composites(graph: Graph):
     return [g.composite for g in fusion.groups if g.composite is not None], fusion.candidates
 
 
+# operators per cell: 42 (int8) or 21 (fp32), plus the VARIABLE_READs of the state the cell
+# alone reads (the first step's h and c; later steps get theirs from the step before)
 @pytest.mark.parametrize("model, cells, hidden, input_size, operators", [
-    ("lstm_stateful_int8", 4, 16, 8, 42),      # 4 time steps unrolled in one invocation
-    ("lstm_unrolled8_int8", 8, 32, 8, 42),     # 8 steps, the same weights each time
-    ("lstm_stacked_int8", 2, 128, None, 42),   # two layers: 16 inputs, then the first layer's 128
-    ("lstm_stateful_fp32", 1, 32, 8, 21),
+    ("lstm_stateful_int8", 4, 16, 8, [44, 42, 42, 42]),     # 4 time steps unrolled in one invocation
+    ("lstm_unrolled8_int8", 8, 32, 8, [44] + [42] * 7),     # 8 steps, the same weights each time
+    ("lstm_stacked_int8", 2, 128, None, [44, 43]),   # 16 inputs, then the first layer's h' (no read)
+    ("lstm_stateful_fp32", 1, 32, 8, [23]),
+    ("lstm_step64_int8", 1, 64, 16, [44]),
 ])
 def test_every_cell_of_the_examples_fuses(model, cells, hidden, input_size, operators):
     graph = load_graph(f"{EXAMPLES}/{model}.tosa")
@@ -33,7 +36,7 @@ def test_every_cell_of_the_examples_fuses(model, cells, hidden, input_size, oper
     assert {f.hidden_units for f in facts} == {hidden}
     sizes = [f.input_size for f in facts]
     assert sizes == ([16, 128] if input_size is None else [input_size] * cells)
-    assert {len(c.operators) for c in candidates} == {operators}
+    assert [len(c.operators) for c in candidates] == operators
     # each cell hands out h' and c'; groups cover every operator exactly once
     groups = fuse(graph.main)
     assert sorted(i for g in groups for i in g) == list(range(len(graph.main.operators)))
@@ -155,5 +158,5 @@ def test_groups_run_after_what_they_read():
                     assert position[producer[name]] <= k
     write_c = next(i for i, o in enumerate(block.operators)
                    if o.op is Op.VARIABLE_WRITE and o.inputs[0] == "Variable_0")
-    last_cell = max(k for k, g in enumerate(groups) if len(g) == 42)
+    last_cell = max(k for k, g in enumerate(groups) if len(g) >= 42)
     assert write_c < max(groups[last_cell]) and position[write_c] > last_cell
