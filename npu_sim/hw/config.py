@@ -259,8 +259,20 @@ class HwConfig(_Strict):
     mac_array: MacArrayConfig
     vector: VectorConfig
     lut: LutConfig
+    #: fused composite datapaths the NPU has (:mod:`npu_sim.hw.compute_units.composites`): the
+    #: scheduler fuses only these; an NPU without one runs the subgraph op by op
+    composites: list[str] = Field(default_factory=lambda: ["lstm_cell"])
     energy: EnergyConfig = Field(default_factory=EnergyConfig)
     area: AreaConfig = Field(default_factory=AreaConfig)
+
+    @model_validator(mode="after")
+    def _known_composites(self) -> HwConfig:
+        from npu_sim.hw.compute_units.composites import COMPOSITES
+
+        for kind in self.composites:
+            if kind not in COMPOSITES:
+                raise ValueError(f"composites: unknown composite {kind!r} (known: {', '.join(sorted(COMPOSITES))})")
+        return self
 
 
 # --- loading ------------------------------------------------------------------------------

@@ -422,3 +422,22 @@ def test_summary_json_of_a_long_stream_writes_one_ops_row_per_line():
     assert '\n    {"name": "op3", "cycles": 3},\n' in text and text.startswith('{\n  "command": "run",\n')
     short = {"command": "run", "ops": rows[:2]}
     assert summary_json(short) == json.dumps(short, indent=2) + "\n"
+
+
+def test_no_composite_fusion_runs_the_lstm_op_by_op_with_the_same_outputs(tmp_path, capsys):
+    graph = EXAMPLES / "lstm_step64_int8.tosa"
+    summaries = {}
+    for name, extra in (("fused", []), ("op", ["--no-composite-fusion"])):
+        code, _, err = _cli(["run", graph, "--hw", "edge", "-n", 4, "--random-inputs", 2, *extra,
+                             "-o", tmp_path / name], capsys)
+        assert (code, err) == (0, "")
+        summaries[name] = json.loads((tmp_path / name / "summary.json").read_text())
+    _check_same_outputs(tmp_path / "fused", tmp_path / "op")
+    assert [e["kind"] for e in summaries["fused"]["fused_composites"]] == ["lstm_cell"]
+    assert summaries["op"]["fused_composites"] == []
+    assert summaries["fused"]["per_invocation_cycles"] == [1275] * 4
+    assert summaries["op"]["per_invocation_cycles"] == [2279] * 4
+    code, out, err = _cli(["plan", graph, "--hw", "edge"], capsys)
+    assert (code, err) == (0, "") and "composites: 1 of 1 candidates fused" in out
+    code, out, err = _cli(["plan", graph, "--hw", "edge", "--no-composite-fusion", "--json"], capsys)
+    assert (code, err) == (0, "") and json.loads(out)["composites"] == []

@@ -6,7 +6,7 @@ import pytest
 
 from npu_sim.errors import ProgramError
 from npu_sim.hw.compute_units import composites
-from npu_sim.hw.config import load_hw_config
+from npu_sim.hw.config import ConfigError, deep_merge, hw_config_from_dict, load_hw_config
 from npu_sim.hw.cost import command_tcm_bytes, compute_command_cycles, variable_sram_read_cycles
 from npu_sim.program import ComputeCommand
 from npu_sim.simulation import compile_graph
@@ -45,7 +45,8 @@ def test_the_gate_tail_is_one_pipeline(edge_cells):
 
 
 def test_each_distinct_table_loads_once_where_the_config_has_a_load_rate():
-    hw = load_hw_config("ethos-u85-256")
+    edge = load_hw_config("edge").model_dump(mode="json")
+    hw = hw_config_from_dict(deep_merge(edge, {"lut": {"table_load_bytes_per_cycle": 1.0}}), "edge+lut-loads")
     program = compile_graph(load_graph("examples/lstm_stateful_int8.tosa"), hw, resident_constants=True)
     cell = next(c for c in program.walk() if isinstance(c, ComputeCommand) and c.composite
                 and any(s.op.name == "TABLE" for s in c.steps))
@@ -60,3 +61,19 @@ def test_an_unknown_composite_is_refused(edge_cells):
     with pytest.raises(ProgramError, match="unknown composite 'gru_cell'"):
         compute_command_cycles(hw, ComputeCommand(cell.id, cell.unit, cell.steps, cell.outputs,
                                                   output_steps=cell.output_steps, composite="gru_cell"))
+
+
+@pytest.mark.parametrize("preset", ["ethos-u55-256", "ethos-u65-256", "ethos-u85-256"])
+def test_npus_without_the_datapath_run_the_cells_op_by_op(preset):
+    """Ethos-U has no fused LSTM datapath (Vela runs the cells op by op): its presets say so."""
+    hw = load_hw_config(preset)
+    assert hw.composites == []
+    program = compile_graph(load_graph("examples/lstm_stateful_fp32.tosa"), hw)
+    assert not any(isinstance(c, ComputeCommand) and c.composite for c in program.walk())
+    assert program.stats is not None and program.stats.composite_candidates == ()
+
+
+def test_an_unknown_composite_in_a_config_is_refused():
+    edge = load_hw_config("edge").model_dump(mode="json")
+    with pytest.raises(ConfigError, match="composites: unknown composite 'gru_cell' \\(known: lstm_cell\\)"):
+        hw_config_from_dict({**edge, "composites": ["gru_cell"]}, "mine.yaml")
