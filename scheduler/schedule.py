@@ -51,7 +51,7 @@ from scheduler.memory.fixed_placements import (
 )
 from scheduler.memory.liveness import LiveRange
 from scheduler.passes.folding import fold_constants
-from scheduler.passes.fusion import COMPOSITE_RULES, DEFAULT_RULES, FusionRule
+from scheduler.passes.fusion import DEFAULT_RULES, FusionRule, rules_for
 from scheduler.passes.lowering import lower
 from scheduler.passes.ordering import order_blocks
 from scheduler.passes.staging import stage
@@ -90,8 +90,7 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     resident constant pool may (its weights then stay there), else half of it (its weights
     are loaded before it starts, where op by op their tiles would stream)."""
     share = RESIDENT_TCM_SHARE if resident_constants else 1 / 2
-    rules = tuple(r for r in rules if r not in COMPOSITE_RULES or r.name in hw.composites)
-    lowered = lower(graph, rules, max_composite_bytes=int(hw.tcm.size_bytes * share))
+    lowered = lower(graph, rules_for(rules, hw), max_composite_bytes=int(hw.tcm.size_bytes * share))
     fold_constants(lowered)
     assign_units(lowered, hw)
     stage(lowered, pool_item_max_bytes(hw, resident_constants))

@@ -114,6 +114,10 @@ def _check_rate_table(table: dict[str, int], field: str) -> None:
             raise ValueError(f"{field}.{key}: must be > 0, got {value}")
 
 
+#: Operators the MAC array's output pipeline may apply (MacArrayConfig.epilogue_ops).
+EPILOGUE_OPS = ("RESCALE", "CLAMP", "ADD")
+
+
 class MacArrayConfig(_Strict):
     """Output-stationary systolic array of ``rows`` x ``cols`` processing elements.
 
@@ -140,9 +144,17 @@ class MacArrayConfig(_Strict):
     accumulator_buffers: int = Field(default=2, ge=1, le=2)
     depthwise_macs_per_cycle: int = Field(
         0, ge=0, le=MAX_RATE, description="MACs/cycle a depthwise convolution reaches (0 = the array mapping alone)")
+    epilogue_ops: list[str] = Field(
+        default_factory=lambda: ["RESCALE", "CLAMP", "ADD"],
+        description="operators the array's output pipeline applies to its results (a fused epilogue)")
+    max_epilogue_ops: int = Field(5, ge=0, le=16, description="most operators one fused epilogue chains")
 
     @model_validator(mode="after")
     def _check(self) -> MacArrayConfig:
+        unknown = set(self.epilogue_ops) - set(EPILOGUE_OPS)
+        if unknown:
+            raise ValueError(f"epilogue_ops: {', '.join(sorted(unknown))} cannot be fused "
+                             f"(the output pipeline applies {', '.join(EPILOGUE_OPS)})")
         _check_rate_table(self.pe_cycles_per_mac, "pe_cycles_per_mac")
         _check_rate_table(self.macs_per_cycle, "macs_per_cycle")
         pes = self.rows * self.cols
@@ -170,17 +182,35 @@ class MacArrayConfig(_Strict):
         return self.rows * self.cols
 
 
+#: Kinds of elementwise work with a cycles-per-element figure (VectorConfig.cycles_per_element).
+ELEMENTWISE_KINDS = ("unary_int32", "binary_int32", "mul_int32", "mul", "add", "other")
+
+
 class VectorConfig(_Strict):
     """SIMD unit for elementwise, reduction, pooling and data-layout work."""
 
     elements_per_cycle: dict[str, Annotated[int, Rate]]  # lanes per dtype
     setup_cycles: int = Cycles
+    #: elementwise cycles per output element by operation kind (unary_int32, binary_int32,
+    #: mul_int32, mul, add, other; see npu_sim/hw/compute_units/vector.py); empty: the lanes
+    #: of ``elements_per_cycle`` decide
+    cycles_per_element: dict[str, float] = Field(default_factory=dict)
+    channel_granule: int = Field(
+        1, ge=1, le=1024, description="elementwise work rounds the output's last dimension up to a multiple of this")
+    max_chained_ops: int = Field(
+        8, ge=1, le=64, description="most elementwise operators one vector operation chains (1: none)")
 
     @model_validator(mode="after")
     def _check(self) -> VectorConfig:
         _check_rate_table(self.elements_per_cycle, "elements_per_cycle")
         if "int8" not in self.elements_per_cycle:
             raise ValueError("elements_per_cycle.int8: required (the rate other dtypes fall back on)")
+        unknown = set(self.cycles_per_element) - set(ELEMENTWISE_KINDS)
+        if unknown:
+            raise ValueError(f"cycles_per_element: unknown kind(s) {', '.join(sorted(unknown))} "
+                             f"(known: {', '.join(ELEMENTWISE_KINDS)})")
+        if any(not 0 < v <= 1024 for v in self.cycles_per_element.values()):
+            raise ValueError("cycles_per_element: every value must lie in (0, 1024]")
         return self
 
 

@@ -28,6 +28,7 @@ other operands' producers that qualify the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from typing import Protocol
 
 from npu_sim.errors import ScheduleError
 from npu_sim.hw.compute_units import MAC_ARRAY
+from npu_sim.hw.config import HwConfig
 from npu_sim.program import CompositeCandidate, CompositeFacts
 from npu_sim.reference.kernel_api import INPUT_WINDOWS
 from npu_sim.tosa.ir import Block, Operator
@@ -241,6 +243,22 @@ class ElementwiseRule:
             if producer is not None:
                 taken |= self._subtree(producer, index, ctx, group | taken, room - len(taken))
         return taken
+
+
+def rules_for(rules: Sequence[FusionRule], hw: HwConfig) -> tuple[FusionRule, ...]:
+    """``rules`` as ``hw`` can apply them: the composites it has, the epilogue operators its
+    MAC array's output pipeline applies, the elementwise chains its vector unit runs."""
+    adapted: list[FusionRule] = []
+    for rule in rules:
+        if rule in COMPOSITE_RULES and rule.name not in hw.composites:
+            continue
+        if isinstance(rule, EpilogueRule):
+            rule = dataclasses.replace(rule, epilogues=frozenset(Op[name] for name in hw.mac_array.epilogue_ops),
+                                       max_length=1 + hw.mac_array.max_epilogue_ops)
+        elif isinstance(rule, ElementwiseRule):
+            rule = dataclasses.replace(rule, max_length=hw.vector.max_chained_ops)
+        adapted.append(rule)
+    return tuple(adapted)
 
 
 #: Rules that fuse composites (left out by ``--no-composite-fusion``).

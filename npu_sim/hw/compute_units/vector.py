@@ -1,14 +1,19 @@
 """The vector unit: SIMD lanes for elementwise, reduction, pooling and data-layout work.
-
 ``ceil(work / elements_per_cycle[dtype])`` cycles per step, the steps of a command one
 after the other; ``work`` is the output elements, the input elements for reductions,
 ``out * kernel window`` for pooling and M*N*K for a MAC operator (see
 :func:`work_elements`). It runs every computing operator: those no other unit claims,
 and the MAC operators of a dtype the MAC array has no rate for.
+
+A config may instead give elementwise cycles per output element by kind of work
+(``vector.cycles_per_element``; :func:`elementwise_kind`), over the output with its last
+dimension rounded up to ``vector.channel_granule`` (the Ethos-U presets: Vela's output-unit
+figures over 16-channel bricks).
 """
 
 from __future__ import annotations
 
+import math
 from math import prod
 from typing import TYPE_CHECKING
 
@@ -18,6 +23,7 @@ from npu_sim.hw.compute_units.unit import (
     ComputeUnit,
     ceil_div,
     out_elements,
+    out_shape,
     step_dtype,
     summed_step_cycles,
 )
@@ -75,7 +81,45 @@ def work_elements(step: KernelStep) -> int:
     return out_elements(step)
 
 
+#: Elementwise operators of two operands (their cost kind is binary with a 32-bit input).
+BINARY_OPS = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.MAXIMUM, Op.MINIMUM, Op.INTDIV, Op.ARITHMETIC_RIGHT_SHIFT,
+                        Op.LOGICAL_LEFT_SHIFT, Op.LOGICAL_RIGHT_SHIFT, Op.BITWISE_AND, Op.BITWISE_OR,
+                        Op.BITWISE_XOR, Op.EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.POW})
+
+
+def elementwise_kind(step: KernelStep) -> str | None:
+    """The kind of elementwise work a step is (a key of ``vector.cycles_per_element``), None for
+    other work. As Ethos-U's output unit counts it: a 32-bit input costs more, a binary one
+    more again; a multiply is its own kind; a RESCALE of an 8/16-bit input is an add (of its
+    zero point), of a 32-bit one a multiply-shift of two operands."""
+    op = step.op
+    if op in REDUCE_OPS or op in POOL_OPS or op in MAC_OPS or not step.input_types or not step.output_types:
+        return None
+    in_bits, out_bits = step.input_types[0].dtype.bits, step.output_types[0].dtype.bits
+    if op is Op.RESCALE:
+        return "binary_int32" if in_bits == 32 else "add"
+    if in_bits == 32 and not step.input_types[0].dtype.is_float:
+        return "binary_int32" if op in BINARY_OPS else "unary_int32"
+    if op is Op.MUL:
+        return "mul_int32" if out_bits == 32 else "mul"
+    if op in (Op.ADD, Op.SUB):
+        return "add"
+    return "other"
+
+
+def channel_rounded_elements(step: KernelStep, granule: int) -> int:
+    """Output elements with the last dimension rounded up to ``granule`` (channel bricks)."""
+    shape = out_shape(step)
+    if granule <= 1 or not shape:
+        return prod(shape)
+    return prod(shape[:-1]) * ceil_div(shape[-1], granule) * granule
+
+
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
+    table = hw.vector.cycles_per_element
+    kind = elementwise_kind(step) if table else None
+    if kind is not None and kind in table:
+        return math.ceil(channel_rounded_elements(step, hw.vector.channel_granule) * table[kind])
     return vector_cycles(work_elements(step), elements_per_cycle(hw, step_dtype(step)))
 
 

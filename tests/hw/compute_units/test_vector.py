@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from npu_sim.hw.compute_units import vector
+from npu_sim.hw.config import ConfigError, deep_merge, hw_config_from_dict, load_hw_config
 from npu_sim.program import KernelStep, View
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
@@ -39,3 +42,45 @@ def test_pooling_is_charged_its_kernel_window_per_output():
     attribute = make_attribute(Op.MAX_POOL2D, kernel=(3, 2), stride=(2, 2), pad=(0, 1, 0, 0))
     step = KernelStep(Op.MAX_POOL2D, attribute, (), (t_in,), (t_out,))
     assert vector.work_elements(step) == 64 * 3 * 2
+
+
+def _step(op: Op, shape: tuple[int, ...], in_dtype: DType, out_dtype: DType, operands: int = 1) -> KernelStep:
+    return KernelStep(op, make_attribute(op), (), tuple([TensorType(shape, in_dtype)] * operands),
+                      (TensorType(shape, out_dtype),))
+
+
+def test_elementwise_kinds_follow_the_output_units_table():
+    i8, i32 = DType.INT8, DType.INT32
+    assert vector.elementwise_kind(_step(Op.RESCALE, (4,), i8, i32)) == "add"           # adds its zero point
+    assert vector.elementwise_kind(_step(Op.RESCALE, (4,), i32, i8)) == "binary_int32"  # multiply and shift
+    assert vector.elementwise_kind(_step(Op.ADD, (4,), i32, i32, 2)) == "binary_int32"
+    assert vector.elementwise_kind(_step(Op.NEGATE, (4,), i32, i32)) == "unary_int32"
+    assert vector.elementwise_kind(_step(Op.MUL, (4,), i8, i32, 2)) == "mul_int32"
+    assert vector.elementwise_kind(_step(Op.MUL, (4,), i8, i8, 2)) == "mul"
+    assert vector.elementwise_kind(_step(Op.SUB, (4,), i8, i8, 2)) == "add"
+    assert vector.elementwise_kind(_step(Op.CLAMP, (4,), i8, i8)) == "other"
+    assert vector.elementwise_kind(_step(Op.REDUCE_SUM, (4,), i32, i32)) is None
+
+
+def test_ethos_u_elementwise_cycles_are_velas():
+    """Vela 5.2's per-layer estimates of MobileNetV2 0.35's first residual block on the
+    ethos-u55-256 and -u65-256 configs (a [1, 24, 24, 8] map, 16-channel bricks): the
+    int8 -> int32 RESCALE 6,912 cycles, the int32 RESCALEs and the int32 ADD 10,368 each."""
+    for preset in ("ethos-u55-256", "ethos-u65-256"):
+        hw = load_hw_config(preset)
+        shape = (1, 24, 24, 8)
+        assert vector.step_cycles(hw, _step(Op.RESCALE, shape, DType.INT8, DType.INT32)) == 6912
+        assert vector.step_cycles(hw, _step(Op.RESCALE, shape, DType.INT32, DType.INT32)) == 10368
+        assert vector.step_cycles(hw, _step(Op.ADD, shape, DType.INT32, DType.INT32, 2)) == 10368
+    edge = load_hw_config("edge")   # no table: the lanes (int32: 8 per cycle), no brick rounding
+    assert vector.step_cycles(edge, _step(Op.ADD, (1, 24, 24, 8), DType.INT32, DType.INT32, 2)) == 24 * 24 * 8 // 8
+
+
+def test_an_unknown_elementwise_kind_or_epilogue_operator_is_refused():
+    edge = load_hw_config("edge").model_dump(mode="json")
+    bad_kind = deep_merge(edge, {"vector": {"cycles_per_element": {"sqrt": 1.0}}})
+    with pytest.raises(ConfigError, match=r"cycles_per_element: unknown kind\(s\) sqrt"):
+        hw_config_from_dict(bad_kind, "mine.yaml")
+    bad_epilogue = deep_merge(edge, {"mac_array": {"epilogue_ops": ["RESCALE", "TABLE"]}})
+    with pytest.raises(ConfigError, match="epilogue_ops: TABLE cannot be fused"):
+        hw_config_from_dict(bad_epilogue, "mine.yaml")
