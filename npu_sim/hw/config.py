@@ -144,6 +144,9 @@ class MacArrayConfig(_Strict):
     accumulator_buffers: int = Field(default=2, ge=1, le=2)
     depthwise_macs_per_cycle: int = Field(
         0, ge=0, le=MAX_RATE, description="MACs/cycle a depthwise convolution reaches (0 = the array mapping alone)")
+    ifm_depth_granule: int = Field(
+        1, ge=1, le=1024, description="a convolution reads its input channels in groups of this many (a "
+        "thin input wastes the rest of a group)")
     epilogue_ops: list[str] = Field(
         default_factory=lambda: ["RESCALE", "CLAMP", "ADD"],
         description="operators the array's output pipeline applies to its results (a fused epilogue)")

@@ -118,10 +118,21 @@ def depthwise_floor_cycles(hw: HwConfig, step: KernelStep) -> int:
     return ceil_div(step_macs(step), rate)
 
 
+def cycle_dims(hw: HwConfig, step: KernelStep) -> tuple[int, int, int]:
+    """``(M, N, K)`` as the array spends cycles on them: a convolution's input channels
+    rounded up to ``mac_array.ifm_depth_granule`` (the channels it reads per group)."""
+    m, n, k = mac_dims(step)
+    granule = hw.mac_array.ifm_depth_granule
+    if granule > 1 and step.op in (Op.CONV2D, Op.CONV3D):
+        channels = step.input_types[1].shape[-1]
+        k = k // channels * ceil_div(channels, granule) * granule
+    return m, n, k
+
+
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
     """A MAC step on the array; an epilogue step alone drains ``cols`` results a cycle."""
     if step.op in MAC_OPS:
-        m, n, k = mac_dims(step)
+        m, n, k = cycle_dims(hw, step)
         cycles = mac_array_cycles(m, n, k, hw.mac_array.rows, hw.mac_array.cols,
                                   k_step_cycles(hw, step.input_types[0].dtype),
                                   hw.mac_array.accumulator_buffers)
@@ -159,7 +170,7 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     for step in steps:
         if step.op in MAC_OPS:
             mac += step_cycles(hw, step)
-            m, n, k = mac_dims(step)
+            m, n, k = cycle_dims(hw, step)
             mac_block = max(mac_block, mac_array_cycles(min(m, rows), min(n, cols), k, rows, cols,
                                                         k_step_cycles(hw, step.input_types[0].dtype)))
         else:

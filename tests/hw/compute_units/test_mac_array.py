@@ -75,3 +75,29 @@ def test_a_depthwise_rate_floors_depthwise_steps_only():
     slow = hw.model_copy(update={"mac_array": hw.mac_array.model_copy(update={"depthwise_macs_per_cycle": 16})})
     assert mac_array.depthwise_floor_cycles(slow, step) == 100 * 8 * 9 // 16
     assert mac_array.step_cycles(slow, step) == max(mac_array.step_cycles(hw, step), 450)
+
+
+def _conv(in_shape: tuple[int, ...], weight_shape: tuple[int, ...], out_shape: tuple[int, ...],
+          stride: tuple[int, int] = (1, 1)) -> KernelStep:
+    types = (TensorType(in_shape, DType.INT8), TensorType(weight_shape, DType.INT8),
+             TensorType((weight_shape[0],), DType.INT32), TensorType((1,), DType.INT8), TensorType((1,), DType.INT8))
+    attribute = make_attribute(Op.CONV2D, pad=[1, 0, 1, 0], stride=list(stride), dilation=[1, 1],
+                               acc_type=DType.INT32)
+    return KernelStep(Op.CONV2D, attribute, (), types, (TensorType(out_shape, DType.INT32),))
+
+
+def test_a_thin_input_costs_a_whole_channel_group_on_ethos_u():
+    """Vela's U55/U65-256 model: a 2x2x8 micro-block takes 4 cycles per kernel element for up to
+    32 input channels. MobileNetV2's first convolution (3x3, 3 -> 16 channels, 48x48 out):
+    (24 * 24 * 2) micro-blocks x 9 x 4 = 41,472 cycles, as the array does with 32 channels.
+    Its MACs stay the true count."""
+    from npu_sim.hw.config import load_hw_config
+
+    step = _conv((1, 96, 96, 3), (16, 3, 3, 3), (1, 48, 48, 16), stride=(2, 2))
+    u65 = load_hw_config("ethos-u65-256")
+    assert mac_array.cycle_dims(u65, step) == (48 * 48, 16, 9 * 32)
+    assert mac_array.step_macs(step) == 48 * 48 * 16 * 27
+    blocks = (48 * 48 // 16) * 1
+    assert mac_array.step_cycles(u65, step) == (blocks - 1) * 288 + 288 + 16 + 16 - 2 == 41_502
+    edge = load_hw_config("edge")   # no channel groups: K is 27
+    assert mac_array.cycle_dims(edge, step) == (48 * 48, 16, 27)
