@@ -147,6 +147,9 @@ class MacArrayConfig(_Strict):
     ifm_depth_granule: int = Field(
         1, ge=1, le=1024, description="a convolution reads its input channels in groups of this many (a "
         "thin input wastes the rest of a group)")
+    channel_parameter_read_cycles: float = Field(
+        0.0, ge=0, le=1 << 16, description="cycles per output channel a convolution command spends reading "
+        "its scales and biases (before its results can drain)")
     epilogue_ops: list[str] = Field(
         default_factory=lambda: ["RESCALE", "CLAMP", "ADD"],
         description="operators the array's output pipeline applies to its results (a fused epilogue)")

@@ -15,6 +15,7 @@ drain beyond the MAC time, unless it is the slower stage.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -129,6 +130,19 @@ def cycle_dims(hw: HwConfig, step: KernelStep) -> tuple[int, int, int]:
     return m, n, k
 
 
+def channel_parameter_cycles(hw: HwConfig, step: KernelStep) -> int:
+    """Cycles a convolution's command spends reading its output channels' scales and biases
+    (``mac_array.channel_parameter_read_cycles`` per output channel; 0 by default). Vela
+    charges them per OFM block of convolutions and depthwise convolutions alike; here a
+    command is one tile, and depthwise tiles are far smaller than Vela's blocks, so charging
+    each of them would count the reads many times over (MobileNetV2's depthwise layers on the
+    U65: 1.63x Vela with, 1.08x without): depthwise convolutions are left out."""
+    rate = hw.mac_array.channel_parameter_read_cycles
+    if rate <= 0 or step.op not in (Op.CONV2D, Op.CONV3D):
+        return 0
+    return math.ceil(rate * out_shape(step)[-1])
+
+
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
     """A MAC step on the array; an epilogue step alone drains ``cols`` results a cycle."""
     if step.op in MAC_OPS:
@@ -169,7 +183,7 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     stages = out = 0
     for step in steps:
         if step.op in MAC_OPS:
-            mac += step_cycles(hw, step)
+            mac += step_cycles(hw, step) + channel_parameter_cycles(hw, step)
             m, n, k = cycle_dims(hw, step)
             mac_block = max(mac_block, mac_array_cycles(min(m, rows), min(n, cols), k, rows, cols,
                                                         k_step_cycles(hw, step.input_types[0].dtype)))

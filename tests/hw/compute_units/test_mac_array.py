@@ -101,3 +101,20 @@ def test_a_thin_input_costs_a_whole_channel_group_on_ethos_u():
     assert mac_array.step_cycles(u65, step) == (blocks - 1) * 288 + 288 + 16 + 16 - 2 == 41_502
     edge = load_hw_config("edge")   # no channel groups: K is 27
     assert mac_array.cycle_dims(edge, step) == (48 * 48, 16, 27)
+
+
+def test_scales_and_biases_are_read_per_output_channel_where_the_config_says():
+    """Vela's U65/U85 model re-reads a convolution's scales and biases from DRAM: 10 x 256
+    channels x 500 cycles latency / 256 = 5,000 cycles for the 256-gate product of a 64-unit
+    LSTM step. Depthwise convolutions and the generic presets pay nothing."""
+    from npu_sim.hw.config import load_hw_config
+
+    gates = _conv((1, 1, 1, 64), (256, 1, 1, 64), (1, 1, 1, 256))
+    u65, edge = load_hw_config("ethos-u65-256"), load_hw_config("edge")
+    assert mac_array.channel_parameter_cycles(u65, gates) == 5000
+    assert mac_array.channel_parameter_cycles(edge, gates) == 0
+    assert mac_array.body_cycles(u65, [gates]) == mac_array.step_cycles(u65, gates) + 5000
+    depthwise = KernelStep(Op.DEPTHWISE_CONV2D, make_attribute(Op.DEPTHWISE_CONV2D), (),
+                           (TensorType((1, 4, 4, 8), DType.INT8), TensorType((3, 3, 8, 1), DType.INT8)),
+                           (TensorType((1, 4, 4, 8), DType.INT32),))
+    assert mac_array.channel_parameter_cycles(u65, depthwise) == 0
