@@ -6,7 +6,7 @@ after the other; ``work`` is the output elements, the input elements for reducti
 and the MAC operators of a dtype the MAC array has no rate for.
 
 A config may instead give elementwise cycles per output element by kind of work
-(``vector.cycles_per_element``; :func:`elementwise_kind`), over the output with its last
+(``vector.cycles_per_element``; :func:`elementwise_kinds`), over the output with its last
 dimension rounded up to ``vector.channel_granule`` (the Ethos-U presets: Vela's output-unit
 figures over 16-channel bricks).
 """
@@ -87,24 +87,25 @@ BINARY_OPS = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.MAXIMUM, Op.MINIMUM, Op.INTDI
                         Op.BITWISE_XOR, Op.EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.POW})
 
 
-def elementwise_kind(step: KernelStep) -> str | None:
-    """The kind of elementwise work a step is (a key of ``vector.cycles_per_element``), None for
-    other work. As Ethos-U's output unit counts it: a 32-bit input costs more, a binary one
-    more again; a multiply is its own kind; a RESCALE of an 8/16-bit input is an add (of its
-    zero point), of a 32-bit one a multiply-shift of two operands."""
+def elementwise_kinds(step: KernelStep) -> tuple[str, ...]:
+    """The passes of elementwise work a step takes (keys of ``vector.cycles_per_element``), none
+    for other work. As Ethos-U's output unit counts them: a 32-bit input costs more, a binary
+    one more again; a multiply is its own kind. A RESCALE is a multiply-shift of a 32-bit
+    value; from an 8/16-bit input it first widens it, subtracting its zero point (an add): two
+    passes, as Vela lowers it."""
     op = step.op
     if op in REDUCE_OPS or op in POOL_OPS or op in MAC_OPS or not step.input_types or not step.output_types:
-        return None
+        return ()
     in_bits, out_bits = step.input_types[0].dtype.bits, step.output_types[0].dtype.bits
     if op is Op.RESCALE:
-        return "binary_int32" if in_bits == 32 else "add"
+        return ("binary_int32",) if in_bits == 32 else ("add", "binary_int32")
     if in_bits == 32 and not step.input_types[0].dtype.is_float:
-        return "binary_int32" if op in BINARY_OPS else "unary_int32"
+        return ("binary_int32",) if op in BINARY_OPS else ("unary_int32",)
     if op is Op.MUL:
-        return "mul_int32" if out_bits == 32 else "mul"
+        return ("mul_int32",) if out_bits == 32 else ("mul",)
     if op in (Op.ADD, Op.SUB):
-        return "add"
-    return "other"
+        return ("add",)
+    return ("other",)
 
 
 def channel_rounded_elements(step: KernelStep, granule: int) -> int:
@@ -117,9 +118,10 @@ def channel_rounded_elements(step: KernelStep, granule: int) -> int:
 
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
     table = hw.vector.cycles_per_element
-    kind = elementwise_kind(step) if table else None
-    if kind is not None and kind in table:
-        return math.ceil(channel_rounded_elements(step, hw.vector.channel_granule) * table[kind])
+    kinds = elementwise_kinds(step) if table else ()
+    if kinds and all(kind in table for kind in kinds):
+        per_element = sum(table[kind] for kind in kinds)
+        return math.ceil(channel_rounded_elements(step, hw.vector.channel_granule) * per_element)
     return vector_cycles(work_elements(step), elements_per_cycle(hw, step_dtype(step)))
 
 
