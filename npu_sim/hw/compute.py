@@ -114,7 +114,7 @@ def compile_compute(command: ComputeCommand, memories: Mapping[MemorySpace, Memo
 class ComputeOp(QueuedCommand):
     """A compute command compiled for one machine (``steps``/``outputs`` from :func:`compile_compute`)."""
 
-    __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound", "constant_tcm")
+    __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound", "constant_tcm", "all_bound")
 
     def __init__(self, command: ComputeCommand, unit: Unit, machine: Machine,
                  steps: list[CompiledStep], outputs: list[ViewAccess], cycles: int, macs: int,
@@ -128,6 +128,8 @@ class ComputeOp(QueuedCommand):
         #: per step, its kernel bound after a first whole-tensor call (later invocations skip
         #: the static work, as the reference executor's bound steps do); None: not bound (yet)
         self.bound: list[BoundKernel | None] = [None] * len(steps)
+        #: every step bound and its results checked once: later runs take the straight loop
+        self.all_bound = False
         #: TCM bytes [start, end) that hold constants once loaded (see the simulator's preamble)
         self.constant_tcm = constant_tcm
 
@@ -145,7 +147,11 @@ class ComputeOp(QueuedCommand):
 
     def execute(self) -> None:
         """Read operands, run the kernels, write the results (the functional half of the command)."""
+        if self.all_bound:
+            self._execute_bound()
+            return
         results: list[list] = []
+        ran_bound = True   # every step ran bound, results checked: later runs take the straight loop
         for index, cs in enumerate(self.steps):
             inputs = [operand.read() if isinstance(operand, ViewAccess) else results[operand][0]
                       for operand in cs.operands]
@@ -156,6 +162,7 @@ class ComputeOp(QueuedCommand):
                 self._check(index, cs, out)
                 results.append(out)
                 continue
+            ran_bound = False
             step = cs.step
             args = KernelArgs(step.op, step.attribute, inputs, cs.input_types, cs.output_types,
                               cs.name or self.label, step.out_region, cs.input_offsets)
@@ -168,6 +175,19 @@ class ComputeOp(QueuedCommand):
             if step.op is not Op.CUSTOM and _whole_tensors(cs, inputs):
                 self.bound[index] = bind_kernel(args, self._constants(cs, inputs))
             results.append(out)
+        self._write_outputs(results)
+        self.all_bound = ran_bound
+
+    def _execute_bound(self) -> None:
+        """Every step bound and checked in an earlier run: a straight loop, numpy's warnings off
+        once for all of it (as the executor runs bound kernels); a bound kernel's results keep
+        the shapes and dtypes checked before."""
+        results: list[list] = []
+        with np.errstate(all="ignore"):
+            for cs, bound in zip(self.steps, self.bound):
+                assert bound is not None
+                results.append(bound([operand.read() if isinstance(operand, ViewAccess) else results[operand][0]
+                                      for operand in cs.operands]))
         self._write_outputs(results)
 
     def _write_outputs(self, results: list[list]) -> None:
