@@ -189,7 +189,8 @@ class MacArrayConfig(_Strict):
 
 
 #: Kinds of elementwise work with a cycles-per-element figure (VectorConfig.cycles_per_element).
-ELEMENTWISE_KINDS = ("unary_int32", "binary_int32", "mul_int32", "mul", "add", "other")
+ELEMENTWISE_KINDS = ("unary_int32", "binary_int32", "mul_int32", "mul", "add", "other",
+                     "rescale_int8", "rescale_int16", "rescale_int32")
 
 
 class VectorConfig(_Strict):
@@ -205,6 +206,9 @@ class VectorConfig(_Strict):
         1, ge=1, le=1024, description="elementwise work rounds the output's last dimension up to a multiple of this")
     max_chained_ops: int = Field(
         8, ge=1, le=64, description="most elementwise operators one vector operation chains (1: none)")
+    rescale_micro_block: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
+        default_factory=list, max_length=3,
+        description="[H, W, C] a RESCALE's output is processed in (rounded up to; with rescale_int* kinds)")
 
     @model_validator(mode="after")
     def _check(self) -> VectorConfig:

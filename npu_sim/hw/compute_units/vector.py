@@ -116,7 +116,25 @@ def channel_rounded_elements(step: KernelStep, granule: int) -> int:
     return prod(shape[:-1]) * ceil_div(shape[-1], granule) * granule
 
 
+def rescale_cycles(hw: HwConfig, step: KernelStep) -> int | None:
+    """A RESCALE where the config times it apart (``rescale_int<bits>`` in
+    ``vector.cycles_per_element``, per output element of ``vector.rescale_micro_block``s: the
+    Ethos-U85 runs it on its pooling path, micro-block by micro-block), else None."""
+    if step.op is not Op.RESCALE or not step.input_types:
+        return None
+    per_element = hw.vector.cycles_per_element.get(f"rescale_int{step.input_types[0].dtype.bits}")
+    if per_element is None:
+        return None
+    shape = (1, 1, 1, *out_shape(step))[-3:]
+    block = (1, 1, 1, *hw.vector.rescale_micro_block)[-3:]
+    elements = prod(ceil_div(n, b) * b for n, b in zip(shape, block))
+    return math.ceil(elements * per_element)
+
+
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
+    rescale = rescale_cycles(hw, step)
+    if rescale is not None:
+        return rescale
     table = hw.vector.cycles_per_element
     kinds = elementwise_kinds(step) if table else ()
     if kinds and all(kind in table for kind in kinds):

@@ -86,3 +86,16 @@ def test_an_unknown_elementwise_kind_or_epilogue_operator_is_refused():
     bad_epilogue = deep_merge(edge, {"mac_array": {"epilogue_ops": ["RESCALE", "TABLE"]}})
     with pytest.raises(ConfigError, match="epilogue_ops: TABLE cannot be fused"):
         hw_config_from_dict(bad_epilogue, "mine.yaml")
+
+
+def test_ethos_u85_rescales_run_micro_block_by_micro_block():
+    """Vela 5.2 times a U85 RESCALE on its pooling path: 4 x ifmBits / 2 cycles per 1x2x16
+    micro-block. An int32 [1, 256] (one row: half of each micro-block idle) takes 1,024 cycles
+    (Vela: 1,424 with its first and last block latencies), [1, 4, 4, 256] 8,192 (Vela: 11,584);
+    an int8 input a quarter of that."""
+    hw = load_hw_config("ethos-u85-256")
+    assert vector.step_cycles(hw, _step(Op.RESCALE, (1, 256), DType.INT32, DType.INT32)) == 1024
+    assert vector.step_cycles(hw, _step(Op.RESCALE, (1, 4, 4, 256), DType.INT32, DType.INT32)) == 8192
+    assert vector.step_cycles(hw, _step(Op.RESCALE, (1, 4, 4, 256), DType.INT8, DType.INT32)) == 2048
+    assert vector.rescale_cycles(load_hw_config("ethos-u55-256"), _step(Op.RESCALE, (1, 256), DType.INT32,
+                                                                         DType.INT32)) is None
