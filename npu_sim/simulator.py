@@ -208,7 +208,7 @@ class Simulator:
         self.env = Clock()
         self.memories = self._make_memories(program, hw)
         self.dma_units = [Unit(f"dma{i}") for i in range(hw.dma.engine_count)]
-        self.compute_units = {name: Unit(name) for name in unit_names()}
+        self.compute_units = self._make_compute_units(hw)
         self.channels = {space: BandwidthChannel(self.env, space.value,
                                                  channel_bandwidth_bytes_per_cycle(hw, space))
                          for space in MemorySpace}
@@ -224,6 +224,15 @@ class Simulator:
         self._load_initial_data(program.allocations)
 
     # --- compile ---------------------------------------------------------------------------
+    @staticmethod
+    def _make_compute_units(hw: HwConfig) -> dict[str, Unit]:
+        """One in-order queue per compute unit, or one queue they all share
+        (``shared_compute_pipeline``: one compute command at a time)."""
+        if hw.shared_compute_pipeline:
+            pipeline = Unit("compute")
+            return {name: pipeline for name in unit_names()}
+        return {name: Unit(name) for name in unit_names()}
+
     @staticmethod
     def _make_memories(program: Program, hw: HwConfig) -> dict[MemorySpace, Memory]:
         capacity = {MemorySpace.DDR: hw.ddr.size_bytes, MemorySpace.TCM: hw.tcm.size_bytes,

@@ -299,6 +299,10 @@ class HwConfig(_Strict):
     mac_array: MacArrayConfig
     vector: VectorConfig
     lut: LutConfig
+    #: True: the compute units are stages of one command pipeline, one compute command at a time
+    #: (Ethos-U: the MAC array and the output unit serve one NPU operation after the other; only
+    #: DMA overlaps them). False: each unit runs its own queue, concurrently.
+    shared_compute_pipeline: bool = False
     #: fused composite datapaths the NPU has (:mod:`npu_sim.hw.compute_units.composites`): the
     #: scheduler fuses only these; an NPU without one runs the subgraph op by op
     composites: list[str] = Field(default_factory=lambda: ["lstm_cell"])

@@ -392,3 +392,23 @@ def test_an_output_never_written_is_reported_by_name():
     with pytest.raises(MemoryAccessError, match=r"^invocation 0: graph output 'y': reads ddr\[0x0\] 2 INT32 "
                                                  r"element \[0\], which was never written$"):
         simulate_program(program, make_hw(), [{}])
+
+
+def test_a_shared_compute_pipeline_runs_one_compute_command_at_a_time():
+    """Two independent commands on the vector and the LUT unit overlap, unless the config says
+    the units are stages of one pipeline (as on Ethos-U)."""
+    a = i32(TCM, 0, 64)
+    i8 = DType.INT8
+    lookup = KernelStep(Op.TABLE, make_attribute(Op.TABLE), (View(TCM, 512, (64,), i8), View(TCM, 1024, (256,), i8)),
+                        (TensorType((64,), i8), TensorType((256,), i8)), (TensorType((64,), i8),))
+    commands = [ComputeCommand(0, "vector", (add_step(a, a, (64,)),), (i32(TCM, 256, 64),), name="add"),
+                ComputeCommand(1, "lut", (lookup,), (View(TCM, 1536, (64,), i8),), name="table")]
+    program = Program({TCM: 2048}, [Allocation("all", TCM, 0, 2048, "constant", initial_data=bytes(2048))], commands)
+    spans = {}
+    for shared in (False, True):
+        hw = make_hw(shared_compute_pipeline=shared)
+        trace = simulate_program(program, hw, [{}]).trace
+        spans[shared] = {c.name: (c.start_cycle, c.end_cycle) for c in trace.commands}
+        cycles = [compute_command_cycles(hw, c) for c in commands]
+    assert spans[False]["add"][0] == spans[False]["table"][0] == 0
+    assert spans[True]["add"] == (0, cycles[0]) and spans[True]["table"] == (cycles[0], cycles[0] + cycles[1])
