@@ -24,7 +24,7 @@ from npu_sim.program import (
 )
 from scheduler.codegen.materialize import MemoryPlan, Numbering, walk
 from scheduler.codegen.stream import ACommand, OpRecord
-from scheduler.memory.fixed_placements import POOL_BUFFER_NAME
+from scheduler.memory.fixed_placements import tcm_pool_allocation
 
 DDR = MemorySpace.DDR
 
@@ -95,12 +95,8 @@ def _inside(operand: object, span: tuple[int, int]) -> bool:
 
 def _resident_pool(program: Program) -> tuple[int, int] | None:
     """TCM bytes [start, end) of the constant pool if it stays resident across invocations."""
-    if not program.preamble_command_ids:
-        return None
-    for a in program.allocations:
-        if a.name.split("#")[0] == POOL_BUFFER_NAME and a.memory is MemorySpace.TCM:
-            return a.offset_bytes, a.end_bytes
-    return None
+    pool = tcm_pool_allocation(program.allocations) if program.preamble_command_ids else None
+    return None if pool is None else (pool.offset_bytes, pool.end_bytes)
 
 
 def operation_macs(program: Program, command_op: dict[int, int]) -> dict[int, int]:

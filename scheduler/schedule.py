@@ -43,11 +43,11 @@ from scheduler.codegen.stream import ACommand
 from scheduler.ir.npu_ops import LoweredGraph, ValueKind
 from scheduler.memory.allocators import BestOfGreedy, Planner
 from scheduler.memory.fixed_placements import (
-    POOL_BUFFER_NAME,
     RESIDENT_TCM_SHARE,
     Fixed,
     fixed_placements,
     pool_item_max_bytes,
+    tcm_pool_allocation,
 )
 from scheduler.memory.liveness import LiveRange
 from scheduler.passes.folding import fold_constants
@@ -195,10 +195,9 @@ def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileCont
 
 def _constant_pool_loads(commands: list[Command], placed: list[Allocation]) -> frozenset[int]:
     """Ids of the top-level DMAs that write the TCM constant pool (nothing else writes it)."""
-    pools = [a for a in placed if a.name.split("#")[0] == POOL_BUFFER_NAME and a.memory is MemorySpace.TCM]
-    if not pools:
+    pool = tcm_pool_allocation(placed)
+    if pool is None:
         return frozenset()
-    pool = pools[0]
     return frozenset(cmd.id for cmd in commands if isinstance(cmd, DmaCommand)
                      and cmd.dst.memory is MemorySpace.TCM
                      and pool.offset_bytes <= cmd.dst.offset_bytes < pool.end_bytes)

@@ -9,11 +9,12 @@ use, so each operation loads only its new entries).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from npu_sim.hw.config import HwConfig
 from npu_sim.memory_layout import align_up, memory_bytes
-from npu_sim.program import MemorySpace
+from npu_sim.program import Allocation, MemorySpace
 from scheduler.ir.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind, Value, ValueKind
 from scheduler.memory.buffers import Buffer, Placement
 
@@ -106,6 +107,12 @@ def fixed_placements(lowered: LoweredGraph, hw: HwConfig, tcm_alignment: int, *,
         placements[key] = Placement(pool_tcm, offset, values[key].type)
         const_ddr[key] = Placement(pool_ddr, offset, values[key].type)
     return Fixed(placements, const_ddr, buffers, pool_ddr, pool_tcm, _pool_chunks(values, pooled, first_use, hw))
+
+
+def tcm_pool_allocation(allocations: Iterable[Allocation]) -> Allocation | None:
+    """The TCM allocation of the constant pool among a Program's allocations, if any."""
+    return next((a for a in allocations if a.name.split("#")[0] == POOL_BUFFER_NAME
+                 and a.memory is MemorySpace.TCM), None)
 
 
 def pool_item_max_bytes(hw: HwConfig, resident_constants: bool) -> int:

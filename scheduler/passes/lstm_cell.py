@@ -35,7 +35,7 @@ exactly their kernels, in graph order, so the bits are those of the op-by-op gra
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -288,12 +288,8 @@ def _product_with(g: CellGraph, left: str, right: str | None, gate: str) -> tupl
     if right is not None:
         other_reached, _ = g.forward(right)
         if other_reached != other:
-            raise NoMatch(f"gate {gate} is multiplied by {other}, expected the {_what(right)}")
+            raise NoMatch(f"gate {gate} is multiplied by {other}, expected the value from {right}")
     return user, g.backward(other)
-
-
-def _what(tensor: str) -> str:
-    return f"value from {tensor}"
 
 
 def _reader_name(g: CellGraph, tensor: str) -> str:
@@ -357,23 +353,18 @@ def _preactivation(g: CellGraph, z: str, hidden: int) -> tuple[list[int], str, s
 def _gate_products(g: CellGraph, z: str) -> list[int]:
     """The one or two matrix products whose sum (with constants) the pre-activations are."""
     macs: list[int] = []
-    stack, seen = [z], set()
-    while stack:
-        tensor = stack.pop()
-        if tensor in seen or g.is_constant_derived(tensor):
-            continue
-        seen.add(tensor)
-        index = g.producer.get(tensor)
-        if index is None:
-            raise NoMatch(f"the gate pre-activations depend on {tensor}, not on matrix products")
+
+    def follow(index: int) -> list[str]:
         op = g.op(index)
         if op.op in MAC_OPS:
             macs.append(index)
-            continue
+            return []
         if op.op not in (Op.ADD, Op.RESCALE, Op.CAST, Op.RESHAPE):
             raise NoMatch(f"the gate pre-activations come from {op.op.name} ({op.name}), "
                           "expected a sum of matrix products")
-        stack += [n for n in op.inputs[: 2 if op.op is Op.ADD else 1]]
+        return op.inputs[: 2 if op.op is Op.ADD else 1]
+
+    _walk_back(g, [z], set(), "the gate pre-activations depend on {tensor}, not on matrix products", follow)
     if not 1 <= len(macs) <= 2:
         raise NoMatch(f"the gate pre-activations sum {len(macs)} matrix products, expected 1 or 2")
     return sorted(macs)
@@ -407,8 +398,24 @@ def _batch(g: CellGraph, z: str) -> int:
 def _closure(g: CellGraph, outputs: Iterable[str], boundary: set[str]) -> set[int]:
     """Operators computing ``outputs`` from the boundary tensors and constants."""
     members: set[int] = set()
-    stack = list(outputs)
-    seen: set[str] = set()
+
+    def follow(index: int) -> list[str]:
+        op = g.op(index)
+        if op.op not in CELL_OPS:
+            raise NoMatch(f"the cell contains {op.op.name} ({op.name})")
+        members.add(index)
+        return op.inputs
+
+    _walk_back(g, outputs, boundary, "the cell reads {tensor}, which is neither x, h, c nor a constant", follow)
+    return members
+
+
+def _walk_back(g: CellGraph, starts: Iterable[str], boundary: set[str], missing: str,
+               follow: Callable[[int], list[str]]) -> None:
+    """Visit the producers of ``starts`` and of what ``follow(index)`` names next, once each,
+    stopping at ``boundary`` tensors and constants; a tensor nobody produces is NoMatch
+    (``missing``, with ``{tensor}``)."""
+    stack, seen = list(starts), set()
     while stack:
         tensor = stack.pop()
         if tensor in seen or tensor in boundary or g.is_constant_derived(tensor):
@@ -416,13 +423,8 @@ def _closure(g: CellGraph, outputs: Iterable[str], boundary: set[str]) -> set[in
         seen.add(tensor)
         index = g.producer.get(tensor)
         if index is None:
-            raise NoMatch(f"the cell reads {tensor}, which is neither x, h, c nor a constant")
-        op = g.op(index)
-        if op.op not in CELL_OPS:
-            raise NoMatch(f"the cell contains {op.op.name} ({op.name})")
-        members.add(index)
-        stack += op.inputs
-    return members
+            raise NoMatch(missing.format(tensor=tensor))
+        stack += follow(index)
 
 
 def _check_members(g: CellGraph, members: set[int], outputs: set[str], macs: list[int]) -> None:
