@@ -148,8 +148,13 @@ class MacArrayConfig(_Strict):
         1, ge=1, le=1024, description="a convolution reads its input channels in groups of this many (a "
         "thin input wastes the rest of a group)")
     channel_parameter_read_cycles: float = Field(
-        0.0, ge=0, le=1 << 16, description="cycles per output channel a convolution command spends reading "
-        "its scales and biases (before its results can drain)")
+        0.0, ge=0, le=1 << 16, description="cycles per output channel a convolution spends reading its scales "
+        "and biases, once per OFM block (a stream beside the MAC work, see ofm_block_elements)")
+    ofm_block_elements: int = Field(
+        0, ge=0, le=1 << 20, description="results one OFM block holds (the accumulators the array walks the "
+        "output in); 0 = a command is one block")
+    ofm_block_max_depth: int = Field(
+        0, ge=0, le=1 << 16, description="most output channels one OFM block spans (0 = all of them)")
     epilogue_ops: list[str] = Field(
         default_factory=lambda: ["RESCALE", "CLAMP", "ADD"],
         description="operators the array's output pipeline applies to its results (a fused epilogue)")
@@ -209,6 +214,14 @@ class VectorConfig(_Strict):
     rescale_micro_block: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
         default_factory=list, max_length=3,
         description="[H, W, C] a RESCALE's output is processed in (rounded up to; with rescale_int* kinds)")
+    transpose_reductions: bool = Field(
+        False, description="a REDUCE_SUM over an axis other than the innermost first transposes that axis "
+        "innermost, a pass of its own (as Vela lowers it), then sums along it")
+    transpose_block_bytes: int = Field(
+        0, ge=0, le=1 << 16, description="bytes of output row one block of such a transpose writes; every block "
+        "fetches the whole input depth of its rows (0 = the transpose reads its input once)")
+    transpose_read_bytes_per_cycle: float = Field(
+        0.0, ge=0, le=MAX_RATE, description="rate such a transpose reads its input at (0 = the TCM bandwidth)")
 
     @model_validator(mode="after")
     def _check(self) -> VectorConfig:

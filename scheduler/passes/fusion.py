@@ -176,6 +176,33 @@ class EpilogueRule:
         return t is not None and not t.variable
 
 
+@dataclass(frozen=True)
+class ReductionPrologueRule:
+    """A RESCALE that widens its input (int8 -> int32, say) for a REDUCE_SUM, its sole consumer:
+    one vector operation that reads the narrow input and sums it, subtracting the zero point
+    (as Vela folds the RESCALE into its ReduceSum and a Sub). Only on NPUs that lower such
+    sums (``vector.transpose_reductions``)."""
+
+    name: str = "reduction_prologue"
+
+    def match(self, index: int, ctx: FusionContext) -> list[int] | None:
+        block = ctx.block
+        rescale = block.operators[index]
+        if rescale.op is not Op.RESCALE or len(rescale.outputs) != 1 or ctx.reads_variable(rescale):
+            return None
+        source, result = block.tensor(rescale.inputs[0]), block.tensor(rescale.outputs[0])
+        if source.dtype.bits >= result.dtype.bits:
+            return None
+        nxt = ctx.sole_consumer(rescale.outputs[0])
+        if nxt is None or nxt in ctx.claimed or nxt <= index:
+            return None
+        reduction = block.operators[nxt]
+        if reduction.op is not Op.REDUCE_SUM or reduction.inputs[0] != rescale.outputs[0] \
+                or Op.REDUCE_SUM not in INPUT_WINDOWS or Op.RESCALE not in INPUT_WINDOWS:
+            return None
+        return [index, nxt]
+
+
 #: Elementwise operators the vector unit can chain (each output element from the same
 #: element of its operands, up to broadcasting of the other operands).
 VECTOR_ELEMENTWISE = frozenset({
@@ -252,6 +279,8 @@ def rules_for(rules: Sequence[FusionRule], hw: HwConfig) -> tuple[FusionRule, ..
     for rule in rules:
         if rule in COMPOSITE_RULES and rule.name not in hw.composites:
             continue
+        if isinstance(rule, ReductionPrologueRule) and not hw.vector.transpose_reductions:
+            continue
         if isinstance(rule, EpilogueRule):
             rule = dataclasses.replace(rule, epilogues=frozenset(Op[name] for name in hw.mac_array.epilogue_ops),
                                        max_length=1 + hw.mac_array.max_epilogue_ops)
@@ -263,7 +292,8 @@ def rules_for(rules: Sequence[FusionRule], hw: HwConfig) -> tuple[FusionRule, ..
 
 #: Rules that fuse composites (left out by ``--no-composite-fusion``).
 COMPOSITE_RULES: tuple[FusionRule, ...] = (LstmCellRule(),)
-DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, EpilogueRule(), ElementwiseRule())
+DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, EpilogueRule(), ReductionPrologueRule(),
+                                         ElementwiseRule())
 #: The default rules without the composites.
 CHAIN_RULES: tuple[FusionRule, ...] = tuple(r for r in DEFAULT_RULES if r not in COMPOSITE_RULES)
 

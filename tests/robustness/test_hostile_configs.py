@@ -32,6 +32,11 @@ from tests.robustness.hostile import add_graph, npu_sim, save
     (b"extends: edge\nvector: {rescale_micro_block: [1, 0, 16]}\n", "vector.rescale_micro_block.1"),
     (b"extends: edge\nmac_array: {epilogue_ops: [TABLE]}\n", "epilogue_ops: TABLE cannot be fused"),
     (b"extends: edge\nmac_array: {ifm_depth_granule: 0}\n", "mac_array.ifm_depth_granule"),
+    (b"extends: edge\nmac_array: {ofm_block_elements: -1}\n", "mac_array.ofm_block_elements"),
+    (b"extends: edge\nmac_array: {ofm_block_max_depth: 1.0e+40}\n", "mac_array.ofm_block_max_depth"),
+    (b"extends: edge\nvector: {transpose_reductions: maybe}\n", "vector.transpose_reductions"),
+    (b"extends: edge\nvector: {transpose_block_bytes: -16}\n", "vector.transpose_block_bytes"),
+    (b"extends: edge\nvector: {transpose_read_bytes_per_cycle: .nan}\n", "vector.transpose_read_bytes_per_cycle"),
 ])
 def test_a_bad_config_is_refused_naming_the_field(tmp_path, text, message):
     (tmp_path / "bad.yaml").write_bytes(text)

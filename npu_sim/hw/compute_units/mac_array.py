@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from math import prod
 from typing import TYPE_CHECKING
 
 from npu_sim.errors import ProgramError
@@ -130,17 +131,37 @@ def cycle_dims(hw: HwConfig, step: KernelStep) -> tuple[int, int, int]:
     return m, n, k
 
 
+def ofm_blocks(hw: HwConfig, step: KernelStep) -> int:
+    """OFM blocks (in H x W) the array walks a step's output in: a block holds
+    ``mac_array.ofm_block_elements`` results over ``min(channels, ofm_block_max_depth)``
+    channels, so ``elements // depth`` output positions; 1 where the config gives no block
+    size (a command is one block). Deeper blocks cover all channels of their positions in
+    turn, so only the H x W blocks count. The block shape is the operation's (its whole
+    output's channels), however the scheduler tiles it."""
+    capacity = hw.mac_array.ofm_block_elements
+    if capacity <= 0:
+        return 1
+    out = out_shape(step)
+    full = step.output_types[0].shape if step.output_types else out
+    channels = full[-1] if full else 1
+    cap = hw.mac_array.ofm_block_max_depth
+    depth = min(channels, cap) if cap > 0 else channels
+    return ceil_div(prod(out[:-1]), max(1, capacity // max(depth, 1)))
+
+
 def channel_parameter_cycles(hw: HwConfig, step: KernelStep) -> int:
-    """Cycles a convolution's command spends reading its output channels' scales and biases
-    (``mac_array.channel_parameter_read_cycles`` per output channel; 0 by default). Vela
-    charges them per OFM block of convolutions and depthwise convolutions alike; here a
-    command is one tile, and depthwise tiles are far smaller than Vela's blocks, so charging
-    each of them would count the reads many times over (MobileNetV2's depthwise layers on the
-    U65: 1.63x Vela with, 1.08x without): depthwise convolutions are left out."""
+    """Cycles a convolution spends reading its output channels' scales and biases:
+    ``mac_array.channel_parameter_read_cycles`` per output channel and OFM block
+    (:func:`ofm_blocks`; 0 by default). The hardware re-reads them for every block from the
+    constants' memory, a stream beside the MAC work (:func:`body_cycles` takes the longer of
+    the two). Depthwise convolutions pay only where the config gives a block size: Vela
+    charges them too, but per command our depthwise tiles are far smaller than its blocks
+    (MobileNetV2's depthwise layers on the U65: 1.63x Vela with, 1.08x without)."""
     rate = hw.mac_array.channel_parameter_read_cycles
-    if rate <= 0 or step.op not in (Op.CONV2D, Op.CONV3D):
+    blocked = hw.mac_array.ofm_block_elements > 0
+    if rate <= 0 or step.op not in ((Op.CONV2D, Op.CONV3D, Op.DEPTHWISE_CONV2D) if blocked else (Op.CONV2D, Op.CONV3D)):
         return 0
-    return math.ceil(rate * out_shape(step)[-1])
+    return math.ceil(rate * out_shape(step)[-1] * ofm_blocks(hw, step))
 
 
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
@@ -176,14 +197,16 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     array cycles of one block, ``K*k_step`` plus the skew: the fill before the first
     results reach the epilogue. For equal blocks this is exactly a two-stage pipeline;
     in the usual MAC-bound case it is ``mac + epilogue_block``. Without epilogue,
-    ``body = mac``.
+    ``body = mac``. The scale and bias reads (:func:`channel_parameter_cycles`) stream
+    beside both; the body is at least as long as they are.
     """
     rows, cols = hw.mac_array.rows, hw.mac_array.cols
-    mac = mac_block = 0
+    mac = mac_block = parameters = 0
     stages = out = 0
     for step in steps:
         if step.op in MAC_OPS:
-            mac += step_cycles(hw, step) + channel_parameter_cycles(hw, step)
+            mac += step_cycles(hw, step)
+            parameters += channel_parameter_cycles(hw, step)
             m, n, k = cycle_dims(hw, step)
             mac_block = max(mac_block, mac_array_cycles(min(m, rows), min(n, cols), k, rows, cols,
                                                         k_step_cycles(hw, step.input_types[0].dtype)))
@@ -191,11 +214,11 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
             stages += 1
             out = max(out, out_elements(step))
     if not stages:
-        return mac
+        return max(mac, parameters)
     depth = stages - 1
     epilogue = ceil_div(out, cols) + depth
     epilogue_block = ceil_div(min(rows * cols, out), cols) + depth
-    return max(mac + epilogue_block, mac_block + epilogue)
+    return max(mac + epilogue_block, mac_block + epilogue, parameters)
 
 
 def pe_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:

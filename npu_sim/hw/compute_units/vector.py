@@ -14,6 +14,7 @@ figures over 16-channel bricks).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from math import prod
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,6 @@ from npu_sim.hw.compute_units.unit import (
     out_elements,
     out_shape,
     step_dtype,
-    summed_step_cycles,
 )
 from npu_sim.program import KernelStep, View
 from npu_sim.tosa.dtype import DType
@@ -131,7 +131,41 @@ def rescale_cycles(hw: HwConfig, step: KernelStep) -> int | None:
     return math.ceil(elements * per_element)
 
 
+def reduction_transpose_cycles(hw: HwConfig, step: KernelStep, read_bits: int = 0) -> int:
+    """The transpose pass before a REDUCE_SUM over an axis other than the innermost, where
+    ``vector.transpose_reductions`` says the NPU lowers it so (Vela's RewriteReduceSum: the
+    input as ``[A, R, C]`` around the reduced axis R, transposed to ``[A, C, R]``, then summed
+    along its last axis), else 0. The transpose writes its output in blocks of
+    ``vector.transpose_block_bytes`` along C (``block`` positions), and every block fetches the whole
+    input depth of the ``min(R, block)`` rows it spans (the pooling path's fetch, Vela's
+    MeasureElementAccess): ``A * ceil(C / block) * min(R, block) * C`` elements, read at
+    ``vector.transpose_read_bytes_per_cycle`` (the TCM bandwidth if 0). Without a block size
+    it reads its input once. The blocks are the whole operation's; a tile of it pays its
+    share by output elements. ``read_bits``: the width the values are read at, if not the
+    input's (a folded widening RESCALE, see :func:`body_cycles`)."""
+    if not hw.vector.transpose_reductions or step.op is not Op.REDUCE_SUM or not step.input_types:
+        return 0
+    shape = step.input_types[0].shape
+    axis = getattr(step.attribute, "axis", len(shape) - 1)
+    if not 0 <= axis < len(shape) - 1:
+        return 0
+    outer, reduced, inner = prod(shape[:axis]), shape[axis], prod(shape[axis + 1:])
+    width_bytes = max(1, (read_bits or step.input_types[0].dtype.bits) // 8)
+    block = hw.vector.transpose_block_bytes and max(1, hw.vector.transpose_block_bytes // width_bytes)
+    if block > 0:
+        fetched = outer * ceil_div(inner, block) * min(reduced, block) * inner
+    else:
+        fetched = outer * reduced * inner
+    # The operation's blocks, whatever the scheduler's tiles: a tile pays its share.
+    share = out_elements(step) / max(1, outer * inner)
+    rate = hw.vector.transpose_read_bytes_per_cycle or hw.tcm.bandwidth_bytes_per_cycle
+    return math.ceil(fetched * share * width_bytes / rate)
+
+
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
+    transpose = reduction_transpose_cycles(hw, step)
+    if transpose:
+        return transpose + vector_cycles(work_elements(step), elements_per_cycle(hw, step_dtype(step)))
     rescale = rescale_cycles(hw, step)
     if rescale is not None:
         return rescale
@@ -143,5 +177,49 @@ def step_cycles(hw: HwConfig, step: KernelStep) -> int:
     return vector_cycles(work_elements(step), elements_per_cycle(hw, step_dtype(step)))
 
 
-UNIT = ComputeUnit("vector", COMPUTE_OPS, step_cycles, summed_step_cycles(step_cycles), fallback=True,
-                   label="the vector unit")
+def folded_prologue(hw: HwConfig, steps: Sequence[KernelStep], index: int) -> KernelStep | None:
+    """The widening RESCALE (an earlier step of the command) whose result REDUCE_SUM step
+    ``index`` sums, where the NPU folds it into the sum (``vector.transpose_reductions``: the
+    sum reads the narrow values and subtracts their zero point once per result, as Vela
+    lowers it); else None."""
+    step = steps[index]
+    if not hw.vector.transpose_reductions or step.op is not Op.REDUCE_SUM or not step.operands:
+        return None
+    source = step.operands[0]
+    if not isinstance(source, int) or not 0 <= source < index:
+        return None
+    rescale = steps[source]
+    if rescale.op is not Op.RESCALE or rescale.input_types[0].dtype.bits >= rescale.output_types[0].dtype.bits:
+        return None
+    return rescale
+
+
+def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
+    """The steps one after the other (:func:`step_cycles`), except that a widening RESCALE
+    folded into the REDUCE_SUM it feeds (:func:`folded_prologue`) costs nothing of its own:
+    the sum's transpose reads the narrow values, and the zero point is subtracted from each
+    result (an int32 elementwise pass)."""
+    folded = {id(p) for i in range(len(steps)) if (p := folded_prologue(hw, steps, i)) is not None}
+    total = 0
+    for index, step in enumerate(steps):
+        if id(step) in folded:
+            continue
+        prologue = folded_prologue(hw, steps, index)
+        if prologue is None:
+            total += step_cycles(hw, step)
+            continue
+        total += (reduction_transpose_cycles(hw, step, prologue.input_types[0].dtype.bits)
+                  + vector_cycles(work_elements(step), elements_per_cycle(hw, step_dtype(step)))
+                  + zero_point_cycles(hw, step))
+    return total
+
+
+def zero_point_cycles(hw: HwConfig, step: KernelStep) -> int:
+    """An int32 elementwise pass over ``step``'s output (subtracting a folded zero point)."""
+    per_element = hw.vector.cycles_per_element.get("binary_int32")
+    if per_element is None:
+        return vector_cycles(out_elements(step), elements_per_cycle(hw, DType.INT32))
+    return math.ceil(channel_rounded_elements(step, hw.vector.channel_granule) * per_element)
+
+
+UNIT = ComputeUnit("vector", COMPUTE_OPS, step_cycles, body_cycles, fallback=True, label="the vector unit")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from npu_sim.errors import ProgramError
@@ -113,8 +115,33 @@ def test_scales_and_biases_are_read_per_output_channel_where_the_config_says():
     u65, edge = load_hw_config("ethos-u65-256"), load_hw_config("edge")
     assert mac_array.channel_parameter_cycles(u65, gates) == 5000
     assert mac_array.channel_parameter_cycles(edge, gates) == 0
-    assert mac_array.body_cycles(u65, [gates]) == mac_array.step_cycles(u65, gates) + 5000
+    # the reads stream beside the MAC work: the longer of the two
+    assert mac_array.body_cycles(u65, [gates]) == max(mac_array.step_cycles(u65, gates), 5000) == 5000
     depthwise = KernelStep(Op.DEPTHWISE_CONV2D, make_attribute(Op.DEPTHWISE_CONV2D), (),
                            (TensorType((1, 4, 4, 8), DType.INT8), TensorType((3, 3, 8, 1), DType.INT8)),
                            (TensorType((1, 4, 4, 8), DType.INT32),))
-    assert mac_array.channel_parameter_cycles(u65, depthwise) == 0
+    assert mac_array.channel_parameter_cycles(edge, depthwise) == 0
+
+
+def test_scales_and_biases_are_reread_for_every_ofm_block():
+    """The U85-256's OFM blocks hold 2,048 results over at most 48 channels (42 positions), and
+    its Scale channel reads DRAM at 0.4096 B/cycle: 10 B per channel and block. MobileNetV2's
+    48x48x48 expansion: 55 blocks x 48 channels x 24.41 = 64,454 cycles (Vela, with its 5x8
+    blocks: 60 blocks, 70,312). However the scheduler tiles the output, the blocks are the
+    operation's: a tile of 8 channels pays for 8. A depthwise convolution pays too (its 6x6x128
+    block: 128 x 24.41 = 3,125, Vela's figure)."""
+    from npu_sim.hw.config import load_hw_config
+
+    u85 = load_hw_config("ethos-u85-256")
+    expand = _conv((1, 48, 48, 8), (48, 1, 1, 8), (1, 48, 48, 48))
+    assert mac_array.ofm_blocks(u85, expand) == 55
+    assert mac_array.channel_parameter_cycles(u85, expand) == 64_454
+    assert mac_array.body_cycles(u85, [expand]) == 64_454   # far longer than the MACs
+    tile = KernelStep(expand.op, expand.attribute, (), expand.input_types, expand.output_types,
+                      out_region=((0, 1), (0, 48), (0, 48), (0, 8)))
+    assert mac_array.ofm_blocks(u85, tile) == 55
+    assert mac_array.channel_parameter_cycles(u85, tile) == math.ceil(55 * 8 * 24.4140625)
+    depthwise = KernelStep(Op.DEPTHWISE_CONV2D, make_attribute(Op.DEPTHWISE_CONV2D), (),
+                           (TensorType((1, 6, 6, 128), DType.INT8), TensorType((3, 3, 128, 1), DType.INT8)),
+                           (TensorType((1, 6, 6, 128), DType.INT32),))
+    assert mac_array.channel_parameter_cycles(u85, depthwise) == 3125

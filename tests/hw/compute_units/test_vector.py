@@ -99,3 +99,51 @@ def test_ethos_u85_rescales_run_micro_block_by_micro_block():
     assert vector.step_cycles(hw, _step(Op.RESCALE, (1, 4, 4, 256), DType.INT8, DType.INT32)) == 2048
     assert vector.rescale_cycles(load_hw_config("ethos-u55-256"), _step(Op.RESCALE, (1, 256), DType.INT32,
                                                                          DType.INT32)) is None
+
+
+def _reduce(in_shape: tuple[int, ...], axis: int, dtype: DType) -> KernelStep:
+    out = tuple(1 if k == axis else n for k, n in enumerate(in_shape))
+    return KernelStep(Op.REDUCE_SUM, make_attribute(Op.REDUCE_SUM, axis=axis), (), (TensorType(in_shape, dtype),),
+                      (TensorType(out, dtype),))
+
+
+def test_ethos_u85_sums_over_h_or_w_after_a_transpose_that_refetches_the_input_depth():
+    """Vela 5.2 lowers MobileNetV2's global pool, sums over H then W of [1, 3, 3, 1280], to
+    transposes of [1, 3, 3840] and [1, 3, 1280] written in 16-byte blocks, each fetching the
+    whole input depth at 20.48 B/cycle: 240 x 3 x 3,840 int8 bytes = 135,000 cycles and
+    320 x 3 x 1,280 x 4 int32 bytes = 240,000 cycles, Vela's figures. A sum over the innermost
+    axis and the generic presets need no transpose."""
+    u85, edge = load_hw_config("ethos-u85-256"), load_hw_config("edge")
+    over_h = _reduce((1, 3, 3, 1280), 1, DType.INT32)
+    assert vector.reduction_transpose_cycles(u85, over_h, read_bits=8) == 135_000
+    over_w = _reduce((1, 1, 3, 1280), 2, DType.INT32)
+    assert vector.reduction_transpose_cycles(u85, over_w) == 240_000
+    assert vector.step_cycles(u85, over_w) == 240_000 + vector.vector_cycles(3840, 8)
+    assert vector.reduction_transpose_cycles(u85, _reduce((1, 3, 3, 1280), 3, DType.INT32)) == 0
+    assert vector.reduction_transpose_cycles(edge, over_w) == 0
+
+
+def test_a_tile_of_the_sum_pays_its_share_of_the_operations_transpose():
+    """The transpose's blocks are the operation's: two channel halves of the sum over W pay
+    half of the whole each."""
+    u85 = load_hw_config("ethos-u85-256")
+    whole = _reduce((1, 1, 3, 1280), 2, DType.INT32)
+    half = KernelStep(whole.op, whole.attribute, (), whole.input_types, whole.output_types,
+                      out_region=((0, 1), (0, 1), (0, 1), (0, 640)))
+    assert vector.reduction_transpose_cycles(u85, half) == 120_000
+
+
+def test_a_widening_rescale_folded_into_its_sum_costs_a_zero_point_pass():
+    """A RESCALE int8 -> int32 feeding a REDUCE_SUM in one command: the transpose reads the int8
+    values (a quarter of the bytes), the RESCALE costs nothing of its own and the zero point is
+    subtracted from the 3,840 results of the [1, 1, 3, 1280] output (binary_int32, 0.5 cycles
+    an element)."""
+    u85 = load_hw_config("ethos-u85-256")
+    rescale = KernelStep(Op.RESCALE, make_attribute(Op.RESCALE), (), (TensorType((1, 3, 3, 1280), DType.INT8),),
+                         (TensorType((1, 3, 3, 1280), DType.INT32),))
+    over_h = _reduce((1, 3, 3, 1280), 1, DType.INT32)
+    fused = KernelStep(over_h.op, over_h.attribute, (0,), over_h.input_types, over_h.output_types)
+    assert vector.folded_prologue(u85, [rescale, fused], 1) is rescale
+    zero_point = 3 * 1280 // 2
+    assert vector.UNIT.body_cycles(u85, [rescale, fused]) == 135_000 + vector.vector_cycles(11520, 8) + zero_point
+    assert vector.folded_prologue(load_hw_config("edge"), [rescale, fused], 1) is None
