@@ -168,12 +168,17 @@ class Allocation:
 
 @dataclass(frozen=True)
 class DmaCommand:
+    """Copies ``src`` to ``dst``. ``access_bytes`` > 0: the copy reads its DDR source in
+    accesses of that many bytes, each taking a whole burst (a feature map whose pixels are
+    narrower than the NPU's access, see ``dma.thin_pixel_access_bytes``)."""
+
     id: int
     engine: int
     src: View
     dst: View
     deps: tuple[int, ...] = ()
     name: str = ""
+    access_bytes: int = 0
 
     @property
     def size_bytes(self) -> int:

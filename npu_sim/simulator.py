@@ -257,7 +257,7 @@ class Simulator:
                                    f"({self.hw.name or 'the hardware'} has {len(self.dma_units)})")
             if not (src.is_contiguous and dst.is_contiguous):
                 make_descriptor(src, dst, _where(cmd))  # rejects copies of more than 3 levels
-            timing = self._dma_model.timing(src, dst)
+            timing = self._dma_model.timing(src, dst, cmd.access_bytes)
             node: Node = DmaOp(cmd, self.dma_units[cmd.engine], self,
                                self.memories[src.memory].access(src), self.memories[dst.memory].access(dst),
                                timing, self.channels[timing.channel])

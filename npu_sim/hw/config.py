@@ -73,6 +73,9 @@ class DmaConfig(_Strict):
     engine_count: int = Count
     setup_cycles: int = Cycles  # per descriptor (= per DMA command)
     max_outstanding_bursts: int = Count  # per engine
+    thin_pixel_access_bytes: int = Field(
+        0, ge=0, le=4096, description="a DDR read of a feature map (rank >= 3) whose pixels are narrower than "
+        "this many bytes goes in accesses of this size, each taking a whole burst (0 = whole bursts)")
 
 
 class TcmConfig(_Strict):

@@ -205,23 +205,28 @@ class DmaModel:
         self.port = {space: float(port_bytes_per_cycle(hw, space)) for space in MemorySpace}
         self._contiguous: dict[tuple, DmaTiming] = {}
 
-    def timing(self, src: View, dst: View) -> DmaTiming:
-        """Where the copy ``src -> dst`` is arbitrated, the bytes it moves there, its cap and latency."""
+    def timing(self, src: View, dst: View, access_bytes: int = 0) -> DmaTiming:
+        """Where the copy ``src -> dst`` is arbitrated, the bytes it moves there, its cap and
+        latency. ``access_bytes`` > 0: a DDR source is read in accesses of that size, each
+        taking a whole burst (:attr:`DmaCommand.access_bytes`)."""
         if src.strides_bytes is None and dst.strides_bytes is None:
             # contiguous copies (most tiles) differ only by size and burst alignment: memoized
             burst = self.burst
-            key = (src.memory, dst.memory, src.size_bytes, src.offset_bytes % burst, dst.offset_bytes % burst)
+            key = (src.memory, dst.memory, src.size_bytes, src.offset_bytes % burst, dst.offset_bytes % burst,
+                   access_bytes)
             timing = self._contiguous.get(key)
             if timing is None:
-                timing = self._contiguous[key] = self._timing(src, dst)
+                timing = self._contiguous[key] = self._timing(src, dst, access_bytes)
             return timing
-        return self._timing(src, dst)
+        return self._timing(src, dst, access_bytes)
 
-    def _timing(self, src: View, dst: View) -> DmaTiming:
+    def _timing(self, src: View, dst: View, access_bytes: int = 0) -> DmaTiming:
         DDR = MemorySpace.DDR
         s_mem, d_mem = src.memory, dst.memory
         payload = src.size_bytes
         read_burst = ddr_burst_count(src, self.burst) * self.burst if s_mem is DDR else 0
+        if access_bytes > 0 and s_mem is DDR:
+            read_burst = max(read_burst, -(-payload // access_bytes) * self.burst)
         write_burst = ddr_burst_count(dst, self.burst) * self.burst if d_mem is DDR else 0
         if s_mem is DDR or d_mem is DDR:
             latency = (self.read_latency if s_mem is DDR else 0) + \
@@ -242,7 +247,7 @@ class DmaModel:
 
 def dma_timing(hw: HwConfig, command: DmaCommand) -> DmaTiming:
     """Where ``command`` is arbitrated, how many bytes it moves there, its cap and latency."""
-    return DmaModel(hw).timing(command.src, command.dst)
+    return DmaModel(hw).timing(command.src, command.dst, command.access_bytes)
 
 
 class DmaOp(QueuedCommand):

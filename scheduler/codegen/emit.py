@@ -22,7 +22,7 @@ from collections.abc import Callable
 from npu_sim.hw.compute_units import VECTOR
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.dma import DMA_PATHS
-from npu_sim.memory_layout import align_up
+from npu_sim.memory_layout import align_up, element_size_bytes
 from npu_sim.program import KernelStep, MemorySpace
 from npu_sim.reference.kernel_api import Region
 from npu_sim.tosa.dtype import DType
@@ -63,7 +63,17 @@ class Emitter:
         return engine
 
     def dma(self, src: BufView, dst: BufView, name: str, op: int) -> list[ACommand]:
-        return [ADma(self._engine(s, d), s, d, name, op) for s, d in dma_pieces(src, dst)]
+        access = self.thin_pixel_access_bytes(src)
+        return [ADma(self._engine(s, d), s, d, name, op, access) for s, d in dma_pieces(src, dst)]
+
+    def thin_pixel_access_bytes(self, src: BufView) -> int:
+        """The access size a DDR read of ``src`` goes in (0: whole bursts): a feature map (rank
+        3 or more) whose pixels, its last dimension, are narrower than the NPU's
+        ``dma.thin_pixel_access_bytes`` is read one access per pixel's brick."""
+        access = self.hw.dma.thin_pixel_access_bytes
+        if access <= 0 or src.memory is not DDR or len(src.shape) < 3:
+            return 0
+        return access if src.shape[-1] * element_size_bytes(src.dtype) < access else 0
 
     def tile_buffer(self, name: str, size_bytes: int, op: int | None) -> Buffer:
         return Buffer(name, TCM, align_up(max(1, size_bytes), self.alignment), kind="tile", op=op)

@@ -351,7 +351,7 @@ class _CommandBuilder:
         if barrier is not None:
             deps.add(barrier)
         return DmaCommand(cid, cmd.engine, src, dst, implied.reduce(cid, deps, ("dma", cmd.engine), pipelined=True),
-                          cmd.name)
+                          cmd.name, cmd.access_bytes)
 
     def compute(self, cid: int, cmd: ACompute, tracker: AccessTracker, implied: ImpliedWaits,
                 barrier: int | None) -> ComputeCommand:

@@ -38,6 +38,7 @@ class ADma:
     dst: BufView
     name: str
     op: int
+    access_bytes: int = 0   # see DmaCommand.access_bytes
 
 
 @dataclass

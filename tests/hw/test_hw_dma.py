@@ -111,3 +111,23 @@ def test_a_dma_needing_four_levels_is_rejected_by_the_simulator():
 
 def test_ddr_memory_space_constant():
     assert MemorySpace.DDR.value == "ddr"
+
+
+def test_a_read_in_short_accesses_pays_a_whole_burst_for_each():
+    """access_bytes 16 on bursts of 64: the 1,000-byte load goes in 63 accesses of 16 bytes,
+    each taking a whole burst's time on the DDR (63 x 64 bytes charged); its payload and data
+    are unchanged, and the store (a write) is not affected."""
+    import dataclasses
+
+    hw = make_hw()
+    program = copy_program(1000)
+    load, store = program.commands
+    program = dataclasses.replace(program, commands=[dataclasses.replace(load, access_bytes=16), store])
+    x = np.arange(250, dtype=np.int32)
+    result = simulate_program(program, hw, [{"x": x}])
+    traced_load, traced_store = result.trace.commands
+    assert traced_load.end_cycle - traced_load.start_cycle == 10 + 63 * 64 // 16 + 100
+    assert traced_store.end_cycle - traced_store.start_cycle == 10 + 17 * 64 // 16 + 50
+    assert dma_cycles(hw, program.commands[0]) == 10 + 63 * 64 // 16 + 100
+    np.testing.assert_array_equal(result.outputs[0]["y"], x)
+    assert result.counters.ddr_read_bytes == 1000 and result.counters.ddr_read_burst_bytes == 63 * 64

@@ -67,3 +67,29 @@ def test_compute_ping_pong():
     outs = [c.outputs[0].buffer for c in computes]
     assert outs[0] is not outs[1] and outs[0] is outs[2]
     assert sum(c.macs for c in computes) == op.macs
+
+
+def test_a_thin_feature_map_is_read_in_the_npus_accesses_where_the_config_says():
+    """ethos-u85-256 reads a feature map in DDR whose pixels are narrower than 16 bytes (a
+    3-channel image) in 16-byte accesses; a 16-channel one, and any read on edge, in whole
+    bursts. The scheduled image input carries it to its DMAs, and stays bit-exact."""
+    from npu_sim.hw.config import load_hw_config
+    from npu_sim.tosa.builder import GraphBuilder
+    from tests.scheduler.graphs import check_end_to_end, conv_block
+
+    ddr = Buffer("t", DDR, 1 << 16)
+    u85 = Emitter(load_hw_config("ethos-u85-256"), 16)
+    edge = Emitter(load_hw_config("edge"), 16)
+    image = Placement(ddr, 0, TensorType((1, 8, 8, 3), DType.INT8)).whole()
+    deep = Placement(ddr, 0, TensorType((1, 8, 8, 16), DType.INT8)).whole()
+    assert u85.thin_pixel_access_bytes(image) == 16
+    assert u85.thin_pixel_access_bytes(deep) == 0
+    assert edge.thin_pixel_access_bytes(image) == 0
+
+    b = GraphBuilder()
+    b.output(conv_block(b, b.input("x", (1, 12, 12, 3), DType.INT8), 8, seed=3))
+    program, _ = check_end_to_end(b.build(), machine("ethos-u85-256"))
+    loads = [c for c in program.walk() if getattr(c, "src", None) is not None and c.src.memory is DDR]
+    image_loads = [c for c in loads if c.name.startswith("stage x")]
+    assert image_loads and all(c.access_bytes == 16 for c in image_loads)
+    assert all(c.access_bytes == 0 for c in loads if c not in image_loads)
