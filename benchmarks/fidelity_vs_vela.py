@@ -73,7 +73,7 @@ def vela_layers(out_dir: Path, stem: str) -> list[dict[str, Any]]:
 
 
 def our_layers(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """npu-sim's ops of the first invocation: op, class, cycles and the bound they imply.
+    """npu-sim's ops of the first invocation: op, class, cycles and the bound summary.json gives.
 
     An op's cycles are those of its busier side, its compute commands or its DMAs (as Vela's
     Op Cycles are the larger of the NPU's and the memory accesses'), not its span from first
@@ -84,7 +84,8 @@ def our_layers(summary: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         compute, dma = op.get("compute_cycles", 0), op.get("dma_cycles", 0)
         rows.append({"name": op["name"], "op": op["op"], "class": op_class(op["op"]),
-                     "cycles": int(max(compute, dma)), "bound": "memory" if dma > compute else "compute"})
+                     "cycles": int(max(compute, dma)),
+                     "bound": op.get("bound") or ("memory" if dma > compute else "compute")})
     return rows
 
 

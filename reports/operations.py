@@ -11,12 +11,27 @@ the per-op table and the Perfetto trace share.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from npu_sim.errors import ProgramError
+from npu_sim.hw.config import HwConfig
 from npu_sim.hw.trace import CommandRecord
 from npu_sim.program import OperationStats, Program
+
+#: What an operation's cycles go to (see :attr:`OperationSpan.bound_cycles`).
+BOUNDS = ("compute", "memory", "setup_latency")
+
+
+def shares(parts: dict[str, int]) -> dict[str, float]:
+    """Each part's fraction of their sum (all 0.0 for an empty sum), to 4 decimals."""
+    total = sum(parts.values())
+    return {key: round(value / total, 4) if total else 0.0 for key, value in parts.items()}
+
+
+#: A command's setup cycles (part of its busy cycles), given the hardware.
+SetupCycles = Callable[[CommandRecord], int]
 
 
 @dataclass
@@ -38,10 +53,28 @@ class OperationSpan:
     dma_commands: int = 0
     units: dict[str, int] = field(default_factory=dict)  # unit -> busy cycles
     plan: OperationStats | None = None   # what the scheduler says of it (None: a command alone)
+    setup_cycles: int = 0  # of its commands' busy cycles, the setups (compute units' and DMAs')
+    compute_setup_cycles: int = 0  # the part of ``setup_cycles`` on compute units
+    latency_cycles: int = 0  # its DMAs' data latency (issued to landed; outside busy cycles)
 
     @property
     def cycles(self) -> int:
         return self.end_cycle - self.start_cycle
+
+    @property
+    def bound_cycles(self) -> dict[str, int]:
+        """Its commands' cycles by what they spent them on: ``compute`` (compute bodies),
+        ``memory`` (DMA data phases) and ``setup_latency`` (command setups and DMA latency).
+        They overlap in time: their sum is work, not the span."""
+        return {"compute": max(0, self.compute_cycles - self.compute_setup_cycles),
+                "memory": max(0, self.dma_cycles - (self.setup_cycles - self.compute_setup_cycles)),
+                "setup_latency": self.setup_cycles + self.latency_cycles}
+
+    @property
+    def bound(self) -> str:
+        """What bounds it: the largest of :attr:`bound_cycles` (compute first on ties)."""
+        parts = self.bound_cycles
+        return max(BOUNDS, key=lambda b: (parts[b], -BOUNDS.index(b))) if any(parts.values()) else "compute"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +92,8 @@ class OperationSpan:
             "dma_cycles": self.dma_cycles,
             "compute_commands": self.compute_commands,
             "dma_commands": self.dma_commands,
+            "bound": self.bound,
+            "bound_shares": shares(self.bound_cycles),
             "graph_ops": list(self.plan.graph_ops) if self.plan else [],
             **(self._tiling() if self.plan else {}),
         }
@@ -103,9 +138,11 @@ def fallback_operation_name(record: CommandRecord) -> str:
     return record.name or f"{record.kind}{record.id}"
 
 
-def operation_spans(commands: Iterable[CommandRecord], program: Program | None = None
-                    ) -> list[OperationSpan]:
-    """Commands grouped by (operation, invocation), sorted by invocation then start cycle."""
+def operation_spans(commands: Iterable[CommandRecord], program: Program | None = None,
+                    setup_cycles: SetupCycles | None = None) -> list[OperationSpan]:
+    """Commands grouped by (operation, invocation), sorted by invocation then start cycle.
+    ``setup_cycles`` (see :func:`command_setup_cycles`) splits their busy cycles into setup and
+    work (:attr:`OperationSpan.bound_cycles`); without it all is work."""
     by_command, infos = command_operations(program)
     groups: dict[tuple[int, str], list[CommandRecord]] = {}
     for record in commands:
@@ -116,19 +153,44 @@ def operation_spans(commands: Iterable[CommandRecord], program: Program | None =
             groups[key] = [record]
         else:
             group.append(record)
-    spans = [_span(name, invocation, records, infos.get(name))
+    spans = [_span(name, invocation, records, infos.get(name), setup_cycles)
              for (invocation, name), records in groups.items()]
     spans.sort(key=lambda s: (s.invocation, s.start_cycle, s.end_cycle, s.name))
     return spans
 
 
+def command_setup_cycles(hw: HwConfig) -> SetupCycles:
+    """The setup a command pays before its body: its compute unit's ``setup_cycles``, a DMA's
+    ``dma.setup_cycles``, nothing for control flow."""
+    from npu_sim.hw.compute_units import unit
+
+    per_unit: dict[str, int] = {}
+
+    def setup(record: CommandRecord) -> int:
+        if record.kind == "dma":
+            return hw.dma.setup_cycles
+        if record.kind != "compute":
+            return 0
+        cycles = per_unit.get(record.unit)
+        if cycles is None:
+            try:
+                cycles = unit(record.unit).setup_cycles(hw)
+            except ProgramError:
+                cycles = 0
+            per_unit[record.unit] = cycles
+        return min(cycles, record.busy_cycles)
+
+    return setup
+
+
 def _span(name: str, invocation: int, records: list[CommandRecord],
-          info: OperationStats | None) -> OperationSpan:
+          info: OperationStats | None, setup_cycles: SetupCycles | None = None) -> OperationSpan:
     """One pass over the operation's records: extent, totals, busy cycles per unit."""
     start = records[0].start_cycle
     end = records[0].end_cycle
     macs = ddr_read = ddr_write = 0
     compute_cycles = dma_cycles = compute_commands = dma_commands = 0
+    setup = compute_setup = latency = 0
     busy: dict[str, int] = {}  # unit -> busy cycles, in first-seen order
     compute_ops: list[str] = []
     compute_units: list[str] = []
@@ -144,17 +206,23 @@ def _span(name: str, invocation: int, records: list[CommandRecord],
         unit = r.unit
         busy[unit] = busy.get(unit, 0) + busy_cycles
         kind = r.kind
+        command_setup = setup_cycles(r) if setup_cycles is not None else 0
+        setup += command_setup
         if kind == "compute":
             compute_cycles += busy_cycles
             compute_commands += 1
+            compute_setup += command_setup
             compute_ops.append(r.op)
             compute_units.append(unit)
         elif kind == "dma":
             dma_cycles += busy_cycles
             dma_commands += 1
+            if r.busy_end_cycle is not None:
+                latency += r.end_cycle - r.busy_end_cycle
     op, unit = _label(info, records, compute_ops, compute_units, busy)
     return OperationSpan(name, op, unit, invocation, start, end, macs, ddr_read, ddr_write,
-                         compute_cycles, dma_cycles, compute_commands, dma_commands, busy, info)
+                         compute_cycles, dma_cycles, compute_commands, dma_commands, busy, info,
+                         setup, compute_setup, latency)
 
 
 def _label(info: OperationStats | None, records: list[CommandRecord], compute_ops: list[str],

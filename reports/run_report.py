@@ -15,7 +15,7 @@ from reports.table import human_bytes
 #: the figures a run page and a comparison show, in order
 HEADLINE = ("total_cycles", "seconds", "macs", "mac_utilization", "ddr_read_bytes", "ddr_write_bytes",
             "ddr_bandwidth_utilization", "peak_tcm_bytes", "tcm_size_bytes", "energy_pj", "area_mm2")
-OP_COLUMNS = ("name", "op", "unit", "invocation", "start_cycle", "cycles", "macs", "ddr_read_bytes",
+OP_COLUMNS = ("name", "op", "unit", "invocation", "start_cycle", "cycles", "bound", "macs", "ddr_read_bytes",
               "ddr_write_bytes", "compute_cycles", "dma_cycles")
 
 

@@ -19,7 +19,12 @@ Fields (ARCHITECTURE.md lists the required ones):
   ``tcm_lower_bound_bytes``: the most bytes live at once by the plan's lifetimes
   (the bound no planner can beat); ``peak_live_tcm_bytes``: the most bytes in use at
   one cycle in the simulation;
-* ``ops``: one row per NPU operation and invocation (see :mod:`reports.operations`);
+* ``ops``: one row per NPU operation and invocation (see :mod:`reports.operations`),
+  with its ``bound`` (``compute``, ``memory`` or ``setup_latency``: what most of its
+  commands' cycles went to) and ``bound_shares`` (each one's fraction of them);
+* ``time_breakdown``: the run's cycles by unit (busy cycles and their share of the run)
+  and by bound (the operations' cycles of each kind summed, their share, and how many
+  operations each bound dominates), see :func:`time_breakdown`;
 * ``utilization``: busy fraction of each unit (a DMA engine is busy while it issues a
   descriptor, not while the data is in flight); ``mac_utilization``: the MAC array's
   MACs over its peak for their dtype (``macs_per_cycle``) for the whole run;
@@ -46,7 +51,7 @@ from npu_sim.program import MemorySpace, Program
 from reports.composites import fused_composites
 from reports.energy import energy_area_figures
 from reports.occupancy import occupancy_steps, peak, tcm_plan_figures
-from reports.operations import operation_spans
+from reports.operations import BOUNDS, OperationSpan, command_setup_cycles, operation_spans, shares
 from reports.preamble import preamble_figures
 
 
@@ -105,8 +110,9 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
         "busy_cycles": dict(counters.busy_cycles),
         "command_counts": dict(counters.command_counts),
     }
-    spans = operation_spans(trace.commands, program)
+    spans = operation_spans(trace.commands, program, command_setup_cycles(hw))
     summary["ops"] = [span_.as_dict() for span_ in spans]
+    summary["time_breakdown"] = time_breakdown(spans, summary["busy_cycles"], cycles)
     summary["fused_composites"] = fused_composites(spans, program)
     summary.update(energy_area_figures(trace, hw, program, cycles))
     summary.update(preamble_figures(trace, program))
@@ -114,6 +120,22 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
         summary["wall_seconds"] = {k: float(v) for k, v in wall_seconds.items()}
     summary["hw"] = hw.model_dump(mode="json")
     return summary
+
+
+def time_breakdown(spans: list[OperationSpan], busy_cycles: Mapping[str, int], cycles: int) -> dict[str, Any]:
+    """Where the run's time goes: each unit's busy cycles and their share of the run, and the
+    operations' cycles by what bounds them (:attr:`OperationSpan.bound_cycles`, summed: work
+    that overlaps in time, so the shares are of that work, not of the run) and how many
+    operations each bound dominates."""
+    by_bound = {bound: sum(s.bound_cycles[bound] for s in spans) for bound in BOUNDS}
+    return {
+        "total_cycles": cycles,
+        "by_unit": {unit: {"busy_cycles": busy, "share": round(_ratio(busy, cycles), 4)}
+                    for unit, busy in busy_cycles.items()},
+        "by_bound": {bound: {"cycles": by_bound[bound], "share": share,
+                             "operations": sum(1 for s in spans if s.bound == bound)}
+                     for bound, share in shares(by_bound).items()},
+    }
 
 
 def _ratio(numerator: float, denominator: float) -> float:

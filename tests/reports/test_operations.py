@@ -45,3 +45,38 @@ def test_without_compute_the_unit_joins_the_busy_units_and_the_plan_wins():
     assert conv0.as_dict()["tile_count"] == 2
     unmapped = operation_spans([_record(9, "compute", "lut", "TABLE", 0, 1)], program)
     assert [(s.name, s.op, s.unit) for s in unmapped] == [("c9", "TABLE", "lut")]
+
+
+def test_an_operations_cycles_split_into_compute_memory_and_setup_latency():
+    """With each command's setup known (here 2 per compute command, 3 per DMA), a span's busy
+    cycles split into compute bodies, DMA data phases and setups plus DMA latency (end minus
+    busy end); the largest names its bound."""
+    from reports.operations import shares
+
+    records = [_record(0, "dma", "dma0", "copy", 0, 110, busy_end=10, rd=32),   # 10 busy, 100 latency
+               _record(1, "compute", "mac_array", "CONV2D", 110, 150),
+               _record(2, "compute", "mac_array", "CONV2D", 150, 190)]
+    program = _program(OperationStats("conv", "CONV2D", "mac_array", commands=(0, 1, 2)))
+    [span] = operation_spans(records, program, lambda r: 2 if r.kind == "compute" else 3)
+    assert span.bound_cycles == {"compute": 80 - 4, "memory": 10 - 3, "setup_latency": 4 + 3 + 100}
+    assert span.bound == "setup_latency"
+    row = span.as_dict()
+    assert row["bound"] == "setup_latency"
+    assert row["bound_shares"] == shares(span.bound_cycles) == {"compute": round(76 / 190, 4),
+                                                                "memory": round(7 / 190, 4),
+                                                                "setup_latency": round(107 / 190, 4)}
+    [plain] = operation_spans(records[1:], program)   # no setup given: all of it is work
+    assert plain.bound_cycles == {"compute": 80, "memory": 0, "setup_latency": 0} and plain.bound == "compute"
+
+
+def test_the_setup_of_a_command_is_its_units():
+    from npu_sim.hw.config import load_hw_config
+    from reports.operations import command_setup_cycles
+
+    edge = load_hw_config("edge")
+    setup = command_setup_cycles(edge)
+    assert setup(_record(0, "dma", "dma1", "copy", 0, 200, busy_end=100)) == edge.dma.setup_cycles
+    assert setup(_record(1, "compute", "mac_array", "CONV2D", 0, 500)) == edge.mac_array.setup_cycles
+    assert setup(_record(2, "compute", "vector", "ADD", 0, 500)) == edge.vector.setup_cycles
+    assert setup(_record(3, "loop", "sequencer", "while", 0, 9)) == 0
+    assert setup(_record(4, "compute", "vector", "ADD", 0, 1)) == 1   # never more than it was busy

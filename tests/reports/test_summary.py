@@ -112,3 +112,26 @@ def test_empty_trace(edge):
     assert (s["total_cycles"], s["ops"], s["utilization"], s["peak_tcm_bytes"]) == (0, [], {}, 0)
     assert s["mac_utilization"] == s["ddr_bandwidth_utilization"] == 0.0
     assert total_cycles(Trace([], [], [], Counters(), [])) == 0
+
+
+def test_the_time_breakdown_by_unit_and_by_bound(edge):
+    """tiny_case on edge: the conv's two tiles (400 busy cycles) against its two loads (150),
+    the add's vector pass (200) against its store (300); setups are the units' (edge's figures),
+    no DMA latency recorded (busy until done)."""
+    program, trace = tiny_case()
+    s = build_summary(trace, edge, program)
+    conv, add = s["ops"]
+    mac, vec, dma = edge.mac_array.setup_cycles, edge.vector.setup_cycles, edge.dma.setup_cycles
+    assert conv["bound"] == "compute" and add["bound"] == "memory"
+    compute, memory, setup = 400 - 2 * mac + 200 - vec, 150 - 2 * dma + 300 - dma, 2 * mac + vec + 3 * dma
+    total = compute + memory + setup
+    breakdown = s["time_breakdown"]
+    assert breakdown["total_cycles"] == 1000
+    assert breakdown["by_unit"]["dma0"] == {"busy_cycles": 400, "share": 0.4}
+    assert breakdown["by_unit"]["mac_array"] == {"busy_cycles": 400, "share": 0.4}
+    assert breakdown["by_unit"]["lut"] == {"busy_cycles": 0, "share": 0.0}
+    assert breakdown["by_bound"] == {
+        "compute": {"cycles": compute, "share": round(compute / total, 4), "operations": 1},
+        "memory": {"cycles": memory, "share": round(memory / total, 4), "operations": 1},
+        "setup_latency": {"cycles": setup, "share": round(setup / total, 4), "operations": 0}}
+    assert conv["bound_shares"]["compute"] == round((400 - 2 * mac) / 550, 4)
