@@ -31,8 +31,12 @@ def human_bytes(count: float) -> str:
 
 #: Columns: header, right-aligned, maximum width (longer cells fold onto more lines).
 COLUMNS = (("#", True, None), ("operation", False, 44), ("op", False, 26), ("unit", False, None),
-           ("start", True, None), ("cycles", True, None), ("% time", True, None), ("MACs", True, None),
-           ("DDR read", True, None), ("DDR write", True, None))
+           ("start", True, None), ("cycles", True, None), ("% time", True, None), ("bound", False, None),
+           ("MACs", True, None), ("DDR read", True, None), ("DDR write", True, None))
+
+
+#: How the table writes an operation's bound (summary.json's ``bound``).
+_BOUND_LABELS = {"compute": "compute", "memory": "memory", "setup_latency": "setup/lat"}
 
 
 def ops_table(summary: Mapping[str, Any], *, invocation: int = 0, max_rows: int = MAX_ROWS) -> str:
@@ -51,10 +55,11 @@ def ops_table(summary: Mapping[str, Any], *, invocation: int = 0, max_rows: int 
         cycles = op["end_cycle"] - op["start_cycle"]
         share = 100.0 * cycles / inv_cycles if inv_cycles else 0.0
         cells.append([str(index), op["name"], op["op"], op["unit"], f"{op['start_cycle']:,}", f"{cycles:,}",
-                      f"{share:.1f}", f"{op['macs']:,}", human_bytes(op["ddr_read_bytes"]),
+                      f"{share:.1f}", _BOUND_LABELS.get(op.get("bound", ""), ""), f"{op['macs']:,}",
+                      human_bytes(op["ddr_read_bytes"]),
                       human_bytes(op["ddr_write_bytes"])])
     if len(rows) > max_rows:
-        cells.append(["…", f"{len(rows) - max_rows} more in summary.json"] + [""] * 8)
+        cells.append(["…", f"{len(rows) - max_rows} more in summary.json"] + [""] * (len(COLUMNS) - 2))
     return "\n".join([title] + _boxed([c[0] for c in COLUMNS], cells))
 
 

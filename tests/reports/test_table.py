@@ -23,7 +23,8 @@ def test_rows_of_the_tiny_case():
     text = _render(ops_table(s))
     assert "tiny.tosa on edge: 2 NPU operations" in text
     conv = next(line for line in text.splitlines() if " conv " in line)
-    assert all(cell in conv for cell in ("CONV2D+RESCALE", "mac_array", "500", "50.0", "8,192", "768 B"))
+    assert all(cell in conv for cell in ("CONV2D+RESCALE", "mac_array", "500", "50.0", "compute", "8,192",
+                                         "768 B"))
     assert "1,000 cycles = 1.0 us at 1000 MHz; 8,192 MACs (3.2% of peak)" in totals_line(s)
 
 
@@ -48,7 +49,8 @@ def test_the_box_is_aligned_and_long_names_fold():
     folded = [line for line in lines if "xxxx" in line]
     assert [line.count("x") for line in folded] == [44, 6]      # the operation column is 44 wide
     assert lines[2].split("┃")[1:3] == ["# ", " operation" + " " * 36]  # 44 wide + 1 space each side
-    assert lines[2].split("┃")[8] == "  MACs "                    # headers aligned like their column
+    assert lines[2].split("┃")[8] == " bound   "                  # left-aligned like its cells
+    assert lines[2].split("┃")[9] == "  MACs "                    # headers aligned like their column
 
 
 def test_human_bytes():
