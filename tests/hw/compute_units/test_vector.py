@@ -111,14 +111,16 @@ def test_ethos_u85_sums_over_h_or_w_after_a_transpose_that_refetches_the_input_d
     """Vela 5.2 lowers MobileNetV2's global pool, sums over H then W of [1, 3, 3, 1280], to
     transposes of [1, 3, 3840] and [1, 3, 1280] written in 16-byte blocks, each fetching the
     whole input depth at 20.48 B/cycle: 240 x 3 x 3,840 int8 bytes = 135,000 cycles and
-    320 x 3 x 1,280 x 4 int32 bytes = 240,000 cycles, Vela's figures. A sum over the innermost
-    axis and the generic presets need no transpose."""
+    320 x 3 x 1,280 x 4 int32 bytes = 240,000 cycles, Vela's figures. The sum then writes each
+    of its 1,280 int32 results as a 16-channel brick at 0.25 cycles an element (5,120 cycles,
+    more than its lanes' 3,840 / 8). A sum over the innermost axis and the generic presets need
+    no transpose."""
     u85, edge = load_hw_config("ethos-u85-256"), load_hw_config("edge")
     over_h = _reduce((1, 3, 3, 1280), 1, DType.INT32)
     assert vector.reduction_transpose_cycles(u85, over_h, read_bits=8) == 135_000
     over_w = _reduce((1, 1, 3, 1280), 2, DType.INT32)
     assert vector.reduction_transpose_cycles(u85, over_w) == 240_000
-    assert vector.step_cycles(u85, over_w) == 240_000 + vector.vector_cycles(3840, 8)
+    assert vector.step_cycles(u85, over_w) == 240_000 + 1280 * 16 // 4
     assert vector.reduction_transpose_cycles(u85, _reduce((1, 3, 3, 1280), 3, DType.INT32)) == 0
     assert vector.reduction_transpose_cycles(edge, over_w) == 0
 
@@ -137,7 +139,7 @@ def test_a_widening_rescale_folded_into_its_sum_costs_a_zero_point_pass():
     """A RESCALE int8 -> int32 feeding a REDUCE_SUM in one command: the transpose reads the int8
     values (a quarter of the bytes), the RESCALE costs nothing of its own and the zero point is
     subtracted from the 3,840 results of the [1, 1, 3, 1280] output (binary_int32, 0.5 cycles
-    an element)."""
+    an element), after the sum wrote them as bricks (3,840 x 16 x 0.25)."""
     u85 = load_hw_config("ethos-u85-256")
     rescale = KernelStep(Op.RESCALE, make_attribute(Op.RESCALE), (), (TensorType((1, 3, 3, 1280), DType.INT8),),
                          (TensorType((1, 3, 3, 1280), DType.INT32),))
@@ -145,5 +147,15 @@ def test_a_widening_rescale_folded_into_its_sum_costs_a_zero_point_pass():
     fused = KernelStep(over_h.op, over_h.attribute, (0,), over_h.input_types, over_h.output_types)
     assert vector.folded_prologue(u85, [rescale, fused], 1) is rescale
     zero_point = 3 * 1280 // 2
-    assert vector.UNIT.body_cycles(u85, [rescale, fused]) == 135_000 + vector.vector_cycles(11520, 8) + zero_point
+    assert vector.UNIT.body_cycles(u85, [rescale, fused]) == 135_000 + 3840 * 16 // 4 + zero_point
     assert vector.folded_prologue(load_hw_config("edge"), [rescale, fused], 1) is None
+
+
+def test_the_u55_sums_over_h_after_a_transpose_through_its_sram():
+    """On the U55 the transpose reads and writes its 8 B/cycle SRAM (4 B/cycle of reads, no
+    per-block refetch): [1, 1, 3, 1280] int32 over W, 15,360 B in 3,840 cycles (Vela's figure);
+    the sum writes 1,280 int32 results as bricks at 0.625 cycles an element (12,800)."""
+    u55 = load_hw_config("ethos-u55-256")
+    over_w = _reduce((1, 1, 3, 1280), 2, DType.INT32)
+    assert vector.reduction_transpose_cycles(u55, over_w) == 3840
+    assert vector.step_cycles(u55, over_w) == 3840 + 12_800
