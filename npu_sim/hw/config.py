@@ -250,6 +250,9 @@ class LutConfig(_Strict):
         0.0, ge=0, le=MAX_RATE, description="rate a table operation reloads its LUT memory (0 = preloaded)")
     table_int8_bytes: int = Field(256, ge=0, description="LUT bytes loaded for an int8-input table")
     table_int16_bytes: int = Field(2048, ge=0, description="LUT bytes loaded for an int16-input table")
+    table_source_latency_cycles: int = Field(
+        0, ge=0, le=1 << 20, description="latency of the memory a reloaded table comes from (the DDR's "
+        "bandwidth then limits the copy too); 0 = only the LUT memory's write rate counts")
 
 
 # --- energy and area (first-order models for design-space exploration) ----------------------

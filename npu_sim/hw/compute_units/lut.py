@@ -23,13 +23,21 @@ def lut_cycles(element_count: int, elements_per_cycle: int) -> int:
 
 
 def table_load_cycles(hw: HwConfig, step: KernelStep) -> int:
-    """Cycles to reload the LUT memory before a table operation (Vela reloads per TABLE)."""
+    """Cycles to reload the LUT memory before a table operation (Vela reloads per TABLE): a
+    memory-to-memory copy, as long as the slower of its ends, the LUT memory written at
+    ``lut.table_load_bytes_per_cycle`` and, with ``lut.table_source_latency_cycles``, the
+    source read from the DDR (its latency plus the bytes at its bandwidth; Vela's
+    MemToMemCycles: 64 + 256 = 320 cycles for an int8 table on the U55, 500 + 22 on the U65)."""
     rate = hw.lut.table_load_bytes_per_cycle
     if rate <= 0 or not step.input_types:
         return 0
     wide = step.input_types[0].dtype == DType.INT16
     table_bytes = hw.lut.table_int16_bytes if wide else hw.lut.table_int8_bytes
-    return math.ceil(table_bytes / rate)
+    written = math.ceil(table_bytes / rate)
+    latency = hw.lut.table_source_latency_cycles
+    if latency <= 0:
+        return written
+    return max(written, latency + math.ceil(table_bytes / hw.ddr.bandwidth_bytes_per_cycle))
 
 
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:

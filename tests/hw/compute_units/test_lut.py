@@ -28,3 +28,16 @@ def test_each_table_reloads_its_lut_by_input_width():
     assert lut.table_load_cycles(hw, _table(DType.INT8, DType.INT8)) == 128
     assert lut.table_load_cycles(hw, _table(DType.INT16, DType.INT32)) == 1024
     assert lut.step_cycles(hw, _table(DType.INT8, DType.INT8)) == 128 + -(-64 // hw.lut.elements_per_cycle)
+
+
+def test_a_reload_from_the_ddr_waits_for_its_latency():
+    """Vela's MemToMemCycles for an int8 table: the U55 reads its flash (latency 64, 1 B/cycle)
+    while the LUT memory takes 1 B/cycle: 64 + 256 = 320 cycles; the U65/U85 read DRAM (latency
+    500, 12 B/cycle): 500 + 22 = 522, longer than the LUT's 256."""
+    from npu_sim.hw.config import load_hw_config
+
+    int8 = _table(DType.INT8, DType.INT8)
+    assert lut.table_load_cycles(load_hw_config("ethos-u55-256"), int8) == 320
+    assert lut.table_load_cycles(load_hw_config("ethos-u65-256"), int8) == 522
+    assert lut.table_load_cycles(load_hw_config("ethos-u85-256"), _table(DType.INT16, DType.INT32)) \
+        == max(2048, 500 + 2048 // 12 + 1)
