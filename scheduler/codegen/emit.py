@@ -68,10 +68,12 @@ class Emitter:
 
     def thin_pixel_access_bytes(self, src: BufView) -> int:
         """The access size a DDR read of ``src`` goes in (0: whole bursts): a feature map (rank
-        3 or more) whose pixels, its last dimension, are narrower than the NPU's
-        ``dma.thin_pixel_access_bytes`` is read one access per pixel's brick."""
+        3 or more, not a constant: weights stream as they are stored) whose pixels, its last
+        dimension, are narrower than the NPU's ``dma.thin_pixel_access_bytes`` is read one
+        access per pixel's brick."""
         access = self.hw.dma.thin_pixel_access_bytes
-        if access <= 0 or src.memory is not DDR or len(src.shape) < 3:
+        if access <= 0 or src.buffer is None or src.memory is not DDR or len(src.shape) < 3 \
+                or src.buffer.kind == "constant":
             return 0
         return access if src.shape[-1] * element_size_bytes(src.dtype) < access else 0
 

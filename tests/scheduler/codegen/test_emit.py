@@ -71,8 +71,8 @@ def test_compute_ping_pong():
 
 def test_a_thin_feature_map_is_read_in_the_npus_accesses_where_the_config_says():
     """ethos-u85-256 reads a feature map in DDR whose pixels are narrower than 16 bytes (a
-    3-channel image) in 16-byte accesses; a 16-channel one, and any read on edge, in whole
-    bursts. The scheduled image input carries it to its DMAs, and stays bit-exact."""
+    3-channel image) in 16-byte accesses; a 16-channel one, constants, and any read on edge,
+    in whole bursts. The scheduled image input carries it to its DMAs, and stays bit-exact."""
     from npu_sim.hw.config import load_hw_config
     from npu_sim.tosa.builder import GraphBuilder
     from tests.scheduler.graphs import check_end_to_end, conv_block
@@ -85,6 +85,8 @@ def test_a_thin_feature_map_is_read_in_the_npus_accesses_where_the_config_says()
     assert u85.thin_pixel_access_bytes(image) == 16
     assert u85.thin_pixel_access_bytes(deep) == 0
     assert edge.thin_pixel_access_bytes(image) == 0
+    weights = Placement(Buffer("w", DDR, 1024, kind="constant"), 0, TensorType((3, 3, 32, 1), DType.INT8)).whole()
+    assert u85.thin_pixel_access_bytes(weights) == 0   # depthwise weights stream as stored
 
     b = GraphBuilder()
     b.output(conv_block(b, b.input("x", (1, 12, 12, 3), DType.INT8), 8, seed=3))
