@@ -158,6 +158,9 @@ class MacArrayConfig(_Strict):
         "output in); 0 = a command is one block")
     ofm_block_max_depth: int = Field(
         0, ge=0, le=1 << 16, description="most output channels one OFM block spans (0 = all of them)")
+    weight_decode_weights_per_cycle: float = Field(
+        0.0, ge=0, le=MAX_RATE, description="weights the array's decoder unpacks a cycle; a convolution "
+        "takes at least its weights over this (0 = no decoder limit)")
     epilogue_ops: list[str] = Field(
         default_factory=lambda: ["RESCALE", "CLAMP", "ADD"],
         description="operators the array's output pipeline applies to its results (a fused epilogue)")

@@ -39,6 +39,8 @@ from tests.robustness.hostile import add_graph, npu_sim, save
     (b"extends: edge\nvector: {transpose_read_bytes_per_cycle: .nan}\n", "vector.transpose_read_bytes_per_cycle"),
     (b"extends: edge\ndma: {thin_pixel_access_bytes: -8}\n", "dma.thin_pixel_access_bytes"),
     (b"extends: edge\nlut: {table_source_latency_cycles: -1}\n", "lut.table_source_latency_cycles"),
+    (b"extends: edge\nmac_array: {weight_decode_weights_per_cycle: -8}\n",
+     "mac_array.weight_decode_weights_per_cycle"),
 ])
 def test_a_bad_config_is_refused_naming_the_field(tmp_path, text, message):
     (tmp_path / "bad.yaml").write_bytes(text)

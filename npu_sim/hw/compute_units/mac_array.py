@@ -164,6 +164,24 @@ def channel_parameter_cycles(hw: HwConfig, step: KernelStep) -> int:
     return math.ceil(rate * out_shape(step)[-1] * ofm_blocks(hw, step))
 
 
+#: Operators whose weights (operand 1, a constant) go through the weight decoder.
+DECODED_WEIGHT_OPS = frozenset({Op.CONV2D, Op.CONV3D, Op.DEPTHWISE_CONV2D, Op.TRANSPOSE_CONV2D})
+
+
+def weight_decode_cycles(hw: HwConfig, step: KernelStep) -> int:
+    """Cycles the weight decoder takes for a convolution's weights
+    (``mac_array.weight_decode_weights_per_cycle``; 0 by default): the operation's weights are
+    decoded once, a tile pays its share by output elements. It streams beside the MAC work
+    (:func:`body_cycles` takes the longer). Vela's U85: 8 weights a cycle for weights with
+    at most half zeros (WeightDecodeCycles)."""
+    rate = hw.mac_array.weight_decode_weights_per_cycle
+    if rate <= 0 or step.op not in DECODED_WEIGHT_OPS or len(step.input_types) < 2:
+        return 0
+    whole = prod(step.output_types[0].shape) if step.output_types else 0
+    share = out_elements(step) / whole if whole else 1.0
+    return math.ceil(prod(step.input_types[1].shape) * share / rate)
+
+
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
     """A MAC step on the array; an epilogue step alone drains ``cols`` results a cycle."""
     if step.op in MAC_OPS:
@@ -197,16 +215,18 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     array cycles of one block, ``K*k_step`` plus the skew: the fill before the first
     results reach the epilogue. For equal blocks this is exactly a two-stage pipeline;
     in the usual MAC-bound case it is ``mac + epilogue_block``. Without epilogue,
-    ``body = mac``. The scale and bias reads (:func:`channel_parameter_cycles`) stream
-    beside both; the body is at least as long as they are.
+    ``body = mac``. The scale and bias reads (:func:`channel_parameter_cycles`) and the
+    weight decoder (:func:`weight_decode_cycles`) stream beside both; the body is at least as
+    long as each of them.
     """
     rows, cols = hw.mac_array.rows, hw.mac_array.cols
-    mac = mac_block = parameters = 0
+    mac = mac_block = parameters = decode = 0
     stages = out = 0
     for step in steps:
         if step.op in MAC_OPS:
             mac += step_cycles(hw, step)
             parameters += channel_parameter_cycles(hw, step)
+            decode += weight_decode_cycles(hw, step)
             m, n, k = cycle_dims(hw, step)
             mac_block = max(mac_block, mac_array_cycles(min(m, rows), min(n, cols), k, rows, cols,
                                                         k_step_cycles(hw, step.input_types[0].dtype)))
@@ -214,11 +234,11 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
             stages += 1
             out = max(out, out_elements(step))
     if not stages:
-        return max(mac, parameters)
+        return max(mac, parameters, decode)
     depth = stages - 1
     epilogue = ceil_div(out, cols) + depth
     epilogue_block = ceil_div(min(rows * cols, out), cols) + depth
-    return max(mac + epilogue_block, mac_block + epilogue, parameters)
+    return max(mac + epilogue_block, mac_block + epilogue, parameters, decode)
 
 
 def pe_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:

@@ -145,3 +145,20 @@ def test_scales_and_biases_are_reread_for_every_ofm_block():
                            (TensorType((1, 6, 6, 128), DType.INT8), TensorType((3, 3, 128, 1), DType.INT8)),
                            (TensorType((1, 6, 6, 128), DType.INT32),))
     assert mac_array.channel_parameter_cycles(u85, depthwise) == 3125
+
+
+def test_the_u85_decodes_eight_weights_a_cycle():
+    """MobileNetV2's last 1x1 convolution (112 -> 1280 channels on a 3x3 map): 143,360 weights
+    at 8 a cycle = 17,920 cycles, longer than its MACs; a tile of a third of the output pays a
+    third. The generic presets have no decoder limit."""
+    from npu_sim.hw.config import load_hw_config
+
+    u85, edge = load_hw_config("ethos-u85-256"), load_hw_config("edge")
+    last = _conv((1, 3, 3, 112), (1280, 1, 1, 112), (1, 3, 3, 1280))
+    assert mac_array.weight_decode_cycles(u85, last) == 17_920
+    assert mac_array.weight_decode_cycles(edge, last) == 0
+    third = KernelStep(last.op, last.attribute, (), last.input_types, last.output_types,
+                       out_region=((0, 1), (0, 1), (0, 3), (0, 1280)))
+    assert mac_array.weight_decode_cycles(u85, third) == math.ceil(17_920 / 3)
+    assert mac_array.body_cycles(u85, [last]) == max(17_920, mac_array.channel_parameter_cycles(u85, last),
+                                                     mac_array.step_cycles(u85, last))
