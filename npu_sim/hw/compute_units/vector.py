@@ -9,6 +9,11 @@ A config may instead give elementwise cycles per output element by kind of work
 (``vector.cycles_per_element``; :func:`elementwise_kinds`), over the output with its last
 dimension rounded up to ``vector.channel_granule`` (the Ethos-U presets: Vela's output-unit
 figures over 16-channel bricks).
+
+Where a config lowers sums as Ethos-U does (``vector.transpose_reductions``), a REDUCE_SUM
+over H or W is a transpose pass and a sum over the innermost axis
+(:func:`lowered_sum_cycles`), and a widening RESCALE fused before it is folded into the sum
+(:func:`body_cycles`).
 """
 
 from __future__ import annotations
