@@ -62,11 +62,10 @@ def make(out_dir: Path, tools, stem: str = "mobilenet_v2_035_96_int8") -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
-    ap.add_argument("--tosa-opt", help="path to tosa-opt (else $TOSA_OPT, $PATH)")
-    ap.add_argument("--converter", help="path to tosa-converter-for-tflite")
+    base.add_tool_options(ap)
     args = ap.parse_args(argv)
-    tools = (base._find_tool("tosa-converter-for-tflite", args.converter, "TOSA_CONVERTER"),
-             base._find_tool("tosa-opt", args.tosa_opt, "TOSA_OPT"))
+    tools = base.tools_from(args)
+    args.out.mkdir(parents=True, exist_ok=True)
     for stem in MODELS:
         make(args.out, tools, stem)
     return 0

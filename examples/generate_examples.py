@@ -89,6 +89,18 @@ def _find_tool(name: str, explicit: str | None, env_var: str) -> str:
     )
 
 
+def add_tool_options(parser: argparse.ArgumentParser) -> None:
+    """The ``--tosa-opt`` and ``--converter`` options every generator takes."""
+    parser.add_argument("--tosa-opt", help="path to tosa-opt (else $TOSA_OPT, $PATH)")
+    parser.add_argument("--converter", help="path to tosa-converter-for-tflite (else $TOSA_CONVERTER, $PATH)")
+
+
+def tools_from(args: argparse.Namespace) -> tuple[str, str]:
+    """``(converter, tosa-opt)`` as :func:`add_tool_options` named them, found on the machine."""
+    return (_find_tool("tosa-converter-for-tflite", args.converter, "TOSA_CONVERTER"),
+            _find_tool("tosa-opt", args.tosa_opt, "TOSA_OPT"))
+
+
 def _run(cmd: list[str], cwd: str | None = None) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     if proc.returncode != 0:
@@ -352,9 +364,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="output directory (default: this script's folder)")
     ap.add_argument("--only", choices=["ds_cnn", "lstm"], action="append",
                     help="build only this model (repeatable)")
-    ap.add_argument("--tosa-opt", help="path to tosa-opt (else $TOSA_OPT, $PATH)")
-    ap.add_argument("--converter",
-                    help="path to tosa-converter-for-tflite (else $TOSA_CONVERTER, $PATH)")
+    add_tool_options(ap)
     ap.add_argument("--train-steps", type=int, default=64,
                     help="amount of training on synthetic data, one epoch at batch "
                          "1: DS-CNN sees 32*N samples, the LSTM N sequences "
@@ -363,8 +373,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="also write the intermediate .tflite files")
     args = ap.parse_args(argv)
 
-    tosa_opt = _find_tool("tosa-opt", args.tosa_opt, "TOSA_OPT")
-    conv = _find_tool("tosa-converter-for-tflite", args.converter, "TOSA_CONVERTER")
+    conv, tosa_opt = tools_from(args)
     args.out.mkdir(parents=True, exist_ok=True)
     which = args.only or ["ds_cnn", "lstm"]
     t0 = time.time()

@@ -76,14 +76,12 @@ def make(stem: str, out_dir: Path, tools) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
-    ap.add_argument("--tosa-opt", help="path to tosa-opt (else $TOSA_OPT, $PATH)")
-    ap.add_argument("--converter", help="path to tosa-converter-for-tflite")
+    base.add_tool_options(ap)
     ap.add_argument("--only", choices=sorted(EXAMPLES), action="append")
     args = ap.parse_args(argv)
-    conv = base._find_tool("tosa-converter-for-tflite", args.converter, "TOSA_CONVERTER")
-    tosa_opt = base._find_tool("tosa-opt", args.tosa_opt, "TOSA_OPT")
+    tools = base.tools_from(args)
     for stem in args.only or sorted(EXAMPLES):
-        make(stem, args.out, (conv, tosa_opt))
+        make(stem, args.out, tools)
     return 0
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npu_sim.errors import ProgramError
+from npu_sim.hw.compute_units import unit
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.trace import CommandRecord
 from npu_sim.program import OperationStats, Program
@@ -162,8 +163,6 @@ def operation_spans(commands: Iterable[CommandRecord], program: Program | None =
 def command_setup_cycles(hw: HwConfig) -> SetupCycles:
     """The setup a command pays before its body: its compute unit's ``setup_cycles``, a DMA's
     ``dma.setup_cycles``, nothing for control flow."""
-    from npu_sim.hw.compute_units import unit
-
     per_unit: dict[str, int] = {}
 
     def setup(record: CommandRecord) -> int:

@@ -131,6 +131,12 @@ def cycle_dims(hw: HwConfig, step: KernelStep) -> tuple[int, int, int]:
     return m, n, k
 
 
+#: Operators that re-read their output channels' scales and biases (and, where the config gives
+#: OFM blocks, depthwise convolutions too; see :func:`channel_parameter_cycles`).
+PARAMETER_OPS = frozenset({Op.CONV2D, Op.CONV3D})
+BLOCKED_PARAMETER_OPS = PARAMETER_OPS | {Op.DEPTHWISE_CONV2D}
+
+
 def ofm_blocks(hw: HwConfig, step: KernelStep) -> int:
     """OFM blocks (in H x W) the array walks a step's output in: a block holds
     ``mac_array.ofm_block_elements`` results over ``min(channels, ofm_block_max_depth)``
@@ -158,8 +164,8 @@ def channel_parameter_cycles(hw: HwConfig, step: KernelStep) -> int:
     charges them too, but per command our depthwise tiles are far smaller than its blocks
     (MobileNetV2's depthwise layers on the U65: 1.63x Vela with, 1.08x without)."""
     rate = hw.mac_array.channel_parameter_read_cycles
-    blocked = hw.mac_array.ofm_block_elements > 0
-    if rate <= 0 or step.op not in ((Op.CONV2D, Op.CONV3D, Op.DEPTHWISE_CONV2D) if blocked else (Op.CONV2D, Op.CONV3D)):
+    paying = BLOCKED_PARAMETER_OPS if hw.mac_array.ofm_block_elements > 0 else PARAMETER_OPS
+    if rate <= 0 or step.op not in paying:
         return 0
     return math.ceil(rate * out_shape(step)[-1] * ofm_blocks(hw, step))
 

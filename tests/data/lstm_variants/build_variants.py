@@ -48,11 +48,9 @@ def _model(tf_keras, kind: str):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--tosa-opt", help="path to tosa-opt (else $TOSA_OPT, $PATH)")
-    parser.add_argument("--converter", help="path to tosa-converter-for-tflite")
+    base.add_tool_options(parser)
     args = parser.parse_args(argv)
-    tools = (base._find_tool("tosa-converter-for-tflite", args.converter, "TOSA_CONVERTER"),
-             base._find_tool("tosa-opt", args.tosa_opt, "TOSA_OPT"))
+    tools = base.tools_from(args)
     import tf_keras
     for stem in VARIANTS:
         kind, precision = stem.rsplit("_", 1)
