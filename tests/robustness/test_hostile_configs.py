@@ -90,3 +90,15 @@ def test_the_cli_refuses_an_unknown_composite_in_one_line(tmp_path):
     graph = save(add_graph((4, 4)), tmp_path / "add.tosa")
     (tmp_path / "gru.yaml").write_text("extends: edge\ncomposites: [gru_cell]\n")
     npu_sim(["plan", graph, "--hw", "gru.yaml"], tmp_path).refused("unknown composite 'gru_cell'")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("extends: ethos-u85-256\nmac_array: {ofm_block_elements: -1}\n", "mac_array.ofm_block_elements"),
+    ("extends: ethos-u85-256\nvector: {transpose_block_bytes: many}\n", "vector.transpose_block_bytes"),
+    ("extends: ethos-u85-256\ndma: {thin_pixel_access_bytes: 1.0e+12}\n", "dma.thin_pixel_access_bytes"),
+    ("extends: ethos-u85-256\nlut: {table_source_latency_cycles: -500}\n", "lut.table_source_latency_cycles"),
+])
+def test_the_cli_refuses_a_bad_calibration_field_in_one_line(tmp_path, text, message):
+    graph = save(add_graph((4, 4)), tmp_path / "add.tosa")
+    (tmp_path / "bad.yaml").write_text(text)
+    npu_sim(["plan", graph, "--hw", "bad.yaml"], tmp_path).refused(message)
