@@ -31,6 +31,20 @@ def shares(parts: dict[str, int]) -> dict[str, float]:
     return {key: round(value / total, 4) if total else 0.0 for key, value in parts.items()}
 
 
+def merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``(start, end)`` intervals as sorted disjoint ones (touching ones joined; empty ones dropped)."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(intervals):
+        if end <= start:
+            continue
+        if out and start <= out[-1][1]:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
 #: A command's setup cycles (part of its busy cycles), given the hardware.
 SetupCycles = Callable[[CommandRecord], int]
 
@@ -57,10 +71,21 @@ class OperationSpan:
     setup_cycles: int = 0  # of its commands' busy cycles, the setups (compute units' and DMAs')
     compute_setup_cycles: int = 0  # the part of ``setup_cycles`` on compute units
     latency_cycles: int = 0  # its DMAs' data latency (issued to landed; outside busy cycles)
+    #: unit -> the cycles its commands occupied that unit, as sorted disjoint ``(start, end)``
+    busy_intervals: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+    @property
+    def span_cycles(self) -> int:
+        """From its first command's start to its last command's end (idle gaps included)."""
+        return self.end_cycle - self.start_cycle
 
     @property
     def cycles(self) -> int:
-        return self.end_cycle - self.start_cycle
+        """Its work: the cycles in which at least one of its commands occupied its unit. Never
+        more than its span, nor than its commands' busy cycles summed; the gaps of an operation
+        whose commands are issued lazily (the constant pool's loads) are not its work."""
+        return sum(end - start for start, end in merged(
+            [i for intervals in self.busy_intervals.values() for i in intervals]))
 
     @property
     def bound_cycles(self) -> dict[str, int]:
@@ -77,8 +102,10 @@ class OperationSpan:
         parts = self.bound_cycles
         return max(BOUNDS, key=lambda b: (parts[b], -BOUNDS.index(b))) if any(parts.values()) else "compute"
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
+    def as_dict(self, *, busy_intervals: bool = False) -> dict[str, Any]:
+        """Its row of summary.json's ``ops`` (``busy_intervals``: with each unit's busy
+        intervals, which the run page's Gantt draws)."""
+        row = {
             "name": self.name,
             "op": self.op,
             "unit": self.unit,
@@ -86,6 +113,7 @@ class OperationSpan:
             "start_cycle": self.start_cycle,
             "end_cycle": self.end_cycle,
             "cycles": self.cycles,
+            "span_cycles": self.span_cycles,
             "macs": self.macs,
             "ddr_read_bytes": self.ddr_read_bytes,
             "ddr_write_bytes": self.ddr_write_bytes,
@@ -96,8 +124,12 @@ class OperationSpan:
             "bound": self.bound,
             "bound_shares": shares(self.bound_cycles),
             "graph_ops": list(self.plan.graph_ops) if self.plan else [],
+            "unit_busy_cycles": dict(self.units),
             **(self._tiling() if self.plan else {}),
         }
+        if busy_intervals:
+            row["busy_intervals"] = {u: [list(i) for i in spans] for u, spans in self.busy_intervals.items()}
+        return row
 
     def _tiling(self) -> dict[str, Any]:
         """The scheduler's tiling facts, as the summary rows carry them."""
@@ -191,6 +223,7 @@ def _span(name: str, invocation: int, records: list[CommandRecord],
     compute_cycles = dma_cycles = compute_commands = dma_commands = 0
     setup = compute_setup = latency = 0
     busy: dict[str, int] = {}  # unit -> busy cycles, in first-seen order
+    intervals: dict[str, list[tuple[int, int]]] = {}  # unit -> its commands' busy intervals
     compute_ops: list[str] = []
     compute_units: list[str] = []
     for r in records:
@@ -201,9 +234,11 @@ def _span(name: str, invocation: int, records: list[CommandRecord],
         macs += r.macs
         ddr_read += r.ddr_read_bytes
         ddr_write += r.ddr_write_bytes
-        busy_cycles = (r.end_cycle if r.busy_end_cycle is None else r.busy_end_cycle) - r.start_cycle
+        busy_end = r.end_cycle if r.busy_end_cycle is None else r.busy_end_cycle
+        busy_cycles = busy_end - r.start_cycle
         unit = r.unit
         busy[unit] = busy.get(unit, 0) + busy_cycles
+        intervals.setdefault(unit, []).append((r.start_cycle, busy_end))
         kind = r.kind
         command_setup = setup_cycles(r) if setup_cycles is not None else 0
         setup += command_setup
@@ -221,7 +256,7 @@ def _span(name: str, invocation: int, records: list[CommandRecord],
     op, unit = _label(info, records, compute_ops, compute_units, busy)
     return OperationSpan(name, op, unit, invocation, start, end, macs, ddr_read, ddr_write,
                          compute_cycles, dma_cycles, compute_commands, dma_commands, busy, info,
-                         setup, compute_setup, latency)
+                         setup, compute_setup, latency, {u: merged(i) for u, i in intervals.items()})
 
 
 def _label(info: OperationStats | None, records: list[CommandRecord], compute_ops: list[str],

@@ -19,8 +19,10 @@ Fields (ARCHITECTURE.md lists the required ones):
   ``tcm_lower_bound_bytes``: the most bytes live at once by the plan's lifetimes
   (the bound no planner can beat); ``peak_live_tcm_bytes``: the most bytes in use at
   one cycle in the simulation;
-* ``ops``: one row per NPU operation and invocation (see :mod:`reports.operations`),
-  with its ``bound`` (``compute``, ``memory`` or ``setup_latency``: what most of its
+* ``ops``: one row per NPU operation and invocation (see :mod:`reports.operations`):
+  its ``cycles`` are its work (the cycles in which one of its commands kept a unit busy),
+  ``span_cycles`` its first start to its last end, ``busy_intervals`` per unit; with its
+  ``bound`` (``compute``, ``memory`` or ``setup_latency``: what most of its
   commands' cycles went to) and ``bound_shares`` (each one's fraction of them);
 * ``time_breakdown``: the run's cycles by unit (busy cycles and their share of the run)
   and by bound (the operations' cycles of each kind summed, their share, and how many
@@ -111,7 +113,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
         "command_counts": dict(counters.command_counts),
     }
     spans = operation_spans(trace.commands, program, command_setup_cycles(hw))
-    summary["ops"] = [span_.as_dict() for span_ in spans]
+    summary["ops"] = [span_.as_dict(busy_intervals=True) for span_ in spans]
     summary["time_breakdown"] = time_breakdown(spans, summary["busy_cycles"], cycles)
     summary["fused_composites"] = fused_composites(spans, program)
     summary.update(energy_area_figures(trace, hw, program, cycles))

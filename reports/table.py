@@ -31,7 +31,8 @@ def human_bytes(count: float) -> str:
 
 #: Columns: header, right-aligned, maximum width (longer cells fold onto more lines).
 COLUMNS = (("#", True, None), ("operation", False, 44), ("op", False, 26), ("unit", False, None),
-           ("start", True, None), ("cycles", True, None), ("% time", True, None), ("bound", False, None),
+           ("start", True, None), ("cycles", True, None), ("% time", True, None), ("span", True, None),
+           ("bound", False, None),
            ("MACs", True, None), ("DDR read", True, None), ("DDR write", True, None))
 
 
@@ -40,7 +41,9 @@ _BOUND_LABELS = {"compute": "compute", "memory": "memory", "setup_latency": "set
 
 
 def ops_table(summary: Mapping[str, Any], *, invocation: int = 0, max_rows: int = MAX_ROWS) -> str:
-    """The summary's ``ops`` of one invocation, in start order, as a boxed text table.
+    """The summary's ``ops`` of one invocation, in start order, as a boxed text table: each
+    operation's cycles are its work (cycles its commands kept a unit busy, :func:`op_cycles`),
+    its share of the invocation, and apart from them its span (first start to last end).
 
     Plain string formatting (a rich Table takes ~1 ms per row to lay out; this is the
     same layout, heavy-headed box, long names folded, at a small fraction of that)."""
@@ -52,15 +55,24 @@ def ops_table(summary: Mapping[str, Any], *, invocation: int = 0, max_rows: int 
         title += f" (invocation {invocation} of {summary['invocations']})"
     cells: list[list[str]] = []
     for index, op in enumerate(rows[:max_rows]):
-        cycles = op["end_cycle"] - op["start_cycle"]
+        cycles = op_cycles(op)
         share = 100.0 * cycles / inv_cycles if inv_cycles else 0.0
         cells.append([str(index), op["name"], op["op"], op["unit"], f"{op['start_cycle']:,}", f"{cycles:,}",
-                      f"{share:.1f}", _BOUND_LABELS.get(op.get("bound", ""), ""), f"{op['macs']:,}",
+                      f"{share:.1f}", f"{op['end_cycle'] - op['start_cycle']:,}",
+                      _BOUND_LABELS.get(op.get("bound", ""), ""), f"{op['macs']:,}",
                       human_bytes(op["ddr_read_bytes"]),
                       human_bytes(op["ddr_write_bytes"])])
     if len(rows) > max_rows:
         cells.append(["…", f"{len(rows) - max_rows} more in summary.json"] + [""] * (len(COLUMNS) - 2))
     return "\n".join([title] + _boxed([c[0] for c in COLUMNS], cells))
+
+
+def op_cycles(op: Mapping[str, Any]) -> int:
+    """An ``ops`` row's work in cycles: its ``cycles`` (a summary.json written before rows had
+    their busy cycles: the sum of its compute and DMA busy cycles, capped at its span)."""
+    if "span_cycles" in op:
+        return int(op["cycles"])
+    return min(op["end_cycle"] - op["start_cycle"], op.get("compute_cycles", 0) + op.get("dma_cycles", 0))
 
 
 def _column_widths(headers: list[str], rows: list[list[str]]) -> list[int]:

@@ -80,3 +80,27 @@ def test_the_setup_of_a_command_is_its_units():
     assert setup(_record(2, "compute", "vector", "ADD", 0, 500)) == edge.vector.setup_cycles
     assert setup(_record(3, "loop", "sequencer", "while", 0, 9)) == 0
     assert setup(_record(4, "compute", "vector", "ADD", 0, 1)) == 1   # never more than it was busy
+
+
+def test_an_operations_cycles_are_the_cycles_some_command_kept_a_unit_busy():
+    """Two DMAs overlapping on two engines (0..10 busy until 6, 4..12), a tile 20..30 and one
+    finishing inside it (22..25): busy over 0..12 and 20..30, 22 cycles of work in a 30-cycle
+    span; less than the busy cycles summed (6 + 8 + 10 + 3)."""
+    records = [_record(0, "dma", "dma0", "copy", 0, 10, busy_end=6), _record(1, "dma", "dma1", "copy", 4, 12),
+               _record(2, "compute", "mac_array", "CONV2D", 20, 30),
+               _record(3, "compute", "mac_array", "CONV2D", 22, 25)]
+    [span] = operation_spans(records, _program(OperationStats("conv", "CONV2D", "mac_array", commands=(0, 1, 2, 3))))
+    assert (span.cycles, span.span_cycles, span.compute_cycles + span.dma_cycles) == (22, 30, 27)
+    assert span.busy_intervals == {"dma0": [(0, 6)], "dma1": [(4, 12)], "mac_array": [(20, 30)]}
+    row = span.as_dict(busy_intervals=True)
+    assert (row["cycles"], row["span_cycles"]) == (22, 30)
+    assert "busy_intervals" not in span.as_dict()
+    assert row["unit_busy_cycles"] == {"dma0": 6, "dma1": 8, "mac_array": 13}
+    assert row["busy_intervals"]["mac_array"] == [[20, 30]]
+
+
+def test_merged_joins_touching_and_overlapping_intervals_and_drops_empty_ones():
+    from reports.operations import merged
+
+    assert merged([(5, 9), (0, 2), (2, 4), (7, 8), (10, 10), (12, 15)]) == [(0, 4), (5, 9), (12, 15)]
+    assert merged([]) == []

@@ -28,6 +28,33 @@ def test_rows_of_the_tiny_case():
     assert "1,000 cycles = 1.0 us at 1000 MHz; 8,192 MACs (3.2% of peak)" in totals_line(s)
 
 
+def test_a_row_counts_its_busy_cycles_with_its_span_apart():
+    """A lazily loaded pool: two 100-cycle loads 5,000 cycles apart are 200 cycles of work
+    (2% of a 10,000-cycle run), over a 5,100-cycle span."""
+    from npu_sim.hw.trace import InvocationRecord
+    from npu_sim.program import OperationStats
+    from tests.reports.synthetic import Trace, cmd, counters_of, operations_only
+
+    commands = [cmd(0, "pool/0", "dma", "dma0", "copy", 0, 100, rd=64),
+                cmd(1, "pool/1", "dma", "dma0", "copy", 5000, 5100, rd=64)]
+    program, _ = tiny_case()
+    program.stats = operations_only(OperationStats("constant_pool", "LOAD", "dma", commands=(0, 1)))
+    trace = Trace(commands, [], [InvocationRecord(0, 0, 10_000)], counters_of(commands), ["dma0"])
+    s = build_summary(trace, load_hw_config("edge"), program)
+    [row] = s["ops"]
+    assert (row["cycles"], row["span_cycles"], row["busy_intervals"]) == (200, 5100, {"dma0": [[0, 100], [5000, 5100]]})
+    line = next(line for line in ops_table(s).splitlines() if "constant_pool" in line)
+    assert [c.strip() for c in line.split("│")[5:9]] == ["0", "200", "2.0", "5,100"]
+
+
+def test_a_summary_from_before_busy_rows_takes_its_commands_busy_cycles():
+    from reports.table import op_cycles
+
+    old = {"start_cycle": 0, "end_cycle": 5100, "cycles": 5100, "compute_cycles": 0, "dma_cycles": 200}
+    assert op_cycles(old) == 200
+    assert op_cycles({**old, "dma_cycles": 9000}) == 5100
+
+
 def test_long_tables_are_cut_and_other_invocations_hidden():
     program, trace = many_tiles_case(layers=8, tiles=2, invocations=2)
     s = build_summary(trace, load_hw_config("edge"), program)
@@ -49,8 +76,8 @@ def test_the_box_is_aligned_and_long_names_fold():
     folded = [line for line in lines if "xxxx" in line]
     assert [line.count("x") for line in folded] == [44, 6]      # the operation column is 44 wide
     assert lines[2].split("┃")[1:3] == ["# ", " operation" + " " * 36]  # 44 wide + 1 space each side
-    assert lines[2].split("┃")[8] == " bound   "                  # left-aligned like its cells
-    assert lines[2].split("┃")[9] == "  MACs "                    # headers aligned like their column
+    assert lines[2].split("┃")[9] == " bound   "                  # left-aligned like its cells
+    assert lines[2].split("┃")[10] == "  MACs "                   # headers aligned like their column
 
 
 def test_human_bytes():
