@@ -18,7 +18,8 @@ Fields (ARCHITECTURE.md lists the required ones):
   may spread buffers wider when the TCM has room, to avoid false dependencies);
   ``tcm_lower_bound_bytes``: the most bytes live at once by the plan's lifetimes
   (the bound no planner can beat); ``peak_live_tcm_bytes``: the most bytes in use at
-  one cycle in the simulation;
+  one cycle in the simulation; ``tcm_peak``: the allocations in use at that cycle
+  (:mod:`reports.peak_tensors`);
 * ``ops``: one row per NPU operation and invocation (see :mod:`reports.operations`):
   its ``cycles`` are its work (the cycles in which one of its commands kept a unit busy),
   ``span_cycles`` its first start to its last end, ``busy_intervals`` per unit; with its
@@ -54,6 +55,7 @@ from reports.composites import fused_composites
 from reports.energy import energy_area_figures
 from reports.occupancy import occupancy_steps, peak, tcm_plan_figures
 from reports.operations import BOUNDS, OperationSpan, command_setup_cycles, operation_spans, shares
+from reports.peak_tensors import tcm_peak
 from reports.preamble import preamble_figures
 
 
@@ -75,6 +77,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
     mac_pes = hw.mac_array.rows * hw.mac_array.cols
 
     tcm_footprint, tcm_compact, tcm_bound = tcm_plan_figures(program)
+    tcm_steps = occupancy_steps(trace.allocations, MemorySpace.TCM)
     span = (min((i.start_cycle for i in trace.invocations), default=0),
             max((i.end_cycle for i in trace.invocations), default=cycles))
 
@@ -103,7 +106,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
         "tcm_compact_bytes": tcm_compact,
         "tcm_lower_bound_bytes": tcm_bound,
         "tcm_size_bytes": hw.tcm.size_bytes,
-        "peak_live_tcm_bytes": peak(occupancy_steps(trace.allocations, MemorySpace.TCM)[1]),
+        "peak_live_tcm_bytes": peak(tcm_steps[1]),
         "variable_sram_bytes": peak(occupancy_steps(trace.allocations, MemorySpace.VARIABLE_SRAM,
                                                     span=span)[1]),
         "ddr_spill_bytes": peak(occupancy_steps(trace.allocations, MemorySpace.DDR,
@@ -115,6 +118,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
     spans = operation_spans(trace.commands, program, command_setup_cycles(hw))
     summary["ops"] = [span_.as_dict(busy_intervals=True) for span_ in spans]
     summary["time_breakdown"] = time_breakdown(spans, summary["busy_cycles"], cycles)
+    summary["tcm_peak"] = tcm_peak(trace.allocations, *tcm_steps)
     summary["fused_composites"] = fused_composites(spans, program)
     summary.update(energy_area_figures(trace, hw, program, cycles))
     summary.update(preamble_figures(trace, program))
