@@ -9,6 +9,11 @@ exactly one run's files: a reused ``-o`` only the latest run's, an interrupted o
 run leaves the previous results as they were, and concurrent runs into the same ``-o``
 each swap in a whole directory (under a lock, last one wins). :func:`check_output_dir`
 says what is wrong with ``-o`` before any work is done.
+
+Permissions: what npu-sim writes belongs to the user as any file they write would, by
+their umask (:func:`follow_umask`); the temporary directories and files that make writes
+atomic (``mkdtemp``: 0700, ``mkstemp``: 0600) are given those permissions before they
+take the place of the result.
 """
 
 from __future__ import annotations
@@ -69,6 +74,26 @@ def read_regular_file(path: Path, what: str, max_bytes: int) -> bytes:
 
 def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
+
+
+def current_umask() -> int:
+    """The process's umask (from /proc where it says, else set and restored at once)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def follow_umask(path: Path | str) -> None:
+    """Give ``path`` the permissions a new file (0666) or directory (0777) gets by the umask."""
+    full = 0o777 if os.path.isdir(path) else 0o666
+    os.chmod(path, full & ~current_umask())
 
 
 # --- output directories -------------------------------------------------------------------
@@ -134,6 +159,7 @@ def staged_output(out_dir: Path | str) -> Iterator[Path]:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        follow_umask(staging)
     except OSError as exc:
         raise PathError(f"-o {os.fspath(out_dir)!r}: cannot create it ({_reason(exc)})") from None
     try:

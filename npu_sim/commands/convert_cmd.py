@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from npu_sim.errors import PathError
+from npu_sim.paths import follow_umask
 from npu_sim.tosa.loader import load_graph, save_graph
 
 
@@ -29,6 +30,7 @@ def convert(graph_path: str, out_path: str, *, use_cache: bool = True, tosa_leve
         os.close(handle)
         try:
             save_graph(graph, temporary)
+            follow_umask(temporary)
             os.replace(temporary, target)
         finally:
             if os.path.exists(temporary):
