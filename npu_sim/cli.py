@@ -215,6 +215,23 @@ def convert_command(
     _commands().convert_cmd.convert(graph, out_path, use_cache=not no_cache, tosa_level=tosa_level)
 
 
+cache_app = typer.Typer(no_args_is_help=True, help="The cache of converted .tflite models (at most "
+                        "NPU_SIM_CACHE_MAX_BYTES, default 1 GiB; least recently used evicted).")
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("info")
+def cache_info_command() -> None:
+    """Show where the cache is, its entries and its size against the limit."""
+    _commands().cache_cmd.cache_info()
+
+
+@cache_app.command("clear")
+def cache_clear_command() -> None:
+    """Remove every cached conversion."""
+    _commands().cache_cmd.cache_clear()
+
+
 # --- design-space sweeps (npu_sim/sweep, issue 17) ----------------------------------------
 @app.command("sweep")
 def sweep_command(

@@ -2,8 +2,8 @@
 (the optional ``[tflite]`` extra), then read by :mod:`npu_sim.tosa.mlir_reader`.
 
 Conversions are cached by the SHA-256 of the model bytes in the user's cache folder
-(``$NPU_SIM_CACHE``, else ``$XDG_CACHE_HOME/npu-sim``, else ``~/.cache/npu-sim``), so a
-sweep or a second run over the same ``.tflite`` converts it once.
+(:mod:`npu_sim.conversion_cache`: bounded, least recently used evicted), so a sweep or a
+second run over the same ``.tflite`` converts it once.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from npu_sim import conversion_cache
 from npu_sim.errors import TosaFormatError, UnsupportedFeatureError
 
 TFLITE_IDENTIFIER = b"TFL3"
@@ -32,19 +33,14 @@ def is_tflite(data: bytes) -> bool:
 
 def cache_dir() -> Path:
     """Where converted models are kept."""
-    explicit = os.environ.get("NPU_SIM_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "npu-sim"
+    return conversion_cache.cache_dir()
 
 
 def tflite_to_mlir(data: bytes, source: str, use_cache: bool = True) -> str:
     """The TOSA MLIR text of a ``.tflite`` model (from the cache when it was converted before)."""
     key = hashlib.sha256(data).hexdigest()
-    cached = cache_dir() / "tflite" / f"{key}.mlir"
-    if use_cache and cached.is_file():
-        text = cached.read_text(encoding="utf-8")
+    text = conversion_cache.lookup("tflite", key, "mlir") if use_cache else None
+    if text is not None:
         if "func.func" in text:   # else a conversion that went wrong: do it again
             _refuse_foreign_operators(text, data, source)
             return text
@@ -55,7 +51,7 @@ def tflite_to_mlir(data: bytes, source: str, use_cache: bool = True) -> str:
         raise
     _refuse_foreign_operators(text, data, source)
     if use_cache:
-        _store(cached, text)
+        conversion_cache.store("tflite", key, "mlir", text)
     return text
 
 
@@ -133,15 +129,3 @@ def _convert(data: bytes, source: str) -> str:
     if "func.func" not in text:
         raise TosaFormatError(f"{source}: the TFLite converter found no model in it (a truncated or damaged .tflite?)")
     return text
-
-
-def _store(path: Path, text: str) -> None:
-    """Write atomically (concurrent sweeps may convert the same model)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".mlir")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except OSError:
-        pass   # a cache that cannot be written only costs a conversion next time
