@@ -176,13 +176,14 @@ def run_command(
     input_shape: list[str] = input_shape_option(),  # noqa: B008 (typer reads the list)
     allow_unpredictable: bool = typer.Option(False, "--allow-unpredictable", help=ALLOW_UNPREDICTABLE_HELP),
     no_composite_fusion: bool = typer.Option(False, "--no-composite-fusion", help=NO_COMPOSITE_HELP),
+    html: bool = typer.Option(False, "--html", help="Also write report.html (the run's page; see npu-sim report)."),
 ) -> None:
     """Simulate GRAPH on the NPU that CONFIG describes; write outputs and a timing report."""
     _commands().run_cmd.run_graph(graph, hw, inputs, out_dir, invocations=invocations, random_seed=random_inputs,
                                   spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level,
                                   max_memory=max_memory, timeout_seconds=timeout, max_loop_work_bytes=max_loop_work,
                                   input_shapes=input_shape, allow_unpredictable=allow_unpredictable,
-                                  composite_fusion=not no_composite_fusion)
+                                  composite_fusion=not no_composite_fusion, html=html)
 
 
 @app.command("plan")
@@ -256,7 +257,8 @@ def report_command(
     run_dir: Path = typer.Argument(..., help="An output folder of npu-sim run."),
     out: Path | None = typer.Option(None, "-o", "--out", help="The HTML file (default RUN_DIR/report.html)."),
 ) -> None:
-    """Turn one run's folder into a self-contained HTML page (summary, operations, TCM timeline)."""
+    """Write one run's page: a self-contained HTML file (figures, where the time goes, Gantt, operations,
+    roofline, memory)."""
     _commands().report_cmd.report(run_dir, out)
 
 
@@ -264,9 +266,10 @@ def report_command(
 def compare_command(
     dir_a: Path = typer.Argument(..., help="An output folder of npu-sim run."),
     dir_b: Path = typer.Argument(..., help="Another one."),
+    out: Path | None = typer.Option(None, "-o", "--out", help="The HTML file (default ./compare.html)."),
 ) -> None:
-    """Print the figures of two runs side by side, with B/A ratios."""
-    _commands().report_cmd.compare(dir_a, dir_b)
+    """Print the figures of two runs side by side with B/A ratios; write a page comparing them."""
+    _commands().report_cmd.compare(dir_a, dir_b, out)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,7 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -94,6 +94,25 @@ def follow_umask(path: Path | str) -> None:
     """Give ``path`` the permissions a new file (0666) or directory (0777) gets by the umask."""
     full = 0o777 if os.path.isdir(path) else 0o666
     os.chmod(path, full & ~current_umask())
+
+
+def write_atomically(target: Path, write: Callable[[Path], None], what: str) -> None:
+    """Have ``write`` fill a temporary file beside ``target`` that then takes its place (with
+    the permissions of the umask): ``target`` is whole or as it was, never half written.
+    :class:`PathError` (naming ``what`` and the path) when it cannot be written."""
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.tmp-", suffix=target.suffix)
+        os.close(handle)
+        try:
+            write(Path(temporary))
+            follow_umask(temporary)
+            os.replace(temporary, target)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+    except OSError as exc:
+        raise PathError(f"{what} {str(target)!r}: cannot write ({_reason(exc)})") from None
 
 
 # --- output directories -------------------------------------------------------------------

@@ -171,16 +171,25 @@ def fallback_operation_name(record: CommandRecord) -> str:
     return record.name or f"{record.kind}{record.id}"
 
 
+#: The ``invocation`` of the operations of a multi-invocation run's preamble (constants loaded
+#: once, before the first invocation).
+PREAMBLE = -1
+
+
 def operation_spans(commands: Iterable[CommandRecord], program: Program | None = None,
-                    setup_cycles: SetupCycles | None = None) -> list[OperationSpan]:
+                    setup_cycles: SetupCycles | None = None, preamble_end_cycle: int = 0) -> list[OperationSpan]:
     """Commands grouped by (operation, invocation), sorted by invocation then start cycle.
     ``setup_cycles`` (see :func:`command_setup_cycles`) splits their busy cycles into setup and
-    work (:attr:`OperationSpan.bound_cycles`); without it all is work."""
+    work (:attr:`OperationSpan.bound_cycles`); without it all is work. The program's preamble
+    commands that started before ``preamble_end_cycle`` (the first invocation's start) form
+    operations of their own, of invocation :data:`PREAMBLE`."""
     by_command, infos = command_operations(program)
+    preamble = program.preamble_command_ids if program is not None and preamble_end_cycle else frozenset()
     groups: dict[tuple[int, str], list[CommandRecord]] = {}
     for record in commands:
         name = by_command.get(record.id) or fallback_operation_name(record)
-        key = (record.invocation, name)
+        in_preamble = record.id in preamble and record.start_cycle < preamble_end_cycle
+        key = (PREAMBLE if in_preamble else record.invocation, name)
         group = groups.get(key)
         if group is None:
             groups[key] = [record]

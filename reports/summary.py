@@ -22,7 +22,9 @@ Fields (ARCHITECTURE.md lists the required ones):
   (:mod:`reports.peak_tensors`);
 * ``ops``: one row per NPU operation and invocation (see :mod:`reports.operations`):
   its ``cycles`` are its work (the cycles in which one of its commands kept a unit busy),
-  ``span_cycles`` its first start to its last end, ``busy_intervals`` per unit; with its
+  ``span_cycles`` its first start to its last end, ``busy_intervals`` per unit (the
+  constants a multi-invocation run loads once before its first invocation are operations of
+  invocation -1, the preamble); with its
   ``bound`` (``compute``, ``memory`` or ``setup_latency``: what most of its
   commands' cycles went to) and ``bound_shares`` (each one's fraction of them);
 * ``time_breakdown``: the run's cycles by unit (busy cycles and their share of the run)
@@ -115,7 +117,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
         "busy_cycles": dict(counters.busy_cycles),
         "command_counts": dict(counters.command_counts),
     }
-    spans = operation_spans(trace.commands, program, command_setup_cycles(hw))
+    spans = operation_spans(trace.commands, program, command_setup_cycles(hw), span[0])
     summary["ops"] = [span_.as_dict(busy_intervals=True) for span_ in spans]
     summary["time_breakdown"] = time_breakdown(spans, summary["busy_cycles"], cycles)
     summary["tcm_peak"] = tcm_peak(trace.allocations, *tcm_steps)

@@ -12,21 +12,15 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from reports.human_units import human_bytes
+
 if TYPE_CHECKING:
     from rich.console import Console
 
+__all__ = ["human_bytes", "ops_table", "op_cycles", "print_report", "report_text", "totals_line"]
+
 #: Rows shown before the table is cut (the summary keeps them all).
 MAX_ROWS = 60
-
-
-def human_bytes(count: float) -> str:
-    """``1536`` -> ``1.5 KiB``: binary units, three significant digits."""
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.3g} {unit}"
-        value /= 1024
-    return f"{value:.3g} GiB"  # pragma: no cover
 
 
 #: Columns: header, right-aligned, maximum width (longer cells fold onto more lines).

@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import typer
 
 from npu_sim.errors import PathError
-from npu_sim.paths import follow_umask
+from npu_sim.paths import write_atomically
 from npu_sim.tosa.loader import load_graph, save_graph
 
 
@@ -24,17 +22,5 @@ def convert(graph_path: str, out_path: str, *, use_cache: bool = True, tosa_leve
     if target.is_dir():
         raise PathError(f"-o {out_path!r}: is a directory")
     graph = load_graph(graph_path, level=tosa_level, use_cache=use_cache)
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.tmp-", suffix=target.suffix)
-        os.close(handle)
-        try:
-            save_graph(graph, temporary)
-            follow_umask(temporary)
-            os.replace(temporary, target)
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-    except OSError as exc:
-        raise PathError(f"-o {out_path!r}: cannot write ({exc.strerror or exc})") from None
+    write_atomically(target, lambda temporary: save_graph(graph, temporary), "-o")
     typer.echo(f"{graph_path} -> {out_path} ({sum(len(b.operators) for b in graph.blocks())} operators)")

@@ -7,7 +7,8 @@ the graph, simulates it, and writes into OUTDIR:
 * ``outputs/<name>.npy``: the graph outputs read back from the simulated memories
   (stacked along a leading axis with ``-n``), named as ``exec`` names them;
 * ``summary.json`` (:mod:`reports.summary`), ``memory_timeline.png``
-  (:mod:`reports.memory_timeline`), ``trace.json`` for Perfetto (:mod:`reports.perfetto`).
+  (:mod:`reports.memory_timeline`), ``trace.json`` for Perfetto (:mod:`reports.perfetto`);
+  with ``--html`` also ``report.html`` (:mod:`reports.run_report`).
 
 It prints the per-operation table and where the report is.
 
@@ -38,6 +39,7 @@ from npu_sim.simulation import compile_graph, simulate_invocations
 from reports.memory_timeline import plot_memory_timeline
 from reports.perfetto import write_trace
 from reports.plan_stats import format_plan_stats, plan_stats
+from reports.run_report import run_page
 from reports.table import print_report
 
 REPORT_FILES = ("summary.json", "memory_timeline.png", "trace.json")
@@ -52,7 +54,7 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
                    spread_tcm: bool = False, verify: bool = False,
                    tosa_level: str = "8K", max_memory_bytes: int | None = None,
                    input_shapes: list[str] | None = None, allow_unpredictable: bool = False,
-                   composite_fusion: bool = True) -> dict[str, Any]:
+                   composite_fusion: bool = True, html: bool = False) -> dict[str, Any]:
     """Do what ``npu-sim run`` does; returns the summary written to ``summary.json``.
 
     Everything that can be checked before the work is: ``-o``, the config, the graph, the
@@ -91,8 +93,10 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
                              tcm_size_bytes=hw.tcm.size_bytes, title=title)
         write_trace(staging / "trace.json", drawn, hw.clock_hz, result.program, title=title)
         summary["wall_seconds"]["reports"] = time.perf_counter() - start
-        summary["report_files"] = list(REPORT_FILES)
+        summary["report_files"] = list(REPORT_FILES) + (["report.html"] if html else [])
         (staging / "summary.json").write_text(summary_json(summary))
+        if html:
+            (staging / "report.html").write_text(run_page(staging), encoding="utf-8")
     return summary
 
 
@@ -129,7 +133,7 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
               verify: bool = False, tosa_level: str = "8K", max_memory: str | None = None,
               timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
               max_loop_work_bytes: int = DEFAULT_LOOP_WORK_BYTES, input_shapes: list[str] | None = None,
-              allow_unpredictable: bool = False, composite_fusion: bool = True) -> None:
+              allow_unpredictable: bool = False, composite_fusion: bool = True, html: bool = False) -> None:
     """``npu-sim run``: simulate, write the outputs and reports, print the per-operation table."""
     max_memory_bytes = None if max_memory is None else parse_size_bytes(max_memory)
     with job_limits(timeout_seconds, max_loop_work_bytes):
@@ -137,11 +141,12 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
                                  random_seed=random_seed, spread_tcm=spread_tcm, verify=verify,
                                  tosa_level=tosa_level, max_memory_bytes=max_memory_bytes,
                                  input_shapes=input_shapes, allow_unpredictable=allow_unpredictable,
-                                 composite_fusion=composite_fusion)
+                                 composite_fusion=composite_fusion, html=html)
     warn_if_unpredictable(summary)
     print_report(summary)
     out_dir = Path(out_dir)
-    typer.echo(f"report: {out_dir / 'summary.json'}, {out_dir / 'memory_timeline.png'}, "
+    page = f"{out_dir / 'report.html'}, " if html else ""
+    typer.echo(f"report: {page}{out_dir / 'summary.json'}, {out_dir / 'memory_timeline.png'}, "
                f"{out_dir / 'trace.json'} (open in https://ui.perfetto.dev); "
                f"outputs in {out_dir / 'outputs'}")
 

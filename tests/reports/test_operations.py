@@ -104,3 +104,21 @@ def test_merged_joins_touching_and_overlapping_intervals_and_drops_empty_ones():
 
     assert merged([(5, 9), (0, 2), (2, 4), (7, 8), (10, 10), (12, 15)]) == [(0, 4), (5, 9), (12, 15)]
     assert merged([]) == []
+
+
+def test_the_preamble_of_a_stream_is_an_operation_of_its_own():
+    """Constant loads 0 (a preamble command) and 1 (not one) of one operation, and the same
+    commands again inside invocation 0 (from cycle 100): the preamble's run is invocation -1."""
+    from dataclasses import replace
+
+    from reports.operations import PREAMBLE
+
+    records = [_record(0, "dma", "dma0", "copy", 0, 40), _record(1, "dma", "dma1", "copy", 150, 160),
+               _record(2, "compute", "vector", "ADD", 160, 170)]
+    program = replace(_program(OperationStats("constant_pool", "LOAD", "dma", commands=(0, 1)),
+                               OperationStats("add", "ADD", "vector", commands=(2,))),
+                      preamble_command_ids=frozenset({0}))
+    spans = operation_spans(records, program, preamble_end_cycle=100)
+    assert [(s.name, s.invocation, s.start_cycle, s.end_cycle) for s in spans] == [
+        ("constant_pool", PREAMBLE, 0, 40), ("constant_pool", 0, 150, 160), ("add", 0, 160, 170)]
+    assert [s.invocation for s in operation_spans(records, program)] == [0, 0]   # one invocation: in line

@@ -1,44 +1,77 @@
-"""npu-sim report (one run as a self-contained HTML page) and npu-sim compare (two runs side by side)."""
+"""reports.run_report: the page of one run, read from its folder."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 
-from npu_sim.cli import main
-from npu_sim.commands.run_cmd import run_simulation
-from reports.run_report import compare_rows
-
-GRAPH = str(Path(__file__).resolve().parents[2] / "examples" / "conv_rescale_int8.tosa")
+from npu_sim.errors import InputError
+from reports.run_report import op_rows, read_summary, run_page
+from tests.reports.conftest import Run
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict, dict]:
-    root = tmp_path_factory.mktemp("runs")
-    a = run_simulation(GRAPH, "edge", [], root / "a", random_seed=0)
-    b = run_simulation(GRAPH, "tiny", [], root / "b", random_seed=0)
-    return root / "a", root / "b", a, b
+def _rows(page: str, table_id: str) -> list[str]:
+    body = page.split(f'id="{table_id}">', 1)[1].split("</tbody>", 1)[0]
+    return re.findall(r"<tr[^>]*>.*?</tr>", body.split("<tbody>", 1)[1])
 
 
-def test_report_is_one_self_contained_page(runs: tuple[Path, Path, dict, dict]) -> None:
-    run_a, _, summary, _ = runs
-    assert main(["report", str(run_a)]) == 0
-    page = (run_a / "report.html").read_text()
+def test_the_page_has_one_row_per_operation_with_its_busy_cycles(kws_runs: tuple[Run, Run]) -> None:
+    run = kws_runs[0]
+    page = (run.folder / "report.html").read_text()
+    assert page == run_page(run.folder)
+    ops = run.summary["ops"]
+    rows = _rows(page, "ops")
+    assert len(rows) == len(ops) == 33
+    for op, row in zip(ops, rows):
+        values = re.findall(r'data-v="([^"]*)"', row)
+        index, start, busy, share, span = (float(v) for v in values[:5])
+        assert (index, start, busy, span) == (ops.index(op), op["start_cycle"], op["cycles"],
+                                              op["end_cycle"] - op["start_cycle"])
+        assert busy <= op["compute_cycles"] + op["dma_cycles"] and busy <= span
+        assert share == pytest.approx(op["cycles"] / run.summary["per_invocation_cycles"][0])
+    pool = next(op for op in ops if op["name"] == "constant_pool")
+    assert (pool["cycles"], pool["dma_cycles"], pool["span_cycles"]) == (4925, 4925, 52329)
+
+
+def test_the_page_leads_with_the_answer_in_human_units(kws_runs: tuple[Run, Run]) -> None:
+    page = (kws_runs[0].folder / "report.html").read_text()
+    assert "<p class='answer'>70.5 us per inference on ethos-u85-256; 71.4 % of the operations&#x27; cycles are " \
+           "compute-bound" in page
+    assert re.findall(r'<div class="label">([^<]*)</div><div class="value">([^<]*)</div>', page) == [
+        ("Latency", "70.5 us"), ("Inferences per second", "14.2 k/s"), ("MAC utilisation", "14.7 %"),
+        ("DDR bandwidth", "0.455 GB/s"), ("DDR per inference", "31.4 KiB"), ("Peak TCM", "33 KiB"),
+        ("Energy per inference", "8.08 uJ"), ("Area", "4.31 mm2")]
+    for heading in ("Where the time goes", "Timeline", "Operations", "Roofline", "Memory", "Energy and area"):
+        assert f"<h2>{heading}</h2>" in page
     assert page.count("data:image/png;base64,") == 1 and "src='http" not in page
-    assert f"<td>total_cycles</td><td>{summary['total_cycles']}</td>" in page
-    assert page.count("<tr>") >= len(summary["ops"])
+    peak = kws_runs[0].summary["tcm_peak"]
+    assert len(_rows(page, "peak-tensors")) == len(peak["tensors"]) > 0
 
 
-def test_compare_gives_b_over_a(runs: tuple[Path, Path, dict, dict], capsys: pytest.CaptureFixture[str]) -> None:
-    run_a, run_b, a, b = runs
-    rows = {name: (x, y, ratio) for name, x, y, ratio in compare_rows(a, b)}
-    assert rows["total_cycles"] == (a["total_cycles"], b["total_cycles"],
-                                    f"{b['total_cycles'] / a['total_cycles']:.3f}")
-    assert main(["compare", str(run_a), str(run_b)]) == 0
-    assert f"{b['total_cycles']:,}" in capsys.readouterr().out
+def test_fused_operations_composites_and_the_preamble_are_marked(lstm_stream: Run,
+                                                                 kws_runs: tuple[Run, Run]) -> None:
+    rows, classes = op_rows(lstm_stream.summary)
+    composite = {name for c in lstm_stream.summary["fused_composites"] for name in c["operations"]}
+    assert composite and all((c == "composite") == (r["name"] in composite) for r, c in zip(rows, classes))
+    preamble = [r for r in rows if r["invocation"] == -1]
+    assert [r["name"] for r in preamble] == ["constant_pool"] and preamble[0]["share"] == ""
+    page = run_page(lstm_stream.folder)
+    assert "composite: lstm_cell" in page and ">preamble</td>" in page
+    assert "3 fused" in (kws_runs[0].folder / "report.html").read_text()
 
 
-def test_a_folder_without_summary_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report", str(tmp_path)]) == 2
-    assert "not an npu-sim run folder" in capsys.readouterr().err
+def test_a_folder_that_is_not_a_run_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not an npu-sim run folder"):
+        read_summary(tmp_path)
+    (tmp_path / "summary.json").write_text("{")
+    with pytest.raises(InputError, match="not valid JSON"):
+        read_summary(tmp_path)
+    (tmp_path / "summary.json").write_text(json.dumps({"command": "exec"}))
+    with pytest.raises(InputError, match="not the summary of npu-sim run"):
+        read_summary(tmp_path)
+    (tmp_path / "summary.json").write_text(json.dumps({"total_cycles": 5, "ops": [{"name": "x"}]}))
+    with pytest.raises(InputError, match=r"ops\[0\] is not an operation row"):
+        read_summary(tmp_path)
