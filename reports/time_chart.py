@@ -50,9 +50,10 @@ def unit_colour(unit: str, index: int) -> str:
 def unit_chart(summary: Mapping[str, Any]) -> str:
     """One bar per unit and DMA engine: the share of the run it was busy."""
     by_unit = summary.get("time_breakdown", {}).get("by_unit", {})
-    bars = [Bar(unit, [(info.get("share", 0.0), unit_colour(unit, i),
+    exact = summary.get("utilization", {})   # unrounded: the same figure as the headline's
+    bars = [Bar(unit, [(exact.get(unit, info.get("share", 0.0)), unit_colour(unit, i),
                         f"{unit}: busy {cycles(info.get('busy_cycles', 0))} cycles")],
-                f"{percent(info.get('share', 0.0))} busy")
+                f"{percent(exact.get(unit, info.get('share', 0.0)))} busy")
             for i, (unit, info) in enumerate(by_unit.items())]
     return bar_chart(bars, label="busy share of the run by unit", label_width=150, bar_width=290, note_width=120)
 

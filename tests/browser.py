@@ -71,6 +71,7 @@ def open_page(driver: Any, page: Path) -> list[dict[str, Any]]:
 def screenshot(driver: Any, path: Path, full_page: bool = True) -> Path:
     """A PNG of the page (the whole height with ``full_page``), kept as the test's artifact."""
     width, height = WINDOW
+    driver.execute_script("window.scrollTo(0, 0); document.querySelectorAll('.tablebox').forEach(b => b.scrollTop = 0)")
     if full_page:
         height = int(driver.execute_script("return document.documentElement.scrollHeight"))
         driver.set_window_size(width, min(height + 100, 16000))
