@@ -36,7 +36,7 @@ KINDS = ("tflite",)
 STALE_TEMPORARY_SECONDS = 3600
 _ENTRY = re.compile(r"^[0-9a-f]{64}\.[a-z]+$")
 _TEMPORARY = re.compile(r"^\.tmp-.*")
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 _SHIFT = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
 
 

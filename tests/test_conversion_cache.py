@@ -61,7 +61,7 @@ def test_an_entry_above_the_limit_is_not_kept_and_zero_keeps_nothing(monkeypatch
 
 
 @pytest.mark.parametrize("text, size", [("", 1 << 30), ("123", 123), ("10M", 10 << 20), ("1.5 KiB", 1536),
-                                        ("2g", 2 << 30), ("0", 0)])
+                                        ("2g", 2 << 30), ("0", 0), ("1e7", 10**7), ("10MB", 10 << 20)])
 def test_the_limit_is_a_size(monkeypatch: pytest.MonkeyPatch, text: str, size: int) -> None:
     monkeypatch.setenv(cache.MAX_BYTES_ENV, text)
     assert cache.max_bytes() == size
