@@ -38,6 +38,8 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
         raise InputError(f"{run_dir}: not an npu-sim run folder (no readable summary.json)") from None
     except ValueError as exc:
         raise InputError(f"{path}: not valid JSON ({exc})") from None
+    if isinstance(data, dict) and data.get("command") == "exec":
+        raise InputError(f"{path}: the summary of npu-sim exec, which times nothing; the page needs npu-sim run")
     if not isinstance(data, dict) or not isinstance(data.get("total_cycles"), int):
         raise InputError(f"{path}: not the summary of npu-sim run (no total_cycles)")
     _check_ops(path, data.get("ops", []))
@@ -61,9 +63,13 @@ def figure_cards(figures: list[Figure]) -> str:
 
 def time_section(summary: Mapping[str, Any]) -> str:
     """Where the time goes: by bound, by unit, the longest operations."""
+    by_bound = summary.get("time_breakdown", {}).get("by_bound", {})
+    shares = ", ".join(f"{BOUND_LABELS.get(b, b)}-bound {percent(info.get('share', 0.0))}"
+                       for b, info in by_bound.items())
     return ("<h2>Where the time goes</h2><div class='grid2'><div><h3>Operation cycles by what bounds them</h3>"
-            f"{bound_chart(summary)}<p class='note'>Each operation's busy cycles split into compute bodies, "
-            "DMA data phases (memory) and command setups plus DMA latency; shares of their sum.</p></div>"
+            f"{bound_chart(summary)}<p class='note'>Share of cycles by bound: {esc(shares)}. Each operation's "
+            "busy cycles split into compute bodies, DMA data phases (memory) and command setups plus DMA "
+            "latency; shares of their sum.</p></div>"
             f"<div><h3>Busy share of the run by unit</h3>{unit_chart(summary)}</div></div>"
             f"<h3>Longest operations (click one for its row)</h3>{top_operations_chart(summary)}{bound_legend()}")
 
@@ -155,8 +161,8 @@ def memory_section(run_dir: Path, summary: Mapping[str, Any]) -> str:
     more = f" and {peak['more']} smaller ones" if peak.get("more") else ""
     table = (f"<h3>Tensors in the TCM at its peak: {human_bytes(total)} at cycle {peak.get('cycle', 0):,}{more}</h3>"
              + sortable_table(columns, rows, table_id="peak-tensors") if tensors else "")
-    return ("<h2>Memory</h2><p class='note'>TCM address map over time (top) and bytes in use (bottom); click the "
-            f"image for full size.</p>{image}{table}")
+    return ("<h2>Memory timeline</h2><p class='note'>TCM address map over time (top) and bytes in use (bottom); "
+            f"click the image for full size.</p>{image}{table}")
 
 
 def breakdown_section(summary: Mapping[str, Any]) -> str:

@@ -44,7 +44,9 @@ def test_the_page_leads_with_the_answer_in_human_units(kws_runs: tuple[Run, Run]
         ("Latency", "70.5 us"), ("Inferences per second", "14.2 k/s"), ("MAC utilisation", "14.7 %"),
         ("DDR bandwidth", "0.455 GB/s"), ("DDR per inference", "31.4 KiB"), ("Peak TCM", "33 KiB"),
         ("Energy per inference", "8.08 uJ"), ("Area", "4.31 mm2")]
-    for heading in ("Where the time goes", "Timeline", "Operations", "Roofline", "Memory", "Energy and area"):
+    assert "Share of cycles by bound: compute-bound 71.4 %, memory-bound 12.5 %, setup/latency-bound 16.1 %." in page
+    for heading in ("Where the time goes", "Timeline", "Operations", "Roofline", "Memory timeline",
+                    "Energy and area"):
         assert f"<h2>{heading}</h2>" in page
     assert page.count("data:image/png;base64,") == 1 and "src='http" not in page
     peak = kws_runs[0].summary["tcm_peak"]
@@ -70,6 +72,9 @@ def test_a_folder_that_is_not_a_run_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not valid JSON"):
         read_summary(tmp_path)
     (tmp_path / "summary.json").write_text(json.dumps({"command": "exec"}))
+    with pytest.raises(InputError, match="the summary of npu-sim exec, which times nothing"):
+        read_summary(tmp_path)
+    (tmp_path / "summary.json").write_text(json.dumps([1]))
     with pytest.raises(InputError, match="not the summary of npu-sim run"):
         read_summary(tmp_path)
     (tmp_path / "summary.json").write_text(json.dumps({"total_cycles": 5, "ops": [{"name": "x"}]}))
