@@ -118,11 +118,10 @@ def test_a_tflite_is_converted_once_and_the_cache_stays_under_its_limit(monkeypa
     def no_converter(data: bytes, source: str) -> str:
         raise AssertionError("converted again")
 
-    monkeypatch.setattr(tflite_import, "_convert", no_converter)
-    assert tflite_import.tflite_to_mlir(data, "kws") == text     # from the cache
+    with monkeypatch.context() as patched:
+        patched.setattr(tflite_import, "_convert", no_converter)
+        assert tflite_import.tflite_to_mlir(data, "kws") == text     # from the cache
     cache.clear()
-    monkeypatch.undo()
-    monkeypatch.setenv("NPU_SIM_CACHE", str(cache.cache_dir()))
     monkeypatch.setenv(cache.MAX_BYTES_ENV, str(size - 1))        # smaller than the conversion
     for _ in range(2):
         assert tflite_import.tflite_to_mlir(data, "kws") == text
