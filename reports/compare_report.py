@@ -93,7 +93,8 @@ def _difference(op_a: Mapping[str, Any] | None, op_b: Mapping[str, Any] | None) 
 
 
 def _ops_section(rows: list[dict[str, Any]]) -> str:
-    columns = [Column("name", "operation", False), Column("op", "op", False), Column("where", "in", False),
+    columns = [Column("name", "operation", False, width_px=220), Column("op", "op", False, width_px=110),
+               Column("where", "in", False),
                Column("unit_a", "unit A", False), Column("unit_b", "unit B", False),
                Column("cycles_a", "cycles A", show=cycles), Column("cycles_b", "cycles B", show=cycles),
                Column("ratio", "B/A", show=lambda v: f"{v:.3g}"), Column("delta", "B-A", show=cycles),

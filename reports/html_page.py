@@ -84,7 +84,7 @@ svg .muted{fill:var(--muted)}svg .link,[data-row]{cursor:pointer}
 .gantt .scroll{overflow-x:auto;overflow-y:hidden}.gantt svg{display:block;width:100%}
 .tablebox{max-height:640px;overflow:auto;border:1px solid var(--line);border-radius:4px}
 table{border-collapse:collapse;font-size:12.5px;width:100%}
-td,th{border-bottom:1px solid var(--line);padding:3px 6px;text-align:right;white-space:nowrap}
+td,th{border-bottom:1px solid var(--line);padding:3px 5px;text-align:right;white-space:nowrap}
 td.t,th.t{text-align:left}td.w{white-space:normal;max-width:300px;overflow-wrap:anywhere}
 th{background:var(--soft);position:sticky;top:0;cursor:pointer;user-select:none}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
@@ -116,6 +116,7 @@ class Column:
     show: Callable[[Any], str] = str
     markup: bool = False
     width_px: int = 0   # a text column that wraps its long cells, at least this wide (0: never wraps)
+    sort_key: Callable[[Any], str] | None = None   # what a text column sorts by (default: its text)
 
 
 def sortable_table(columns: Sequence[Column], rows: Sequence[dict[str, Any]], *, table_id: str,
@@ -138,7 +139,8 @@ def _cell(column: Column, value: Any) -> str:
     shown = column.show(value) if value != "" else ""
     shown = shown if column.markup else html.escape(shown)
     if not column.numeric:
-        return f'<td class="t{" w" if column.width_px else ""}">{shown}</td>'
+        key = f' data-v="{html.escape(column.sort_key(value))}"' if column.sort_key and value != "" else ""
+        return f'<td class="t{" w" if column.width_px else ""}"{key}>{shown}</td>'
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return f'<td data-v="{value!r}">{shown}</td>'
     return f"<td>{shown}</td>"

@@ -25,6 +25,8 @@ from reports.svg import BOUND_LABELS, PALETTE, Bar, bar_chart, esc
 from reports.table import op_cycles
 from reports.time_chart import bound_chart, bound_legend, op_row_id, top_operations_chart, unit_chart
 
+#: How the table names the bounds (short: the table is wide).
+TABLE_BOUNDS = {"compute": "compute", "memory": "memory", "setup_latency": "setup/lat."}
 #: Rows of the per-operation table (a stream of many invocations: the first ones).
 MAX_TABLE_ROWS = 20_000
 
@@ -104,30 +106,33 @@ def _op_row(index: int, op: Mapping[str, Any], per_invocation: list[int], mac_pe
     return {**op, "index": index, "cycles": work, "share": work / inference if inference else "",
             "span_cycles": op["end_cycle"] - op["start_cycle"],
             "ddr_bytes": op.get("ddr_read_bytes", 0) + op.get("ddr_write_bytes", 0),
-            "mac_utilization": macs / (work * mac_peak) if macs and work and mac_peak else "", "tags": tags}
+            "mac_utilization": macs / (work * mac_peak) if macs and work and mac_peak else "",
+            "label": (op.get("name", ""), tags)}
 
 
 def _invocation(index: int) -> str:
     return "preamble" if index < 0 else str(index)
 
 
-def _tags(tags: tuple[str | None, int, bool]) -> str:
-    kind, fused, on_cpu = tags
-    out = f'<span class="tag">composite: {esc(kind)}</span>' if kind else ""
-    out += f'<span class="tag">{fused} fused</span>' if fused > 1 and not kind else ""
-    return out + ('<span class="tag cpu">CPU</span>' if on_cpu else "")
+def _label(label: tuple[str, tuple[str | None, int, bool]]) -> str:
+    """An operation's name with its marks: a fused composite, operators fused, on the host CPU."""
+    name, (kind, fused, on_cpu) = label
+    out = esc(name) + (f' <span class="tag">composite: {esc(kind)}</span>' if kind else "")
+    out += f' <span class="tag">{fused} fused</span>' if fused > 1 and not kind else ""
+    return out + (' <span class="tag cpu">CPU</span>' if on_cpu else "")
 
 
 def ops_section(summary: Mapping[str, Any]) -> str:
     rows, classes = op_rows(summary)
     several = summary.get("invocations", 1) > 1
-    columns = [Column("index", "#"), Column("name", "operation", False, width_px=220),
-               Column("tags", "fused / where", False, _tags, markup=True), Column("op", "op", False, width_px=110),
+    columns = [Column("index", "#"), Column("label", "operation", False, _label, markup=True, width_px=210,
+                                            sort_key=lambda label: label[0]),
+               Column("op", "op", False, width_px=110),
                Column("unit", "unit", False),
                *([Column("invocation", "inv.", show=_invocation)] if several else []),
                Column("start_cycle", "start", show=cycles), Column("cycles", "cycles", show=cycles),
                Column("share", "share", show=percent), Column("span_cycles", "span", show=cycles),
-               Column("bound", "bound", False, lambda b: BOUND_LABELS.get(b, str(b))),
+               Column("bound", "bound", False, lambda b: TABLE_BOUNDS.get(b, str(b))),
                Column("macs", "MACs", show=cycles), Column("mac_utilization", "MAC util.", show=percent),
                Column("ddr_read_bytes", "DDR read", show=human_bytes),
                Column("ddr_write_bytes", "DDR write", show=human_bytes),

@@ -29,3 +29,9 @@ def test_the_page_fetches_nothing():
     assert html_table(["a", "b"], [{"a": 1.5, "b": "x"}]) == (
         '<table><thead><tr><th data-type="num">a</th><th>b</th></tr></thead><tbody><tr>'
         '<td data-v="1.5">1.5</td><td>x</td></tr></tbody></table>')
+
+
+def test_a_text_column_may_sort_by_a_key_other_than_its_markup():
+    table = sortable_table([Column("label", "operation", False, lambda v: f"{v[0]} <i>{v[1]}</i>", markup=True,
+                                   sort_key=lambda v: v[0])], [{"label": ("conv", "3 fused")}], table_id="t")
+    assert '<td class="t" data-v="conv">conv <i>3 fused</i></td>' in table

@@ -26,7 +26,7 @@ def test_the_page_has_one_row_per_operation_with_its_busy_cycles(kws_runs: tuple
     rows = _rows(page, "ops")
     assert len(rows) == len(ops) == 33
     for op, row in zip(ops, rows):
-        values = re.findall(r'data-v="([^"]*)"', row)
+        values = re.findall(r'<td data-v="([^"]*)"', row)   # the numeric cells
         index, start, busy, share, span = (float(v) for v in values[:5])
         assert (index, start, busy, span) == (ops.index(op), op["start_cycle"], op["cycles"],
                                               op["end_cycle"] - op["start_cycle"])
