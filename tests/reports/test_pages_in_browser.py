@@ -69,6 +69,9 @@ def test_the_run_page_in_chromium(driver: Any, kws_runs: tuple[Run, Run]) -> Non
     assert image[0] > 1000 and 0 < image[1] < WINDOW[0]
     rows = driver.execute_script("return document.querySelectorAll('#ops tbody tr').length")
     assert rows == len(run.summary["ops"])
+    table = driver.execute_script("const t = document.getElementById('ops'); "
+                                  "return [t.scrollWidth, t.parentElement.clientWidth]")
+    assert table[0] <= table[1] + 1   # every column in view, no sideways scrolling
     _sorts_by(driver, "ops", "cycles")
     screenshot(driver, ARTIFACTS / "report.png")
 
