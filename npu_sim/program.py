@@ -206,6 +206,17 @@ class KernelStep(Generic[OperandT]):
     name: str = ""
 
 
+#: The LUT unit's own units name (``ComputeCommand.unit``).
+LUT_UNIT = "lut"
+
+
+def reads_table_in_place(command_unit: str, composite: str, step_op: Op, operand_index: int) -> bool:
+    """True for the operand a command may read where it lives, in any memory: the table of a
+    lookup's GATHER on the LUT unit or in a fused composite. The LUT loads its table into a
+    memory of its own (timed by ``lut.table_load_*``), so the table needs no TCM copy."""
+    return step_op is Op.GATHER and operand_index == 0 and (command_unit == LUT_UNIT or bool(composite))
+
+
 @dataclass(frozen=True)
 class ComputeCommand:
     """Runs ``steps`` in order on ``unit``; the last step's outputs go to ``outputs``.

@@ -23,7 +23,7 @@ reference executor). Nothing wrong is ever written silently.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -32,7 +32,7 @@ import numpy as np
 from npu_sim.errors import MemoryAccessError, ProgramError, SimulationError, TosaRuntimeError
 from npu_sim.hw.memory import Memory, ViewAccess
 from npu_sim.hw.queues import Machine, QueuedCommand, Unit
-from npu_sim.program import ComputeCommand, KernelStep, MemorySpace, View
+from npu_sim.program import ComputeCommand, KernelStep, MemorySpace, View, reads_table_in_place
 from npu_sim.reference.custom import custom_implementation
 from npu_sim.reference.kernel_api import BoundKernel, KernelArgs, bind_kernel, run_kernel
 from npu_sim.tosa.ops import Op
@@ -62,16 +62,16 @@ COMPOSITE_READABLE = (MemorySpace.TCM, MemorySpace.VARIABLE_SRAM)
 
 
 def compile_step(step: KernelStep, index: int, memories: Mapping[MemorySpace, Memory], where: str,
-                 readable: tuple[MemorySpace, ...] = (MemorySpace.TCM,)) -> CompiledStep:
+                 readable: tuple[MemorySpace, ...] = (MemorySpace.TCM,),
+                 in_place: Callable[[Op, int], bool] = lambda op, i: False) -> CompiledStep:
     """Bind a step's operands: views of the ``readable`` memories (the TCM; a fused
-    composite also reads the variable SRAM), or earlier steps' results."""
+    composite also reads the variable SRAM; ``in_place(op, i)``: operand ``i`` is a table
+    read where it lives), or earlier steps' results."""
     operands: list[ViewAccess | int] = []
     for i, operand in enumerate(step.operands):
         if type(operand) is View or isinstance(operand, View):
-            if operand.memory not in readable:
-                what = "the TCM" if len(readable) == 1 else "the TCM and the variable SRAM"
-                raise ProgramError(f"{where}: step {index} operand {i} is in {operand.memory.value}; "
-                                   f"compute units read only {what}")
+            if operand.memory not in readable and not in_place(step.op, i):
+                _unreadable(operand, i, index, readable, where)
             operands.append(memories[operand.memory].access(operand))
         elif isinstance(operand, int) and 0 <= operand < index:
             operands.append(operand)
@@ -90,13 +90,23 @@ def compile_step(step: KernelStep, index: int, memories: Mapping[MemorySpace, Me
     return CompiledStep(step, operands, input_types, output_types, offsets, step.name, expected)
 
 
+def _unreadable(operand: View, i: int, index: int, readable: tuple[MemorySpace, ...], where: str) -> NoReturn:
+    what = "the TCM" if len(readable) == 1 else "the TCM and the variable SRAM"
+    raise ProgramError(f"{where}: step {index} operand {i} is in {operand.memory.value}; "
+                       f"compute units read only {what}")
+
+
 def compile_compute(command: ComputeCommand, memories: Mapping[MemorySpace, Memory], where: str
                     ) -> tuple[list[CompiledStep], list[ViewAccess]]:
     """Bind a compute command's steps and outputs to the memories (ProgramError if malformed)."""
     if not command.steps:
         raise ProgramError(f"{where}: a compute command needs at least one step")
     readable = COMPOSITE_READABLE if command.composite else (MemorySpace.TCM,)
-    steps = [compile_step(step, i, memories, where, readable) for i, step in enumerate(command.steps)]
+
+    def in_place(op: Op, operand_index: int) -> bool:
+        return reads_table_in_place(command.unit, command.composite, op, operand_index)
+
+    steps = [compile_step(step, i, memories, where, readable, in_place) for i, step in enumerate(command.steps)]
     tcm = memories[MemorySpace.TCM]
     if command.output_steps and (len(command.output_steps) != len(command.outputs) or
                                  any(not 0 <= s < len(steps) for s in command.output_steps)):

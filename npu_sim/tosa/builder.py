@@ -276,6 +276,18 @@ class GraphBuilder(BlockBuilder):
         self.regions = [Region("main", [Block("main")])]
         super().__init__(self, self.regions[0].blocks[0])
 
+    @classmethod
+    def over(cls, regions: list[Region]) -> GraphBuilder:
+        """A builder adding to regions being read elsewhere (the first block of the first
+        region is the main block): a reader that meets an operation it legalizes builds
+        the replacement with it, names kept unique across all the blocks."""
+        builder = cls.__new__(cls)
+        builder.version, builder.layout = (1, 0, 0, False), "regions"
+        builder._counter, builder._used = itertools.count(), set()
+        builder.regions = regions
+        BlockBuilder.__init__(builder, builder, regions[0].blocks[0])
+        return builder
+
     @property
     def main(self) -> BlockBuilder:
         return self

@@ -25,6 +25,8 @@ from npu_sim.tosa.json_io import read_json, write_json
 from npu_sim.tosa.levels import DEFAULT_LEVEL, check_level
 from npu_sim.tosa.mlir_reader import looks_like_mlir, read_mlir
 from npu_sim.tosa.shape_resolution import has_unknown_dims, resolve_unknown_dims
+from npu_sim.tosa.tflite.flatbuffer import TfliteModel
+from npu_sim.tosa.tflite.legalize import Legalizer
 from npu_sim.tosa.tflite_import import is_tflite, tflite_to_mlir
 from npu_sim.tosa.validation import validate as validate_graph
 
@@ -68,9 +70,10 @@ def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
     if kind == "json":
         graph = read_json(data.removeprefix(b"\xef\xbb\xbf"))
     elif kind == "tflite":
-        graph = read_mlir(tflite_to_mlir(data, str(path), use_cache), str(path))
+        graph = read_mlir(tflite_to_mlir(data, str(path), use_cache), str(path),
+                          Legalizer(TfliteModel(data, str(path)), str(path)))
     elif kind == "mlir":
-        graph = read_mlir(data.removeprefix(b"\xef\xbb\xbf"), str(path))
+        graph = read_mlir(data.removeprefix(b"\xef\xbb\xbf"), str(path), Legalizer(None, str(path)))
     else:
         graph = read_graph(data)
     if resolve_dims and kind in ("mlir", "tflite") and has_unknown_dims(graph):   # MLIR's "?" dimensions

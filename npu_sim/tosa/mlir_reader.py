@@ -15,23 +15,28 @@ the text (``tfl.*``: what a converter could not legalize) are refused by name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from npu_sim.errors import GraphValidationError, TosaFormatError, UnknownOperatorError
+from npu_sim.tosa.builder import BlockBuilder, GraphBuilder
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import Block, Graph, Operator, Region, Tensor
 from npu_sim.tosa.mlir_text import MlirType, Scanner, TypedValue, dense_array, parse_resources
 from npu_sim.tosa.ops import Op, attribute_class, op_from_name
 
+if TYPE_CHECKING:
+    from npu_sim.tosa.tflite.legalize import Legalizer
+
 #: What to do about an operator another dialect left in the graph.
 _FOREIGN_HINTS = {
-    "tfl.unidirectional_sequence_lstm": "export the LSTM from Keras with unroll=True (or stateful=True) so "
-                                        "that it converts to TOSA operators",
     "tfl.custom": "a CUSTOM TFLite operator has no TOSA form",
 }
 
+
+#: What ``"tfl.no_value"`` (an omitted optional operand) stands for among the SSA values.
+_NO_VALUE = ""
 
 #: Attribute values the TOSA dialect does not print when they are the default.
 _MLIR_DEFAULTS = {"nan_mode": "PROPAGATE"}
@@ -46,14 +51,31 @@ class _Variable:
 
 
 @dataclass
+class _Captures:
+    """The values of enclosing blocks that the regions of one COND_IF/WHILE_LOOP read: each
+    becomes an extra operand of the operator and an extra input of every one of its blocks
+    (for WHILE_LOOP also an extra loop-carried value the body hands back unchanged), as TOSA
+    regions take everything through their inputs."""
+
+    outer_names: list[str] = field(default_factory=list)       # tensors of the enclosing block
+    blocks: list[_BlockState] = field(default_factory=list)    # the regions' blocks read so far
+
+    def inner_name(self, block: Block, k: int) -> str:
+        return f"{block.name}_captured_{k}"
+
+
+@dataclass
 class _BlockState:
     block: Block
     values: dict[str, str] = field(default_factory=dict)   # %ssa -> tensor name
     outer: _BlockState | None = None
+    captures: _Captures | None = None   # a region's block: what its operator passes in
 
 
 class _Reader:
-    def __init__(self, text: str, source: str):
+    def __init__(self, text: str, source: str, legalizer: Legalizer | None = None):
+        self.legalizer = legalizer
+        self.foreign_seen: dict[str, int] = {}
         self.scanner = Scanner(text, source)
         self.source = source
         self.resources = parse_resources(text)
@@ -246,9 +268,8 @@ class _Reader:
         generic = s.peek('"')
         opname = s.string() if generic else s.ident()
         if not opname.startswith(("tosa.", "builtin.")):
-            dialect_op = opname.lower()
-            hint = _FOREIGN_HINTS.get(dialect_op, "it has no TOSA form (the converter could not legalize it)")
-            raise s.error(f"operator {opname} is not TOSA: {hint}")
+            self.foreign(state, results, opname, generic)
+            return
         short = opname.removeprefix("tosa.")
         special = {"cond_if": self.cond_if, "while_loop": self.while_loop,
                    "variable_read": self.variable_read, "variable_write": self.variable_write}
@@ -258,6 +279,47 @@ class _Reader:
             special[short](state, results)
         else:
             self.operation(state, results, short, generic=generic)
+
+    def foreign(self, state: _BlockState, results: list[str], opname: str, generic: bool) -> None:
+        """An operation of another dialect: an omitted operand (``tfl.no_value``), one the
+        legalizer turns into TOSA operators, or else refused by name."""
+        s = self.scanner
+        name = opname.lower()
+        handled = name == "tfl.no_value" or self.legalizer is not None and self.legalizer.handles(name)
+        if not handled or not generic or len(results) > 1:
+            hint = _FOREIGN_HINTS.get(name, "it has no TOSA form (the converter could not legalize it)")
+            raise s.error(f"operator {opname} is not TOSA: {hint}")
+        operands, attrs, result_type = self.foreign_signature()
+        if name == "tfl.no_value":
+            state.values.update({r: _NO_VALUE for r in results})
+            return
+        assert self.legalizer is not None
+        where = f"{self.source}: {results[0] if results else opname}"
+        values = [self.lookup(state, v, where) or None for v in operands]
+        occurrence = self.foreign_seen.get(name, 0)
+        self.foreign_seen[name] = occurrence + 1
+        builder = BlockBuilder(GraphBuilder.over(self.regions), state.block)
+        outputs = self.legalizer.legalize(name, occurrence, builder, values, attrs)
+        for ssa, out in zip(results, outputs):
+            if result_type is None or tuple(state.block.tensors[out].shape) != result_type.dims:
+                raise s.error(f"{opname}: the legalized result does not have the type the MLIR gives it")
+            state.values[ssa] = out
+
+    def foreign_signature(self) -> tuple[list[str], dict[str, Any], MlirType | None]:
+        """``(operands) <{attributes}> : (operand types) -> result type`` of a generic
+        operation of another dialect (the result type None for ``none``)."""
+        s = self.scanner
+        operands = self.operand_list(s)
+        attrs: dict[str, Any] = {}
+        if s.accept("<"):
+            attrs.update(s.attr_dict())
+            s.expect(">")
+        if s.peek("{"):
+            attrs.update(s.attr_dict())
+        s.expect(":")
+        s.balanced("(", ")")
+        s.expect("->")
+        return operands, attrs, None if s.accept("none") else s.type_()
 
     @staticmethod
     def results(s: Scanner) -> list[str]:
@@ -329,22 +391,48 @@ class _Reader:
     def lookup(self, state: _BlockState, ssa: str, where: str) -> str:
         if ssa in state.values:
             return state.values[ssa]
-        outer = state.outer
-        while outer is not None:   # a value of an enclosing block: only constants travel in
-            if ssa in outer.values:
-                tensor = outer.block.tensors[outer.values[ssa]]
-                if tensor.data is None:
-                    raise TosaFormatError(f"{where}: {ssa} comes from outside the region; TOSA regions "
-                                          "take their values as arguments")
-                name = self.layer_name(state, ssa)
-                copy = self.add_tensor(state, name, None, like=tensor)
-                copy.data = tensor.data
-                op = Op.CONST_SHAPE if tensor.dtype is DType.SHAPE else Op.CONST
-                state.block.operators.append(Operator(op, [], [name]))
-                state.values[ssa] = name
-                return name
-            outer = outer.outer
-        raise TosaFormatError(f"{where}: use of undefined value {ssa}")
+        outer, depth = state.outer, 0
+        while outer is not None and ssa not in outer.values:
+            outer, depth = outer.outer, depth + 1
+        if outer is None or state.outer is None:
+            raise TosaFormatError(f"{where}: use of undefined value {ssa}")
+        if outer.values[ssa] == _NO_VALUE:
+            return _NO_VALUE
+        tensor = outer.block.tensors[outer.values[ssa]]
+        if tensor.data is not None:   # a constant: the region gets a copy of its own
+            name = self.layer_name(state, ssa)
+            copy = self.add_tensor(state, name, None, like=tensor)
+            copy.data = tensor.data
+            op = Op.CONST_SHAPE if tensor.dtype is DType.SHAPE else Op.CONST
+            state.block.operators.append(Operator(op, [], [name]))
+            state.values[ssa] = name
+            return name
+        if state.captures is None:
+            raise TosaFormatError(f"{where}: {ssa} comes from outside the region")
+        # any other value is passed in: first into the enclosing block (if it is a region too)
+        outer_name = self.lookup(state.outer, ssa, where)
+        return self.capture(state, ssa, outer_name)
+
+    def capture(self, state: _BlockState, ssa: str, outer_name: str) -> str:
+        """Make ``outer_name`` (a tensor of the enclosing block) an extra input of every block of
+        the region operator ``state`` belongs to; the name it has in ``state``'s block."""
+        captures = state.captures
+        assert captures is not None and state.outer is not None
+        if outer_name not in captures.outer_names:
+            captures.outer_names.append(outer_name)
+            for block_state in captures.blocks:
+                self.add_capture_input(block_state, len(captures.outer_names) - 1, outer_name)
+        k = captures.outer_names.index(outer_name)
+        name = captures.inner_name(state.block, k)
+        state.values[ssa] = name
+        return name
+
+    def add_capture_input(self, block_state: _BlockState, k: int, outer_name: str) -> None:
+        assert block_state.outer is not None and block_state.captures is not None
+        source = block_state.outer.block.tensors[outer_name]
+        name = block_state.captures.inner_name(block_state.block, k)
+        self.add_tensor(block_state, name, None, like=source)
+        block_state.block.inputs.append(name)
 
     def add_tensor(self, state: _BlockState, name: str, t: MlirType | None, like: Tensor | None = None) -> Tensor:
         if name in state.block.tensors:
@@ -424,13 +512,18 @@ class _Reader:
         s.expect("->")
         result_types = s.type_list()
         first, second = self.block_names(results, kinds)
+        captures = _Captures()
         s.expect("{")
-        self.region(state, first, *arguments)
+        self.region(state, first, *arguments, captures)
         s.expect(separator)
         s.expect("{")
-        self.region(state, second, *arguments)
+        self.region(state, second, *arguments, captures)
+        if op is Op.WHILE_LOOP:   # the body hands each captured value back unchanged
+            body = captures.blocks[1].block
+            body.outputs += [captures.inner_name(body, k) for k in range(len(captures.outer_names))]
         fields = ("then_graph", "else_graph") if op is Op.COND_IF else ("cond_graph", "body_graph")
-        self.finish_control(state, op, inputs, dict(zip(fields, (first, second))), results, result_types)
+        self.finish_control(state, op, inputs + captures.outer_names, dict(zip(fields, (first, second))),
+                            results, result_types, captures.outer_names if op is Op.WHILE_LOOP else [])
 
     def bindings(self, state: _BlockState) -> tuple[list[str], list[str]]:
         """``(%arg3 = %a, %arg4 = %b)``: the region's argument names and the values passed."""
@@ -452,7 +545,8 @@ class _Reader:
         suffix = f"_{count}" if count else ""
         return f"layer_{stem}{suffix}_{kinds[0]}", f"layer_{stem}{suffix}_{kinds[1]}"
 
-    def region(self, outer: _BlockState, name: str, names: list[str], types: list[MlirType]) -> None:
+    def region(self, outer: _BlockState, name: str, names: list[str], types: list[MlirType],
+               captures: _Captures) -> None:
         """A region's block (the ``{`` already read): arguments from ``^bb0(...)`` or else the
         binding names, then its statements."""
         s = self.scanner
@@ -468,12 +562,15 @@ class _Reader:
             s.expect(":")
         if len(names) != len(types):
             raise s.error(f"region {name}: {len(names)} arguments for {len(types)} types")
-        state = _BlockState(Block(name), outer=outer)
+        state = _BlockState(Block(name), outer=outer, captures=captures)
         for ssa, t in zip(names, types):
             tensor_name = ssa[1:]
             self.add_tensor(state, tensor_name, t)
             state.block.inputs.append(tensor_name)
             state.values[ssa] = tensor_name
+        captures.blocks.append(state)
+        for k, outer_name in enumerate(captures.outer_names):   # captured by an earlier region
+            self.add_capture_input(state, k, outer_name)
         returned = self.body(state)
         state.block.outputs = [self.region_output(state, value) for value in returned]
         self.regions.append(Region(name, [state.block]))
@@ -488,7 +585,9 @@ class _Reader:
         return name
 
     def finish_control(self, state: _BlockState, op: Op, inputs: list[str], attrs: dict[str, str],
-                       results: list[str], result_types: list[MlirType]) -> None:
+                       results: list[str], result_types: list[MlirType], carried: list[str]) -> None:
+        """Append the operator; ``carried``: captured values a WHILE_LOOP carries along (extra
+        results nobody reads)."""
         if len(results) != len(result_types):
             raise self.error(f"{op.name}: {len(results)} results but {len(result_types)} result types")
         outputs = []
@@ -496,6 +595,11 @@ class _Reader:
             name = self.layer_name(state, ssa)
             self.add_tensor(state, name, t)
             state.values[ssa] = name
+            outputs.append(name)
+        stem = outputs[0] if outputs else f"layer_{len(state.block.operators)}"
+        for k, source in enumerate(carried):
+            name = f"{stem}_captured_{k}"
+            self.add_tensor(state, name, None, like=state.block.tensors[source])
             outputs.append(name)
         state.block.operators.append(Operator(op, inputs, outputs, attribute_class(op)(**attrs)))
 
@@ -558,14 +662,15 @@ def _field_value(value: Any, kind: str, where: str) -> Any:
     return value
 
 
-def read_mlir(data: bytes | str, source: str = "graph.mlir") -> Graph:
-    """The graph of a TOSA MLIR text (see the module docstring for what it reads)."""
+def read_mlir(data: bytes | str, source: str = "graph.mlir", legalizer: Legalizer | None = None) -> Graph:
+    """The graph of a TOSA MLIR text (see the module docstring for what it reads);
+    ``legalizer`` turns the operations of another dialect it knows into TOSA operators."""
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise TosaFormatError(f"{source}: MLIR text is not UTF-8 (byte offset {exc.start})") from None
-    return _Reader(data, source).module()
+    return _Reader(data, source, legalizer).module()
 
 
 def looks_like_mlir(data: bytes) -> bool:

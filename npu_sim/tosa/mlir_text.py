@@ -200,7 +200,8 @@ class Scanner:
     def attr_value(self) -> Any:
         for prefix, read in (("dense<", self._dense), ("dense_resource<", self._dense_resource),
                              ("array<", self._array), ("[", self._list), ("{", self.attr_dict),
-                             ('"', self.string), ("@", self.symbol), ("#", self._opaque), ("!", self._opaque)):
+                             ('"', self.string), ("@", self.symbol), ("#", self._opaque), ("!", self._opaque),
+                             ("tensor<", self._type_attribute)):
             if self.peek(prefix):
                 return read()
         number = self.maybe(_NUMBER)
@@ -241,6 +242,11 @@ class Scanner:
             self.accept(",")
         return items
 
+    def _type_attribute(self) -> str:
+        """A type given as an attribute (``tensor<0x!quant.uniform<i8:f32, 0.1:3>>``): its text."""
+        self.expect("tensor")
+        return f"tensor<{self.balanced('<', '>')}>"
+
     def _opaque(self) -> None:
         """``#dialect.attr<...>`` or ``!dialect.type<...>``: nothing TOSA needs."""
         self.read(re.compile(r"[#!][\w.]+"), "an attribute")
@@ -254,8 +260,25 @@ class Scanner:
         return self.balanced(opener, close)
 
 
+_ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2}|.)", re.S)
+_NAMED_ESCAPES = {"n": b"\n", "t": b"\t", "\\": b"\\", '"': b'"'}
+
+
 def _unquote(quoted: str) -> str:
-    return bytes(quoted[1:-1], "utf-8").decode("unicode_escape") if "\\" in quoted else quoted[1:-1]
+    """A string literal's text: MLIR escapes are ``\\XX`` (a byte in hex), ``\\n``, ``\\t``,
+    ``\\\\`` and ``\\"``."""
+    body = quoted[1:-1]
+    if "\\" not in body:
+        return body
+    raw = bytearray()
+    last = 0
+    for match in _ESCAPE.finditer(body):
+        raw += body[last:match.start()].encode("utf-8")
+        code = match.group(1)
+        raw += bytes([int(code, 16)]) if len(code) == 2 else _NAMED_ESCAPES.get(code, code.encode("utf-8"))
+        last = match.end()
+    raw += body[last:].encode("utf-8")
+    return raw.decode("utf-8", errors="replace")
 
 
 # --- dense element data ----------------------------------------------------------------

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from npu_sim import conversion_cache
 from npu_sim.errors import TosaFormatError, UnsupportedFeatureError
+from npu_sim.tosa.tflite.legalize import LEGALIZED
 
 TFLITE_IDENTIFIER = b"TFL3"
 INSTALL_HINT = "pip install 'npu-sim[tflite]' (the tosa-converter-for-tflite package)"
@@ -57,9 +58,8 @@ def tflite_to_mlir(data: bytes, source: str, use_cache: bool = True) -> str:
 
 #: What to do about an operator the converter could not legalize.
 FOREIGN_HINTS = {
-    "tfl.unidirectional_sequence_lstm": "the fused TFLite LSTM has no TOSA form: export the LSTM from Keras "
-                                        "with unroll=True (or stateful=True) so that it converts to TOSA operators",
-    "tfl.bidirectional_sequence_lstm": "export each direction from Keras with unroll=True",
+    "tfl.bidirectional_sequence_lstm": "npu-sim legalizes the unidirectional fused LSTM: export the layer as "
+                                       "Keras' Bidirectional does by default (two sequence LSTMs and a REVERSE)",
     "tfl.custom": "a CUSTOM TFLite operator has no TOSA form",
 }
 #: Operators the converter leaves beside others (placeholders), never the cause.
@@ -69,7 +69,7 @@ _PLACEHOLDERS = {"tfl.no_value", "tfl.pseudo_const", "tfl.pseudo_qconst"}
 def _refuse_foreign_operators(text: str, data: bytes, source: str) -> None:
     """Refuse a conversion that left TFLite operators in the graph, naming the one to fix."""
     found = [op for op in dict.fromkeys(re.findall(r'"?(tfl\.[a-z_0-9]+)"?\(|= "?(tfl\.[a-z_0-9]+)', text))]
-    names = [a or b for a, b in found if (a or b) not in _PLACEHOLDERS]
+    names = [a or b for a, b in found if (a or b) not in _PLACEHOLDERS and (a or b) not in LEGALIZED]
     if not names and "ui8" in text:
         _refuse_vela_output(data, source)
     if not names:

@@ -198,7 +198,8 @@ class _OperationEmission:
         (loaded now unless a buffer holds it already)."""
         placement = self.place(operand)
         if placement.memory is TCM or region_size(window) == 0 or \
-                (placement.memory is VAR and self.op.composite is not None):   # a composite's state
+                (placement.memory is VAR and self.op.composite is not None) or \
+                (placement.memory is DDR and self.op.reads_in_place(s, j)):   # a composite's state, a LUT's table
             return placement.window(window)
         slot = (s, j)
         held = self.loaded.get(slot)

@@ -20,7 +20,7 @@ from enum import Enum
 import numpy as np
 
 from npu_sim.memory_layout import element_size_bytes
-from npu_sim.program import CompositeCandidate, CompositeFacts
+from npu_sim.program import CompositeCandidate, CompositeFacts, reads_table_in_place
 from npu_sim.tosa.ir import Operator, TensorType
 from npu_sim.tosa.ops import Attribute, Op
 
@@ -131,6 +131,12 @@ class NpuOp:
         inputs = tuple(seen)
         self._inputs = (self.steps, self.sources, inputs)
         return inputs
+
+    def reads_in_place(self, step: int, operand: int) -> bool:
+        """True for an operand read where it lives, with no TCM copy: a lookup's table (see
+        :func:`npu_sim.program.reads_table_in_place`)."""
+        return reads_table_in_place(self.unit, self.composite.kind if self.composite else "", self.steps[step].op,
+                                    operand)
 
     def output_type(self, k: int) -> TensorType:
         """The type of output ``k`` of a COMPUTE operation."""

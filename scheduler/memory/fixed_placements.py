@@ -135,10 +135,11 @@ def _pool_layout(lowered: LoweredGraph, hw: HwConfig,
     pooled: dict[str, int] = {}
     first_use: dict[str, int] = {}
     size = 0
+    tables = tables_read_in_place(lowered.main)
     for index, op in enumerate(lowered.main.ops):
         for key in op_compute_operands(op):
             value = lowered.values[key]
-            if value.kind is not ValueKind.CONSTANT or key in pooled:
+            if value.kind is not ValueKind.CONSTANT or key in pooled or key in tables:
                 continue
             item = align_up(value.size_bytes, POOL_ITEM_ALIGNMENT)
             if 0 < value.size_bytes <= item_max and size + item <= limit:
@@ -146,6 +147,20 @@ def _pool_layout(lowered: LoweredGraph, hw: HwConfig,
                 first_use[key] = index
                 size += item
     return pooled, first_use, size
+
+
+def tables_read_in_place(block: LoweredBlock) -> set[str]:
+    """Values only ever read where they live (LUT tables, see ``NpuOp.reads_in_place``), in
+    ``block`` and its nested blocks: they need no TCM copy, so never go to the pool."""
+    in_place: set[str] = set()
+    elsewhere: set[str] = set()
+    for sub in block.walk_blocks():
+        for op in sub.ops:
+            for s, step in enumerate(op.steps):
+                for j, operand in enumerate(step.operands):
+                    if isinstance(operand, str):
+                        (in_place if op.reads_in_place(s, j) else elsewhere).add(operand)
+    return in_place - elsewhere
 
 
 def _home_buffer(value: Value) -> Buffer | None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from npu_sim.errors import ScheduleError
-from npu_sim.hw.compute_units import MAC_ARRAY
+from npu_sim.hw.compute_units import LUT, MAC_ARRAY
 from npu_sim.hw.config import HwConfig
 from npu_sim.program import CompositeCandidate, CompositeFacts
 from npu_sim.reference.kernel_api import INPUT_WINDOWS
@@ -43,6 +43,7 @@ from npu_sim.tosa.ir import Block, Operator
 from npu_sim.tosa.ops import Op
 from scheduler.passes.lstm_cell import KIND as LSTM_CELL
 from scheduler.passes.lstm_cell import CellGraph, NoMatch, match_cell
+from scheduler.passes.table_lookup import match_lookup
 
 
 @dataclass
@@ -97,6 +98,7 @@ class FusedGroup:
     outputs: tuple[str, ...] = ()
     composite: CompositeFacts | None = None
     late_inputs: tuple[str, ...] = ()   # a composite's inputs that arrive last (an LSTM's step input)
+    unit: str | None = None             # the unit that runs it, where not its first operator's
 
 
 class FusionRule(Protocol):
@@ -126,6 +128,20 @@ class LstmCellRule:
         names = tuple([ctx.block.operators[i].name for i in found.indices])
         ctx.candidates.append(CompositeCandidate(self.name, anchor.inputs[0], ctx.block.name, True, "", names))
         return FusedGroup(found.indices, found.facts.outputs, found.facts, found.late_inputs)
+
+
+@dataclass(frozen=True)
+class TableLookupRule:
+    """A lookup written as TOSA operators (CAST, ADD of the offset, RESHAPE, GATHER of a constant
+    table, RESHAPE; see :mod:`scheduler.passes.table_lookup`) as one operation on the LUT unit."""
+
+    name: str = "table_lookup"
+
+    def match(self, index: int, ctx: FusionContext) -> FusedGroup | None:
+        found = match_lookup(ctx.block, index, ctx.sole_consumer)
+        if found is None or any(i in ctx.claimed for i in found.indices):
+            return None
+        return FusedGroup(list(found.indices), unit=LUT.name)
 
 
 @dataclass(frozen=True)
@@ -292,8 +308,8 @@ def rules_for(rules: Sequence[FusionRule], hw: HwConfig) -> tuple[FusionRule, ..
 
 #: Rules that fuse composites (left out by ``--no-composite-fusion``).
 COMPOSITE_RULES: tuple[FusionRule, ...] = (LstmCellRule(),)
-DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, EpilogueRule(), ReductionPrologueRule(),
-                                         ElementwiseRule())
+DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, TableLookupRule(), EpilogueRule(),
+                                         ReductionPrologueRule(), ElementwiseRule())
 #: The default rules without the composites.
 CHAIN_RULES: tuple[FusionRule, ...] = tuple(r for r in DEFAULT_RULES if r not in COMPOSITE_RULES)
 

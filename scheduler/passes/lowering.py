@@ -111,7 +111,11 @@ class _Lowerer:
                 for part in self.lower_composite(block, operators, group, main):
                     ops.extend(self.with_variable_outputs(part))
                 continue
-            ops.extend(self.lower_group(block, operators, main, depth))
+            lowered = self.lower_group(block, operators, main, depth)
+            if group.unit is not None:
+                for op in lowered:
+                    op.unit = group.unit if op.kind is OpKind.COMPUTE else op.unit
+            ops.extend(lowered)
         key = lambda n: self.key(block, n, main)  # noqa: E731
         return LoweredBlock(block.name, ops, [key(n) for n in block.inputs], [key(n) for n in block.outputs])
 

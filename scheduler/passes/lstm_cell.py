@@ -44,6 +44,7 @@ from npu_sim.hw.compute_units.mac_array import MAC_OPS
 from npu_sim.program import CompositeFacts
 from npu_sim.tosa.ir import Block, Operator
 from npu_sim.tosa.ops import Op
+from scheduler.passes.table_lookup import Lookup, match_lookup
 
 GATE_NAMES = ("i", "f", "g", "o")
 #: The activation each gate needs, in gate order.
@@ -52,7 +53,10 @@ GATE_ACTIVATIONS = ("SIGMOID", "SIGMOID", "TANH", "SIGMOID")
 TRANSPARENT = frozenset({Op.RESCALE, Op.CAST, Op.RESHAPE})
 #: Operators a cell may contain.
 CELL_OPS = frozenset({Op.CONV2D, Op.MATMUL, Op.RESHAPE, Op.RESCALE, Op.CAST, Op.ADD, Op.MUL, Op.SLICE,
-                      Op.TABLE, Op.SIGMOID, Op.TANH})
+                      Op.TABLE, Op.SIGMOID, Op.TANH, Op.GATHER, Op.CLAMP})
+#: A lookup table may dip below its running maximum by this share of its range and still
+#: count as monotone (LiteRT's 16-bit fixed-point sigmoid and tanh are staircases with dips).
+LOOKUP_DIP_SHARE = 1 / 256
 KIND = "lstm_cell"
 #: Operators whose results are leaves of the constant analysis (a CONST is constant if it has data).
 _LEAF_PRODUCERS = frozenset({Op.CONST, Op.CONST_SHAPE, Op.VARIABLE_READ, Op.COND_IF, Op.WHILE_LOOP})
@@ -234,15 +238,34 @@ def _gate_index(g: CellGraph, op: Operator, shape: tuple[int, ...], hidden: int)
 
 def _activation(g: CellGraph, gate: str, k: int) -> tuple[str, int]:
     """Gate ``k``'s activation result (checked against the gate's function) and its operator."""
-    source, _ = g.forward(gate)
-    user = g.sole_user(source)
     label = f"gate {k} ({GATE_NAMES[k]})"
-    if user is None:
-        raise NoMatch(f"{label} is read by {len(g.users(source))} operators, expected one activation")
-    kind = activation_kind(g, user)
+    tensor = gate
+    while True:   # through the quantisation steps to the activation
+        user = g.sole_user(tensor)
+        if user is None:
+            raise NoMatch(f"{label} is read by {len(g.users(tensor))} operators, expected one activation")
+        op = g.op(user)
+        if op.op not in TRANSPARENT or len(op.outputs) != 1 or op.inputs[0] != tensor or _lookup(g, user):
+            break
+        tensor = op.outputs[0]
+    kind, result = activation_at(g, user)
     if kind != GATE_ACTIVATIONS[k]:
         raise NoMatch(f"{label} activation is {kind}, expected {GATE_ACTIVATIONS[k]}")
-    return g.op(user).outputs[0], user
+    return result, user
+
+
+def _lookup(g: CellGraph, index: int) -> Lookup | None:
+    return match_lookup(g.block, index, g.sole_user)
+
+
+def activation_at(g: CellGraph, index: int) -> tuple[str, str]:
+    """What the activation starting at operator ``index`` computes (as :func:`activation_kind`
+    names it) and its result: a lookup (CAST ... GATHER ... RESHAPE) or one operator."""
+    found = _lookup(g, index)
+    if found is not None:
+        return _table_kind(found.table, found.offset, 0, LOOKUP_DIP_SHARE), found.result
+    outputs = g.op(index).outputs
+    return activation_kind(g, index), outputs[0] if outputs else ""
 
 
 def activation_kind(g: CellGraph, index: int) -> str:
@@ -256,10 +279,21 @@ def activation_kind(g: CellGraph, index: int) -> str:
     table = g.constant(op.inputs[1]) if len(op.inputs) > 1 else None
     if table is None:
         return "a TABLE without a constant table"
+    return _table_kind(table, None, _output_zero_point(g, op.outputs[0]), 0.0)
+
+
+def _table_kind(table: np.ndarray, offset: int | None, zero_point: int, dip_share: float) -> str:
+    """SIGMOID for a monotone table that stays at or above ``zero_point``, TANH for one on both
+    sides of it (``offset``: the entry of input 0, where a lookup's tanh crosses zero)."""
     values = table.astype(np.int64).reshape(-1)
-    if values.size < 2 or np.any(np.diff(values) < 0):
+    if values.size < 2:
         return "a non-monotone TABLE"
-    centred = values - _output_zero_point(g, op.outputs[0])
+    dips = np.maximum.accumulate(values) - values
+    if dips.max() > dip_share * (values.max() - values.min()):
+        return "a non-monotone TABLE"
+    centred = values - zero_point
+    if offset is not None and centred[offset] != 0 and centred.min() < 0:
+        return "a TABLE not centred on zero"
     if centred.min() >= 0 and centred.max() > 0:
         return "SIGMOID"
     if centred.min() < 0 < centred.max():
@@ -310,13 +344,18 @@ def _sum_of(g: CellGraph, first: int, second: int) -> int:
 
 
 def _requantised(g: CellGraph, tensor: str) -> str:
-    """A product or sum after the RESCALEs that bring it back from the accumulator width."""
+    """A product or sum after the RESCALEs that bring it back from the accumulator width and
+    the CLAMP of a cell clip."""
     while True:
         user = g.sole_user(tensor)
         t = g.block.tensor(tensor)
-        if user is None or g.op(user).op is not Op.RESCALE or t.dtype.bits < 32 or not t.dtype.is_integer:
+        if user is None:
             return tensor
-        tensor = g.op(user).outputs[0]
+        op = g.op(user)
+        wide = t.dtype.bits >= 32 and t.dtype.is_integer
+        if not (op.op is Op.RESCALE and wide or op.op is Op.CLAMP and op.inputs[0] == tensor):
+            return tensor
+        tensor = op.outputs[0]
 
 
 def _tanh_of(g: CellGraph, c_next: str) -> str:
@@ -326,11 +365,12 @@ def _tanh_of(g: CellGraph, c_next: str) -> str:
     for user in g.users(c_next):
         index = user
         op = g.op(index)
-        while op.op in TRANSPARENT and g.sole_user(op.outputs[0]) is not None:
+        while op.op in TRANSPARENT and not _lookup(g, index) and g.sole_user(op.outputs[0]) is not None:
             index = g.sole_user(op.outputs[0])   # type: ignore[assignment]
             op = g.op(index)
-        if op.op in (Op.TANH, Op.TABLE) and activation_kind(g, index) == "TANH":
-            found.append(op.outputs[0])
+        kind, result = activation_at(g, index)
+        if kind == "TANH":
+            found.append(result)
     if len(found) != 1:
         raise NoMatch(f"the new cell state {c_next} goes through {len(found)} tanh activations, expected 1")
     return found[0]
@@ -477,6 +517,9 @@ def _check_convex(g: CellGraph, members: set[int], outputs: set[str]) -> None:
 
 
 def _working_bytes(g: CellGraph, members: set[int]) -> int:
-    """Bytes of every distinct tensor the cell reads or writes (whole-tensor execution)."""
+    """Bytes of every distinct tensor the cell reads or writes (whole-tensor execution), but
+    the tables of its lookups, which the LUT reads where they live."""
     names = {n for i in members for n in (*g.op(i).inputs, *g.op(i).outputs)}
-    return sum(g.block.tensor(n).size_bytes for n in names)
+    tables = {g.op(i).inputs[0] for i in members
+              if g.op(i).op is Op.GATHER and g.constant(g.op(i).inputs[0]) is not None}
+    return sum(g.block.tensor(n).size_bytes for n in names - tables)

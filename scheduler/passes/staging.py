@@ -22,6 +22,7 @@ from npu_sim.hw.compute_units import MAC_ARRAY
 from npu_sim.hw.compute_units.vector import POOL_OPS
 from npu_sim.tosa.ops import Op
 from scheduler.ir.npu_ops import LoweredGraph, NpuOp, OpKind, Value, ValueKind
+from scheduler.memory.fixed_placements import tables_read_in_place
 
 #: Readers whose tiles read overlapping windows of an operand (or the same window again).
 #: (Every MAC operator reduces over a window of its inputs that the next output shares.)
@@ -52,22 +53,26 @@ def rereads(readers: list) -> bool:
     return len(readers) > 1 or any(s.op in REREADING_OPS for s in readers)
 
 
+def _wanted(value: Value, ops: list[NpuOp], aliases: dict[str, list[str]], pooled_max_bytes: int) -> bool:
+    """True for a graph input read more than once, or a constant above ``pooled_max_bytes``
+    several operations read (one operation reading it loads it once by its tiles)."""
+    if value.kind is ValueKind.INPUT:
+        return value.size_bytes > 0 and rereads(_readers(ops, value.key, aliases))
+    return value.kind is ValueKind.CONSTANT and value.size_bytes > pooled_max_bytes \
+        and len(_readers(ops, value.key, aliases)) > 1
+
+
 def stage(lowered: LoweredGraph, pooled_max_bytes: int) -> None:
     """Stage re-read graph inputs, and constants above ``pooled_max_bytes`` that several
     operations read (main block)."""
     block = lowered.main
     values = lowered.values
     aliases = _aliases(block.ops)
-    wanted: dict[str, bool] = {}
+    wanted: dict[str, bool] = dict.fromkeys(tables_read_in_place(block), False)   # (LUT tables: no copy)
 
     def want(key: str) -> bool:
         if key not in wanted:
-            value = values[key]
-            if value.kind is ValueKind.INPUT:
-                wanted[key] = value.size_bytes > 0 and rereads(_readers(block.ops, key, aliases))
-            else:   # a constant one operation reads is loaded once by its tiles (weights)
-                wanted[key] = value.kind is ValueKind.CONSTANT and value.size_bytes > pooled_max_bytes \
-                    and len(_readers(block.ops, key, aliases)) > 1
+            wanted[key] = _wanted(values[key], block.ops, aliases, pooled_max_bytes)
         return wanted[key]
 
     staged: dict[str, str] = {}

@@ -114,7 +114,8 @@ class TilingProblem:
             self._slots = [((s, j), operand) for s, step in enumerate(self.op.steps)
                            for j, operand in enumerate(step.operands)
                            if isinstance(operand, str) and not self.resident(operand)
-                           and not (in_place and is_variable_key(operand))]
+                           and not (in_place and is_variable_key(operand))
+                           and not (self.op.reads_in_place(s, j) and self.const_lookup(operand) is not None)]
         return self._slots
 
     def slot_facts(self) -> list[tuple[Slot, int, tuple[int, ...]]]:

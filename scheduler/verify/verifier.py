@@ -49,6 +49,7 @@ from npu_sim.program import (
     MemorySpace,
     Program,
     View,
+    reads_table_in_place,
 )
 from scheduler.memory.byte_ranges import Ranges, covered, overlaps, pages, view_ranges
 
@@ -97,6 +98,17 @@ def _reads_writes(cmd: Command) -> tuple[list[View], list[View]]:
     if isinstance(cmd, ComputeCommand):
         return [v for s in cmd.steps for v in s.operands if isinstance(v, View)], list(cmd.outputs)
     return [cmd.condition], []
+
+
+def _check_compute_reads(cmd: ComputeCommand, reads: list[View]) -> None:
+    """Compute units read the TCM (a composite also the variable SRAM, a LUT its tables where
+    they live)."""
+    readable = (TCM, VAR) if cmd.composite else (TCM,)
+    tables = {id(o) for s in cmd.steps for i, o in enumerate(s.operands)
+              if reads_table_in_place(cmd.unit, cmd.composite, s.op, i)}
+    for v in reads:
+        if v.element_count and v.memory not in readable and id(v) not in tables:
+            raise PlanError(f"{_label(cmd)}: compute operand {v} is not in TCM")
 
 
 class _Containment:
@@ -295,13 +307,10 @@ class _Verifier:
     def check_unit(self, cmd: Command) -> None:
         if isinstance(cmd, ComputeCommand):
             reads, writes = _reads_writes(cmd)
-            readable = (TCM, VAR) if cmd.composite else (TCM,)
             for v in writes:
                 if v.element_count and v.memory is not TCM:
                     raise PlanError(f"{_label(cmd)}: compute result {v} is not in TCM")
-            for v in reads:
-                if v.element_count and v.memory not in readable:
-                    raise PlanError(f"{_label(cmd)}: compute operand {v} is not in TCM")
+            _check_compute_reads(cmd, reads)
         elif isinstance(cmd, DmaCommand) and (cmd.src.memory, cmd.dst.memory) not in DMA_PATHS \
                 and cmd.src.element_count:
             raise PlanError(f"{_label(cmd)}: no DMA path {cmd.src.memory.value} -> {cmd.dst.memory.value}")

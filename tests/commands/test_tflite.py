@@ -61,9 +61,6 @@ def test_convert_writes_the_flatbuffer_and_caches_the_conversion(tmp_path, capsy
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: (TFLITE / "lstm_fused_fp32.tflite").read_bytes(),
-     "UNIDIRECTIONAL_SEQUENCE_LSTM (tfl.unidirectional_sequence_lstm): the fused TFLite LSTM has no TOSA form: "
-     "export the LSTM from Keras with unroll=True"),
     (lambda: (TFLITE / "ds_cnn_kws_int8_vela.tflite").read_bytes(), "already compiled by Vela"),
     (lambda: (TFLITE / "ds_cnn_kws_int8.tflite").read_bytes()[:3000], "truncated or damaged"),
     (lambda: b"\0\0\0\0TFL3" + b"\xff" * 40, "truncated or damaged"),

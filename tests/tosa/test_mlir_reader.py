@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 import npu_sim
-from npu_sim.errors import TosaFormatError
+from npu_sim.errors import TosaFormatError, UnsupportedFeatureError
 from npu_sim.inputs import load_inputs
 from npu_sim.reference.session import Session, execute
-from npu_sim.tosa.loader import load_graph, parse_graph
+from npu_sim.tosa.loader import load_graph, parse_graph, save_graph
 from npu_sim.tosa.mlir_reader import read_mlir
+from npu_sim.tosa.tflite.legalize import Legalizer
 from npu_sim.tosa.validation import validate
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -104,3 +105,95 @@ def test_malformed_mlir_is_refused_with_line_and_column(text, message):
         parse_graph(text.encode(), "bad.mlir")
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+# --- regions that read values of the enclosing blocks (as converters write them) -------------
+CAPTURING = """
+func.func @main(%x: tensor<4xi32>, %n: tensor<i32>, %flag: tensor<i1>) -> (tensor<4xi32>, tensor<4xi32>) {
+  %one = "tosa.const"() <{values = dense<1> : tensor<i32>}> : () -> tensor<i32>
+  %zero = "tosa.const"() <{values = dense<0> : tensor<i32>}> : () -> tensor<i32>
+  %acc0 = "tosa.const"() <{values = dense<0> : tensor<4xi32>}> : () -> tensor<4xi32>
+  %r:2 = tosa.while_loop (%i = %zero, %acc = %acc0) : (tensor<i32>, tensor<4xi32>) -> (tensor<i32>, tensor<4xi32>) {
+    %c = tosa.greater %n, %i : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    tosa.yield %c : tensor<i1>
+  } do {
+  ^bb0(%i: tensor<i32>, %acc: tensor<4xi32>):
+    %i2 = tosa.add %i, %one : (tensor<i32>, tensor<i32>) -> tensor<i32>
+    %a2 = tosa.add %acc, %x : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+    tosa.yield %i2, %a2 : tensor<i32>, tensor<4xi32>
+  }
+  %s = tosa.cond_if %flag (%arg = %x) : tensor<i1> (tensor<4xi32>) -> tensor<4xi32> {
+    %t = tosa.while_loop (%j = %zero) : (tensor<i32>) -> tensor<i32> {
+      %d = tosa.greater %n, %j : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      tosa.yield %d : tensor<i1>
+    } do {
+    ^bb0(%j: tensor<i32>):
+      %j2 = tosa.add %j, %one : (tensor<i32>, tensor<i32>) -> tensor<i32>
+      tosa.yield %j2 : tensor<i32>
+    }
+    %u = tosa.sub %r#1, %arg : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+    tosa.yield %u : tensor<4xi32>
+  } else {
+    tosa.yield %x : tensor<4xi32>
+  }
+  return %r#1, %s : tensor<4xi32>, tensor<4xi32>
+}
+"""
+
+
+def test_values_a_region_reads_from_outside_are_passed_in(tmp_path):
+    """%x and %n (inputs of the function) read by a WHILE_LOOP's body and condition become
+    extra loop-carried values; %r#1 read in a COND_IF branch and %n two regions down (a loop
+    inside the branch) extra inputs of the branch; constants get copies of their own."""
+    from tests.oracle import run_graph_bytes
+
+    graph = read_mlir(CAPTURING, "capturing.mlir")
+    validate(graph)
+    loop = next(op for op in graph.main.operators if op.op.name == "WHILE_LOOP")
+    assert len(loop.inputs) == 4 and len(loop.outputs) == 4   # (i, acc) + captured %n, %x
+    x, n = np.array([1, -2, 3, 4], np.int32), np.array(5, np.int32)
+    for flag in (True, False):
+        inputs = [x, n, np.array(flag)]
+        ours = list(execute(graph, inputs).values())
+        save_graph(graph, tmp_path / "capturing.tosa")
+        theirs = run_graph_bytes((tmp_path / "capturing.tosa").read_bytes(), inputs, list(graph.output_types.values()))
+        expected = [5 * x, 4 * x if flag else x]
+        for a, b, c in zip(ours, theirs, expected):
+            np.testing.assert_array_equal(a, c)
+            np.testing.assert_array_equal(b, c)
+
+
+def test_a_fused_lstm_in_mlir_legalizes_when_float_and_asks_for_the_tflite_when_integer(tmp_path):
+    """Without the .tflite, a float LSTM needs nothing the MLIR lost; an integer one needs the
+    quantization of its operands, which the converter's MLIR drops."""
+    from npu_sim.tosa.tflite_import import tflite_to_mlir
+
+    data = Path(__file__).resolve().parents[1] / "data" / "tflite"
+    text = tflite_to_mlir((data / "lstm_fused_fp32.tflite").read_bytes(), "lstm.tflite", use_cache=False)
+    graph = read_mlir(text, "lstm.mlir", Legalizer(None, "lstm.mlir"))
+    validate(graph)
+    assert sum(op.op.name == "SIGMOID" for op in graph.main.operators) == 3 * 4   # 3 gates, 4 steps
+    text = tflite_to_mlir((data / "lstm_int8.tflite").read_bytes(), "lstm.tflite", use_cache=False)
+    with pytest.raises(UnsupportedFeatureError, match="give npu-sim the .tflite model"):
+        read_mlir(text, "lstm.mlir", Legalizer(None, "lstm.mlir"))
+
+
+@pytest.mark.parametrize("operand, variant", [(1, "CIFG"), (9, "peephole connections"), (16, "projection"),
+                                              (20, "layer normalisation")])
+def test_lstm_variants_npu_sim_does_not_legalize_are_refused_by_name(operand, variant):
+    """The fused LSTM's operands in the converter's MLIR, one made absent (CIFG) or present
+    (peephole, projection, layer norm): refused in one line naming the variant."""
+    from npu_sim.tosa.tflite_import import tflite_to_mlir
+
+    data = Path(__file__).resolve().parents[1] / "data" / "tflite"
+    text = tflite_to_mlir((data / "lstm_fused_fp32.tflite").read_bytes(), "lstm.tflite", use_cache=False)
+    line = next(ln for ln in text.splitlines() if "tfl.unidirectional_sequence_lstm" in ln)
+    head, rest = line.split('"tfl.unidirectional_sequence_lstm"(', 1)
+    operands, tail = rest.split(")", 1)
+    names = [o.strip() for o in operands.split(",")]
+    no_value = names[9]   # an omitted operand: %N = "tfl.no_value"
+    names[operand] = no_value if operand == 1 else names[12]   # (a bias vector stands in)
+    patched = f'{head}"tfl.unidirectional_sequence_lstm"({", ".join(names)}){tail}'
+    with pytest.raises(UnsupportedFeatureError) as caught:
+        read_mlir(text.replace(line, patched), "lstm.mlir", Legalizer(None, "lstm.mlir"))
+    assert f"an LSTM with {variant}" in str(caught.value) and "\n" not in str(caught.value)

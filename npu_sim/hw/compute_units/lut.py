@@ -16,6 +16,12 @@ if TYPE_CHECKING:
 #: Operators the LUT unit evaluates by table lookup.
 LUT_OPS = frozenset({Op.TABLE, Op.SIGMOID, Op.TANH, Op.ERF, Op.EXP, Op.LOG, Op.RECIPROCAL,
                      Op.RSQRT, Op.SIN, Op.COS, Op.POW})
+#: A lookup written as TOSA operators (:mod:`scheduler.passes.table_lookup`: the value cast to
+#: an index, offset, reshaped, a GATHER of a constant table with an entry per value, reshaped
+#: back) runs here when the scheduler groups it: the unit indexes its table with the value
+#: itself, so the index arithmetic and reshapes are its addressing and cost nothing.
+LOOKUP_OPS = frozenset({Op.GATHER})
+INDEX_OPS = frozenset({Op.CAST, Op.ADD, Op.RESHAPE, Op.IDENTITY})
 
 
 def lut_cycles(element_count: int, elements_per_cycle: int) -> int:
@@ -31,8 +37,7 @@ def table_load_cycles(hw: HwConfig, step: KernelStep) -> int:
     rate = hw.lut.table_load_bytes_per_cycle
     if rate <= 0 or not step.input_types:
         return 0
-    wide = step.input_types[0].dtype == DType.INT16
-    table_bytes = hw.lut.table_int16_bytes if wide else hw.lut.table_int8_bytes
+    table_bytes = hw.lut.table_int16_bytes if _wide_table(step) else hw.lut.table_int8_bytes
     written = math.ceil(table_bytes / rate)
     latency = hw.lut.table_source_latency_cycles
     if latency <= 0:
@@ -40,9 +45,18 @@ def table_load_cycles(hw: HwConfig, step: KernelStep) -> int:
     return max(written, latency + math.ceil(table_bytes / hw.ddr.bandwidth_bytes_per_cycle))
 
 
+def _wide_table(step: KernelStep) -> bool:
+    """True for a table of 16-bit inputs (a TABLE of int16, a lookup of more than 256 entries)."""
+    if step.op in LOOKUP_OPS:
+        return step.input_types[0].shape[1] > 256
+    return step.input_types[0].dtype == DType.INT16
+
+
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
+    if step.op in INDEX_OPS:
+        return 0
     return lut_cycles(out_elements(step), hw.lut.elements_per_cycle) + table_load_cycles(hw, step)
 
 
 UNIT = ComputeUnit("lut", LUT_OPS, step_cycles, summed_step_cycles(step_cycles),
-                   label="the lut unit", required_step="a table-lookup step")
+                   label="the lut unit", required_step="a table-lookup step", accepted_ops=LOOKUP_OPS)

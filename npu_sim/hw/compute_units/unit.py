@@ -47,6 +47,8 @@ class ComputeUnit:
     fallback: bool = False
     label: str = ""            # "the mac_array": how messages name it
     required_step: str = ""    # "a multiply-accumulate step": what a command on it must include
+    #: operators it also runs when the scheduler gives it them (never chosen for them alone)
+    accepted_ops: frozenset[Op] = frozenset()
 
     def setup_cycles(self, hw: HwConfig) -> int:
         """Cycles every command on this unit pays before its body (its HwConfig section's)."""
@@ -54,7 +56,7 @@ class ComputeUnit:
 
     def can_run(self, steps: Sequence[KernelStep]) -> bool:
         """True if a command of ``steps`` may run here (one of ``ops`` among them, unless fallback)."""
-        return self.fallback or any(step.op in self.ops for step in steps)
+        return self.fallback or any(step.op in self.ops or step.op in self.accepted_ops for step in steps)
 
 
 def ceil_div(a: int, b: int) -> int:
