@@ -19,40 +19,58 @@ depend on offsets:
   of them (:mod:`scheduler.codegen.deps` makes control commands barriers).
 
 Orders are transitive: each command keeps the set of commands it waits for as a
-bit mask (a Python int); a "done" mask is a command's waits plus itself.
+bit mask (a Python int) of the commands that end some buffer's life (the only ones the
+reuse test asks about); a "done" mask is a command's waits plus itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from npu_sim.program import MemorySpace, View
 from scheduler.codegen.deps import AccessTracker
 from scheduler.codegen.stream import ACommand, ACompute, ACond, ADma, ALoop
 from scheduler.memory.buffers import BufView
 from scheduler.memory.byte_ranges import ByteSet, view_byte_set
+from scheduler.memory.liveness import LiveRange
 
 
 @dataclass(frozen=True)
 class ImpliedOrder:
-    """Per buffer serial: ``first_waits``, the bit mask of the commands its first command
-    waits for (transitively); ``last``, the id of the last command touching it."""
+    """Per buffer serial: ``first_waits``, the bit mask of the buffers whose last command its
+    first command waits for (transitively); ``last_bit``, its own bit in those masks (one
+    bit per command that is the last of some buffer, shared by the buffers it is the last of)."""
 
     first_waits: dict[int, int]
-    last: dict[int, int]
+    last_bit: dict[int, int]
 
     def reuse_test(self) -> Callable[[int, int], bool]:
         """``free(earlier, later)``: whether buffer ``later`` may take bytes of buffer
         ``earlier`` (live before it) without a new wait, its first command already waiting
         for ``earlier``'s last one. Buffers no command touches are never free."""
-        first_waits = self.first_waits
-        last_bit = {serial: 1 << cid for serial, cid in self.last.items()}
+        first_waits, last_bit = self.first_waits, self.last_bit
 
         def free(earlier: int, later: int) -> bool:
-            return bool(first_waits.get(later, 0) & last_bit.get(earlier, 0))
+            bit = last_bit.get(earlier)
+            return bit is not None and bool(first_waits.get(later, 0) >> bit & 1)
 
         return free
+
+    def free_matrix(self, order: Sequence[LiveRange]) -> np.ndarray:
+        """``free[i, j]``: :meth:`reuse_test` of (``order[j]``, ``order[i]``) for every pair, as
+        booleans (a row: the bits of ``order[i]``'s mask unpacked, then picked)."""
+        bits = max(self.last_bit.values(), default=-1) + 1
+        width = (bits + 7) // 8
+        rows = np.zeros((len(order), bits + 1), dtype=bool)   # the last column: buffers never touched
+        for i, r in enumerate(order):
+            mask = self.first_waits.get(r.key, 0)
+            if mask:
+                rows[i, :bits] = np.unpackbits(np.frombuffer(mask.to_bytes(width, "little"), dtype=np.uint8),
+                                               count=bits, bitorder="little")
+        return rows[:, [self.last_bit.get(r.key, bits) for r in order]]
 
 
 def _byte_set(view: BufView, cache: dict) -> ByteSet | None:
@@ -106,23 +124,44 @@ def implied_order(cmds: list[ACommand], ids: dict[int, int]) -> ImpliedOrder:
     """The orders the stream ``cmds`` has whatever the memory plan (``ids``: id(command) -> command id).
 
     Data dependencies come from :class:`scheduler.codegen.deps.AccessTracker`, one address space
-    per buffer (keyed by its serial, bytes relative to the buffer)."""
-    walk = _OrderWalk(ids)
+    per buffer (keyed by its serial, bytes relative to the buffer). The masks keep only the
+    commands that are the last of some buffer (a first walk finds them): what the reuse test
+    asks, in a few bits per command where all commands would take quadratic memory."""
+    cache: dict = {}
+    touched = {cid: _accesses(cmd, cache) for cmd, cid in _walk(cmds, ids)}
+    last: dict[int, int] = {}
+    for cid, accesses in touched.items():
+        for serial, _, _ in accesses:
+            last[serial] = cid
+    bit_of = {cid: i for i, cid in enumerate(sorted(set(last.values())))}
+    walk = _OrderWalk(ids, touched, {cid: 1 << i for cid, i in bit_of.items()})
     walk.visit(cmds, 0)
-    return ImpliedOrder(walk.first_waits, walk.last)
+    return ImpliedOrder(walk.first_waits, {serial: bit_of[cid] for serial, cid in last.items()})
+
+
+def _walk(cmds: list[ACommand], ids: dict[int, int]) -> Iterator[tuple[ACommand, int]]:
+    """Every command with its id, nested ones after their control command."""
+    for cmd in cmds:
+        yield cmd, ids[id(cmd)]
+        if isinstance(cmd, ACond):
+            yield from _walk(cmd.then, ids)
+            yield from _walk(cmd.orelse, ids)
+        elif isinstance(cmd, ALoop):
+            yield from _walk(cmd.cond, ids)
+            yield from _walk(cmd.body, ids)
 
 
 class _OrderWalk:
-    """The walk of :func:`implied_order`: per command, a bit mask of the commands done before it starts."""
+    """The walk of :func:`implied_order`: per command, a bit mask of the buffer-last commands
+    done before it starts (``bits``: command id -> its bit, for the commands that have one)."""
 
-    def __init__(self, ids: dict[int, int]):
-        self.ids = ids
+    def __init__(self, ids: dict[int, int], touched: dict[int, list[tuple[int, ByteSet, bool]]],
+                 bits: dict[int, int]):
+        self.ids, self.touched, self.bits = ids, touched, bits
         self.first_waits: dict[int, int] = {}
-        self.last: dict[int, int] = {}
         self.tracker: AccessTracker[int] = AccessTracker()
         self.done_of: dict[int, int] = {}            # command id -> its done mask (before nested commands)
         self.queue_after: dict[object, int] = {}     # queue -> what its next command waits for
-        self.cache: dict[BufView, tuple[int, ByteSet] | None] = {}
 
     def visit(self, lst: list[ACommand], entry: int) -> int:
         """Visit a command list whose commands all wait for ``entry``; the done mask of all of them."""
@@ -131,7 +170,7 @@ class _OrderWalk:
             cid = self.ids[id(cmd)]
             queue = _queue(cmd)
             mask = entry | self.queue_after.get(queue, 0)
-            touched = _accesses(cmd, self.cache)
+            touched = self.touched[cid]
             deps = self.tracker.access(cid, [(serial, byte_set) for serial, byte_set, write in touched if not write],
                                        [(serial, byte_set) for serial, byte_set, write in touched if write])
             for dep in deps:
@@ -139,10 +178,9 @@ class _OrderWalk:
             control = isinstance(cmd, (ACond, ALoop))
             if control:
                 mask |= everything   # a control command waits for every earlier command of its list
-            done = self.done_of[cid] = mask | 1 << cid
+            done = self.done_of[cid] = mask | self.bits.get(cid, 0)
             for serial, _, _ in touched:
                 self.first_waits.setdefault(serial, mask)
-                self.last[serial] = cid
             if isinstance(cmd, (ACond, ALoop)):
                 # a loop body runs after its condition commands; the else branch is taken as
                 # running after the then branch: only one of them runs, so they never wait

@@ -186,7 +186,7 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
     compact = footprint(exact, offsets)
     if compact <= capacity:   # (an overflowing plan stays as it is: it names the value to spill)
         offsets = avoid_false_dependencies(exact, offsets, tcm_alignment,
-                                           implied_order(cmds, numbering.ids).reuse_test())
+                                           implied_order(cmds, numbering.ids))
         if spread:
             offsets = _spread(exact, offsets, planner, tcm_alignment, last_id, capacity)
     for b in tcm:

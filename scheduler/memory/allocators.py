@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import bisect
 import random
-from collections.abc import Callable
-from typing import Protocol
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
 
 from npu_sim.memory_layout import align_up
 from scheduler.memory.liveness import LiveRange, max_live_bytes
@@ -42,22 +45,35 @@ def footprint(ranges: list[LiveRange], offsets: dict[int, int]) -> int:
 
 def _first_fit(order: list[LiveRange], alignment: int, best_fit: bool = False) -> dict[int, int]:
     """Place ranges in ``order``, each at the lowest (or tightest) aligned gap free for its live range."""
-    return _scored_first_fit(order, alignment, best_fit, 0, None)[1]
+    return _scored_first_fit(order, alignment, best_fit, 0, None, live_together(order))[1]
+
+
+Neighbours = dict[int, list[tuple[int, int]]]
+
+
+def live_together(ranges: Sequence[LiveRange]) -> Neighbours:
+    """Per range key, ``(key, size_bytes)`` of every other range live at some same command."""
+    order = sorted(ranges, key=lambda r: (r.start, r.key))
+    return {r.key: [(order[j].key, order[j].size_bytes) for j in found]
+            for r, found in zip(order, _live_together(order))}
 
 
 def _scored_first_fit(order: list[LiveRange], alignment: int, best_fit: bool, bound: int,
-                      limit: tuple[int, int] | None) -> tuple[tuple[int, int], dict[int, int], int]:
+                      limit: tuple[int, int] | None, neighbours: Neighbours
+                      ) -> tuple[tuple[int, int], dict[int, int], int]:
     """:func:`_first_fit` with its :func:`_score` against ``bound``; gives up (empty offsets) as
-    soon as the score reaches ``limit`` (it only grows). Returns (score, offsets, ranges placed)."""
-    placed: list[tuple[int, int, int, int]] = []   # (offset, end offset, start, end) sorted by offset
+    soon as the score reaches ``limit`` (it only grows). Returns (score, offsets, ranges placed).
+
+    Each range looks only at its ``neighbours`` (:func:`live_together`) placed so far, by
+    offset (ranges on the same offset in either order give the same gaps)."""
     offsets: dict[int, int] = {}
     top = excess = 0
     for count, r in enumerate(order, 1):
-        start, end, size = r.start, r.end, r.size_bytes
+        size = r.size_bytes
+        placed = [(lo, lo + other) for key, other in neighbours[r.key] if (lo := offsets.get(key)) is not None]
+        placed.sort()
         offset, chosen, gap_size = 0, None, None
-        for lo, hi, other_start, other_end in placed:
-            if other_start > end or start > other_end:   # not live at the same time
-                continue
+        for lo, hi in placed:
             if lo >= offset + size:
                 if not best_fit:
                     break
@@ -72,7 +88,6 @@ def _scored_first_fit(order: list[LiveRange], alignment: int, best_fit: bool, bo
         excess += max(0, offset + size - bound)
         if limit is not None and (top, excess) >= limit:
             return (top, excess), {}, count
-        bisect.insort(placed, (offset, offset + size, start, end))
     return (top, excess), offsets, len(order)
 
 
@@ -81,6 +96,10 @@ def _scored_first_fit(order: list[LiveRange], alignment: int, best_fit: bool, bo
 #: :data:`RANGE_PLACEMENT_WORK` per range placed; some tens of milliseconds at most.
 SEARCH_WORK = 250_000
 RANGE_PLACEMENT_WORK = 16
+#: The ranges the searches of one :meth:`BestOfGreedy.place` may place in all (each search
+#: places at least eight orders' worth, which for thousands of ranges would take seconds
+#: while the greedy placement is already within a few percent of the bound).
+SEARCH_PLACEMENTS_MAX = 12_000
 #: Seed of the search's perturbations (the planner is deterministic).
 SEARCH_SEED = 0
 
@@ -91,11 +110,24 @@ def aligned_max_live_bytes(ranges: list[LiveRange], alignment: int) -> int:
     At any command the live ranges lie one above the other at aligned offsets, so
     each but the highest takes its size rounded up to ``alignment``.
     """
-    best = 0
-    for command in sorted({r.start for r in ranges}):   # the live set only grows at a start
-        live = [r for r in ranges if r.start <= command <= r.end]
-        aligned = sum(align_up(r.size_bytes, alignment) for r in live)
-        best = max(best, aligned - max(align_up(r.size_bytes, alignment) - r.size_bytes for r in live))
+    by_start = sorted(ranges, key=lambda r: r.start)
+    by_end = sorted(ranges, key=lambda r: r.end)
+    pads: Counter[int] = Counter()   # alignment padding of each live range (fewer than ``alignment`` values)
+    best = aligned = ended = 0
+    for i, r in enumerate(by_start):   # the live set only grows at a start
+        aligned += align_up(r.size_bytes, alignment)
+        pads[align_up(r.size_bytes, alignment) - r.size_bytes] += 1
+        if i + 1 < len(by_start) and by_start[i + 1].start == r.start:
+            continue
+        while by_end[ended].end < r.start:
+            gone = by_end[ended]
+            ended += 1
+            aligned -= align_up(gone.size_bytes, alignment)
+            pad = align_up(gone.size_bytes, alignment) - gone.size_bytes
+            pads[pad] -= 1
+            if not pads[pad]:
+                del pads[pad]
+        best = max(best, aligned - max(pads))
     return best
 
 
@@ -110,8 +142,14 @@ def _score(order: list[LiveRange], offsets: dict[int, int], bound: int) -> tuple
     return top, excess
 
 
+def search_placements(n: int, work: int = SEARCH_WORK) -> int:
+    """The ranges a search over ``n`` ranges may place for ``work`` (at least eight first-fit runs)."""
+    return max(8 * n, work // (n // 2 + RANGE_PLACEMENT_WORK))
+
+
 def search_order(order: list[LiveRange], alignment: int, best_fit: bool, bound: int,
-                 work: int = SEARCH_WORK) -> tuple[list[LiveRange], dict[int, int]]:
+                 work: int = SEARCH_WORK, *, placements: int | None = None,
+                 neighbours: Neighbours | None = None) -> tuple[list[LiveRange], dict[int, int]]:
     """A better order for first fit than ``order``: iterated local search, within a budget.
 
     For every placement there is an order for which first fit does at least as well
@@ -120,17 +158,18 @@ def search_order(order: list[LiveRange], alignment: int, best_fit: bool, bound: 
     first) in front of an earlier range live at the same time (moving it past others
     changes nothing), keep the first move that lowers :func:`_score`. At a local
     optimum: move two random ranges (seeded) in the best order so far and climb
-    again. Stops at ``bound`` or when ``work`` (see :data:`SEARCH_WORK`; at least eight
-    first-fit runs) is spent; returns the best order found.
+    again. Stops at ``bound`` or when ``placements`` ranges are placed (default
+    :func:`search_placements` of ``work``); returns the best order found.
+    ``neighbours``: :func:`live_together` of ``order``, if known.
     """
     n = len(order)
-    placement_work = n // 2 + RANGE_PLACEMENT_WORK
-    placements_left = max(8 * n, work // placement_work)
+    placements_left = search_placements(n, work) if placements is None else placements
+    together = live_together(order) if neighbours is None else neighbours
     rng = random.Random(SEARCH_SEED)
 
     def run(candidate: list[LiveRange], limit: tuple[int, int] | None) -> tuple[tuple[int, int], dict[int, int]]:
         nonlocal placements_left
-        score, offsets, placed = _scored_first_fit(candidate, alignment, best_fit, bound, limit)
+        score, offsets, placed = _scored_first_fit(candidate, alignment, best_fit, bound, limit, together)
         placements_left -= placed
         return score, offsets
 
@@ -138,7 +177,7 @@ def search_order(order: list[LiveRange], alignment: int, best_fit: bool, bound: 
     score, offsets = run(current, None)
     best = (score, current, offsets)
     while placements_left > 0 and best[0][0] > bound:
-        improved = _climb(current, offsets, score, bound, run, lambda: placements_left)
+        improved = _climb(current, offsets, score, bound, run, lambda: placements_left, together)
         if improved is not None:
             score, current, offsets = improved
             if score < best[0]:
@@ -157,16 +196,15 @@ Scored = tuple[tuple[int, int], list[LiveRange], dict[int, int]]
 
 def _climb(current: list[LiveRange], offsets: dict[int, int], score: tuple[int, int], bound: int,
            run: Callable[[list[LiveRange], tuple[int, int] | None], tuple[tuple[int, int], dict[int, int]]],
-           work_left: Callable[[], int]) -> Scored | None:
+           work_left: Callable[[], int], neighbours: Neighbours) -> Scored | None:
     """The first move of a range ending above ``bound`` (highest first) in front of an earlier
     range live at the same time that lowers the score; None if none does (or the work is spent)."""
     ends = {r.key: offsets[r.key] + r.size_bytes for r in current}
     high = sorted((i for i, r in enumerate(current) if ends[r.key] > bound),
                   key=lambda i: (-ends[current[i].key], i))
+    position = {r.key: i for i, r in enumerate(current)}
     for i in high:
-        for j in range(i):
-            if not current[j].overlaps(current[i]):
-                continue
+        for j in sorted(j for key, _ in neighbours[current[i].key] if (j := position[key]) < i):
             candidate = current[:j] + [current[i]] + current[j:i] + current[i + 1:]
             candidate_score, candidate_offsets = run(candidate, score)
             if candidate_offsets:   # complete, so below ``score``
@@ -212,10 +250,11 @@ class BestOfGreedy:
         bound = max_live_bytes(ranges)   # no placement can beat it: stop when one reaches it
         # (score, label, order, best fit?, offsets) of every greedy run, until one reaches the bound
         runs: list[tuple[tuple[int, int], str, list[LiveRange], bool, dict[int, int]]] = []
+        neighbours = live_together(ranges)
         for name, key in self.ORDERS.items():
             order = sorted(ranges, key=key)
             for fit in (False, True):
-                offsets = _first_fit(order, alignment, best_fit=fit)
+                offsets = _scored_first_fit(order, alignment, fit, 0, None, neighbours)[1]
                 runs.append((_score(order, offsets, bound), f"{name}/{'best' if fit else 'first'}_fit",
                              order, fit, offsets))
                 if runs[-1][0][0] <= bound:
@@ -229,11 +268,14 @@ class BestOfGreedy:
             # search from every greedy order in turn (best first), sharing the budget, until the
             # bound (larger when sizes are not multiples of the alignment) is reached
             bound = aligned_max_live_bytes(ranges, alignment)
+            placements_left = SEARCH_PLACEMENTS_MAX
             for _, start_label, start_order, start_fit, _ in runs:
-                if size <= bound:
+                placements = min(search_placements(len(ranges), self.search_work // len(runs)), placements_left)
+                if size <= bound or placements <= 0:
                     break
+                placements_left -= placements
                 found, found_offsets = search_order(start_order, alignment, start_fit, bound,
-                                                    self.search_work // len(runs))
+                                                    placements=placements, neighbours=neighbours)
                 if footprint(found, found_offsets) < size:
                     label, fit, offsets = start_label + "+search", start_fit, found_offsets
                     size, rank = footprint(found, offsets), {r.key: i for i, r in enumerate(found)}
@@ -268,85 +310,136 @@ class BumpAllocator:
         return offsets
 
 
-def _reuse_cost(x: int, size: int, near: list[tuple[int, int]]) -> int:
-    """How many of the ``near`` byte ranges ``(lo, hi)`` the bytes ``[x, x + size)`` meet."""
-    end = x + size
-    return sum(1 for lo, hi in near if lo < end and x < hi)
+@runtime_checkable
+class ReuseOrder(Protocol):
+    """Which earlier buffers a buffer may take the bytes of without a new wait, for all pairs
+    at once (:class:`scheduler.codegen.implied_order.ImpliedOrder` answers from its wait masks)."""
+
+    def free_matrix(self, order: Sequence[LiveRange]) -> np.ndarray:
+        """``free[i, j]`` (booleans): ``order[i]`` may take the bytes of ``order[j]``, live
+        before it, without a new wait (asked only of pairs where ``order[j]`` ends before
+        ``order[i]`` starts)."""
+
+
+#: ``free(earlier, later)``: buffer ``later`` may take buffer ``earlier``'s bytes without a new wait.
+ReuseTest = Callable[[int, int], bool]
+
+
+class PairwiseReuse:
+    """A :class:`ReuseOrder` from a pairwise test (None: no reuse is free), asked of every
+    pair of ranges live apart: n^2 calls, for small inputs and tests."""
+
+    def __init__(self, free: ReuseTest | None) -> None:
+        self.free = free
+
+    def free_matrix(self, order: Sequence[LiveRange]) -> np.ndarray:
+        matrix = np.zeros((len(order), len(order)), dtype=bool)
+        if self.free is not None:
+            for i, later in enumerate(order):
+                for j, earlier in enumerate(order):
+                    if earlier.end < later.start:
+                        matrix[i, j] = self.free(earlier.key, later.key)
+        return matrix
 
 
 def avoid_false_dependencies(ranges: list[LiveRange], offsets: dict[int, int], alignment: int,
-                             reuse_is_free: Callable[[int, int], bool] | None = None) -> dict[int, int]:
+                             reuse: ReuseOrder | ReuseTest | None = None) -> dict[int, int]:
     """``offsets`` with buffers moved, within the placement's footprint, so that fewer
     buffers take bytes of another buffer whose commands they would otherwise not wait for.
 
     Two buffers on the same bytes are ordered by the memory: the later one's first
     writer waits for the earlier one's last access, a write-after-read dependency the
-    graph does not need, which serializes independent work. ``reuse_is_free(earlier,
-    later)`` (keys) says when the stream orders the two anyway (see
-    :mod:`scheduler.codegen.implied_order`); None: never. In order of first use, each buffer
-    moves to the aligned offset, free over its live range and below the footprint,
-    that shares bytes with the fewest buffers it is not free to share with (the
-    lowest such offset; it stays unless the count drops). Each move lowers the number
-    of such pairs, the footprint never grows and buffers live at the same time never
-    overlap; deterministic, one pass of about n^2 comparisons.
+    graph does not need, which serializes independent work. ``reuse`` says when the
+    stream orders the two anyway: a :class:`ReuseOrder` (see
+    :mod:`scheduler.codegen.implied_order`), or a pairwise test ``free(earlier, later)``
+    of keys; None: never. In order of first use, each buffer moves to the aligned offset,
+    free over its live range and below the footprint, that shares bytes with the fewest
+    buffers it is not free to share with (the lowest such offset; it stays unless the
+    count drops). Each move lowers the number of such pairs, the footprint never grows
+    and buffers live at the same time never overlap; deterministic. Pairs live apart
+    that are not free can be most pairs (a prefetch waits for little): they are one
+    boolean matrix, and each buffer's costs are counted in arrays.
     """
     top = footprint(ranges, offsets)
-    offsets = dict(offsets)
     order = sorted(ranges, key=lambda r: (r.start, r.key))
-    live_with, costly = _neighbours(order, reuse_is_free)
-    for i, r in enumerate(order):
-        near = [(offsets[u.key], offsets[u.key] + u.size_bytes) for u in costly[i]]
-        offsets[r.key] = _least_shared_offset(offsets[r.key], r.size_bytes, near, live_with[i], offsets, top,
-                                              alignment)
-    return offsets
+    if not isinstance(reuse, ReuseOrder):
+        reuse = PairwiseReuse(reuse)
+    starts = np.array([r.start for r in order], dtype=np.int64)
+    ends = np.array([r.end for r in order], dtype=np.int64)
+    costly = (ends[None, :] < starts[:, None]) & ~reuse.free_matrix(order)   # [later, earlier]
+    costly |= costly.T
+    placed = np.array([offsets[r.key] for r in order], dtype=np.int64)
+    sizes = np.array([r.size_bytes for r in order], dtype=np.int64)
+    live_with = _live_together(order)
+    for i in range(len(order)):
+        near = np.flatnonzero(costly[i])
+        if not near.size:
+            continue
+        lows = placed[near]
+        highs = lows + sizes[near]
+        here, size = int(placed[i]), int(sizes[i])
+        if not np.any((lows < here + size) & (here < highs)):
+            continue
+        busy = [(int(placed[j]), int(placed[j] + sizes[j])) for j in live_with[i]]
+        placed[i] = _least_shared_offset(here, size, lows, highs, busy, top, alignment)
+    out = dict(offsets)
+    out.update({r.key: int(x) for r, x in zip(order, placed)})
+    return out
 
 
-def _neighbours(order: list[LiveRange], reuse_is_free: Callable[[int, int], bool] | None
-                ) -> tuple[list[list[LiveRange]], list[list[LiveRange]]]:
-    """Per range of ``order`` (sorted by start): the ranges live with it, and the ranges
-    not live with it that it may not share bytes with for free."""
-    live_with: list[list[LiveRange]] = [[] for _ in order]
-    costly: list[list[LiveRange]] = [[] for _ in order]
+def _live_together(order: list[LiveRange]) -> list[list[int]]:
+    """Per range of ``order`` (sorted by start), the indices of the ranges live with it."""
+    live_with: list[list[int]] = [[] for _ in order]
     starts = [r.start for r in order]
     for i, a in enumerate(order):
         apart = bisect.bisect_right(starts, a.end)   # order[i + 1:apart] start while a is live
         for j in range(i + 1, apart):
-            live_with[i].append(order[j])
-            live_with[j].append(a)
-        for j in range(apart, len(order)):
-            b = order[j]
-            if reuse_is_free is None or not reuse_is_free(a.key, b.key):
-                costly[i].append(b)
-                costly[j].append(a)
-    return live_with, costly
+            live_with[i].append(j)
+            live_with[j].append(i)
+    return live_with
 
 
-def _least_shared_offset(here: int, size: int, near: list[tuple[int, int]], live_with: list[LiveRange],
-                         offsets: dict[int, int], top: int, alignment: int) -> int:
-    """The lowest aligned offset below ``top``, free of the bytes of the ranges ``live_with``,
-    whose bytes meet the fewest ``near`` ranges; ``here`` unless another meets fewer."""
-    best_cost = _reuse_cost(here, size, near)
-    if not best_cost:
+def _least_shared_offset(here: int, size: int, lows: np.ndarray, highs: np.ndarray, busy: list[tuple[int, int]],
+                         top: int, alignment: int) -> int:
+    """The lowest aligned offset below ``top``, free of the ``busy`` bytes, whose bytes meet
+    the fewest near ranges ``[lows, highs)``; ``here`` unless another meets fewer.
+
+    The lowest such offset is the start of a free stretch of bytes or the first aligned
+    offset at or after a near range's end (one aligned step lower meets more ranges, so one
+    of them ends in that step): those are the candidates, in ascending order."""
+    stretches = list(_free_stretches(busy, top, size, alignment))
+    if not stretches:
         return here
-    busy = sorted((offsets[u.key], offsets[u.key] + u.size_bytes) for u in live_with)
-    # candidates: both ends of every free stretch of bytes, and the offsets just clear of a near buffer
-    free, low = [], 0
-    for lo, hi in busy + [(top, top)]:
+    firsts = np.array([first for first, _ in stretches], dtype=np.int64)
+    lasts = np.array([last for _, last in stretches], dtype=np.int64)
+    points = -(-highs // alignment) * alignment if alignment > 1 else highs
+    stretch = np.searchsorted(firsts, points, side="right") - 1
+    inside = (stretch >= 0) & (points <= lasts[stretch])
+    candidates = np.sort(np.concatenate([firsts, points[inside]]))
+    costs = _costs(candidates, size, lows, highs)
+    best = int(costs.argmin())   # the first, so the lowest, of the least
+    here_cost = int(_costs(np.array([here], dtype=np.int64), size, lows, highs)[0])
+    return int(candidates[best]) if costs[best] < here_cost else here
+
+
+def _costs(offsets: np.ndarray, size: int, lows: np.ndarray, highs: np.ndarray) -> np.ndarray:
+    """How many of the byte ranges ``[lows, highs)`` the bytes ``[x, x + size)`` meet, per
+    offset ``x`` (two bisections each: for a positive size, a range ending at or before
+    ``x`` starts before ``x + size``)."""
+    if size <= 0:
+        return ((lows[None, :] < offsets[:, None] + size) & (offsets[:, None] < highs[None, :])).sum(axis=1)
+    return (np.searchsorted(np.sort(lows), offsets + size, side="left")
+            - np.searchsorted(np.sort(highs), offsets, side="right"))
+
+
+def _free_stretches(busy: list[tuple[int, int]], top: int, size: int, alignment: int) -> Iterator[tuple[int, int]]:
+    """``(first, last)``: the lowest and highest aligned offsets of ``size`` bytes inside each
+    stretch below ``top`` that no ``busy`` range ``(lo, hi)`` covers, ascending."""
+    low = 0
+    for lo, hi in sorted(busy) + [(top, top)]:
         if lo > low:
-            free.append((low, lo))
+            first = align_up(low, alignment)
+            last = (lo - size) // alignment * alignment
+            if first <= last:
+                yield first, last
         low = max(low, hi)
-    points = set()
-    for lo, hi in near:
-        points.add(align_up(hi, alignment))
-        points.add((lo - size) // alignment * alignment)
-    best = here
-    for f_lo, f_hi in free:
-        first = align_up(f_lo, alignment)
-        last = (f_hi - size) // alignment * alignment
-        if first > last:
-            continue
-        for x in sorted({first, last} | {p for p in points if first < p < last}):
-            cost = _reuse_cost(x, size, near)
-            if cost < best_cost:
-                best, best_cost = x, cost
-    return best

@@ -11,11 +11,16 @@ from npu_sim.inputs import random_array
 from npu_sim.program import DmaCommand, KernelStep, MemorySpace
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op, make_attribute
+from scheduler.codegen.compiler import CompileContext, compile_block, constant_pool_loads
+from scheduler.codegen.emit import Emitter
 from scheduler.codegen.implied_order import implied_order
-from scheduler.codegen.materialize import number
+from scheduler.codegen.materialize import live_ranges, number
 from scheduler.codegen.stream import ACompute, ACond, ADma
 from scheduler.memory.buffers import Buffer, BufView
-from scheduler.schedule import schedule
+from scheduler.memory.fixed_placements import fixed_placements
+from scheduler.memory.liveness import LiveRange
+from scheduler.passes.tiling import Tiler
+from scheduler.schedule import lower_graph, schedule
 from scheduler.verify import verify_program
 
 TCM, DDR = MemorySpace.TCM, MemorySpace.DDR
@@ -127,3 +132,23 @@ def test_cond_if_on_edge_loads_its_operand_without_waiting_for_the_selector():
     result = npu_sim.simulate(graph, hw, inputs)
     assert result.summary["total_cycles"] == 897
     assert result.summary["peak_tcm_bytes"] == 112
+
+
+def test_the_free_matrix_answers_what_the_pairwise_test_answers():
+    # every pair of TCM buffers of a real stream (ds_cnn's tiles, weights and pool on tiny)
+    hw = load_hw_config("tiny")
+    lowered = lower_graph(npu_sim.load_graph(EXAMPLES / "ds_cnn_kws_int8.tosa"), hw)
+    fixed = fixed_placements(lowered, hw, 16)
+    ctx = CompileContext(lowered.values, fixed.placements, fixed.const_ddr, Tiler(hw, lambda k: None, 16),
+                         Emitter(hw, 16), 16, 1000)
+    cmds = compile_block(ctx, lowered.main, {}, hw.tcm.size_bytes, constant_pool_loads(fixed, ctx))
+    numbering = number(cmds)
+    order = sorted((LiveRange(serial, b.size_bytes, first, last)
+                    for serial, (b, first, last) in live_ranges(cmds, numbering).items() if b.memory is TCM),
+                   key=lambda r: (r.start, r.key))
+    implied = implied_order(cmds, numbering.ids)
+    free, matrix = implied.reuse_test(), implied.free_matrix(order)
+    assert len(order) > 40 and matrix.shape == (len(order), len(order))
+    expected = [[free(earlier.key, later.key) for earlier in order] for later in order]
+    assert matrix.tolist() == expected
+    assert 0 < matrix.sum() < len(order) ** 2 / 2    # some pairs are free, most are not

@@ -217,3 +217,111 @@ def test_random_placements_keep_their_footprint_and_lose_pairs():
         assert footprint(r, moved) == footprint(r, offsets)
         assert len(_sharing_pairs(r, moved, free)) <= len(_sharing_pairs(r, offsets, free))
         assert avoid_false_dependencies(r, offsets, alignment, free) == moved   # deterministic
+
+
+# --- the fast paths against the definitions they replace ------------------------------------
+
+from npu_sim.memory_layout import align_up  # noqa: E402
+from scheduler.memory import allocators  # noqa: E402
+
+
+def _reference_first_fit(order, alignment, best_fit):
+    """First fit as defined: scan every placed range by offset, skipping those not live together."""
+    placed, offsets = [], {}
+    for r in order:
+        offset, chosen, gap = 0, None, None
+        for lo, hi, start, end in sorted(placed):
+            if start > r.end or r.start > end:
+                continue
+            if lo >= offset + r.size_bytes:
+                if not best_fit:
+                    break
+                if gap is None or lo - offset < gap:
+                    chosen, gap = offset, lo - offset
+            if hi > offset:
+                offset = align_up(hi, alignment)
+        offsets[r.key] = chosen if best_fit and chosen is not None else offset
+        placed.append((offsets[r.key], offsets[r.key] + r.size_bytes, r.start, r.end))
+    return offsets
+
+
+def _reference_avoid(ranges, offsets, alignment, free):
+    """avoid_false_dependencies as defined: every candidate offset costed against every pair."""
+    top, offsets = footprint(ranges, offsets), dict(offsets)
+    order = sorted(ranges, key=lambda r: (r.start, r.key))
+    for r in order:
+        near = [u for u in order if u is not r and not u.overlaps(r)
+                and not (free and (free(u.key, r.key) if u.end < r.start else free(r.key, u.key)))]
+
+        def cost(x, r=r, near=near):
+            return sum(1 for u in near if offsets[u.key] < x + r.size_bytes and x < offsets[u.key] + u.size_bytes)
+
+        busy = sorted((offsets[u.key], offsets[u.key] + u.size_bytes) for u in order if u is not r and u.overlaps(r))
+        best, best_cost = offsets[r.key], cost(offsets[r.key])
+        low = 0
+        for lo, hi in busy + [(top, top)]:
+            for x in range(align_up(low, alignment), lo - r.size_bytes + 1, alignment) if lo > low else ():
+                if cost(x) < best_cost:
+                    best, best_cost = x, cost(x)
+            low = max(low, hi)
+        offsets[r.key] = best
+    return offsets
+
+
+def _reference_aligned_bound(ranges, alignment):
+    best = 0
+    for t in {r.start for r in ranges}:
+        live = [r for r in ranges if r.start <= t <= r.end]
+        pads = [align_up(r.size_bytes, alignment) - r.size_bytes for r in live]
+        best = max(best, sum(align_up(r.size_bytes, alignment) for r in live) - max(pads))
+    return best
+
+
+def test_first_fit_sees_only_the_ranges_live_together_and_places_as_defined():
+    rng = random.Random(7)
+    for _ in range(200):
+        r = _random_ranges(rng, rng.randint(1, 40), rng.randint(1, 60))
+        order = rng.sample(r, len(r))
+        alignment = rng.choice((1, 16, 64))
+        for fit in (False, True):
+            assert _first_fit(order, alignment, fit) == _reference_first_fit(order, alignment, fit)
+
+
+def test_false_dependency_avoidance_matches_its_definition():
+    # the definition tries every aligned offset; the planner tries only where a lowest best can be
+    rng = random.Random(11)
+    for case in range(120):
+        r = _random_ranges(rng, rng.randint(1, 25), rng.randint(1, 30))
+        alignment = rng.choice((1, 16))
+        offsets = BestOfGreedy().place(r, alignment)
+        free = (lambda earlier, later: (earlier * 5 + later) % 3 == 0) if case % 2 else None  # noqa: E731
+        assert avoid_false_dependencies(r, offsets, alignment, free) == _reference_avoid(r, offsets, alignment, free)
+
+
+def test_aligned_lower_bound_sweeps_to_its_definition():
+    rng = random.Random(3)
+    for _ in range(300):
+        r = _random_ranges(rng, rng.randint(1, 30), rng.randint(1, 40))
+        for alignment in (1, 16, 64):
+            assert allocators.aligned_max_live_bytes(r, alignment) == _reference_aligned_bound(r, alignment)
+
+
+def test_the_searches_of_one_placement_share_a_bounded_number_of_placements(monkeypatch):
+    placed = []
+    real = allocators._scored_first_fit
+
+    def counting(*args):
+        out = real(*args)
+        placed.append(out[2])
+        return out
+
+    monkeypatch.setattr(allocators, "_scored_first_fit", counting)
+    r = [LiveRange(k, 16 * (1 + k * 7 % 5), k // 3, k // 3 + 2 + k % 4) for k in range(120)]
+    BestOfGreedy().place(r, 16)
+    unbounded = sum(placed)
+    assert unbounded > 8 * 2 * len(r)    # the searches from several greedy orders ran
+    placed.clear()
+    monkeypatch.setattr(allocators, "SEARCH_PLACEMENTS_MAX", 3 * len(r))
+    BestOfGreedy().place(r, 16)
+    # the eight greedy runs, then searches sharing 3n placements (the last run may finish past it)
+    assert 8 * len(r) < sum(placed) <= 8 * len(r) + 3 * len(r) + len(r)
