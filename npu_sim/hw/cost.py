@@ -24,6 +24,7 @@ from npu_sim.hw.config import HwConfig
 from npu_sim.hw.ddr import ceil_cycles
 from npu_sim.hw.dma import channel_bandwidth_bytes_per_cycle, dma_timing
 from npu_sim.program import ComputeCommand, DmaCommand, KernelStep, MemorySpace, View
+from npu_sim.tosa.ops import Op
 
 
 def tcm_cycles(size_bytes: int, hw: HwConfig) -> int:
@@ -46,12 +47,19 @@ def check_unit_can_run(unit_name: str, steps: Sequence[KernelStep], where: str) 
 
 def command_tcm_bytes(steps: Sequence[KernelStep], outputs: Sequence[View], distinct: bool = False) -> int:
     """Bytes a compute command reads and writes in the TCM (each view once per reference, or
-    once in all if ``distinct``: a composite reads an operand into the unit once)."""
-    views = [v for s in steps for v in s.operands if isinstance(v, View) and v.memory is MemorySpace.TCM]
+    once in all if ``distinct``: a composite reads an operand into the unit once, and its
+    LUT holds its tables, which cross once per table load, timed by ``lut.table_load_*``)."""
+    views = [v for s in steps for i, v in enumerate(s.operands)
+             if isinstance(v, View) and v.memory is MemorySpace.TCM and not (distinct and _lut_table(s.op, i))]
     if distinct:
         views = list(dict.fromkeys(views))
     read = sum(v.size_bytes for v in views)
     return read + sum(v.size_bytes for v in outputs if v.memory is MemorySpace.TCM)
+
+
+def _lut_table(op: Op, operand: int) -> bool:
+    """The operand a table step loads into the LUT (TABLE's table, a lookup's GATHER table)."""
+    return (op is Op.TABLE and operand == 1) or (op is Op.GATHER and operand == 0)
 
 
 def compute_command_cycles(hw: HwConfig, command: ComputeCommand) -> int:

@@ -167,6 +167,7 @@ class _Cell:
 
     def __init__(self, b: BlockBuilder, lstm: FusedLstm):
         self.b, self.lstm = b, lstm
+        self.constants_made: dict[tuple[DType, tuple[int, ...], object], str] = {}
         x_type = b.type_of(_operand(lstm, INPUT))
         self.x = _operand(lstm, INPUT)
         self.batch = x_type.shape[1] if lstm.time_major else x_type.shape[0]
@@ -203,17 +204,28 @@ class _Cell:
         return stacked.reshape(4 * self.hidden, 1, 1, columns)
 
     def const(self, value: np.ndarray | float | int, dtype: DType, shape: Sequence[int] = (1,)) -> str:
-        return self.b.const(None, np.asarray(value).reshape(tuple(shape)), dtype, shape)
+        """A constant, one tensor per distinct value (every step shares it)."""
+        data = np.asarray(value).reshape(tuple(shape))
+        key = (dtype, tuple(shape), data.tobytes())
+        if key not in self.constants_made:
+            self.constants_made[key] = self.b.const(None, data, dtype, shape)
+        return self.constants_made[key]
+
+    def shape(self, values: Sequence[int]) -> str:
+        key = (DType.SHAPE, (len(values),), tuple(values))
+        if key not in self.constants_made:
+            self.constants_made[key] = self.b.const_shape(None, list(values))
+        return self.constants_made[key]
 
     def op(self, op: Op, inputs: Sequence[str], shape: Sequence[int] | None = None, dtype: DType | None = None,
            **fields: Any) -> str:
         return self.b.op(op, list(inputs), shape, dtype, **fields)
 
     def reshape(self, value: str, shape: Sequence[int]) -> str:
-        return self.op(Op.RESHAPE, [value, self.b.const_shape(None, list(shape))])
+        return self.op(Op.RESHAPE, [value, self.shape(shape)])
 
     def slice(self, value: str, start: Sequence[int], size: Sequence[int]) -> str:
-        return self.op(Op.SLICE, [value, self.b.const_shape(None, list(start)), self.b.const_shape(None, list(size))])
+        return self.op(Op.SLICE, [value, self.shape(start), self.shape(size)])
 
     def conv(self, data: str, weights: str, bias: str, data_zp: str, weight_zp: str, acc: DType) -> str:
         return self.op(Op.CONV2D, [data, weights, bias, data_zp, weight_zp], pad=(0, 0, 0, 0), stride=(1, 1),
