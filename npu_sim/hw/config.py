@@ -327,7 +327,7 @@ class HwConfig(_Strict):
     shared_compute_pipeline: bool = False
     #: fused composite datapaths the NPU has (:mod:`npu_sim.hw.compute_units.composites`): the
     #: scheduler fuses only these; an NPU without one runs the subgraph op by op
-    composites: list[str] = Field(default_factory=lambda: ["lstm_cell"])
+    composites: list[str] = Field(default_factory=lambda: ["lstm_cell", "gru_cell"])
     energy: EnergyConfig = Field(default_factory=EnergyConfig)
     area: AreaConfig = Field(default_factory=AreaConfig)
 

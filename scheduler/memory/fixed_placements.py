@@ -24,6 +24,9 @@ DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
 POOL_ITEM_MAX_BYTES = 2048
 #: With resident constants (several invocations, one preamble) the pool takes at most this share.
 RESIDENT_TCM_SHARE = 3 / 4
+#: Constants a loop body reads (every iteration) may take the pool up to this share of the TCM:
+#: loaded once before the loop, they stay for all its iterations.
+LOOP_TCM_SHARE = 1 / 4
 #: Name of the constant pool's buffers (its TCM copy is written only by the pool loads).
 POOL_BUFFER_NAME = "constant_pool"
 #: The pool takes at most this share of the TCM, and never more than POOL_MAX_BYTES.
@@ -132,21 +135,34 @@ def _pool_layout(lowered: LoweredGraph, hw: HwConfig,
     """``(offset in the pool, index of the first main-block reader)`` of each pooled constant, and the pool size."""
     limit = pool_limit_bytes(hw, resident_constants)
     item_max = pool_item_max_bytes(hw, resident_constants)
+    loop_limit = max(limit, int(hw.tcm.size_bytes * LOOP_TCM_SHARE))
     pooled: dict[str, int] = {}
     first_use: dict[str, int] = {}
     size = 0
     tables = tables_read_in_place(lowered.main)
+    in_loops = loop_operands(lowered.main)
     for index, op in enumerate(lowered.main.ops):
         for key in op_compute_operands(op):
             value = lowered.values[key]
             if value.kind is not ValueKind.CONSTANT or key in pooled or key in tables:
                 continue
             item = align_up(value.size_bytes, POOL_ITEM_ALIGNMENT)
-            if 0 < value.size_bytes <= item_max and size + item <= limit:
+            if key in in_loops and 0 < value.size_bytes and size + item <= loop_limit or \
+                    0 < value.size_bytes <= item_max and size + item <= limit:
                 pooled[key] = size
                 first_use[key] = index
                 size += item
     return pooled, first_use, size
+
+
+def loop_operands(block: LoweredBlock) -> set[str]:
+    """Values the compute steps inside ``block``'s WHILE_LOOPs read (at any depth)."""
+    keys: set[str] = set()
+    for sub in block.walk_blocks():
+        for op in sub.ops:
+            if op.kind is OpKind.WHILE_LOOP:
+                keys.update(op_compute_operands(op))
+    return keys
 
 
 def tables_read_in_place(block: LoweredBlock) -> set[str]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -41,8 +41,8 @@ from npu_sim.program import CompositeCandidate, CompositeFacts
 from npu_sim.reference.kernel_api import INPUT_WINDOWS
 from npu_sim.tosa.ir import Block, Operator
 from npu_sim.tosa.ops import Op
-from scheduler.passes.lstm_cell import KIND as LSTM_CELL
-from scheduler.passes.lstm_cell import CellGraph, NoMatch, match_cell
+from scheduler.passes import gru_cell, lstm_cell
+from scheduler.passes.cell_graph import CellGraph, CellMatch, NoMatch
 from scheduler.passes.table_lookup import match_lookup
 
 
@@ -110,16 +110,18 @@ class FusionRule(Protocol):
 
 
 @dataclass(frozen=True)
-class LstmCellRule:
-    """One LSTM cell (see :mod:`scheduler.passes.lstm_cell`) as one operation with results h', c'."""
+class CellRule:
+    """One recurrent cell as one operation handing out its state: an LSTM cell (h', c'; see
+    :mod:`scheduler.passes.lstm_cell`) or a GRU cell (h'; :mod:`scheduler.passes.gru_cell`)."""
 
-    name: str = LSTM_CELL
+    name: str
+    matcher: Callable[[CellGraph, int, int | None], CellMatch | None]
 
     def match(self, index: int, ctx: FusionContext) -> FusedGroup | None:
         graph = CellGraph(ctx.block, ctx.consumers, ctx.producer, ctx.claimed)
         anchor = ctx.block.operators[index]
         try:
-            found = match_cell(graph, index, ctx.max_composite_bytes)
+            found = self.matcher(graph, index, ctx.max_composite_bytes)
         except NoMatch as exc:
             ctx.candidates.append(CompositeCandidate(self.name, anchor.inputs[0], ctx.block.name, False, str(exc)))
             return None
@@ -307,7 +309,8 @@ def rules_for(rules: Sequence[FusionRule], hw: HwConfig) -> tuple[FusionRule, ..
 
 
 #: Rules that fuse composites (left out by ``--no-composite-fusion``).
-COMPOSITE_RULES: tuple[FusionRule, ...] = (LstmCellRule(),)
+COMPOSITE_RULES: tuple[FusionRule, ...] = (CellRule(lstm_cell.KIND, lstm_cell.match_cell),
+                                           CellRule(gru_cell.KIND, gru_cell.match_gru))
 DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, TableLookupRule(), EpilogueRule(),
                                          ReductionPrologueRule(), ElementwiseRule())
 #: The default rules without the composites.

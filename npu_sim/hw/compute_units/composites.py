@@ -68,7 +68,7 @@ def gate_product_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
 def _stage_cycles(hw: HwConfig, step: KernelStep) -> int:
     if step.op in ADDRESSING_OPS:
         return 0
-    if step.op in lut.LUT_OPS:
+    if step.op in lut.LUT_OPS or step.op in lut.LOOKUP_OPS:
         return lut.lut_cycles(out_elements(step), hw.lut.elements_per_cycle)
     return vector.step_cycles(hw, step)
 
@@ -88,12 +88,13 @@ def gate_tail_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
 
 
 def table_load_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
-    """Each distinct table loaded into the LUT once."""
+    """Each distinct table (a TABLE's, a lookup's) loaded into the LUT once."""
     seen: set[object] = set()
     cycles = 0
     for step in steps:
-        if step.op is Op.TABLE and len(step.operands) > 1:
-            table = step.operands[1]
+        position = 1 if step.op is Op.TABLE else 0 if step.op in lut.LOOKUP_OPS else None
+        if position is not None and len(step.operands) > position:
+            table = step.operands[position]
             if table in seen:
                 continue
             seen.add(table)
@@ -101,14 +102,15 @@ def table_load_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     return cycles
 
 
-def lstm_cell_body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
-    """A fused LSTM cell (see the module doc)."""
+def recurrent_cell_body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
+    """A fused LSTM or GRU cell (see the module doc)."""
     return gate_product_cycles(hw, steps) + gate_tail_cycles(hw, steps) + table_load_cycles(hw, steps)
 
 
 #: Body cost of each composite kind.
 COMPOSITES: dict[str, Callable[[HwConfig, Sequence[KernelStep]], int]] = {
-    "lstm_cell": lstm_cell_body_cycles,
+    "lstm_cell": recurrent_cell_body_cycles,
+    "gru_cell": recurrent_cell_body_cycles,
 }
 
 

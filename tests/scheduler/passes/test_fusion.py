@@ -106,13 +106,13 @@ def test_elementwise_tree_length_is_bounded():
 
 def test_the_rules_follow_the_hardware():
     """An Ethos-U preset's output pipeline rescales and clamps (no residual ADD), its vector
-    unit chains nothing and it has no LSTM datapath; edge keeps every rule as it is."""
+    unit chains nothing and it has no LSTM or GRU datapath; edge keeps every rule as it is."""
     from npu_sim.hw.config import load_hw_config
-    from scheduler.passes.fusion import DEFAULT_RULES, LstmCellRule, rules_for
+    from scheduler.passes.fusion import DEFAULT_RULES, CellRule, rules_for
 
     block = small_cnn().main
     ethos = rules_for(DEFAULT_RULES, load_hw_config("ethos-u55-256"))
-    assert not any(isinstance(r, LstmCellRule) for r in ethos)
+    assert not any(isinstance(r, CellRule) for r in ethos)
     chains = [_ops(block, g) for g in fuse(block, rules=ethos) if len(g) > 1]
     assert chains and all(ops[0] in (Op.CONV2D, Op.DEPTHWISE_CONV2D) and set(ops[1:]) <= {Op.RESCALE, Op.CLAMP}
                           and len(ops) <= 3 for ops in chains)

@@ -23,7 +23,7 @@ VARIANTS = Path(__file__).resolve().parents[2] / "data" / "lstm_variants"
     ("batch2_int8", 1, []),                 # a batch of two: [2, 4H] gates
     ("stateless_int8", 1, []),              # the first step's state is zero: folded by the converter
     ("relu_fp32", 0, ["gate 2 (g) activation is CLAMP, expected TANH"]),
-    ("gru_int8", 0, []),                    # no LSTM cell: not even a candidate
+    ("gru_int8", 1, []),                    # a GRU cell: fused by the GRU rule
 ])
 def test_which_cells_fuse(model, fused, reasons):
     candidates = fuse_block(load_graph(VARIANTS / f"{model}.tosa").main).candidates

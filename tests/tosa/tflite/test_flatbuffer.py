@@ -10,7 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from npu_sim.errors import TosaFormatError
-from npu_sim.tosa.tflite.flatbuffer import UNIDIRECTIONAL_LSTM_OPTIONS, UNIDIRECTIONAL_SEQUENCE_LSTM, TfliteModel, option
+from npu_sim.tosa.tflite.flatbuffer import (
+    UNIDIRECTIONAL_LSTM_OPTIONS,
+    UNIDIRECTIONAL_SEQUENCE_LSTM,
+    TfliteModel,
+    option,
+)
 
 MODEL = Path(__file__).resolve().parents[2] / "data" / "tflite" / "lstm_int8.tflite"
 

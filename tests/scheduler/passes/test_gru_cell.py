@@ -1,0 +1,69 @@
+"""The GRU-cell composite: Keras GRU cells (reset_after=True), unrolled or in a WHILE body,
+fp32 or int8, fuse into one operation with the same bits as op by op; other shapes stay op
+by op with the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import npu_sim
+from npu_sim.simulation import compile_graph
+from npu_sim.tosa.loader import load_graph
+from npu_sim.tosa.ops import Op
+from scheduler.passes.fusion import fuse_block
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def candidates(graph):
+    program = compile_graph(graph, npu_sim.load_hw_config("edge"))
+    return [c for c in program.stats.composite_candidates if c.kind == "gru_cell"]
+
+
+def test_a_gru_in_a_while_body_fuses_and_keeps_its_weights_in_the_tcm():
+    graph = load_graph(DATA / "tflite" / "gru_fp32.tflite")
+    (candidate,) = candidates(graph)
+    assert candidate.fused and candidate.block.endswith("_body") and len(candidate.operators) == 23
+    x = np.random.default_rng(1).normal(size=(1, 8, 10)).astype(np.float32)
+    fused = npu_sim.simulate(graph, "edge", [x])
+    op_by_op = npu_sim.simulate(graph, "edge", [x], composite_fusion=False)
+    np.testing.assert_array_equal(fused.outputs["TosaOutput_0"], op_by_op.outputs["TosaOutput_0"])
+    assert fused.summary["total_cycles"] < 0.8 * op_by_op.summary["total_cycles"]
+    (facts,) = fused.summary["fused_composites"]
+    assert (facts["kind"], facts["hidden_units"], facts["input_size"]) == ("gru_cell", 12, 10)
+    weights = 36 * 12 * 4 + 36 * 10 * 4
+    assert fused.summary["ddr_read_bytes"] < 2 * weights   # loaded once, not once per step (8 steps)
+
+
+def test_an_unrolled_int8_gru_fuses():
+    graph = load_graph(DATA / "lstm_variants" / "gru_int8.tosa")
+    (candidate,) = [c for c in fuse_block(graph.main).candidates if c.kind == "gru_cell"]
+    assert candidate.fused and len(candidate.operators) == 54
+
+
+def test_a_gru_with_its_reset_gate_before_the_product_is_no_candidate_and_runs():
+    graph = load_graph(DATA / "tflite" / "gru_reset_before_fp32.tflite")
+    assert not candidates(graph)
+    x = np.random.default_rng(2).normal(size=(1, 8, 10)).astype(np.float32)
+    result = npu_sim.simulate(graph, "edge", [x])
+    np.testing.assert_allclose(result.outputs["TosaOutput_0"], npu_sim.execute(graph, [x])["TosaOutput_0"],
+                               rtol=0, atol=1e-6)
+
+
+def test_a_cell_that_differs_says_why():
+    graph = load_graph(DATA / "tflite" / "gru_fp32.tflite")
+    body = next(b for b in graph.blocks() if b.name.endswith("_body"))
+    first_sigmoid = next(op for op in body.operators if op.op is Op.SIGMOID)
+    first_sigmoid.op = Op.TANH   # z = tanh(...): no GRU
+    (candidate,) = candidates(graph)
+    assert not candidate.fused and candidate.reason == "gate z activation is TANH, expected SIGMOID"
+
+
+@pytest.mark.parametrize("preset", ["ethos-u55-256", "ethos-u85-256"])
+def test_npus_without_the_datapath_run_it_op_by_op(preset):
+    graph = load_graph(DATA / "tflite" / "gru_fp32.tflite")
+    program = compile_graph(graph, npu_sim.load_hw_config(preset))
+    assert not program.stats.composite_candidates
