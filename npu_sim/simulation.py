@@ -29,6 +29,7 @@ from npu_sim.tosa.ir import Graph
 from npu_sim.tosa.loader import load_graph
 from npu_sim.tosa.validation import validate as validate_graph
 from reports.summary import build_summary
+from scheduler.passes.empty_tensors import drop_empty_tensors
 from scheduler.passes.fusion import CHAIN_RULES, DEFAULT_RULES, FusionRule
 from scheduler.schedule import schedule
 from scheduler.verify import PlanError, verify_program
@@ -139,9 +140,9 @@ def _checked_job(graph: Graph, hw: HwConfig, per_invocation: Sequence[Mapping[st
     if not stack and len(per_invocation) != 1:
         raise InputError(f"{len(per_invocation)} invocations: their outputs must be stacked")
     checked = [check_inputs(graph, dict(inputs)) for inputs in per_invocation]
-    if empty_tensor(graph) is not None:   # the scheduler refuses it: unless the graph itself is wrong
+    if empty_tensor(graph) is not None:   # the scheduler may refuse it: unless the graph itself is wrong
         _reference_run(graph, checked)
-    check_npu_capacity(graph, hw)
+    check_npu_capacity(drop_empty_tensors(graph), hw)
     return checked
 
 

@@ -1,7 +1,8 @@
 """``schedule(graph, hw) -> Program``: the scheduler's pass pipeline.
 
     support check -> fusion -> lowering              passes/ (ir/support)
-    -> constant folding -> unit choice -> staging     passes/
+    -> constant folding -> unit choice -> CPU fallback (what the NPU cannot run)
+    -> staging                                        passes/
     -> operation order: list scheduling per block     passes/ordering
     -> fixed placements: inputs, outputs and constants in DDR; small constants in a
        TCM pool loaded chunk by chunk before their first reader; variables in the
@@ -50,6 +51,8 @@ from scheduler.memory.fixed_placements import (
     tcm_pool_allocation,
 )
 from scheduler.memory.liveness import LiveRange
+from scheduler.passes.empty_tensors import drop_empty_tensors
+from scheduler.passes.cpu_fallback import assign_cpu_fallbacks
 from scheduler.passes.folding import fold_constants
 from scheduler.passes.fusion import DEFAULT_RULES, FusionRule, rules_for
 from scheduler.passes.lowering import lower
@@ -74,6 +77,7 @@ def schedule(graph: Graph, hw: HwConfig, *, planner: Planner | None = None,
     ``resident_constants``: the Program will run several invocations: constants that fit
     a larger TCM pool go there, loaded once in a preamble (see :mod:`npu_sim.simulator`).
     """
+    graph = drop_empty_tensors(graph)   # (nothing to place or move for them)
     check_npu_capacity(graph, hw)   # refuse terabyte tensors before tiling them
     with gc_paused():   # millions of short-lived tiles, views and access records
         lowered = lower_graph(graph, hw, rules, resident_constants=resident_constants)
@@ -93,6 +97,7 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     lowered = lower(graph, rules_for(rules, hw), max_composite_bytes=int(hw.tcm.size_bytes * share))
     fold_constants(lowered)
     assign_units(lowered, hw)
+    lowered.cpu_fallbacks = assign_cpu_fallbacks(lowered, hw)
     stage(lowered, pool_item_max_bytes(hw, resident_constants))
     order_blocks(lowered, hw)
     return lowered
@@ -189,7 +194,7 @@ def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileCont
                       graph_name=getattr(graph, "name", "") or "",
                       preamble_command_ids=_constant_pool_loads(commands, placed))
     program.stats = plan_stats(program, cmds, numbering, ctx.records, _evicted_names(ctx), plan,
-                               _planner_label(planner), lowered.candidates)
+                               _planner_label(planner), lowered.candidates, lowered.cpu_fallbacks)
     return program
 
 

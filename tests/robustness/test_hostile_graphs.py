@@ -68,13 +68,13 @@ def test_the_same_loop_within_its_budgets_runs(tmp_path):
     assert np.array_equal(result, np.arange(1 << 10, dtype=np.int32) + 5)
 
 
-def test_an_empty_tensor_runs_in_exec_and_is_refused_by_the_scheduler(tmp_path):
+def test_an_empty_graph_input_runs_in_exec_and_is_refused_by_the_scheduler(tmp_path):
     graph = save(add_graph((0, 4)), tmp_path / "empty.tosa")
     done = npu_sim(["exec", graph, "--random-inputs", "0", "-o", "out"], tmp_path)
     assert done.code == 0, done.stderr_lines
     assert np.load(tmp_path / "out" / "outputs" / "z.npy").shape == (0, 4)
     npu_sim(["run", graph, "--hw", "edge", "--random-inputs", "0", "-o", "out2"], tmp_path).refused(
-        "shape [0, 4]", "does not schedule empty tensors")
+        "shape [0, 4]", "does not schedule an empty graph or block input or output")
 
 
 def _nested_cond_if(depth: int) -> Graph:
