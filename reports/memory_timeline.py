@@ -10,11 +10,10 @@ the DDR spill space (allocations of kind ``spill`` in DDR).
 With many invocations only the first :data:`MAX_INVOCATIONS_SHOWN` are drawn (they
 repeat). Reads only the trace's allocation records.
 
-Drawn with matplotlib's object API on an Agg canvas (no pyplot: no global figure registry,
-fewer imports; matplotlib itself, 0.4 s to import, only when a figure is drawn), with a
-fixed layout that leaves room for the legends (one draw; ``bbox_inches="tight"`` would draw
-twice), one PatchCollection for all the rectangles, label widths summed from cached glyph
-widths, and fast PNG compression.
+Drawn with :mod:`reports.raster_plot` (Pillow): each allocation a filled rectangle in
+the image, no plotting objects per allocation and no plotting library to import, so a
+``npu-sim run`` pays milliseconds for its PNG (matplotlib took most of a second to
+import and draw).
 """
 
 from __future__ import annotations
@@ -22,16 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from npu_sim.hw.trace import AllocationRecord, InvocationRecord, Trace
 from npu_sim.program import MemorySpace
 from reports.occupancy import UsedAllocation, occupancy_steps, selected
-
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.backends.backend_agg import RendererAgg
-    from matplotlib.figure import Figure
+from reports.raster_plot import GREY, Canvas, Colour, Panel, blend, font, hex_colour, nice_step
 
 #: Colour of each allocation kind (Program.Allocation.kind); other kinds are grey.
 KIND_COLOURS = {
@@ -46,16 +40,21 @@ KIND_COLOURS = {
 OTHER_COLOUR = "#bcbd22"
 #: At most this many rectangles get a text label (the largest ones that have room).
 MAX_LABELS = 40
-DPI = 110
-FIGSIZE_INCHES = (15.5, 9.0)
-#: Fixed subplot margins (figure fractions): room on the right for the legends.
-MARGINS = {"left": 0.06, "right": 0.855, "top": 0.955, "bottom": 0.06}
+#: The image (pixels) and its panels: the memory map above the bytes in use, legends on the right.
+WIDTH_PX, HEIGHT_PX = 1600, 920
+MAP_BOX = (95, 40, 1350, 604)
+USE_BOX = (95, 616, 1350, 860)
+LEGEND_X = 1362
+FONT_PX = 13
 #: zlib level of the PNG (1: fast; the image is mostly flat colour, so it compresses well anyway).
 PNG_COMPRESS_LEVEL = 1
-#: Summed glyph widths ignore kerning; a label must fit with this much to spare.
+#: Labels are measured with the font's own advances; a label must fit with this much to spare.
 KERNING_MARGIN = 1.05
 #: Later invocations repeat the first ones: only this many are drawn (the title says so).
 MAX_INVOCATIONS_SHOWN = 4
+#: Above this many rectangles they are drawn without outlines (the outlines would hide them).
+MAX_OUTLINED = 400
+RED: Colour = (220, 30, 30)
 
 
 def _kib(value: float, _pos: object = None) -> str:
@@ -74,8 +73,8 @@ def byte_tick_step(top_bytes: float, max_ticks: int = 8) -> int:
     return step
 
 
-#: Font size of the rectangle labels (points) and the pixels kept free around a label.
-LABEL_FONT_SIZE = 7
+#: Font size of the rectangle labels (pixels) and the pixels kept free around a label.
+LABEL_FONT_PX = 11
 _MARGIN_PX = 3.0
 
 
@@ -153,94 +152,74 @@ def _shown(trace: Trace) -> _Shown:
 def plot_memory_timeline(trace: Trace, path: str | Path, *, tcm_size_bytes: int | None = None,
                          title: str = "") -> Path:
     """Draw the figure into ``path`` (PNG); returns the path."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import FuncFormatter
-
     path = Path(path)
     shown = _shown(trace)
-    fig = Figure(figsize=FIGSIZE_INCHES, dpi=DPI)
-    canvas = FigureCanvasAgg(fig)
-    ax_map, ax_use = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.3], "hspace": 0.08})
-    fig.subplots_adjust(**MARGINS)
-    _draw_map(fig, canvas.get_renderer(), ax_map, shown)
-    _mark_limits(ax_map, ax_use, shown, tcm_size_bytes)
-    _label_map(ax_map, shown, len(trace.invocations), tcm_size_bytes, title)
-    _plot_use(ax_use, shown.allocations, shown.span)
-    ax_use.set_xlabel("cycle")
-    ax_use.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{int(v):,}"))
-    fig.savefig(path, dpi=DPI, pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
+    canvas = Canvas(WIDTH_PX, HEIGHT_PX)
+    x_range = (shown.span[0], shown.span[0] + shown.x_range * 1.005)
+    memory_map = Panel(MAP_BOX, x_range, (0, shown.y_max))
+    _draw_map(canvas, memory_map, shown)
+    _mark_limits(canvas, memory_map, shown, tcm_size_bytes)
+    _label_map(canvas, memory_map, shown, len(trace.invocations), tcm_size_bytes, title)
+    use = _plot_use(canvas, x_range, shown.allocations, shown.span)
+    for inv in shown.invocations[1:]:
+        canvas.vline(use, inv.start_cycle, GREY, dash=3)
+    canvas.x_ticks(use, nice_step(x_range[1] - x_range[0], 8), lambda v: f"{int(v):,}", FONT_PX)
+    canvas.text(((USE_BOX[0] + USE_BOX[2]) / 2, HEIGHT_PX - 28), "cycle", FONT_PX, anchor="ma")
+    canvas.save(path, PNG_COMPRESS_LEVEL)
     return path
 
 
-def _draw_map(fig: Figure, renderer: RendererAgg, ax: Axes, shown: _Shown) -> None:
+def _draw_map(canvas: Canvas, panel: Panel, shown: _Shown) -> None:
     """One rectangle per TCM allocation (at least a sliver wide), labels where they fit."""
-    from matplotlib.collections import PatchCollection
-    from matplotlib.patches import Rectangle
-
     min_width = shown.x_range * 0.002
-    rects = [Rectangle((a.first_cycle, a.offset_bytes), max(a.last_cycle - a.first_cycle, min_width), a.size_bytes)
-             for a in shown.tcm]
-    if rects:
-        colours = [KIND_COLOURS.get(a.kind, OTHER_COLOUR) for a in shown.tcm]
-        ax.add_collection(PatchCollection(rects, facecolors=colours, edgecolors="black",
-                                          linewidths=0.3 if len(rects) < 400 else 0.1, alpha=0.85))
-    box = ax.get_position()
-    width_px = box.width * fig.get_figwidth() * DPI
-    height_px = box.height * fig.get_figheight() * DPI
-    measure, text_height_px = _text_measure(renderer, fig.dpi)
-    for a, text, rotation in _labels(shown.tcm, width_px / (shown.x_range * 1.005), height_px / shown.y_max,
-                                     measure, text_height_px):
-        ax.text((a.first_cycle + a.last_cycle) / 2, a.offset_bytes + a.size_bytes / 2, text,
-                ha="center", va="center", fontsize=LABEL_FONT_SIZE, rotation=rotation, clip_on=True)
+    rects = [(a.first_cycle, a.offset_bytes, a.first_cycle + max(a.last_cycle - a.first_cycle, min_width),
+              a.offset_bytes + a.size_bytes) for a in shown.tcm]
+    fills = {kind: blend(hex_colour(colour), 0.85) for kind, colour in KIND_COLOURS.items()}
+    other = blend(hex_colour(OTHER_COLOUR), 0.85)
+    canvas.rectangles(panel, rects, [fills.get(a.kind, other) for a in shown.tcm],
+                      (0, 0, 0) if len(rects) < MAX_OUTLINED else None)
+    measure, text_height_px = _text_measure()
+    for a, text, rotation in _labels(shown.tcm, panel.px_per_x, panel.px_per_y, measure, text_height_px):
+        centre = (panel.x((a.first_cycle + a.last_cycle) / 2), panel.y(a.offset_bytes + a.size_bytes / 2))
+        canvas.text(centre, text, LABEL_FONT_PX, anchor="mm", vertical=rotation == 90.0)
+    canvas.frame(panel)
 
 
-def _mark_limits(ax_map: Axes, ax_use: Axes, shown: _Shown, tcm_size_bytes: int | None) -> None:
+def _mark_limits(canvas: Canvas, panel: Panel, shown: _Shown, tcm_size_bytes: int | None) -> None:
     """The TCM size as a line, and where each shown invocation after the first starts."""
-    span_lo = shown.span[0]
     if tcm_size_bytes is not None and tcm_size_bytes <= shown.y_max:
-        ax_map.axhline(tcm_size_bytes, color="red", linestyle="--", linewidth=1)
-        ax_map.text(span_lo, tcm_size_bytes, " TCM size", color="red", va="bottom", fontsize=8)
+        canvas.hline(panel, tcm_size_bytes, RED, dash=6)
+        canvas.text((panel.box[0] + 4, panel.y(tcm_size_bytes) - 2), "TCM size", FONT_PX - 2, RED, anchor="ld")
     for inv in shown.invocations[1:]:
-        for ax in (ax_map, ax_use):
-            ax.axvline(inv.start_cycle, color="grey", linestyle=":", linewidth=0.8)
-        ax_map.text(inv.start_cycle, 0.995, f" invocation {inv.index}", transform=ax_map.get_xaxis_transform(),
-                    va="top", ha="left", fontsize=7, color="grey")
-    ax_map.set_ylim(0, shown.y_max)
-    ax_map.set_xlim(span_lo, span_lo + shown.x_range * 1.005)
+        canvas.vline(panel, inv.start_cycle, GREY, dash=3)
+        canvas.text((panel.x(inv.start_cycle) + 3, panel.box[1] + 3), f"invocation {inv.index}", FONT_PX - 2,
+                    GREY)
 
 
-def _label_map(ax: Axes, shown: _Shown, invocations: int, tcm_size_bytes: int | None, title: str) -> None:
+def _label_map(canvas: Canvas, panel: Panel, shown: _Shown, invocations: int, tcm_size_bytes: int | None,
+               title: str) -> None:
     """Axis, legend of the kinds and title of the memory map."""
-    from matplotlib.patches import Patch
-    from matplotlib.ticker import FuncFormatter, MultipleLocator
-
-    ax.yaxis.set_major_locator(MultipleLocator(byte_tick_step(shown.y_max)))
-    ax.yaxis.set_major_formatter(FuncFormatter(_kib))
-    ax.set_ylabel("TCM offset")
+    canvas.y_ticks(panel, byte_tick_step(shown.y_max), _kib, FONT_PX)
+    canvas.text((22, (panel.box[1] + panel.box[3]) / 2), "TCM offset", FONT_PX, vertical=True)
     kinds = sorted({a.kind for a in shown.tcm}, key=lambda k: (k not in KIND_COLOURS, k))
-    handles = [Patch(facecolor=KIND_COLOURS.get(k, OTHER_COLOUR), edgecolor="black", label=k) for k in kinds]
-    if handles:
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8,
-                  title="allocation kind", title_fontsize=8, frameon=False)
+    if kinds:
+        canvas.legend((LEGEND_X, panel.box[1]), [(k, hex_colour(KIND_COLOURS.get(k, OTHER_COLOUR))) for k in kinds],
+                      FONT_PX, title="allocation kind")
     heading = title or "TCM memory map"
     capacity = f" of {_kib(tcm_size_bytes)}" if tcm_size_bytes else ""
     count = len(shown.invocations)
     window = f" (invocations 0-{count - 1} of {invocations} shown)" if invocations > count else ""
-    ax.set_title(f"{heading}: {len(shown.all_tcm)} TCM allocations, footprint {_kib(shown.top)}{capacity}{window}",
-                 loc="left", fontsize=10, y=1.0)  # a fixed y: no tight-bbox pass to place it
+    canvas.text((panel.box[0], 14), f"{heading}: {len(shown.all_tcm)} TCM allocations, footprint "
+                f"{_kib(shown.top)}{capacity}{window}", FONT_PX + 2)
     if not shown.tcm:
-        ax.text(0.5, 0.5, "no TCM allocation was used", transform=ax.transAxes,
-                ha="center", va="center", color="grey")
+        canvas.text(((panel.box[0] + panel.box[2]) / 2, (panel.box[1] + panel.box[3]) / 2),
+                    "no TCM allocation was used", FONT_PX, GREY, anchor="mm")
 
 
-def _text_measure(renderer: RendererAgg, figure_dpi: float) -> tuple[Callable[[str], float], float]:
-    """Width in pixels of a label (the sum of its glyphs' widths as the figure's renderer
-    draws them, measured once per character), and the label height."""
-    from matplotlib.font_manager import FontProperties
-
-    font = FontProperties(size=LABEL_FONT_SIZE)
-    scale = DPI / figure_dpi  # the renderer measures at the figure's dpi; we save at DPI
+def _text_measure() -> tuple[Callable[[str], float], float]:
+    """Width in pixels of a label (the sum of its glyphs' advances in the label font, each
+    measured once, with a margin for kerning), and the label height."""
+    face = font(LABEL_FONT_PX)
     glyphs: dict[str, float] = {}
 
     def measure(text: str) -> float:
@@ -248,39 +227,38 @@ def _text_measure(renderer: RendererAgg, figure_dpi: float) -> tuple[Callable[[s
         for char in text:
             w = glyphs.get(char)
             if w is None:
-                w = glyphs[char] = renderer.get_text_width_height_descent(char, font, ismath=False)[0] * scale
+                w = glyphs[char] = face.getlength(char)
             width += w
         return width * KERNING_MARGIN
 
-    height = renderer.get_text_width_height_descent("Ag", font, ismath=False)[1] * scale
-    return measure, height
+    return measure, float(LABEL_FONT_PX + 2)
 
 
-def _plot_use(ax: Axes, allocations: Iterable[AllocationRecord], span: tuple[int, int]) -> None:
+def _plot_use(canvas: Canvas, x_range: tuple[float, float], allocations: Iterable[AllocationRecord],
+              span: tuple[int, int]) -> Panel:
     """Bytes in use over time in the TCM, the variable SRAM and the DDR spill space."""
-    from matplotlib.ticker import FuncFormatter, MultipleLocator
-
     allocations = list(allocations)
     curves = [
         ("TCM", occupancy_steps(allocations, MemorySpace.TCM), "#4c72b0"),
         ("variable SRAM", occupancy_steps(allocations, MemorySpace.VARIABLE_SRAM, span=span), "#da8bc3"),
         ("DDR spill", occupancy_steps(allocations, MemorySpace.DDR, kinds=("spill",)), "#c44e52"),
     ]
+    top = max((max(values) for _, (_, values), _ in curves if values), default=0)
+    panel = Panel(USE_BOX, x_range, (0, max(1, top) * 1.05))
+    canvas.y_ticks(panel, byte_tick_step(panel.y_range[1], 5), _kib, FONT_PX, grid=True)
+    entries = []
     for label, (cycles, values), colour in curves:
         if not cycles:
-            ax.plot([], [], color=colour, label=f"{label}: none")
+            entries.append((f"{label}: none", hex_colour(colour)))
             continue
         xs = [span[0], *cycles, span[1]] if cycles[0] > span[0] else [*cycles, span[1]]
-        ys = [0, *values, values[-1]] if cycles[0] > span[0] else [*values, values[-1]]
-        ax.step(xs, ys, where="post", color=colour, linewidth=1.2,
-                label=f"{label}: peak {_kib(max(values))}")
-        ax.fill_between(xs, ys, step="post", color=colour, alpha=0.15)
-    ax.set_ylim(bottom=0)
-    ax.yaxis.set_major_locator(MultipleLocator(byte_tick_step(ax.get_ylim()[1], 5)))
-    ax.yaxis.set_major_formatter(FuncFormatter(_kib))
-    ax.set_ylabel("bytes in use")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
-    ax.grid(True, axis="y", alpha=0.3)
+        ys = [0, *values] if cycles[0] > span[0] else list(values)
+        canvas.steps(panel, xs, ys, hex_colour(colour), blend(hex_colour(colour), 0.15))
+        entries.append((f"{label}: peak {_kib(max(values))}", hex_colour(colour)))
+    canvas.legend((LEGEND_X, panel.box[1]), entries, FONT_PX)
+    canvas.text((22, (panel.box[1] + panel.box[3]) / 2), "bytes in use", FONT_PX, vertical=True)
+    canvas.frame(panel)
+    return panel
 
 
 def _short(name: str, limit: int = 28) -> str:

@@ -1,6 +1,25 @@
 """What each ``npu-sim`` command does, one module per command group; :mod:`npu_sim.cli` declares
-the commands and their options and imports this package when one runs."""
+the commands and their options and imports this package when one runs.
 
-from npu_sim.commands import cache_cmd, convert_cmd, exec_cmd, hw_cmd, inspect_cmd, report_cmd, run_cmd, sweep_cmd
+Each command module is imported when first named (``npu_sim.commands.run_cmd``): a command
+loads what it needs, not what every other command does (``run`` has no use for the
+converter, the sweep runner or the report pages)."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
 
 __all__ = ["cache_cmd", "convert_cmd", "exec_cmd", "hw_cmd", "inspect_cmd", "report_cmd", "run_cmd", "sweep_cmd"]
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name not in __all__:
+        raise AttributeError(f"module 'npu_sim.commands' has no attribute {name!r}")
+    module = importlib.import_module(f"npu_sim.commands.{name}")
+    globals()[name] = module
+    return module
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -149,15 +149,20 @@ def _place(ops: list[NpuOp], preds: list[set[int]], succs: list[list[int]], timi
 
 
 def _first_gap(intervals: list[tuple[float, float]], earliest: float, length: float) -> float:
-    """The earliest start >= ``earliest`` of ``length`` cycles between sorted busy ``intervals``."""
+    """The earliest start >= ``earliest`` of ``length`` cycles between sorted busy ``intervals``
+    (they never overlap, so their ends are sorted too: those ending by ``earliest`` are skipped
+    by bisection)."""
     t = earliest
-    for lo, hi in intervals:
-        if hi <= t:
-            continue
+    for k in range(bisect.bisect_right(intervals, earliest, key=_end), len(intervals)):
+        lo, hi = intervals[k]
         if lo >= t + length:
             break
         t = hi
     return t
+
+
+def _end(interval: tuple[float, float]) -> float:
+    return interval[1]
 
 
 def reorder_block(ops: list[NpuOp], values: dict[str, Value], hw: HwConfig, capacity_bytes: int) -> list[NpuOp]:

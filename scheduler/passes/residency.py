@@ -22,6 +22,7 @@ and the sizes.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -65,13 +66,16 @@ def decide(ops: list[NpuOp], groups: dict[str, Group], root_of: Callable[[str], 
     ``copy_need(i, in_tcm)``: TCM bytes COPY operation ``i`` needs beside the residents.
     """
     state = _Residency(ops, groups, root_of, capacity_bytes, tiler, fixed_tcm, copy_need)
-    pending = set(range(len(ops)))
+    pending = list(range(len(ops)))   # a heap: the lowest pending operation first
+    queued = set(pending)
     while pending:
-        i = min(pending)
-        pending.discard(i)
+        i = heapq.heappop(pending)
+        queued.discard(i)
         victim = state.settle(i)
         if victim is not None:
-            pending |= state.evict(victim, i)
+            for j in state.evict(victim, i) - queued:
+                heapq.heappush(pending, j)
+                queued.add(j)
     return ResidencyResult(state.resident, state.plans, state.live, state.evictions)
 
 

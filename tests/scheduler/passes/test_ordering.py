@@ -152,3 +152,30 @@ def test_readers_of_a_graph_output_use_its_tcm_copy(preset):
     reader = next(c for c in program.walk() if isinstance(c, ComputeCommand) and c.steps[0].op is Op.MUL)
     assert stores and not set(stores) & set(reader.deps)
     assert all(v.memory is MemorySpace.TCM for s in reader.steps for v in s.operands if hasattr(v, "memory"))
+
+
+def test_the_first_gap_skips_the_intervals_ending_before_by_bisection_and_finds_what_a_scan_finds():
+    import random
+
+    from scheduler.passes.ordering import _first_gap
+
+    def scan(intervals, earliest, length):
+        t = earliest
+        for lo, hi in intervals:
+            if hi <= t:
+                continue
+            if lo >= t + length:
+                break
+            t = hi
+        return t
+
+    rng = random.Random(4)
+    for _ in range(300):
+        lane, t = [], 0.0
+        for _ in range(rng.randint(0, 30)):   # a lane: sorted, never overlapping, some touching
+            t += rng.choice((0.0, 0.0, rng.uniform(0, 5)))
+            busy = rng.choice((0.0, rng.uniform(0, 6)))
+            lane.append((t, t + busy))
+            t += busy
+        earliest, length = rng.uniform(-1, t + 2), rng.choice((0.0, rng.uniform(0, 4)))
+        assert _first_gap(lane, earliest, length) == scan(lane, earliest, length)

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Whole-process wall time of ``npu-sim run`` against Vela 5.2 compiling the same .tosa.
+
+For every model (the real models of ``benchmarks/models/real/`` when they were built, see
+``models/build_real_models.py``, and the example CNN and LSTMs) and each of ethos-u55-256
+and ethos-u85-256, the two processes run one after the other, alternating, ``--repeats``
+times each; the best wall time of each side counts (the machine is shared: the least
+disturbed run is the fairest for both). Ours: ``npu-sim run MODEL --hw PRESET
+--random-inputs 0 -o DIR`` (outputs, summary.json, memory_timeline.png, trace.json, the
+printed table: everything a user gets). Vela's: ``vela MODEL --accelerator-config ...`` with
+the system config and memory mode bench_vela.py matches to the preset (its summary CSV
+and the optimised model written). Where Vela rejects a model there is no ratio.
+
+Goal: ``npu-sim / vela <= 2`` on every model and preset. Needs vela (see bench_vela.py).
+Usage: python benchmarks/bench_run_vs_vela.py [--vela PATH] [--models NAME ...]
+[--accelerators ...] [--repeats N]. Writes benchmarks/results/run_vs_vela.json; exits 2
+when a ratio misses the goal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.bench_vela import MATCHES, Match, find_vela  # noqa: E402
+from benchmarks.common import HERE, ROOT, goal_mark, table, write_result  # noqa: E402
+
+GOAL = 2.0
+REAL = HERE / "models" / "real"
+EXAMPLES = ("mobilenet_v2_035_96_int8", "ds_cnn_kws_int8", "lstm_unrolled8_int8", "lstm_stacked_int8")
+ACCELERATORS = ("ethos-u55-256", "ethos-u85-256")
+
+
+def models(names: list[str] | None) -> list[Path]:
+    """The real models that were built, then the example models (or those named)."""
+    found = sorted(REAL.glob("*.tosa")) + [ROOT / "examples" / f"{name}.tosa" for name in EXAMPLES]
+    if names:
+        found = [p for p in found if p.stem in names]
+    return found
+
+
+def wall(cmd: list[str]) -> tuple[float, int, str]:
+    """Seconds, exit code and the last line of stderr of one process."""
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    return seconds, done.returncode, (done.stderr.strip().splitlines() or [""])[-1]
+
+
+def ours_cmd(model: Path, match: Match, out: Path) -> list[str]:
+    return [str(Path(sys.executable).with_name("npu-sim")), "run", str(model), "--hw", match.preset,
+            "--random-inputs", "0", "-o", str(out)]
+
+
+def vela_cmd(vela: Path, model: Path, match: Match, out: Path) -> list[str]:
+    return [str(vela), str(model), "--accelerator-config", match.accelerator, "--config", "Arm/vela.ini",
+            "--system-config", match.system_config, "--memory-mode", match.memory_mode, "--output-dir", str(out)]
+
+
+def measure(vela: Path, model: Path, match: Match, repeats: int, work: Path) -> dict[str, Any]:
+    """Alternate the two processes ``repeats`` times; the best of each."""
+    ours: list[float] = []
+    theirs: list[float] = []
+    row: dict[str, Any] = {"model": model.stem, "accelerator": match.accelerator}
+    for k in range(repeats):
+        out = work / f"{model.stem}-{match.accelerator}-{k}"
+        seconds, code, error = wall(ours_cmd(model, match, out))
+        if code != 0:
+            row["ours_error"] = error
+            break
+        ours.append(seconds)
+        seconds, code, error = wall(vela_cmd(vela, model, match, work / f"vela-{model.stem}-{k}"))
+        if code != 0:
+            row["vela_error"] = error
+        else:
+            theirs.append(seconds)
+        if k == 0:
+            summary = json.loads((out / "summary.json").read_text())
+            row["stages_s"] = summary.get("wall_seconds", {})
+            row["operations"] = len(summary.get("ops", []))
+    row["ours_s"] = min(ours) if ours else None
+    row["vela_s"] = min(theirs) if theirs else None
+    row["ratio"] = row["ours_s"] / row["vela_s"] if ours and theirs else None
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--vela", metavar="PATH", help="the vela executable (see bench_vela.py)")
+    parser.add_argument("--models", nargs="+", metavar="NAME", help="model file stems (default: all)")
+    parser.add_argument("--accelerators", nargs="+", default=list(ACCELERATORS),
+                        choices=[m.accelerator for m in MATCHES])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=None, help="results folder (default benchmarks/results)")
+    options = parser.parse_args(argv)
+    vela = find_vela(options.vela)
+    if vela is None:
+        print("skipped: vela not found (give --vela PATH or $VELA, or run bench_vela.py --install-vela)")
+        return 0
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="npu-sim-vs-vela-") as tmp:
+        for model in models(options.models):
+            for match in (m for m in MATCHES if m.accelerator in options.accelerators):
+                print(f"  {model.stem} on {match.accelerator} ...", flush=True)
+                rows.append(measure(vela, model, match, options.repeats, Path(tmp)))
+    print()
+    print(f"npu-sim run / vela, whole process, best of {options.repeats}; goal <= {GOAL}")
+    print(table(["model", "accelerator", "ops", "npu-sim s", "vela s", "ratio", "goal", "schedule", "simulate",
+                 "reports", "note"],
+                [[r["model"], r["accelerator"], r.get("operations"), r["ours_s"], r["vela_s"], r["ratio"],
+                  goal_mark(r["ratio"], GOAL), r.get("stages_s", {}).get("schedule"),
+                  r.get("stages_s", {}).get("simulate"), r.get("stages_s", {}).get("reports"),
+                  r.get("ours_error") or r.get("vela_error") or ""] for r in rows]))
+    ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
+    worst = max(ratios, default=None)
+    print(f"worst ratio {worst:.2f}" if worst is not None else "no ratio")
+    path = write_result("run_vs_vela", {"goal": {"ratio": GOAL}, "definitions": __doc__, "rows": rows,
+                                        "worst_ratio": worst}, options.out)
+    print(f"results: {path}")
+    if any(r.get("ours_error") for r in rows):
+        return 1
+    return 2 if worst is not None and worst > GOAL else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
