@@ -46,6 +46,8 @@ SPREAD_HELP = ("Use free TCM to avoid reusing freed bytes soon: fewer false depe
                "(fewer cycles) for a larger peak_tcm_bytes.")
 NO_COMPOSITE_HELP = ("Run composites such as LSTM cells op by op instead of as one fused NPU operation "
                      "(to compare the two).")
+STRICT_NPU_HELP = ("Refuse an operator the preset's NPU cannot run (exit 2 naming it) instead of running "
+                   "it on the host CPU.")
 VERIFY_HELP = ("Check the plan statically before using it: no two live allocations overlap, every "
                "read sees the bytes last written there, conflicting accesses are ordered. "
                "A rejected plan is an internal error (exit 1). Costs about one more schedule time.")
@@ -177,13 +179,14 @@ def run_command(
     allow_unpredictable: bool = typer.Option(False, "--allow-unpredictable", help=ALLOW_UNPREDICTABLE_HELP),
     no_composite_fusion: bool = typer.Option(False, "--no-composite-fusion", help=NO_COMPOSITE_HELP),
     html: bool = typer.Option(False, "--html", help="Also write report.html (the run's page; see npu-sim report)."),
+    strict_npu: bool = typer.Option(False, "--strict-npu", help=STRICT_NPU_HELP),
 ) -> None:
     """Simulate GRAPH on the NPU that CONFIG describes; write outputs and a timing report."""
     _commands().run_cmd.run_graph(graph, hw, inputs, out_dir, invocations=invocations, random_seed=random_inputs,
                                   spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level,
                                   max_memory=max_memory, timeout_seconds=timeout, max_loop_work_bytes=max_loop_work,
                                   input_shapes=input_shape, allow_unpredictable=allow_unpredictable,
-                                  composite_fusion=not no_composite_fusion, html=html)
+                                  composite_fusion=not no_composite_fusion, html=html, strict_npu=strict_npu)
 
 
 @app.command("plan")
@@ -197,11 +200,12 @@ def plan_command(
     timeout: float = timeout_option(),
     input_shape: list[str] = input_shape_option(),  # noqa: B008 (typer reads the list)
     no_composite_fusion: bool = typer.Option(False, "--no-composite-fusion", help=NO_COMPOSITE_HELP),
+    strict_npu: bool = typer.Option(False, "--strict-npu", help=STRICT_NPU_HELP),
 ) -> None:
     """Compile GRAPH for CONFIG and print the Program (memory plan + commands) and plan statistics."""
     _commands().run_cmd.plan_graph(graph, hw, as_json, spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level,
                                    timeout_seconds=timeout, input_shapes=input_shape,
-                                   composite_fusion=not no_composite_fusion)
+                                   composite_fusion=not no_composite_fusion, strict_npu=strict_npu)
 
 
 @app.command("convert")

@@ -311,6 +311,18 @@ class CompositeCandidate:
 
 
 @dataclass(frozen=True)
+class CpuFallback:
+    """An operation the NPU cannot run, moved to the host CPU (``cpu`` unit), for reports."""
+
+    operation: str                           # the NPU operation's name (OperationStats.name)
+    op: str                                  # what it computes: CONV2D+CLAMP
+    operator: str                            # the graph operator the NPU cannot run
+    dtype: str                               # its data type (fp32)
+    reason: str                              # why, with the rule's source
+    npu_unit: str = ""                       # the NPU unit it would have run on
+
+
+@dataclass(frozen=True)
 class PlanStats:
     """Facts of a compiled plan that the summary and the reports read, computed by the scheduler.
 
@@ -338,6 +350,7 @@ class PlanStats:
     evicted_values: tuple[str, ...] = ()     # values the TCM plan gave up keeping resident
     command_count: int = 0
     composite_candidates: tuple[CompositeCandidate, ...] = ()   # composites looked at, fused or not
+    cpu_fallbacks: tuple[CpuFallback, ...] = ()   # operations moved to the host CPU
 
     @property
     def compulsory_ddr_bytes(self) -> int:

@@ -17,6 +17,7 @@ from npu_sim.hw.compute_units import unit_names
 from npu_sim.hw.config import HwConfig
 from npu_sim.program import ComputeCommand, DmaCommand, OperationStats, PlanStats, Program
 from reports.composites import composite_candidates, format_candidates
+from reports.cpu_ops import plan_cpu_ops
 from reports.occupancy import tcm_plan_figures
 from reports.table import human_bytes
 
@@ -82,6 +83,7 @@ def _scheduler_facts(facts: PlanStats) -> dict[str, Any]:
         "spilled_values": list(facts.spilled_values),
         "evicted_values": list(facts.evicted_values),
         "composites": composite_candidates(facts),
+        "cpu_ops": plan_cpu_ops(facts),
     }
 
 
@@ -119,6 +121,8 @@ def format_plan_stats(stats: Mapping[str, Any]) -> str:
     lines.append(f"spilled to DDR: {', '.join(spilled) if spilled else 'nothing'}")
     if "composites" in stats:
         lines += format_candidates(stats["composites"])
+    for op in stats.get("cpu_ops") or []:
+        lines.append(f"on the host CPU: {op['name']} ({op['op']}, {op['dtype']}): {op['reason']}")
     return "\n".join([*lines, _tiled_operations(stats.get("operations", []))])
 
 

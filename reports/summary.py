@@ -38,6 +38,8 @@ Fields (ARCHITECTURE.md lists the required ones):
 * ``fused_composites``: one entry per fused composite instance (an LSTM cell): its kind,
   the graph operators it replaced, its sizes, ``weights_resident`` and its compute cycles
   per invocation (:mod:`reports.composites`);
+* ``cpu_ops``: the operations on the host CPU, outside the NPU's support (operator, dtype,
+  cycles, reason; :mod:`reports.cpu_ops`);
 * ``preamble_cycles``, ``preamble_ddr_bytes``, ``resident_constant_bytes``: the constants
   loaded into TCM once before the first invocation of a multi-invocation run
   (:mod:`reports.preamble`; not part of ``total_cycles``);
@@ -54,6 +56,7 @@ from npu_sim.hw.config import HwConfig
 from npu_sim.hw.trace import Trace
 from npu_sim.program import MemorySpace, Program
 from reports.composites import fused_composites
+from reports.cpu_ops import cpu_ops
 from reports.energy import energy_area_figures
 from reports.occupancy import occupancy_steps, peak, tcm_plan_figures
 from reports.operations import BOUNDS, OperationSpan, command_setup_cycles, operation_spans, shares
@@ -122,6 +125,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
     summary["time_breakdown"] = time_breakdown(spans, summary["busy_cycles"], cycles)
     summary["tcm_peak"] = tcm_peak(trace.allocations, *tcm_steps)
     summary["fused_composites"] = fused_composites(spans, program)
+    summary["cpu_ops"] = cpu_ops(spans, program)
     summary.update(energy_area_figures(trace, hw, program, cycles))
     summary.update(preamble_figures(trace, program))
     if wall_seconds:

@@ -51,7 +51,8 @@ def ops_table(summary: Mapping[str, Any], *, invocation: int = 0, max_rows: int 
     for index, op in enumerate(rows[:max_rows]):
         cycles = op_cycles(op)
         share = 100.0 * cycles / inv_cycles if inv_cycles else 0.0
-        cells.append([str(index), op["name"], op["op"], op["unit"], f"{op['start_cycle']:,}", f"{cycles:,}",
+        unit = op["unit"] + (" (host)" if op["unit"] == "cpu" else "")
+        cells.append([str(index), op["name"], op["op"], unit, f"{op['start_cycle']:,}", f"{cycles:,}",
                       f"{share:.1f}", f"{op['end_cycle'] - op['start_cycle']:,}",
                       _BOUND_LABELS.get(op.get("bound", ""), ""), f"{op['macs']:,}",
                       human_bytes(op["ddr_read_bytes"]),
@@ -140,9 +141,20 @@ def utilization_line(summary: Mapping[str, Any]) -> str:
 ASCII_BOX = str.maketrans("┏┳┓┃┡╇┩│└┴┘━─…", "+++|+++|+++=-~")
 
 
+def cpu_line(summary: Mapping[str, Any]) -> str:
+    """One line on the operators the host CPU ran (those outside the NPU's support), if any."""
+    rows = [r for r in summary.get("cpu_ops") or [] if isinstance(r, dict)]
+    if not rows:
+        return ""
+    operators = ", ".join(dict.fromkeys(f"{r.get('op', '?')} ({r.get('dtype', '?')})" for r in rows))
+    return (f"host CPU: {len(rows)} operations the NPU cannot run, {sum(int(r.get('cycles', 0)) for r in rows):,} "
+            f"cycles: {operators} (cpu_ops in summary.json says why)")
+
+
 def report_text(summary: Mapping[str, Any]) -> str:
-    """The table, the totals and the busy line, as ``npu-sim run`` prints them."""
-    return "\n".join([ops_table(summary), totals_line(summary), utilization_line(summary)])
+    """The table, the totals, the busy line and the host CPU's operators, as ``npu-sim run`` prints them."""
+    lines = [ops_table(summary), totals_line(summary), utilization_line(summary), cpu_line(summary)]
+    return "\n".join(line for line in lines if line)
 
 
 def print_report(summary: Mapping[str, Any], console: Console | None = None) -> None:

@@ -15,6 +15,7 @@ from npu_sim.hw.compute_units.mac_array import MAC_OPS
 from npu_sim.program import (
     CompositeCandidate,
     ComputeCommand,
+    CpuFallback,
     DmaCommand,
     MemorySpace,
     OperationStats,
@@ -31,7 +32,7 @@ DDR = MemorySpace.DDR
 
 def plan_stats(program: Program, cmds: list[ACommand], numbering: Numbering, records: list[OpRecord],
                evicted: list[str], plan: MemoryPlan, planner: str,
-               candidates: Sequence[CompositeCandidate] = ()) -> PlanStats:
+               candidates: Sequence[CompositeCandidate] = (), cpu_fallbacks: Sequence[CpuFallback] = ()) -> PlanStats:
     """The figures of ``program`` (compiled from ``cmds``; ``records``: one per NPU operation)."""
     command_op: dict[int, int] = {numbering.ids[id(a)]: a.op for a in walk(cmds)}
     planned_read, planned_write = planned_ddr_bytes(program)
@@ -53,6 +54,7 @@ def plan_stats(program: Program, cmds: list[ACommand], numbering: Numbering, rec
         evicted_values=tuple(evicted),
         command_count=numbering.count,
         composite_candidates=tuple(candidates),
+        cpu_fallbacks=tuple(cpu_fallbacks),
     )
 
 

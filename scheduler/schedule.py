@@ -51,8 +51,8 @@ from scheduler.memory.fixed_placements import (
     tcm_pool_allocation,
 )
 from scheduler.memory.liveness import LiveRange
-from scheduler.passes.empty_tensors import drop_empty_tensors
 from scheduler.passes.cpu_fallback import assign_cpu_fallbacks
+from scheduler.passes.empty_tensors import drop_empty_tensors
 from scheduler.passes.folding import fold_constants
 from scheduler.passes.fusion import DEFAULT_RULES, FusionRule, rules_for
 from scheduler.passes.lowering import lower

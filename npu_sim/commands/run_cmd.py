@@ -30,7 +30,7 @@ from npu_sim.budget import check_host_memory, default_host_budget_bytes, parse_s
 from npu_sim.commands.job_graph import load_job_graph
 from npu_sim.commands.tosa_status import tosa_status_figures, warn_if_unpredictable
 from npu_sim.errors import InputError
-from npu_sim.hw.config import load_hw_config
+from npu_sim.hw.config import HwConfig, load_hw_config
 from npu_sim.inputs import load_inputs, output_file_names
 from npu_sim.paths import check_output_dir, staged_output
 from npu_sim.reference.unpredictable import allowing_unpredictable
@@ -54,7 +54,7 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
                    spread_tcm: bool = False, verify: bool = False,
                    tosa_level: str = "8K", max_memory_bytes: int | None = None,
                    input_shapes: list[str] | None = None, allow_unpredictable: bool = False,
-                   composite_fusion: bool = True, html: bool = False) -> dict[str, Any]:
+                   composite_fusion: bool = True, html: bool = False, strict_npu: bool = False) -> dict[str, Any]:
     """Do what ``npu-sim run`` does; returns the summary written to ``summary.json``.
 
     Everything that can be checked before the work is: ``-o``, the config, the graph, the
@@ -62,7 +62,7 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
     if invocations is not None and invocations < 1:
         raise InputError(f"-n must be at least 1, got {invocations}")
     check_output_dir(out_dir)
-    hw = load_hw_config(hw_config)
+    hw = with_strict_npu(load_hw_config(hw_config), strict_npu)
     graph = load_job_graph(graph_path, tosa_level, input_specs, invocations, input_shapes)
     budget = max_memory_bytes or default_host_budget_bytes()
     check_host_memory(graph, budget, simulated=True)
@@ -100,6 +100,14 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
     return summary
 
 
+def with_strict_npu(hw: HwConfig, strict: bool) -> HwConfig:
+    """``hw``, refusing CPU fallbacks if ``strict`` (``--strict-npu``: an operator the NPU cannot
+    run is an error naming it, as ``npu_support.strict`` in the config)."""
+    if not strict:
+        return hw
+    return hw.model_copy(update={"npu_support": hw.npu_support.model_copy(update={"strict": True})})
+
+
 #: Above this many ``ops`` rows, summary.json writes one row per line (the indented form
 #: needs json's pure-Python encoder: seconds for the rows of a long stream).
 OPS_ROWS_INDENTED_MAX = 512
@@ -118,9 +126,10 @@ def summary_json(summary: dict[str, Any]) -> str:
 
 def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False,
               verify: bool = False, tosa_level: str = "8K",
-              input_shapes: list[str] | None = None, composite_fusion: bool = True) -> tuple[str, dict[str, Any]]:
+              input_shapes: list[str] | None = None, composite_fusion: bool = True,
+              strict_npu: bool = False) -> tuple[str, dict[str, Any]]:
     """The Program listing and the memory-plan statistics of ``npu-sim plan``."""
-    hw = load_hw_config(hw_config)
+    hw = with_strict_npu(load_hw_config(hw_config), strict_npu)
     graph = load_job_graph(graph_path, tosa_level, input_shape_specs=input_shapes)
     program = compile_graph(graph, hw, spread_tcm=spread_tcm, verify=verify, composite_fusion=composite_fusion)
     stats = plan_stats(program, hw)
@@ -133,7 +142,8 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
               verify: bool = False, tosa_level: str = "8K", max_memory: str | None = None,
               timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
               max_loop_work_bytes: int = DEFAULT_LOOP_WORK_BYTES, input_shapes: list[str] | None = None,
-              allow_unpredictable: bool = False, composite_fusion: bool = True, html: bool = False) -> None:
+              allow_unpredictable: bool = False, composite_fusion: bool = True, html: bool = False,
+              strict_npu: bool = False) -> None:
     """``npu-sim run``: simulate, write the outputs and reports, print the per-operation table."""
     max_memory_bytes = None if max_memory is None else parse_size_bytes(max_memory)
     with job_limits(timeout_seconds, max_loop_work_bytes):
@@ -141,7 +151,7 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
                                  random_seed=random_seed, spread_tcm=spread_tcm, verify=verify,
                                  tosa_level=tosa_level, max_memory_bytes=max_memory_bytes,
                                  input_shapes=input_shapes, allow_unpredictable=allow_unpredictable,
-                                 composite_fusion=composite_fusion, html=html)
+                                 composite_fusion=composite_fusion, html=html, strict_npu=strict_npu)
     warn_if_unpredictable(summary)
     print_report(summary)
     out_dir = Path(out_dir)
@@ -154,12 +164,13 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
 def plan_graph(graph_path: str, hw_config: str, as_json: bool, *, spread_tcm: bool = False,
                verify: bool = False, tosa_level: str = "8K",
                timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
-               input_shapes: list[str] | None = None, composite_fusion: bool = True) -> None:
+               input_shapes: list[str] | None = None, composite_fusion: bool = True,
+               strict_npu: bool = False) -> None:
     """``npu-sim plan``: print the Program listing and the plan statistics (or only these, as JSON)."""
     with job_limits(timeout_seconds):
         listing, stats = plan_text(graph_path, hw_config, spread_tcm=spread_tcm, verify=verify,
                                    tosa_level=tosa_level, input_shapes=input_shapes,
-                                   composite_fusion=composite_fusion)
+                                   composite_fusion=composite_fusion, strict_npu=strict_npu)
     if as_json:
         typer.echo(json.dumps(stats, indent=2))
         return

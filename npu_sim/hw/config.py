@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from npu_sim.errors import ConfigError
+from npu_sim.hw.op_support import PROFILES
 from npu_sim.paths import check_regular_file
 from npu_sim.tosa.dtype import DType
 
@@ -258,6 +259,61 @@ class LutConfig(_Strict):
         "bandwidth then limits the copy too); 0 = only the LUT memory's write rate counts")
 
 
+class CpuConfig(_Strict):
+    """The host CPU (a Cortex-M55/M85-class core) that runs the operators outside the NPU's
+    support (:mod:`npu_sim.hw.compute_units.cpu`), in CPU cycles at the NPU's clock (Corstone-300
+    and -310 clock the CPU and the NPU alike). Defaults: a Cortex-M55 with Helium (MVE), which
+    executes a 128-bit vector instruction in two 64-bit beats: at most 8 int8, 4 int16 or 2 fp32
+    multiply-accumulates a cycle (Cortex-M55 Technical Reference Manual); CMSIS-NN's integer
+    kernels reach about half of that; TensorFlow Lite Micro's floating-point kernels are its
+    portable reference ones (scalar FPU, no CMSIS-NN)."""
+
+    setup_cycles: int = Field(default=200, ge=0, le=MAX_CYCLES, description="cycles per operator invocation "
+                              "(the interpreter's dispatch and the kernel's set-up)")
+    cycles_per_mac: dict[str, float] = Field(
+        default_factory=lambda: {"int8": 0.25, "int16": 0.5, "int32": 1.0, "fp16": 4.0, "fp32": 4.0},
+        description="cycles per multiply-accumulate of a convolution or matrix product, by input dtype "
+        "(int8/int16: half the MVE peak, CMSIS-NN; float: the scalar reference kernel)")
+    elementwise_cycles_per_element: dict[str, float] = Field(
+        default_factory=lambda: {"int8": 1.0, "int16": 1.0, "int32": 1.0, "fp16": 4.0, "fp32": 4.0},
+        description="cycles per output element of an elementwise operator (per element read of a "
+        "reduction or pooling), by dtype")
+    transcendental_cycles_per_element: dict[str, float] = Field(
+        default_factory=lambda: {"fp16": 50.0, "fp32": 50.0},
+        description="cycles per element of EXP, LOG, TANH, SIGMOID, ERF, SIN, COS ... on floating-point "
+        "data (a libm call)")
+    data_cycles_per_byte: float = Field(default=0.5, gt=0, le=1 << 10, description="cycles per byte written by an "
+                                        "operator that moves data (TRANSPOSE, CONCAT, GATHER, PAD, RESIZE ...)")
+
+    @model_validator(mode="after")
+    def _check(self) -> CpuConfig:
+        for name in ("cycles_per_mac", "elementwise_cycles_per_element", "transcendental_cycles_per_element"):
+            table = getattr(self, name)
+            if not table:
+                raise ValueError(f"{name}: needs at least one dtype")
+            for key, value in table.items():
+                if key not in RATE_DTYPES:
+                    raise ValueError(f"{name}.{key}: unknown dtype (known: {', '.join(sorted(RATE_DTYPES))})")
+                if not 0 < value <= 1 << 16:
+                    raise ValueError(f"{name}.{key}: must lie in (0, 65536], got {value}")
+        return self
+
+
+class NpuSupportConfig(_Strict):
+    """Which operators the NPU runs itself (:mod:`npu_sim.hw.op_support`); the others run on the
+    host CPU, or with ``strict`` are refused (exit 2 naming the operator)."""
+
+    profile: str = Field(default="all", description="all (every operator on the NPU), ethos-u55, ethos-u65 or "
+                         "ethos-u85 (Vela 5.2's TOSA support for that NPU)")
+    strict: bool = Field(default=False, description="an operator outside the profile is an error, not a CPU fallback")
+
+    @model_validator(mode="after")
+    def _check(self) -> NpuSupportConfig:
+        if self.profile not in PROFILES:
+            raise ValueError(f"profile: unknown profile {self.profile!r} (known: {', '.join(PROFILES)})")
+        return self
+
+
 # --- energy and area (first-order models for design-space exploration) ----------------------
 # Defaults are Horowitz, "Computing's energy problem", ISSCC 2014, 45 nm: 8-bit add 0.03 pJ,
 # 8-bit multiply 0.2 pJ, 16-bit float multiply 1.1 / add 0.4 pJ, 32-bit float multiply 3.7 /
@@ -328,6 +384,9 @@ class HwConfig(_Strict):
     #: fused composite datapaths the NPU has (:mod:`npu_sim.hw.compute_units.composites`): the
     #: scheduler fuses only these; an NPU without one runs the subgraph op by op
     composites: list[str] = Field(default_factory=lambda: ["lstm_cell", "gru_cell"])
+    #: the host CPU running what the NPU cannot, and what that is
+    cpu: CpuConfig = Field(default_factory=CpuConfig)
+    npu_support: NpuSupportConfig = Field(default_factory=NpuSupportConfig)
     energy: EnergyConfig = Field(default_factory=EnergyConfig)
     area: AreaConfig = Field(default_factory=AreaConfig)
 

@@ -20,7 +20,7 @@ from enum import Enum
 import numpy as np
 
 from npu_sim.memory_layout import element_size_bytes
-from npu_sim.program import CompositeCandidate, CompositeFacts, reads_table_in_place
+from npu_sim.program import CompositeCandidate, CompositeFacts, CpuFallback, reads_table_in_place
 from npu_sim.tosa.ir import Operator, TensorType
 from npu_sim.tosa.ops import Attribute, Op
 
@@ -182,3 +182,5 @@ class LoweredGraph:
     output_keys: set[str] = field(default_factory=set)
     #: composite candidates the fusion rules looked at, in every block
     candidates: list[CompositeCandidate] = field(default_factory=list)
+    #: operations moved to the host CPU (outside the NPU's support), with the reason
+    cpu_fallbacks: list[CpuFallback] = field(default_factory=list)

@@ -70,7 +70,7 @@ def test_plan_stats_of_a_hand_built_program():
                    Allocation("u", MemorySpace.TCM, 64, 32, "tile", 1, 1)]
     program = Program({MemorySpace.DDR: 128, MemorySpace.TCM: 256}, allocations, commands, graph_name="g")
     stats = plan_stats(program, load_hw_config("edge"))
-    assert stats["commands_per_unit"] == {"dma0": 1, "dma1": 1, "lut": 0, "mac_array": 0, "vector": 0}
+    assert stats["commands_per_unit"] == {"cpu": 0, "dma0": 1, "dma1": 1, "lut": 0, "mac_array": 0, "vector": 0}
     assert (stats["peak_tcm_bytes"], stats["tcm_lower_bound_bytes"], stats["tcm_overhead"]) == (96, 96, 0.0)
     assert stats["memories"]["tcm"] == {"plan_size_bytes": 256, "allocations": 2, "allocated_bytes": 96,
                                         "bytes_by_kind": {"tile": 96}}

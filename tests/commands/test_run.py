@@ -65,7 +65,7 @@ def _check_report(out: Path, summary: dict, hw_name: str) -> None:
     assert sum(op["ddr_write_bytes"] for op in summary["ops"]) == summary["ddr_write_bytes"]
     assert 0 < summary["tcm_lower_bound_bytes"] <= summary["peak_tcm_bytes"] <= hw.tcm.size_bytes
     assert all(0.0 <= u <= 1.0 for u in summary["utilization"].values())
-    units = [f"dma{i}" for i in range(hw.dma.engine_count)] + ["mac_array", "vector", "lut"]
+    units = [f"dma{i}" for i in range(hw.dma.engine_count)] + ["mac_array", "vector", "lut", "cpu"]
     assert list(summary["utilization"]) == units
     names = check_trace_document(json.loads((out / "trace.json").read_text()))
     unit_tracks = [n for (pid, _), n in names.items() if pid == 1]
@@ -441,3 +441,30 @@ def test_no_composite_fusion_runs_the_lstm_op_by_op_with_the_same_outputs(tmp_pa
     assert (code, err) == (0, "") and "composites: 1 of 1 candidates fused" in out
     code, out, err = _cli(["plan", graph, "--hw", "edge", "--no-composite-fusion", "--json"], capsys)
     assert (code, err) == (0, "") and json.loads(out)["composites"] == []
+
+
+def test_strict_npu_refuses_a_cpu_fallback_in_one_line(tmp_path, capsys):
+    code, out, err = _cli(["run", EXAMPLES / "add_mul_fp32.tosa", "--hw", "ethos-u55-256", "--random-inputs", "0",
+                           "-o", tmp_path / "out", "--strict-npu"], capsys)
+    assert code == 2 and out == ""
+    assert err == ("error: ADD(sum): FP32 data: the NPU runs TOSA PRO-INT only, no floating point (Vela 5.2 "
+                   "SUPPORTED_OPS.md, Ethos-U55/U65 TOSA); ethos-u55-256 runs it on no NPU unit (strict NPU "
+                   "support: no CPU fallback)\n")
+    assert not (tmp_path / "out").exists()
+    code, out, err = _cli(["plan", EXAMPLES / "add_mul_fp32.tosa", "--hw", "ethos-u85-256", "--strict-npu"], capsys)
+    assert code == 2 and err.startswith("error: ADD(sum): FP32 data") and err.count("\n") == 1
+
+
+def test_run_reports_the_host_cpus_operators(tmp_path, capsys):
+    code, out, err = _cli(["run", EXAMPLES / "add_mul_fp32.tosa", "--hw", "ethos-u55-256", "--random-inputs", "0",
+                           "-o", tmp_path / "out"], capsys)
+    assert (code, err) == (0, "")
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert [(c["op"], c["dtype"]) for c in summary["cpu_ops"]] == [("ADD", "fp32"), ("MUL", "fp32"),
+                                                                    ("MAXIMUM", "fp32")]
+    assert all(c["cycles"] > 0 and c["reason"].startswith("FP32 data") for c in summary["cpu_ops"])
+    assert "│ cpu (host) │" in out
+    assert f"host CPU: 3 operations the NPU cannot run, {sum(c['cycles'] for c in summary['cpu_ops']):,} cycles: " \
+           "ADD (fp32), MUL (fp32), MAXIMUM (fp32)" in out
+    code, out, err = _cli(["plan", EXAMPLES / "add_mul_fp32.tosa", "--hw", "ethos-u55-256"], capsys)
+    assert code == 0 and "on the host CPU: ADD(sum) (ADD, fp32): FP32 data" in out

@@ -32,7 +32,7 @@ def config_dict(**overrides: Any) -> dict[str, Any]:
     }
     for section, values in overrides.items():
         if isinstance(values, dict):
-            base[section] = {**base[section], **values}
+            base[section] = {**base.get(section, {}), **values}
         else:
             base[section] = values
     return base

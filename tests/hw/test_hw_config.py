@@ -86,6 +86,12 @@ def test_deep_merge_replaces_scalars_and_merges_mappings():
     ({"lut": {"elements_per_cycle": 2.5}}, r"^test: lut\.elements_per_cycle: "),
     ({"mac_array": {"accumulator_buffers": 3}}, r"^test: mac_array\.accumulator_buffers: .*less than or equal to 2"),
     ({"mac_array": {"accumulator_buffers": 0}}, r"^test: mac_array\.accumulator_buffers: .*greater than or equal to 1"),
+    ({"npu_support": {"profile": "ethos-u99"}},
+     r"^test: npu_support\.profile: unknown profile 'ethos-u99' \(known: all, ethos-u55, ethos-u65, ethos-u85\)"),
+    ({"cpu": {"cycles_per_mac": {"int7": 1.0}}}, r"^test: cpu\.cycles_per_mac\.int7: unknown dtype"),
+    ({"cpu": {"elementwise_cycles_per_element": {"fp32": 0.0}}},
+     r"^test: cpu\.elementwise_cycles_per_element\.fp32: must lie in \(0, 65536\], got 0\.0"),
+    ({"cpu": {"transcendental_cycles_per_element": {}}}, r"^test: cpu\.transcendental_cycles_per_element: needs"),
 ])
 def test_invalid_configs_name_the_field(overrides, message):
     data = config_dict(**overrides)

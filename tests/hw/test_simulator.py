@@ -69,7 +69,7 @@ def test_double_buffered_pipeline_matches_the_recurrence(vector_setup):
     assert counters.ddr_read_bytes == counters.ddr_write_bytes == n * 256
     assert counters.busy_cycles["vector"] == n * compute
     assert counters.busy_cycles["dma0"] == sum(li[i] - starts[f"load{i}"] for i in range(n))
-    assert counters.command_counts == {"dma0": n, "dma1": n, "mac_array": 0, "vector": n, "lut": 0}
+    assert counters.command_counts == {"dma0": n, "dma1": n, "mac_array": 0, "vector": n, "lut": 0, "cpu": 0}
 
 
 def _chain_program(count: int, tile_bytes: int) -> Program:

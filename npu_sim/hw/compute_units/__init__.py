@@ -8,22 +8,24 @@ model is an entry with other cost functions.
 
 * :mod:`~npu_sim.hw.compute_units.mac_array` - the systolic MAC array;
 * :mod:`~npu_sim.hw.compute_units.vector` - the vector unit (runs whatever no other unit claims);
-* :mod:`~npu_sim.hw.compute_units.lut` - the table-lookup / activation unit.
+* :mod:`~npu_sim.hw.compute_units.lut` - the table-lookup / activation unit;
+* :mod:`~npu_sim.hw.compute_units.cpu` - the host CPU (the operators the NPU cannot run).
 """
 
 from __future__ import annotations
 
 from npu_sim.errors import ProgramError
-from npu_sim.hw.compute_units import lut, mac_array, vector
+from npu_sim.hw.compute_units import cpu, lut, mac_array, vector
 from npu_sim.hw.compute_units.unit import COMPUTE_OPS, NO_UNIT_OPS, ComputeUnit
 from npu_sim.tosa.ops import Op
 
 MAC_ARRAY: ComputeUnit = mac_array.UNIT
 VECTOR: ComputeUnit = vector.UNIT
 LUT: ComputeUnit = lut.UNIT
+CPU: ComputeUnit = cpu.UNIT
 
 #: Every compute unit, in the order traces and reports list them.
-UNITS: tuple[ComputeUnit, ...] = (MAC_ARRAY, VECTOR, LUT)
+UNITS: tuple[ComputeUnit, ...] = (MAC_ARRAY, VECTOR, LUT, CPU)
 
 _BY_NAME = {u.name: u for u in UNITS}
 
@@ -57,5 +59,5 @@ def unit_for_op(op: Op) -> ComputeUnit | None:
     return _BY_OP.get(op)
 
 
-__all__ = ["COMPUTE_OPS", "LUT", "MAC_ARRAY", "NO_UNIT_OPS", "UNITS", "VECTOR", "ComputeUnit", "unit",
+__all__ = ["COMPUTE_OPS", "CPU", "LUT", "MAC_ARRAY", "NO_UNIT_OPS", "UNITS", "VECTOR", "ComputeUnit", "unit",
            "unit_for_op", "unit_names"]

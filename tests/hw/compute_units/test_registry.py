@@ -31,15 +31,16 @@ def test_every_tosa_1_0_operator_has_a_unit_or_needs_none():
 
 
 def test_units_in_trace_order_and_by_name():
-    assert unit_names() == ("mac_array", "vector", "lut")
+    assert unit_names() == ("mac_array", "vector", "lut", "cpu")
     assert unit("lut") is compute_units.LUT
-    with pytest.raises(ProgramError, match=r"unknown compute unit 'gpu' \(units: mac_array, vector, lut\)"):
+    assert unit("cpu") is compute_units.CPU
+    with pytest.raises(ProgramError, match=r"unknown compute unit 'gpu' \(units: mac_array, vector, lut, cpu\)"):
         unit("gpu")
 
 
 def test_setup_cycles_come_from_the_unit_section():
     hw = make_hw()
-    assert [unit(name).setup_cycles(hw) for name in unit_names()] == [5, 8, 3]
+    assert [unit(name).setup_cycles(hw) for name in unit_names()] == [5, 8, 3, 200]
 
 
 def test_the_vector_unit_runs_any_step_the_others_only_their_own():
