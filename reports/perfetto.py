@@ -17,12 +17,18 @@ Layout (trace-event format: a JSON object with ``traceEvents``):
 
 Time: ``ts``/``dur`` in microseconds of simulated time (cycles / ``clock_hz``, rounded
 to whole nanoseconds, Perfetto's resolution); every event's args keep the exact cycles.
+
+The file is written as it is made, track by track (:func:`write_trace`): a command is one
+line of formatted text, no event object in between, so a trace of a hundred thousand
+commands costs a fraction of a second and little memory. :func:`trace_events` reads the
+same text back as a dict, for tests and callers that want the events.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +53,6 @@ def _us(cycle: int, clock_hz: int) -> float:
     """Microseconds (the format's unit) of a cycle count, a whole number of nanoseconds:
     Perfetto stores nanoseconds, so adjacent commands stay exactly adjacent."""
     return _ns(cycle, clock_hz) / 1000
-
-
-def _complete(name: str, pid: int, tid: int, start: int, end: int, clock_hz: int,
-              category: str, args: dict[str, Any]) -> dict[str, Any]:
-    start_ns, end_ns = _ns(start, clock_hz), _ns(end, clock_hz)
-    return {"name": name, "cat": category, "ph": "X", "pid": pid, "tid": tid,
-            "ts": start_ns / 1000, "dur": max(0, end_ns - start_ns) / 1000, "args": args}
 
 
 def _metadata(kind: str, pid: int, tid: int | None, name: str, sort_index: int | None = None
@@ -89,83 +88,139 @@ def pack_lanes(spans: Iterable[tuple[int, int]]) -> list[int]:
 
 def trace_events(trace: Trace, clock_hz: int, program: Program | None = None, *,
                  title: str = "npu-sim") -> dict[str, Any]:
-    """The trace-event JSON object of a simulation."""
+    """The trace-event JSON object of a simulation (what :func:`write_trace` writes, read back)."""
+    return json.loads("".join(_document(trace, clock_hz, program, title)))
+
+
+def write_trace(path: str | Path, trace: Trace, clock_hz: int, program: Program | None = None, *,
+                title: str = "npu-sim") -> Path:
+    """Write ``trace.json`` as it is made; returns its path."""
+    path = Path(path)
+    with open(path, "w", encoding="utf-8") as handle:
+        for chunk in _document(trace, clock_hz, program, title):
+            handle.write(chunk)
+    return path
+
+
+def _document(trace: Trace, clock_hz: int, program: Program | None, title: str) -> Iterator[str]:
+    """The text of the document, in pieces: the metadata events, then the slices track by
+    track (each in time order, longer first at one start), then the counters."""
     if clock_hz <= 0:
         raise ValueError(f"clock_hz must be > 0, got {clock_hz}")
-    events: list[dict[str, Any]] = []
-    events += _metadata("process", UNITS_PID, None, f"{title}: units", 0)
-    events += _metadata("process", OPERATIONS_PID, None, f"{title}: operations", 1)
-    slices: list[dict[str, Any]] = []
-    _unit_tracks(trace, clock_hz, events, slices)
-    _operation_tracks(trace, program, clock_hz, events, slices)
-    slices.sort(key=lambda e: (e["pid"], e["tid"], e["ts"], -e["dur"]))
-    events += slices
-    events += _counters(trace, clock_hz)
-    return {
-        "traceEvents": events,
-        "displayTimeUnit": "ns",
-        "otherData": {"generator": "npu-sim", "title": title, "clock_hz": clock_hz,
-                      "time_unit": "microseconds of simulated time (cycles / clock_hz)"},
-    }
-
-
-def _unit_tracks(trace: Trace, clock_hz: int, events: list[dict[str, Any]], slices: list[dict[str, Any]]) -> None:
-    """A track per unit with its commands (a DMA until it leaves its engine), then lanes of the
-    DMA data still in flight after that."""
     units = list(trace.units)
     for record in trace.commands:  # e.g. the sequencer running control flow
         if record.unit not in units:
             units.append(record.unit)
-    unit_tid = {unit: i + 1 for i, unit in enumerate(units)}
-    for unit, tid in unit_tid.items():
-        events += _metadata("thread", UNITS_PID, tid, unit, tid)
-    tails: list[tuple[Any, int]] = []  # (record, busy end) of DMAs done after they left the engine
-    for r in trace.commands:
-        busy_end = r.end_cycle if r.busy_end_cycle is None else r.busy_end_cycle
-        slices.append(_complete(r.name or r.op, UNITS_PID, unit_tid[r.unit], r.start_cycle,
-                                busy_end, clock_hz, r.kind, _command_args(r, busy_end)))
-        if r.end_cycle > busy_end:
-            tails.append((r, busy_end))
+    tails = [(r, r.busy_end_cycle) for r in trace.commands
+             if r.busy_end_cycle is not None and r.end_cycle > r.busy_end_cycle]
     tail_lanes = pack_lanes((busy_end, r.end_cycle) for r, busy_end in tails)
+    spans = operation_spans(trace.commands, program)
+    span_lanes = pack_lanes((s.start_cycle, s.end_cycle) for s in spans)
+    meta = _metadata("process", UNITS_PID, None, f"{title}: units", 0)
+    meta += _metadata("process", OPERATIONS_PID, None, f"{title}: operations", 1)
+    for tid, unit in enumerate(units, 1):
+        meta += _metadata("thread", UNITS_PID, tid, unit, tid)
     first_tail_tid = len(units) + 1
     for lane in range(max(tail_lanes, default=-1) + 1):
-        events += _metadata("thread", UNITS_PID, first_tail_tid + lane, f"DMA data in flight {lane}",
-                            first_tail_tid + lane)
-    for (r, busy_end), lane in zip(tails, tail_lanes):
-        slices.append(_complete(r.name or r.op, UNITS_PID, first_tail_tid + lane, busy_end, r.end_cycle,
-                                clock_hz, "latency", {"id": r.id, "unit": r.unit,
-                                                      "latency_cycles": r.end_cycle - busy_end}))
-
-
-def _command_args(r: CommandRecord, busy_end: int) -> dict[str, Any]:
-    args = {"id": r.id, "op": r.op, "kind": r.kind, "invocation": r.invocation,
-            "start_cycle": r.start_cycle, "end_cycle": r.end_cycle, "cycles": r.cycles,
-            "busy_cycles": busy_end - r.start_cycle, "bytes": r.bytes}
-    if r.macs:
-        args["macs"] = r.macs
-    if r.ddr_read_bytes or r.ddr_write_bytes:
-        args["ddr_read_bytes"] = r.ddr_read_bytes
-        args["ddr_write_bytes"] = r.ddr_write_bytes
-    return args
-
-
-def _operation_tracks(trace: Trace, program: Program | None, clock_hz: int, events: list[dict[str, Any]],
-                      slices: list[dict[str, Any]]) -> None:
-    """The invocations on one track, the NPU operations on as many lanes as overlap."""
-    events += _metadata("thread", OPERATIONS_PID, INVOCATIONS_TID, "invocations", 0)
-    for inv in trace.invocations:
-        slices.append(_complete(f"invocation {inv.index}", OPERATIONS_PID, INVOCATIONS_TID,
-                                inv.start_cycle, inv.end_cycle, clock_hz, "invocation",
-                                {"cycles": inv.cycles}))
-    spans = operation_spans(trace.commands, program)
-    lanes = pack_lanes((s.start_cycle, s.end_cycle) for s in spans)
-    for lane in range(max(lanes, default=-1) + 1):
+        meta += _metadata("thread", UNITS_PID, first_tail_tid + lane, f"DMA data in flight {lane}",
+                          first_tail_tid + lane)
+    meta += _metadata("thread", OPERATIONS_PID, INVOCATIONS_TID, "invocations", 0)
+    for lane in range(max(span_lanes, default=-1) + 1):
         tid = INVOCATIONS_TID + 1 + lane
-        events += _metadata("thread", OPERATIONS_PID, tid, f"operations {lane}", tid)
+        meta += _metadata("thread", OPERATIONS_PID, tid, f"operations {lane}", tid)
+    yield '{"traceEvents":[' + json.dumps(meta, separators=(",", ":"))[1:-1]
+    for track in _unit_slices(trace, units, clock_hz):
+        yield from _joined(track)
+    for track in _tail_slices(tails, tail_lanes, first_tail_tid, clock_hz):
+        yield from _joined(track)
+    for track in _operation_slices(trace, spans, span_lanes, clock_hz):
+        yield from _joined(track)
+    yield from _joined(_counters(trace, clock_hz))
+    other = {"generator": "npu-sim", "title": title, "clock_hz": clock_hz,
+             "time_unit": "microseconds of simulated time (cycles / clock_hz)"}
+    yield '],"displayTimeUnit":"ns","otherData":' + json.dumps(other, separators=(",", ":")) + "}"
+
+
+def _joined(events: list[str]) -> Iterator[str]:
+    if events:
+        yield "," + ",".join(events)
+
+
+@lru_cache(maxsize=4096)
+def _quoted(text: str) -> str:
+    """``text`` as a JSON string (names repeat tile after tile: each is quoted once)."""
+    return json.dumps(text)
+
+
+def _slice(name: str, category: str, pid: int, tid: int, start_ns: int, end_ns: int, args: str) -> str:
+    """A complete event ("X") over ``[start_ns, end_ns)``; ``args``: its args object, as JSON."""
+    return (f'{{"name":{_quoted(name)},"cat":{_quoted(category)},"ph":"X","pid":{pid},"tid":{tid},'
+            f'"ts":{start_ns / 1000!r},"dur":{max(0, end_ns - start_ns) / 1000!r},"args":{args}}}')
+
+
+def _in_order(slices: list[tuple[int, int, str]]) -> list[str]:
+    """The events of one track by start, the longer first at one start (then as made)."""
+    slices.sort(key=lambda s: (s[0], -s[1]))
+    return [text for _, _, text in slices]
+
+
+def _unit_slices(trace: Trace, units: list[str], clock_hz: int) -> Iterator[list[str]]:
+    """A track per unit with its commands, a DMA until it leaves its engine."""
+    tracks: dict[str, list[tuple[int, int, str]]] = {unit: [] for unit in units}
+    tid_of = {unit: tid for tid, unit in enumerate(units, 1)}
+    for r in trace.commands:
+        busy_end = r.end_cycle if r.busy_end_cycle is None else r.busy_end_cycle
+        start_ns, end_ns = _ns(r.start_cycle, clock_hz), _ns(busy_end, clock_hz)
+        text = _slice(r.name or r.op, r.kind, UNITS_PID, tid_of[r.unit], start_ns, end_ns,
+                      _command_args(r, busy_end))
+        tracks[r.unit].append((start_ns, end_ns - start_ns, text))
+    for unit in units:
+        yield _in_order(tracks[unit])
+
+
+def _tail_slices(tails: list[tuple[CommandRecord, int]], lanes: list[int], first_tid: int,
+                 clock_hz: int) -> Iterator[list[str]]:
+    """Lanes of the DMA data still in flight after its DMA left the engine."""
+    tracks: list[list[tuple[int, int, str]]] = [[] for _ in range(max(lanes, default=-1) + 1)]
+    for (r, busy_end), lane in zip(tails, lanes):
+        start_ns, end_ns = _ns(busy_end, clock_hz), _ns(r.end_cycle, clock_hz)
+        args = f'{{"id":{r.id},"unit":{_quoted(r.unit)},"latency_cycles":{r.end_cycle - busy_end}}}'
+        tracks[lane].append((start_ns, end_ns - start_ns,
+                             _slice(r.name or r.op, "latency", UNITS_PID, first_tid + lane, start_ns, end_ns, args)))
+    for track in tracks:
+        yield _in_order(track)
+
+
+def _command_args(r: CommandRecord, busy_end: int) -> str:
+    """The args object of a command's event, as JSON text."""
+    text = (f'{{"id":{r.id},"op":{_quoted(r.op)},"kind":{_quoted(r.kind)},"invocation":{r.invocation},'
+            f'"start_cycle":{r.start_cycle},"end_cycle":{r.end_cycle},"cycles":{r.end_cycle - r.start_cycle},'
+            f'"busy_cycles":{busy_end - r.start_cycle},"bytes":{r.bytes}')
+    if r.macs:
+        text += f',"macs":{r.macs}'
+    if r.ddr_read_bytes or r.ddr_write_bytes:
+        text += f',"ddr_read_bytes":{r.ddr_read_bytes},"ddr_write_bytes":{r.ddr_write_bytes}'
+    return text + "}"
+
+
+def _operation_slices(trace: Trace, spans: list[OperationSpan], lanes: list[int],
+                      clock_hz: int) -> Iterator[list[str]]:
+    """The invocations on one track, the NPU operations on as many lanes as overlap."""
+    invocations = []
+    for inv in trace.invocations:
+        start_ns, end_ns = _ns(inv.start_cycle, clock_hz), _ns(inv.end_cycle, clock_hz)
+        invocations.append((start_ns, end_ns - start_ns,
+                            _slice(f"invocation {inv.index}", "invocation", OPERATIONS_PID, INVOCATIONS_TID,
+                                   start_ns, end_ns, f'{{"cycles":{inv.cycles}}}')))
+    yield _in_order(invocations)
+    tracks: list[list[tuple[int, int, str]]] = [[] for _ in range(max(lanes, default=-1) + 1)]
     for span, lane in zip(spans, lanes):
-        slices.append(_complete(span.name, OPERATIONS_PID, INVOCATIONS_TID + 1 + lane,
-                                span.start_cycle, span.end_cycle, clock_hz, "operation",
-                                _span_args(span)))
+        start_ns, end_ns = _ns(span.start_cycle, clock_hz), _ns(span.end_cycle, clock_hz)
+        tracks[lane].append((start_ns, end_ns - start_ns,
+                             _slice(span.name, "operation", OPERATIONS_PID, INVOCATIONS_TID + 1 + lane, start_ns,
+                                    end_ns, json.dumps(_span_args(span), separators=(",", ":")))))
+    for track in tracks:
+        yield _in_order(track)
 
 
 def _span_args(span: OperationSpan) -> dict[str, Any]:
@@ -174,13 +229,14 @@ def _span_args(span: OperationSpan) -> dict[str, Any]:
     return args
 
 
-def _counters(trace: Trace, clock_hz: int) -> list[dict[str, Any]]:
-    events = []
+def _counters(trace: Trace, clock_hz: int) -> list[str]:
+    """The TCM bytes in use at each change, then the DDR bandwidth per window, as JSON text."""
     cycles, values = occupancy_steps(trace.allocations, MemorySpace.TCM)
-    for cycle, value in zip(cycles, values):
-        events.append({"name": "TCM in use", "ph": "C", "pid": UNITS_PID, "tid": 0,
-                       "ts": _us(cycle, clock_hz), "args": {"bytes": value}})
-    events += _bandwidth_counter(trace, clock_hz)
+    events = [f'{{"name":"TCM in use","ph":"C","pid":{UNITS_PID},"tid":0,"ts":{_us(cycle, clock_hz)!r},'
+              f'"args":{{"bytes":{value}}}}}' for cycle, value in zip(cycles, values)]
+    starts, rates = ddr_bandwidth_bins(trace)
+    events += [f'{{"name":"DDR bytes/cycle","ph":"C","pid":{UNITS_PID},"tid":0,"ts":{_us(cycle, clock_hz)!r},'
+               f'"args":{{"bytes_per_cycle":{round(rate, 4)!r}}}}}' for cycle, rate in zip(starts, rates)]
     return events
 
 
@@ -211,19 +267,3 @@ def ddr_bandwidth_bins(trace: Trace, bins: int = BANDWIDTH_BINS) -> tuple[list[i
     starts = [lo + b * width for b in range(count)]
     rates = [t / (min(hi, s + width) - s) for t, s in zip(totals, starts)]
     return starts + [hi], rates + [0.0]
-
-
-def _bandwidth_counter(trace: Trace, clock_hz: int) -> list[dict[str, Any]]:
-    starts, rates = ddr_bandwidth_bins(trace)
-    return [{"name": "DDR bytes/cycle", "ph": "C", "pid": UNITS_PID, "tid": 0,
-             "ts": _us(cycle, clock_hz), "args": {"bytes_per_cycle": round(rate, 4)}}
-            for cycle, rate in zip(starts, rates)]
-
-
-def write_trace(path: str | Path, trace: Trace, clock_hz: int, program: Program | None = None, *,
-                title: str = "npu-sim") -> Path:
-    """Write ``trace.json``; returns its path."""
-    path = Path(path)
-    path.write_text(json.dumps(trace_events(trace, clock_hz, program, title=title),
-                               separators=(",", ":")))
-    return path

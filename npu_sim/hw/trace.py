@@ -159,39 +159,38 @@ def usage_steps(intervals: Iterable[tuple[int, int, int, int]]) -> tuple[list[in
     one use covers, so two allocations sharing bytes at once (an aliased slice and its
     whole, or a buffer whose bytes are handed on piece by piece) count those bytes once.
     Each use is in use over ``[first_cycle, last_cycle)`` (the convention of the module
-    doc); uses of zero cycles are left out.
+    doc); uses of zero cycles are left out. One point per cycle where a use starts or ends.
+
+    In arrays, whatever the number of uses: every use is cut at every use's byte bounds
+    into elementary byte segments; per segment the times it is covered merge into
+    intervals; each merged interval adds the segment's length while it lasts.
     """
-    events: list[tuple[int, int, int, int]] = []
-    for first, last, offset, size in intervals:
-        if last > first and size > 0:
-            events.append((first, 1, offset, offset + size))
-            events.append((last, -1, offset, offset + size))
-    if not events:
+    uses = np.array([(first, last, offset, offset + size) for first, last, offset, size in intervals
+                     if last > first and size > 0], dtype=np.int64).reshape(-1, 4)
+    if not len(uses):
         return [], []
-    events.sort()  # at one cycle releases (-1) come before acquisitions
-    # Elementary segments between every allocation boundary, and how many uses cover each.
-    bounds = sorted({b for _, _, lo, hi in events for b in (lo, hi)})
-    segment = {b: i for i, b in enumerate(bounds)}
-    lengths = np.diff(np.asarray(bounds, dtype=np.int64))
-    cover = np.zeros(len(lengths), dtype=np.int32)
-    cycles: list[int] = []
-    values: list[int] = []
-    live = 0
-    for cycle, delta, lo, hi in events:  # one point per cycle: the bytes in use after it
-        i, j = segment[lo], segment[hi]
-        span = cover[i:j]
-        if delta > 0:
-            live += int(lengths[i:j][span == 0].sum())
-            span += 1
-        else:
-            span -= 1
-            live -= int(lengths[i:j][span == 0].sum())
-        if cycles and cycles[-1] == cycle:
-            values[-1] = live
-        else:
-            cycles.append(cycle)
-            values.append(live)
-    return cycles, values
+    bounds = np.unique(uses[:, 2:])
+    lo, hi = np.searchsorted(bounds, uses[:, 2]), np.searchsorted(bounds, uses[:, 3])
+    counts = hi - lo
+    owner = np.repeat(np.arange(len(uses)), counts)
+    segment = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts - lo, counts)
+    starts, ends = uses[owner, 0], uses[owner, 1]
+    order = np.lexsort((starts, segment))
+    segment, starts, ends = segment[order], starts[order], ends[order]
+    # within a segment (uses sorted by start), a merged interval starts where a use starts after
+    # every earlier use of the segment has ended (touching ones merge: the bytes stay in use)
+    span = int(ends.max()) + 1
+    reach = np.maximum.accumulate(ends + segment * span) - segment * span
+    new = np.ones(len(segment), dtype=bool)
+    new[1:] = (segment[1:] != segment[:-1]) | (starts[1:] > reach[:-1])
+    first = np.flatnonzero(new)
+    merged_end = np.maximum.reduceat(ends, first)
+    length = bounds[segment[first] + 1] - bounds[segment[first]]
+    times, where = np.unique(np.concatenate([starts[first], merged_end]), return_inverse=True)
+    in_use = np.cumsum(np.bincount(where, weights=np.concatenate([length, -length]), minlength=len(times)))
+    cycles = np.unique(uses[:, :2])
+    values = in_use[np.searchsorted(times, cycles, side="right") - 1]
+    return cycles.tolist(), np.rint(values).astype(np.int64).tolist()
 
 
 def peak_live_bytes(allocations: Iterable[AllocationRecord], memory: MemorySpace | str,

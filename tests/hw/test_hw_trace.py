@@ -82,3 +82,20 @@ def test_allocation_index_matches_the_definition():
             for idx in (index, bisected):
                 assert idx.overlapping(src) == tuple(overlapping(src))
                 assert idx.touched(DmaCommand(cid, 0, src, dst)) == tuple(expected)
+
+
+def test_usage_steps_count_the_bytes_some_use_covers_at_each_change():
+    import random
+
+    rng = random.Random(8)
+    for _ in range(300):
+        uses = []
+        for _ in range(rng.randint(0, 20)):
+            first = rng.randint(0, 40)
+            uses.append((first, first + rng.choice((0, rng.randint(1, 25))), rng.choice((0, 32, rng.randint(0, 90))),
+                         rng.choice((0, 32, rng.randint(1, 50)))))
+        live = [u for u in uses if u[1] > u[0] and u[3] > 0]
+        cycles = sorted({c for u in live for c in u[:2]})
+        expected = [len({b for first, last, offset, size in live if first <= c < last
+                         for b in range(offset, offset + size)}) for c in cycles]
+        assert usage_steps(uses) == (cycles, expected)
