@@ -203,7 +203,7 @@ class _Reader:
         """Name the returned tensor ``out_name``: renamed where this block produced it, else
         (an input, a constant, a value returned twice) through an IDENTITY."""
         block = state.block
-        tensor_name = state.values[value]
+        tensor_name = self.lookup(state, value, f"{self.source}: the value returned")
         producer = next((op for op in block.operators if tensor_name in op.outputs), None)
         if tensor_name == out_name:
             return out_name
@@ -670,7 +670,12 @@ def read_mlir(data: bytes | str, source: str = "graph.mlir", legalizer: Legalize
             data = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise TosaFormatError(f"{source}: MLIR text is not UTF-8 (byte offset {exc.start})") from None
-    return _Reader(data, source, legalizer).module()
+    reader = _Reader(data, source, legalizer)
+    try:
+        return reader.module()
+    except (ValueError, KeyError, IndexError, OverflowError, MemoryError, RecursionError) as exc:
+        # a damaged file that got past the checks above: still one clear line, with where
+        raise reader.scanner.error(f"damaged MLIR text ({type(exc).__name__}: {exc})") from None
 
 
 def looks_like_mlir(data: bytes) -> bool:

@@ -141,7 +141,10 @@ class Scanner:
             if self.pos >= len(self.text):
                 raise self.error(f"unclosed {open_!r}")
             if self.text[self.pos] == '"':
-                self.pos = _STRING.match(self.text, self.pos).end()  # type: ignore[union-attr]
+                literal = _STRING.match(self.text, self.pos)
+                if literal is None:
+                    raise self.error("unterminated string")
+                self.pos = literal.end()
                 continue
             char = self.text[self.pos]
             depth += (char == open_) - (char == close)
@@ -302,17 +305,33 @@ def dense_array(body: str, t: MlirType, resources: dict[str, bytes], where: str)
     if "(" in text:
         raise TosaFormatError(f"{where}: complex constants are not TOSA")
     if len(values) == 1 and count != 1:
-        return np.full(t.dims, values[0]).astype(storage)
+        return _splat(np.array([values[0]]).astype(storage)[0], storage, t, where)
     if len(values) != count:
         raise TosaFormatError(f"{where}: {len(values)} values for a tensor of {count} elements")
     return _cast(values, storage, t).reshape(t.dims)
 
 
+#: The most elements a splat constant may stand for (it is kept as one value, broadcast).
+MAX_SPLAT_ELEMENTS = 1 << 31
+
+
+def _splat(value: Any, storage: np.dtype, t: MlirType, where: str) -> np.ndarray:
+    """One value broadcast to the shape of ``t`` (a read-only view: no memory per element)."""
+    count = int(np.prod(t.dims, dtype=np.int64)) if all(d < MAX_SPLAT_ELEMENTS for d in t.dims) else -1
+    if not 0 <= count <= MAX_SPLAT_ELEMENTS:
+        raise TosaFormatError(f"{where}: a constant of shape {list(t.dims)} is beyond what npu-sim holds "
+                              f"({MAX_SPLAT_ELEMENTS} elements)")
+    return np.broadcast_to(np.array(value, dtype=storage), t.dims)
+
+
 def _from_hex(digits: str, storage: np.dtype, t: MlirType, where: str) -> np.ndarray:
-    raw = bytes.fromhex(digits)
+    try:
+        raw = bytes.fromhex(digits)
+    except ValueError:
+        raise TosaFormatError(f"{where}: the hex constant holds characters other than hex digits") from None
     count = int(np.prod(t.dims, dtype=np.int64))
     if len(raw) == storage.itemsize and count != 1:   # a splat written in hex
-        return np.full(t.dims, np.frombuffer(raw, storage)[0], storage)
+        return _splat(np.frombuffer(raw, storage)[0], storage, t, where)
     return _from_bytes(raw, storage, t, where)
 
 

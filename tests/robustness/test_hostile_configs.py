@@ -26,7 +26,8 @@ from tests.robustness.hostile import add_graph, npu_sim, save
     (b"extends: edge\nclock_hz: 1.0e+30\n", "clock_hz"),
     (b"extends: edge\ntcm: [1, 2\n", "not valid YAML"),
     (b"- 1\n- 2\n", "must be a mapping"),
-    (b"extends: edge\ncomposites: [gru_cell]\n", "composites: unknown composite 'gru_cell' (known: lstm_cell)"),
+    (b"extends: edge\ncomposites: [attention_head]\n",
+     "composites: unknown composite 'attention_head' (known: gru_cell, lstm_cell)"),
     (b"extends: edge\nvector: {cycles_per_element: {sqrt: 1.0}}\n", "cycles_per_element: unknown kind(s) sqrt"),
     (b"extends: edge\nvector: {cycles_per_element: {add: -1.0}}\n", "every value must lie in (0, 1024]"),
     (b"extends: edge\nvector: {rescale_micro_block: [1, 0, 16]}\n", "vector.rescale_micro_block.1"),
@@ -88,8 +89,8 @@ def test_a_sweep_spec_is_read_as_strictly(tmp_path):
 
 def test_the_cli_refuses_an_unknown_composite_in_one_line(tmp_path):
     graph = save(add_graph((4, 4)), tmp_path / "add.tosa")
-    (tmp_path / "gru.yaml").write_text("extends: edge\ncomposites: [gru_cell]\n")
-    npu_sim(["plan", graph, "--hw", "gru.yaml"], tmp_path).refused("unknown composite 'gru_cell'")
+    (tmp_path / "mine.yaml").write_text("extends: edge\ncomposites: [attention_head]\n")
+    npu_sim(["plan", graph, "--hw", "mine.yaml"], tmp_path).refused("unknown composite 'attention_head'")
 
 
 @pytest.mark.parametrize("text, message", [

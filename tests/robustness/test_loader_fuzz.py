@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,50 @@ def test_mutated_real_graphs(example):
                     max_leaves=20))
 def test_random_json_documents(document):
     _parse_or_refuse(json.dumps(document).encode(), "fuzz.json")
+
+
+# --- TOSA MLIR text: the converter's output, damaged ------------------------------------------
+MLIR_EXAMPLES = [p for p in sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.mlir"))
+                 if p.stat().st_size < 64 * 1024]
+MLIR_FUZZ = settings(max_examples=60, deadline=5000, derandomize=True,
+                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _parse_mlir_or_refuse(text: str | bytes) -> None:
+    data = text.encode("utf-8", errors="surrogatepass") if isinstance(text, str) else text
+    _parse_or_refuse(data, "fuzz.mlir")
+
+
+@pytest.mark.parametrize("example", MLIR_EXAMPLES, ids=lambda p: p.stem)
+def test_mutated_mlir_is_read_or_refused_in_one_line(example):
+    """Truncated files, flipped bytes, lines spliced in or dropped, absurd dimensions and
+    damaged hex constants: a graph, or one line naming what is wrong (never another error)."""
+    text = example.read_text()
+    lines = text.split("\n")
+
+    @MLIR_FUZZ
+    @given(st.sampled_from(["truncate", "bytes", "splice", "drop", "dims", "hex"]),
+           st.integers(0, len(text) - 1), st.integers(0, len(lines) - 1), st.integers(0, len(lines) - 1),
+           st.sampled_from([0, 1, 99999999, 1 << 40, 3]), st.integers(0, 255))
+    def mutate(kind, position, line_a, line_b, dim, byte):
+        if kind == "truncate":
+            _parse_mlir_or_refuse(text[:position])
+        elif kind == "bytes":
+            data = bytearray(text.encode())
+            data[position % len(data)] = byte
+            _parse_mlir_or_refuse(bytes(data))
+        elif kind in ("splice", "drop"):
+            changed = list(lines)
+            if kind == "splice":
+                changed[line_a] = lines[line_b]
+            else:
+                del changed[line_a]
+            _parse_mlir_or_refuse("\n".join(changed))
+        elif kind == "dims":
+            _parse_mlir_or_refuse(re.sub(r"tensor<(\d+)x", f"tensor<{dim}x", text, count=1 + position % 4))
+        else:
+            start = text.find('"0x', position) if '"0x' in text else -1
+            damaged = text if start < 0 else text[:start + 3 + byte % 16] + "zz" + text[start + 5 + byte % 16:]
+            _parse_mlir_or_refuse(damaged)
+
+    mutate()
