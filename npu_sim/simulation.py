@@ -151,7 +151,7 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
                          graph_label: str = "", stack: bool = False,
                          spread_tcm: bool = False, verify: bool = False,
                          validate: bool = True, max_memory_bytes: int | None = None,
-                         composite_fusion: bool = True) -> SimulationResult:
+                         composite_fusion: bool = True, timing_only: bool = False) -> SimulationResult:
     """Schedule ``graph`` for ``hw`` and simulate one invocation per element of ``per_invocation``.
 
     ``stack``: return outputs stacked along a leading invocation axis (else those
@@ -160,7 +160,10 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     loader checks); False for a graph the loader just validated. A path is loaded, so
     validated, anyway. ``max_memory_bytes``: the host memory the job may use (default: most
     of what is available); a graph that needs more is refused before any work.
-    ``composite_fusion``: see :func:`compile_graph`.
+    ``composite_fusion``: see :func:`compile_graph`. ``timing_only``: the same Program and
+    event schedule, every figure the same, but no value computed (no outputs; the summary's
+    ``timing_only`` says so; a graph with control flow computes them anyway, as its
+    conditions are values): what a sweep needs of a configuration whose bits are known.
     """
     graph, path_label = _graph(graph)
     if validate and not path_label:
@@ -182,7 +185,7 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
         start = time.perf_counter()
         with _blaming_the_graph_first(graph, checked):
             try:
-                result = simulate_program(program, hw, checked)
+                result = simulate_program(program, hw, checked, timing_only=timing_only)
             except (ProgramError, SimulationError) as exc:   # the compiled program is at fault
                 raise SchedulerBugError(f"the compiled program failed in the simulator: {exc}") from exc
         wall["simulate"] = time.perf_counter() - start
@@ -190,8 +193,13 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
         summary = build_summary(result.trace, hw, program, graph=graph_label or path_label or program.graph_name)
         wall["summary"] = time.perf_counter() - start
     summary["wall_seconds"] = wall
+    summary["timing_only"] = result.timing_only
+    if timing_only and not result.timing_only:
+        summary["timing_only_note"] = "control flow decides on computed values: every value was computed"
     names = list(graph.output_types)
-    if stack:
+    if result.timing_only:
+        outputs = {}
+    elif stack:
         outputs = {name: np.stack([r[name] for r in result.outputs]) for name in names}
     else:
         outputs = {name: result.outputs[0][name] for name in names}
@@ -202,14 +210,14 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
 def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
              inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray] | None = None,
              invocations: int = 1, *, spread_tcm: bool = False, verify: bool = False,
-             composite_fusion: bool = True) -> SimulationResult:
+             composite_fusion: bool = True, timing_only: bool = False) -> SimulationResult:
     """Run ``graph`` on the simulated NPU ``hw`` (a HwConfig, preset name or YAML path).
 
     ``inputs``: input name -> array (or arrays in the graph's input order). With
     ``invocations`` N > 1 each array has a leading axis of length N, invocation k
     uses slice k, variables persist between invocations, and outputs come back
     stacked the same way. ``spread_tcm``, ``verify``, ``composite_fusion``: see
-    :func:`compile_graph`.
+    :func:`compile_graph`; ``timing_only``: see :func:`simulate_invocations`.
     """
     if not isinstance(invocations, int) or isinstance(invocations, bool) or invocations < 1:
         raise InputError(f"invocations must be an integer >= 1, got {invocations!r}")
@@ -217,7 +225,7 @@ def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
     if invocations == 1:
         return simulate_invocations(graph, hw, [check_inputs(graph, inputs)], graph_label=label,
                                     spread_tcm=spread_tcm, verify=verify, validate=not label,
-                                    composite_fusion=composite_fusion)
+                                    composite_fusion=composite_fusion, timing_only=timing_only)
     names = list(graph.input_types)
     if inputs is None:
         inputs = {}
@@ -231,4 +239,5 @@ def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
     per = [{name: (value[k] if isinstance(value, np.ndarray) else value)
             for name, value in inputs.items()} for k in range(invocations)]
     return simulate_invocations(graph, hw, per, graph_label=label, stack=True, spread_tcm=spread_tcm,
-                                verify=verify, validate=not label, composite_fusion=composite_fusion)
+                                verify=verify, validate=not label, composite_fusion=composite_fusion,
+                                timing_only=timing_only)

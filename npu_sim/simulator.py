@@ -38,6 +38,12 @@ command's deps are done, then decides from the condition view's first element (n
 
 When no event is left but commands are, :class:`SimulationDeadlock` names the blocked
 commands. Everything is deterministic: same Program, config and inputs, same trace.
+
+Timing only (``timing_only=True``): the same commands with the same cycles and the same
+event schedule, but no kernel runs and no byte moves (no inputs are written, no outputs or
+variables are read back): a command's timing never depends on the values it computes.
+Control flow does (a condition is a computed value), so a Program with COND_IF or WHILE
+commands runs in full anyway (``SimResult.timing_only`` says which happened).
 """
 
 from __future__ import annotations
@@ -52,12 +58,12 @@ import simpy
 import npu_sim.reference  # noqa: F401  (registers the kernels the compute units run)
 from npu_sim.errors import InputError, ProgramError, SimulationDeadlock, SimulationError
 from npu_sim.gc_pause import gc_paused
-from npu_sim.hw.compute import ComputeOp, compile_compute
+from npu_sim.hw.compute import ComputeOp, TimedComputeOp, compile_compute, no_binding
 from npu_sim.hw.compute_units import unit_names
 from npu_sim.hw.config import HwConfig, load_hw_config
-from npu_sim.hw.cost import command_mac_pe_cycles, command_macs, command_tcm_bytes, compute_command_cycles
+from npu_sim.hw.cost import ComputeCycles, command_mac_pe_cycles, command_macs, command_tcm_bytes
 from npu_sim.hw.ddr import BandwidthChannel
-from npu_sim.hw.dma import DmaModel, DmaOp, channel_bandwidth_bytes_per_cycle, make_descriptor
+from npu_sim.hw.dma import DmaModel, DmaOp, TimedDmaOp, channel_bandwidth_bytes_per_cycle, make_descriptor
 from npu_sim.hw.memory import Memory, ViewAccess, named
 from npu_sim.hw.queues import Clock, Dependency, QueuedCommand, Unit, Waiter
 from npu_sim.hw.trace import AllocationIndex, Counters, InvocationRecord, StaticInfo, Trace, TraceRecorder
@@ -87,6 +93,8 @@ class SimResult:
     hw_name: str
     #: cycles of the preamble that loaded the resident constants (0: none)
     preamble_cycles: int = 0
+    #: no values were computed (``outputs`` and ``variables`` empty): see the module doc
+    timing_only: bool = False
 
     @property
     def counters(self) -> Counters:
@@ -98,12 +106,18 @@ class SimResult:
 
 
 def simulate_program(program: Program, hw: HwConfig | str,
-                     invocations_inputs: Sequence[dict[str, np.ndarray]]) -> SimResult:
-    """Run ``program`` once per element of ``invocations_inputs`` on the machine ``hw`` describes."""
+                     invocations_inputs: Sequence[dict[str, np.ndarray]], *, timing_only: bool = False) -> SimResult:
+    """Run ``program`` once per element of ``invocations_inputs`` on the machine ``hw`` describes
+    (``timing_only``: see the module doc; the inputs are then not read)."""
     if isinstance(hw, str):
         hw = load_hw_config(hw)
     with gc_paused():
-        return Simulator(program, hw).run(invocations_inputs)
+        return Simulator(program, hw, timing_only=timing_only).run(invocations_inputs)
+
+
+def has_control_flow(program: Program) -> bool:
+    """Whether ``program`` has COND_IF or WHILE commands (their conditions are computed values)."""
+    return any(isinstance(cmd, (CondCommand, LoopCommand)) for cmd in program.commands)
 
 
 def _written_bytes(commands: Sequence[Command]) -> int:
@@ -202,9 +216,10 @@ Node = DmaOp | ComputeOp | _Control
 class Simulator:
     """A Program compiled onto one machine; :meth:`run` simulates invocations."""
 
-    def __init__(self, program: Program, hw: HwConfig):
+    def __init__(self, program: Program, hw: HwConfig, *, timing_only: bool = False):
         program.validate()
         self.program, self.hw = program, hw
+        self.timing_only = timing_only and not has_control_flow(program)
         self.env = Clock()
         self.memories = self._make_memories(program, hw)
         self.dma_units = [Unit(f"dma{i}") for i in range(hw.dma.engine_count)]
@@ -217,11 +232,13 @@ class Simulator:
         self.preamble_cycles = 0
         self.nodes: dict[int, Node] = {}
         self._dma_model = DmaModel(hw)
+        self._compute_cycles = ComputeCycles(hw)
         self._constant_tcm = _constant_tcm_bytes(program)
         self.top = self._compile_block(program.commands)
         self.all_nodes = list(self.nodes.values())
         self._waiting: tuple[str, tuple] | None = None
-        self._load_initial_data(program.allocations)
+        if not self.timing_only:
+            self._load_initial_data(program.allocations)
 
     # --- compile ---------------------------------------------------------------------------
     @staticmethod
@@ -258,9 +275,13 @@ class Simulator:
             if not (src.is_contiguous and dst.is_contiguous):
                 make_descriptor(src, dst, _where(cmd))  # rejects copies of more than 3 levels
             timing = self._dma_model.timing(src, dst, cmd.access_bytes)
-            node: Node = DmaOp(cmd, self.dma_units[cmd.engine], self,
-                               self.memories[src.memory].access(src), self.memories[dst.memory].access(dst),
-                               timing, self.channels[timing.channel])
+            if self.timing_only:   # (Program.validate checked that its views lie in the memories)
+                node: Node = TimedDmaOp(cmd, self.dma_units[cmd.engine], self, None, None,  # type: ignore[arg-type]
+                                        timing, self.channels[timing.channel])
+            else:
+                node = DmaOp(cmd, self.dma_units[cmd.engine], self,
+                             self.memories[src.memory].access(src), self.memories[dst.memory].access(dst),
+                             timing, self.channels[timing.channel])
             node.deps = self._resolve_deps(cmd)
             self.nodes[cmd.id] = node
             return node
@@ -270,10 +291,11 @@ class Simulator:
                 raise ProgramError(f"{where}: unknown compute unit {cmd.unit!r} "
                                    f"(units: {', '.join(unit_names())})")
             # (no cache of equal commands: schedulers emit each tile once; hashing them cost more)
-            steps, outputs = compile_compute(cmd, self.memories, where)
-            cycles, macs = compute_command_cycles(self.hw, cmd), command_macs(cmd)
-            node = ComputeOp(cmd, self.compute_units[cmd.unit], self, steps, outputs, cycles, macs,
-                             self._constant_tcm)
+            bind = no_binding if self.timing_only else None
+            steps, outputs = compile_compute(cmd, self.memories, where, bind)
+            cycles, macs = self._compute_cycles(cmd), command_macs(cmd)
+            node = (TimedComputeOp if self.timing_only else ComputeOp)(
+                cmd, self.compute_units[cmd.unit], self, steps, outputs, cycles, macs, self._constant_tcm)
         elif isinstance(cmd, (CondCommand, LoopCommand)):
             with named(f"{where} condition"):
                 condition = self.memories[cmd.condition.memory].access(cmd.condition)
@@ -348,8 +370,9 @@ class Simulator:
         trace = Trace(self.recorder.raw, self.recorder.invocations, _StaticFacts(self.program.allocations, self.hw),
                       self.program.allocations, units)
         per_invocation = [inv.cycles for inv in self.recorder.invocations]
-        result = SimResult(outputs, self._read_variables(), trace, int(self.env.now), per_invocation,
-                           self.hw.clock_hz, self.hw.name, self.preamble_cycles)
+        variables = {} if self.timing_only else self._read_variables()
+        result = SimResult(outputs, variables, trace, int(self.env.now), per_invocation,
+                           self.hw.clock_hz, self.hw.name, self.preamble_cycles, self.timing_only)
         self._release()
         return result
 
@@ -385,14 +408,15 @@ class Simulator:
             limits.check_deadline(f"simulating invocation {k}")
             self.invocation = k
             start = env.now
-            self._write_inputs(inputs, k)
+            if not self.timing_only:
+                self._write_inputs(inputs, k)
             for node in per_invocation:
                 node.done = False
                 node.issued = False
                 node.waiters = None
             yield from self._sequence(top)
             yield from self._wait(self.top, "the end of the invocation")
-            outputs.append(self._read_outputs(k))
+            outputs.append({} if self.timing_only else self._read_outputs(k))
             self.recorder.invocations.append(InvocationRecord(k, int(start), int(env.now)))
 
     def _sequence(self, block: list[Node]) -> Generator[simpy.Event, object, None]:

@@ -61,18 +61,35 @@ class CompiledStep:
 COMPOSITE_READABLE = (MemorySpace.TCM, MemorySpace.VARIABLE_SRAM)
 
 
+#: Binds a view to its memory (bounds checked): ``Memory.access``, or nothing in a timing-only run.
+Binder = Callable[[View], "ViewAccess | None"]
+
+
+def binder(memories: Mapping[MemorySpace, Memory]) -> Binder:
+    """Views bound to ``memories`` (:meth:`Memory.access`)."""
+    return lambda view: memories[view.memory].access(view)
+
+
+def no_binding(view: View) -> None:
+    """A timing-only run binds no view: it moves no bytes (and ``Program.validate`` has checked
+    that every view lies in its memory, which the machine sizes as the plan)."""
+    return None
+
+
 def compile_step(step: KernelStep, index: int, memories: Mapping[MemorySpace, Memory], where: str,
                  readable: tuple[MemorySpace, ...] = (MemorySpace.TCM,),
-                 in_place: Callable[[Op, int], bool] = lambda op, i: False) -> CompiledStep:
+                 in_place: Callable[[Op, int], bool] = lambda op, i: False,
+                 bind: Binder | None = None) -> CompiledStep:
     """Bind a step's operands: views of the ``readable`` memories (the TCM; a fused
     composite also reads the variable SRAM; ``in_place(op, i)``: operand ``i`` is a table
-    read where it lives), or earlier steps' results."""
+    read where it lives), or earlier steps' results. ``bind``: see :data:`Binder`."""
+    bind = bind or binder(memories)
     operands: list[ViewAccess | int] = []
     for i, operand in enumerate(step.operands):
         if type(operand) is View or isinstance(operand, View):
             if operand.memory not in readable and not in_place(step.op, i):
                 _unreadable(operand, i, index, readable, where)
-            operands.append(memories[operand.memory].access(operand))
+            operands.append(bind(operand))  # type: ignore[arg-type]   # (None only when timing only)
         elif isinstance(operand, int) and 0 <= operand < index:
             operands.append(operand)
         else:
@@ -96,18 +113,19 @@ def _unreadable(operand: View, i: int, index: int, readable: tuple[MemorySpace, 
                        f"compute units read only {what}")
 
 
-def compile_compute(command: ComputeCommand, memories: Mapping[MemorySpace, Memory], where: str
-                    ) -> tuple[list[CompiledStep], list[ViewAccess]]:
-    """Bind a compute command's steps and outputs to the memories (ProgramError if malformed)."""
+def compile_compute(command: ComputeCommand, memories: Mapping[MemorySpace, Memory], where: str,
+                    bind: Binder | None = None) -> tuple[list[CompiledStep], list[ViewAccess]]:
+    """Bind a compute command's steps and outputs to the memories (ProgramError if malformed;
+    ``bind``: see :data:`Binder`)."""
     if not command.steps:
         raise ProgramError(f"{where}: a compute command needs at least one step")
     readable = COMPOSITE_READABLE if command.composite else (MemorySpace.TCM,)
+    bind = bind or binder(memories)
 
     def in_place(op: Op, operand_index: int) -> bool:
         return reads_table_in_place(command.unit, command.composite, op, operand_index)
 
-    steps = [compile_step(step, i, memories, where, readable, in_place) for i, step in enumerate(command.steps)]
-    tcm = memories[MemorySpace.TCM]
+    steps = [compile_step(step, i, memories, where, readable, in_place, bind) for i, step in enumerate(command.steps)]
     if command.output_steps and (len(command.output_steps) != len(command.outputs) or
                                  any(not 0 <= s < len(steps) for s in command.output_steps)):
         raise ProgramError(f"{where}: output_steps {list(command.output_steps)} do not name a step "
@@ -117,8 +135,8 @@ def compile_compute(command: ComputeCommand, memories: Mapping[MemorySpace, Memo
         if view.memory is not MemorySpace.TCM:
             raise ProgramError(f"{where}: output {i} is in {view.memory.value}; "
                                "compute units write only the TCM")
-        outputs.append(tcm.access(view))
-    return steps, outputs
+        outputs.append(bind(view))
+    return steps, outputs  # type: ignore[return-value]   # (Nones only when timing only)
 
 
 class ComputeOp(QueuedCommand):
@@ -247,6 +265,16 @@ class ComputeOp(QueuedCommand):
             raise TosaRuntimeError(self.label, f"{what}: CUSTOM implementation "
                                                f"{attribute.domain_name}::{attribute.operator_name} {problem}")
         raise KernelResultError(f"{self.label}: {what}: kernel {problem} (a bug in npu-sim)")
+
+
+class TimedComputeOp(ComputeOp):
+    """A compute command of a timing-only run: its cycles elapse, no kernel runs, nothing is
+    read or written (the event schedule is the same: a command's timing never depends on data)."""
+
+    __slots__ = ()
+
+    def _end(self, _event: object) -> None:
+        self.machine.finish(self)
 
 
 def _whole_tensors(cs: CompiledStep, inputs: list[np.ndarray]) -> bool:

@@ -14,6 +14,7 @@ is also bound by that bank's port (``variable_sram.bytes_per_cycle``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 
 from npu_sim.errors import ProgramError
 from npu_sim.hw.compute_units import MAC_ARRAY, ComputeUnit, unit
@@ -110,3 +111,38 @@ def dma_cycles(hw: HwConfig, command: DmaCommand | tuple[View, View]) -> int:
     rate = min(channel_bandwidth_bytes_per_cycle(hw, timing.channel), timing.cap_bytes_per_cycle)
     data = ceil_cycles(timing.channel_bytes / rate) if timing.channel_bytes else 0
     return timing.setup_cycles + data + (timing.latency_cycles if timing.channel_bytes else 0)
+
+
+class ComputeCycles:
+    """:func:`compute_command_cycles` of one machine, remembered for commands that differ only in
+    where their views lie (the tiles of an operation): a cost never depends on an address.
+    Fused composites are costed each time (they count an operand read twice once)."""
+
+    def __init__(self, hw: HwConfig) -> None:
+        self.hw = hw
+        self.known: dict[tuple, int] = {}
+
+    def __call__(self, command: ComputeCommand) -> int:
+        if command.composite:
+            return compute_command_cycles(self.hw, command)
+        key = (tuple([getattr(command, name) for name in _SHAPE_FIELDS]),
+               tuple([_step_key(step) for step in command.steps]),
+               tuple([(v.memory, v.shape, v.dtype, v.strides_bytes) for v in command.outputs]))
+        cycles = self.known.get(key)
+        if cycles is None:
+            cycles = self.known[key] = compute_command_cycles(self.hw, command)
+        return cycles
+
+
+#: The fields of a compute command besides its identity, steps and outputs (unit, composite, ...).
+_SHAPE_FIELDS = tuple(f.name for f in fields(ComputeCommand)
+                      if f.name not in ("id", "name", "deps", "steps", "outputs"))
+
+
+def _step_key(step: KernelStep) -> tuple:
+    """What a step's cost reads: its kernel, attribute (by identity: one object per operation),
+    types, tile extents and its operands' memories, shapes, types and strides."""
+    region = None if step.out_region is None else tuple([b - a for a, b in step.out_region])
+    return (step.op, id(step.attribute), step.input_types, step.output_types, region,
+            tuple([(o.memory, o.shape, o.dtype, o.strides_bytes) if isinstance(o, View) else o
+                   for o in step.operands]))

@@ -298,3 +298,12 @@ class DmaOp(QueuedCommand):
             self.dst.copy_from(self.src)
         except MemoryAccessError as exc:
             raise MemoryAccessError(f"{self.label}: {exc}") from None
+
+
+class TimedDmaOp(DmaOp):
+    """A DMA of a timing-only run: the same bursts, setup and latency, no bytes copied."""
+
+    __slots__ = ()
+
+    def _copy(self) -> None:
+        pass
