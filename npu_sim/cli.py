@@ -48,6 +48,8 @@ NO_COMPOSITE_HELP = ("Run composites such as LSTM cells op by op instead of as o
                      "(to compare the two).")
 STRICT_NPU_HELP = ("Refuse an operator the preset's NPU cannot run (exit 2 naming it) instead of running "
                    "it on the host CPU.")
+TIMING_ONLY_HELP = ("The same cycles, bytes and figures without computing the tensors (faster; no outputs/, "
+                    "summary.json says timing_only). A graph with control flow is computed anyway.")
 VERIFY_HELP = ("Check the plan statically before using it: no two live allocations overlap, every "
                "read sees the bytes last written there, conflicting accesses are ordered. "
                "A rejected plan is an internal error (exit 1). Costs about one more schedule time.")
@@ -180,13 +182,15 @@ def run_command(
     no_composite_fusion: bool = typer.Option(False, "--no-composite-fusion", help=NO_COMPOSITE_HELP),
     html: bool = typer.Option(False, "--html", help="Also write report.html (the run's page; see npu-sim report)."),
     strict_npu: bool = typer.Option(False, "--strict-npu", help=STRICT_NPU_HELP),
+    timing_only: bool = typer.Option(False, "--timing-only", help=TIMING_ONLY_HELP),
 ) -> None:
     """Simulate GRAPH on the NPU that CONFIG describes; write outputs and a timing report."""
     _commands().run_cmd.run_graph(graph, hw, inputs, out_dir, invocations=invocations, random_seed=random_inputs,
                                   spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level,
                                   max_memory=max_memory, timeout_seconds=timeout, max_loop_work_bytes=max_loop_work,
                                   input_shapes=input_shape, allow_unpredictable=allow_unpredictable,
-                                  composite_fusion=not no_composite_fusion, html=html, strict_npu=strict_npu)
+                                  composite_fusion=not no_composite_fusion, html=html, strict_npu=strict_npu,
+                                  timing_only=timing_only)
 
 
 @app.command("plan")

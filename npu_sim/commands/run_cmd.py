@@ -54,11 +54,14 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
                    spread_tcm: bool = False, verify: bool = False,
                    tosa_level: str = "8K", max_memory_bytes: int | None = None,
                    input_shapes: list[str] | None = None, allow_unpredictable: bool = False,
-                   composite_fusion: bool = True, html: bool = False, strict_npu: bool = False) -> dict[str, Any]:
+                   composite_fusion: bool = True, html: bool = False, strict_npu: bool = False,
+                   timing_only: bool = False) -> dict[str, Any]:
     """Do what ``npu-sim run`` does; returns the summary written to ``summary.json``.
 
     Everything that can be checked before the work is: ``-o``, the config, the graph, the
-    NPU's and the host's memory budgets, the inputs. The files are written all at once."""
+    NPU's and the host's memory budgets, the inputs. The files are written all at once.
+    ``timing_only`` (``--timing-only``): the same figures without computing a value, so no
+    ``outputs/`` (see :func:`npu_sim.simulation.simulate_invocations`)."""
     if invocations is not None and invocations < 1:
         raise InputError(f"-n must be at least 1, got {invocations}")
     check_output_dir(out_dir)
@@ -71,7 +74,8 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
         result = simulate_invocations(graph, hw, loaded.invocations, graph_label=str(graph_path),
                                       stack=invocations is not None, spread_tcm=spread_tcm,
                                       verify=verify, validate=False,   # load_graph validated it
-                                      max_memory_bytes=budget, composite_fusion=composite_fusion)
+                                      max_memory_bytes=budget, composite_fusion=composite_fusion,
+                                      timing_only=timing_only)
 
     start = time.perf_counter()
     names = list(graph.output_types)
@@ -79,15 +83,17 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
     summary = result.summary
     summary.update(tosa_status_figures(log))
     summary["inputs"] = loaded.sources
-    summary["outputs"] = {name: f"outputs/{files[name]}" for name in names}
+    summary["outputs"] = {} if result.summary["timing_only"] else \
+        {name: f"outputs/{files[name]}" for name in names}
     title = f"{Path(graph_path).name} on {hw.name}"
     drawn = result.trace.head(REPORT_INVOCATIONS_DRAWN)
     if len(drawn.invocations) < len(result.trace.invocations):
         title += f" (first {len(drawn.invocations)} of {len(result.trace.invocations)} invocations)"
     summary["report_invocations_drawn"] = len(drawn.invocations)
     with staged_output(out_dir) as staging:
-        (staging / "outputs").mkdir()
-        for name in names:
+        if summary["outputs"]:
+            (staging / "outputs").mkdir()
+        for name in summary["outputs"]:
             np.save(staging / "outputs" / files[name], result.outputs[name], allow_pickle=False)
         plot_memory_timeline(drawn, staging / "memory_timeline.png",
                              tcm_size_bytes=hw.tcm.size_bytes, title=title)
@@ -143,7 +149,7 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
               timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
               max_loop_work_bytes: int = DEFAULT_LOOP_WORK_BYTES, input_shapes: list[str] | None = None,
               allow_unpredictable: bool = False, composite_fusion: bool = True, html: bool = False,
-              strict_npu: bool = False) -> None:
+              strict_npu: bool = False, timing_only: bool = False) -> None:
     """``npu-sim run``: simulate, write the outputs and reports, print the per-operation table."""
     max_memory_bytes = None if max_memory is None else parse_size_bytes(max_memory)
     with job_limits(timeout_seconds, max_loop_work_bytes):
@@ -151,14 +157,16 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
                                  random_seed=random_seed, spread_tcm=spread_tcm, verify=verify,
                                  tosa_level=tosa_level, max_memory_bytes=max_memory_bytes,
                                  input_shapes=input_shapes, allow_unpredictable=allow_unpredictable,
-                                 composite_fusion=composite_fusion, html=html, strict_npu=strict_npu)
+                                 composite_fusion=composite_fusion, html=html, strict_npu=strict_npu,
+                                 timing_only=timing_only)
     warn_if_unpredictable(summary)
     print_report(summary)
     out_dir = Path(out_dir)
     page = f"{out_dir / 'report.html'}, " if html else ""
     typer.echo(f"report: {page}{out_dir / 'summary.json'}, {out_dir / 'memory_timeline.png'}, "
                f"{out_dir / 'trace.json'} (open in https://ui.perfetto.dev); "
-               f"outputs in {out_dir / 'outputs'}")
+               + (f"outputs in {out_dir / 'outputs'}" if summary["outputs"] else
+                  "no outputs (timing only: no value was computed)"))
 
 
 def plan_graph(graph_path: str, hw_config: str, as_json: bool, *, spread_tcm: bool = False,

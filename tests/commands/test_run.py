@@ -468,3 +468,17 @@ def test_run_reports_the_host_cpus_operators(tmp_path, capsys):
            "ADD (fp32), MUL (fp32), MAXIMUM (fp32)" in out
     code, out, err = _cli(["plan", EXAMPLES / "add_mul_fp32.tosa", "--hw", "ethos-u55-256"], capsys)
     assert code == 0 and "on the host CPU: ADD(sum) (ADD, fp32): FP32 data" in out
+
+
+def test_timing_only_writes_the_same_figures_and_no_outputs(tmp_path, capsys):
+    graph = EXAMPLES / "ds_cnn_kws_int8.tosa"
+    for name, extra in (("full", []), ("timed", ["--timing-only"])):
+        code, out, err = _cli(["run", graph, "--hw", "edge", "--random-inputs", "0", *extra, "-o", tmp_path / name],
+                              capsys)
+        assert (code, err) == (0, ""), err
+    full, timed = (json.loads((tmp_path / name / "summary.json").read_text()) for name in ("full", "timed"))
+    assert "no outputs (timing only" in out and not (tmp_path / "timed" / "outputs").exists()
+    assert (timed["timing_only"], timed["outputs"], full["timing_only"]) == (True, {}, False)
+    skip = ("wall_seconds", "timing_only", "outputs")
+    assert {k: v for k, v in timed.items() if k not in skip} == {k: v for k, v in full.items() if k not in skip}
+    _check_report(tmp_path / "timed", {**timed, "outputs": full["outputs"]}, "edge")
