@@ -260,7 +260,7 @@ class Simulator:
             if size > capacity[space]:
                 raise ProgramError(f"the program plans {size} bytes of {space.value}; "
                                    f"{hw.name or 'the hardware'} has {capacity[space]}")
-            memories[space] = Memory(space, size)
+            memories[space] = Memory(space, size, read_only=space is MemorySpace.DDR and hw.ddr.read_only)
         return memories
 
     def _compile_block(self, commands: Sequence[Command]) -> list[Node]:

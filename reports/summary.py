@@ -9,8 +9,10 @@ Fields (ARCHITECTURE.md lists the required ones):
 
 * ``total_cycles``: from the start of the first invocation to the end of the last;
   ``per_invocation_cycles``; ``seconds`` = cycles / ``clock_hz``;
-* ``ddr_read_bytes`` / ``ddr_write_bytes``: payload bytes the DMAs moved from/to DDR
-  (``*_burst_bytes``: what the DDR moved, whole bursts); ``ddr_bytes_per_cycle`` and
+* ``ddr_read_bytes`` / ``ddr_write_bytes``: payload bytes the DMAs moved from/to DDR, the
+  off-chip memory (``*_burst_bytes``: what the DDR moved, whole bursts); ``memories``: per
+  memory what it holds (the config's memory roles), whether it is read-only (flash) and the
+  bytes moved from and into it (:mod:`reports.memory_traffic`); ``ddr_bytes_per_cycle`` and
   ``ddr_gigabytes_per_second``: achieved payload bandwidth over the run;
   ``ddr_bandwidth_utilization``: burst bytes over what the DDR could move in that time;
 * ``peak_tcm_bytes``: the TCM footprint of the plan (end of the topmost allocation);
@@ -58,6 +60,7 @@ from npu_sim.program import MemorySpace, Program
 from reports.composites import fused_composites
 from reports.cpu_ops import cpu_ops
 from reports.energy import energy_area_figures
+from reports.memory_traffic import memory_figures
 from reports.occupancy import occupancy_steps, peak, tcm_plan_figures
 from reports.operations import BOUNDS, OperationSpan, command_setup_cycles, operation_spans, shares
 from reports.peak_tensors import tcm_peak
@@ -126,6 +129,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
     summary["tcm_peak"] = tcm_peak(trace.allocations, *tcm_steps)
     summary["fused_composites"] = fused_composites(spans, program)
     summary["cpu_ops"] = cpu_ops(spans, program)
+    summary["memories"] = memory_figures(trace, hw, program)
     summary.update(energy_area_figures(trace, hw, program, cycles))
     summary.update(preamble_figures(trace, program))
     if wall_seconds:

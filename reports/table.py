@@ -147,7 +147,8 @@ def cpu_line(summary: Mapping[str, Any]) -> str:
     if not rows:
         return ""
     operators = ", ".join(dict.fromkeys(f"{r.get('op', '?')} ({r.get('dtype', '?')})" for r in rows))
-    return (f"host CPU: {len(rows)} operations the NPU cannot run, {sum(int(r.get('cycles', 0)) for r in rows):,} "
+    count = f"{len(rows)} operation{'s' if len(rows) != 1 else ''}"
+    return (f"host CPU: {count} the NPU cannot run, {sum(int(r.get('cycles', 0)) for r in rows):,} "
             f"cycles: {operators} (cpu_ops in summary.json says why)")
 
 

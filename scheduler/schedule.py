@@ -44,6 +44,7 @@ from scheduler.codegen.stream import ACommand
 from scheduler.ir.npu_ops import LoweredGraph, ValueKind
 from scheduler.memory.allocators import BestOfGreedy, Planner
 from scheduler.memory.fixed_placements import (
+    POOL_BUFFER_NAME,
     RESIDENT_TCM_SHARE,
     Fixed,
     fixed_placements,
@@ -51,6 +52,13 @@ from scheduler.memory.fixed_placements import (
     tcm_pool_allocation,
 )
 from scheduler.memory.liveness import LiveRange
+from scheduler.memory.roles import (
+    check_writes,
+    homes_too_big_error,
+    may_spill,
+    on_chip_kinds,
+    whole_program_tcm_bytes,
+)
 from scheduler.passes.cpu_fallback import assign_cpu_fallbacks
 from scheduler.passes.empty_tensors import drop_empty_tensors
 from scheduler.passes.folding import fold_constants
@@ -98,7 +106,7 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     fold_constants(lowered)
     assign_units(lowered, hw)
     lowered.cpu_fallbacks = assign_cpu_fallbacks(lowered, hw)
-    stage(lowered, pool_item_max_bytes(hw, resident_constants))
+    stage(lowered, pool_item_max_bytes(hw, resident_constants), on_chip_kinds(hw))
     order_blocks(lowered, hw)
     return lowered
 
@@ -110,9 +118,10 @@ def _compile(graph: Graph, lowered: LoweredGraph, fixed: Fixed, hw: HwConfig, pl
     values = lowered.values
     tiler = Tiler(hw, lambda k: values[k].data if values[k].kind is ValueKind.CONSTANT else None, tcm_alignment)
     evicted: set[str] = set()
-    capacity = hw.tcm.size_bytes - pool_bytes
+    homed = whole_program_tcm_bytes(fixed.buffers, skip=POOL_BUFFER_NAME)   # inputs, outputs, constants
+    capacity = hw.tcm.size_bytes - pool_bytes - homed
     if capacity < 0:
-        raise ScheduleError(f"the constant pool ({pool_bytes} bytes) does not fit the TCM")
+        raise homes_too_big_error(fixed.buffers, pool_bytes, hw)
     last_error: Exception | None = None
     for _ in range(MAX_ATTEMPTS):
         ctx = CompileContext(values, fixed.placements, fixed.const_ddr, tiler,
@@ -131,7 +140,7 @@ def _compile(graph: Graph, lowered: LoweredGraph, fixed: Fixed, hw: HwConfig, pl
                              VAR_ALIGNMENT, spread=spread_tcm)
         if plan.offsets_ok:
             return _program(graph, lowered, fixed, ctx, cmds, numbering, plan, hw, planner)
-        victims = _victims(plan, ctx)
+        victims = _victims(plan, ctx) if may_spill(hw) else set()
         if victims:
             evicted |= victims
             continue
@@ -193,6 +202,7 @@ def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileCont
     program = Program(memory_sizes, placed, commands, inputs, outputs, variables,
                       graph_name=getattr(graph, "name", "") or "",
                       preamble_command_ids=_constant_pool_loads(commands, placed))
+    check_writes(program, hw)
     program.stats = plan_stats(program, cmds, numbering, ctx.records, _evicted_names(ctx), plan,
                                _planner_label(planner), lowered.candidates, lowered.cpu_fallbacks)
     return program

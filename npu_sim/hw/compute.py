@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -139,10 +139,24 @@ def compile_compute(command: ComputeCommand, memories: Mapping[MemorySpace, Memo
     return steps, outputs  # type: ignore[return-value]   # (Nones only when timing only)
 
 
+def _feeds(cs: CompiledStep, constants: list[np.ndarray | None]) -> tuple[tuple[int, Any], ...]:
+    """Where a bound step's operands come from (see ``ComputeOp.feeds``): a constant's bytes never
+    change once loaded, so its value is kept (read-only) instead of read again every run."""
+    feeds: list[tuple[int, Any]] = []
+    for operand, value in zip(cs.operands, constants):
+        if value is not None and isinstance(operand, ViewAccess):
+            kept = operand.read()   # (afresh: a kernel may have worked in the copy it was given)
+            kept.flags.writeable = False
+            feeds.append((2, kept))
+        else:
+            feeds.append((0, operand) if isinstance(operand, ViewAccess) else (1, operand))
+    return tuple(feeds)
+
+
 class ComputeOp(QueuedCommand):
     """A compute command compiled for one machine (``steps``/``outputs`` from :func:`compile_compute`)."""
 
-    __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound", "constant_tcm", "all_bound")
+    __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound", "constant_tcm", "all_bound", "feeds")
 
     def __init__(self, command: ComputeCommand, unit: Unit, machine: Machine,
                  steps: list[CompiledStep], outputs: list[ViewAccess], cycles: int, macs: int,
@@ -158,6 +172,9 @@ class ComputeOp(QueuedCommand):
         self.bound: list[BoundKernel | None] = [None] * len(steps)
         #: every step bound and its results checked once: later runs take the straight loop
         self.all_bound = False
+        #: per bound step, where each operand comes from: (0, access) read from memory, (1, k)
+        #: step k's result, (2, array) a constant's value kept since binding (read-only)
+        self.feeds: list[tuple[tuple[int, Any], ...] | None] = [None] * len(steps)
         #: TCM bytes [start, end) that hold constants once loaded (see the simulator's preamble)
         self.constant_tcm = constant_tcm
 
@@ -201,7 +218,9 @@ class ComputeOp(QueuedCommand):
                 out = run_kernel(args)
             self._check(index, cs, out)
             if step.op is not Op.CUSTOM and _whole_tensors(cs, inputs):
-                self.bound[index] = bind_kernel(args, self._constants(cs, inputs))
+                constants = self._constants(cs, inputs)
+                self.bound[index] = bind_kernel(args, constants)
+                self.feeds[index] = _feeds(cs, constants)
             results.append(out)
         self._write_outputs(results)
         self.all_bound = ran_bound
@@ -212,10 +231,10 @@ class ComputeOp(QueuedCommand):
         the shapes and dtypes checked before."""
         results: list[list] = []
         with np.errstate(all="ignore"):
-            for cs, bound in zip(self.steps, self.bound):
-                assert bound is not None
-                results.append(bound([operand.read() if isinstance(operand, ViewAccess) else results[operand][0]
-                                      for operand in cs.operands]))
+            for bound, feeds in zip(self.bound, self.feeds):
+                assert bound is not None and feeds is not None
+                results.append(bound([source.read() if kind == 0 else results[source][0] if kind == 1 else source
+                                      for kind, source in feeds]))
         self._write_outputs(results)
 
     def _write_outputs(self, results: list[list]) -> None:
@@ -241,7 +260,7 @@ class ComputeOp(QueuedCommand):
         for operand, value in zip(cs.operands, inputs):
             view = operand.view if isinstance(operand, ViewAccess) else None
             fixed = span is not None and view is not None and view.strides_bytes is None \
-                and span[0] <= view.offset_bytes \
+                and view.memory is MemorySpace.TCM and span[0] <= view.offset_bytes \
                 and view.offset_bytes + view.size_bytes <= span[1]
             values.append(value if fixed else None)
         return values

@@ -14,7 +14,7 @@ with ``extends: <preset name or path>``: it is deep-merged over that base.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -59,6 +59,8 @@ class DdrConfig(_Strict):
     read_latency_cycles: int = Cycles
     write_latency_cycles: int = Cycles
     burst_size_bytes: int = Rate
+    read_only: bool = Field(default=False, description="the off-chip memory is flash: it holds the "
+                            "constants, loaded before the run, and nothing writes it")
 
     @model_validator(mode="after")
     def _check(self) -> DdrConfig:
@@ -299,6 +301,22 @@ class CpuConfig(_Strict):
         return self
 
 
+class MemoryRolesConfig(_Strict):
+    """Which memory holds what (Vela's memory modes; :mod:`scheduler.memory.roles`).
+
+    ``constants``: the weights, biases and tables (``ddr``: streamed from the off-chip memory;
+    ``tcm``: resident in the TCM from the start). ``arena``: the graph's inputs and outputs
+    (``ddr``, or ``tcm``: the SRAM arena the feature maps live in). ``spills``: where an
+    intermediate that does not fit the TCM goes (``ddr``, or ``none``: it must fit, else the
+    schedule fails naming it). Vela's Dedicated_Sram is ddr/ddr/ddr (the TCM a cache of the
+    DRAM arena), Shared_Sram ddr/tcm/none (feature maps in the SRAM, constants in flash),
+    Sram_Only tcm/tcm/none."""
+
+    constants: Literal["ddr", "tcm"] = "ddr"
+    arena: Literal["ddr", "tcm"] = "ddr"
+    spills: Literal["ddr", "none"] = "ddr"
+
+
 class NpuSupportConfig(_Strict):
     """Which operators the NPU runs itself (:mod:`npu_sim.hw.op_support`); the others run on the
     host CPU, or with ``strict`` are refused (exit 2 naming the operator)."""
@@ -387,8 +405,18 @@ class HwConfig(_Strict):
     #: the host CPU running what the NPU cannot, and what that is
     cpu: CpuConfig = Field(default_factory=CpuConfig)
     npu_support: NpuSupportConfig = Field(default_factory=NpuSupportConfig)
+    memory_roles: MemoryRolesConfig = Field(default_factory=MemoryRolesConfig)
     energy: EnergyConfig = Field(default_factory=EnergyConfig)
     area: AreaConfig = Field(default_factory=AreaConfig)
+
+    @model_validator(mode="after")
+    def _writable_roles(self) -> HwConfig:
+        if self.ddr.read_only:
+            for role in ("arena", "spills"):
+                if getattr(self.memory_roles, role) == "ddr":
+                    raise ValueError(f"memory_roles.{role}: the ddr is read-only (flash); nothing may "
+                                     "be written there")
+        return self
 
     @model_validator(mode="after")
     def _known_composites(self) -> HwConfig:

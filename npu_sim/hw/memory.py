@@ -32,11 +32,12 @@ _UNBOUND = object()
 class Memory:
     """One memory space: ``size_bytes`` bytes, all initially unwritten."""
 
-    def __init__(self, space: MemorySpace, size_bytes: int):
+    def __init__(self, space: MemorySpace, size_bytes: int, read_only: bool = False):
         if size_bytes < 0:
             raise ValueError(f"memory size must be >= 0, got {size_bytes}")
         self.space = space
         self.size_bytes = size_bytes
+        self.read_only = read_only   # flash: its initial data is loaded, nothing writes it
         self.data = np.zeros(size_bytes, dtype=np.uint8)
         self.written = np.zeros(size_bytes, dtype=np.bool_)
         # (offset, shape, dtype, strides) of a view of this memory -> its binding: the view's
@@ -171,8 +172,13 @@ class ViewAccess:
             return eight.view("<i8").reshape(self.shape).astype(np.int64)
         return np.zeros(self.shape, self.storage)
 
+    def _refuse_write(self) -> None:
+        raise MemoryAccessError(f"writes {self.view}, but the {self.memory.space.value} is read-only (flash)")
+
     def write(self, array: np.ndarray) -> None:
         """Store ``array`` (the view's storage dtype; same element count) into the view."""
+        if self.memory.read_only:
+            self._refuse_write()
         if array.dtype != self.storage:
             raise MemoryAccessError(f"writes {array.dtype} data into {self.view} (expects {self.storage})")
         if array.shape != self.shape:
@@ -191,6 +197,8 @@ class ViewAccess:
 
     def copy_from(self, src: ViewAccess) -> None:
         """Byte copy ``src`` -> this view (a DMA): same shape and element size."""
+        if self.memory.read_only:
+            self._refuse_write()
         if not src.known_written:
             src.check_written()
         raw, source = self.raw, src.raw

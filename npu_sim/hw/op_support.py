@@ -81,6 +81,11 @@ _INT = (DType.INT8, DType.INT16, DType.INT32)
 _CONV_OPS = (Op.CONV2D, Op.CONV3D, Op.DEPTHWISE_CONV2D, Op.TRANSPOSE_CONV2D)
 
 
+def npu_operators(profile: str) -> frozenset[Op] | None:
+    """The operators the NPU of ``profile`` runs at all (for some data types), None for all."""
+    return U55_OPS if profile in ("ethos-u55", "ethos-u65") else None
+
+
 def unsupported_reason(profile: str, facts: OpFacts) -> str | None:
     """Why the NPU of ``profile`` cannot run the operator (one line naming the rule and its
     source), or None if it runs it."""

@@ -1,7 +1,8 @@
 """Fixed placements: where the values live that no block compiles, decided before any block is.
 
-Inputs, outputs and constants get a DDR buffer of their own, variables one in the variable
-SRAM. Small constants that compute steps read (zero points, shifts, shapes...) go to a
+Inputs, outputs and constants get a buffer of their own in the memory their role names (the
+DDR unless the config's memory roles say otherwise, :mod:`scheduler.memory.roles`), variables
+one in the variable SRAM. Small constants that compute steps read (zero points, shifts, shapes...) go to a
 constant pool instead: one DDR image, loaded into a TCM buffer chunk by chunk, each chunk
 before the main-block operation that first reads its entries (laid out in order of first
 use, so each operation loads only its new entries).
@@ -17,6 +18,7 @@ from npu_sim.memory_layout import align_up, memory_bytes
 from npu_sim.program import Allocation, MemorySpace
 from scheduler.ir.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind, Value, ValueKind
 from scheduler.memory.buffers import Buffer, Placement
+from scheduler.memory.roles import home_memory
 
 DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
 
@@ -40,8 +42,8 @@ POOL_ITEM_ALIGNMENT = 8
 #: their setup.
 POOL_MIN_CHUNK_BYTES = 256
 
-_HOME_KINDS = {ValueKind.INPUT: (DDR, "input"), ValueKind.OUTPUT: (DDR, "output"),
-               ValueKind.VARIABLE: (VAR, "variable"), ValueKind.CONSTANT: (DDR, "constant")}
+_HOME_KINDS = {ValueKind.INPUT: "input", ValueKind.OUTPUT: "output", ValueKind.VARIABLE: "variable",
+               ValueKind.CONSTANT: "constant"}
 
 
 @dataclass
@@ -92,7 +94,7 @@ def fixed_placements(lowered: LoweredGraph, hw: HwConfig, tcm_alignment: int, *,
     const_ddr: dict[str, Placement] = {}
     buffers: list[Buffer] = []
     for key, value in values.items():
-        buffer = None if key in pooled else _home_buffer(value)
+        buffer = None if key in pooled else _home_buffer(value, hw)
         if buffer is None:
             continue
         buffers.append(buffer)
@@ -133,7 +135,7 @@ def pool_limit_bytes(hw: HwConfig, resident_constants: bool) -> int:
 def _pool_layout(lowered: LoweredGraph, hw: HwConfig,
                  resident_constants: bool) -> tuple[dict[str, int], dict[str, int], int]:
     """``(offset in the pool, index of the first main-block reader)`` of each pooled constant, and the pool size."""
-    limit = pool_limit_bytes(hw, resident_constants)
+    limit = pool_limit_bytes(hw, resident_constants) if home_memory(ValueKind.CONSTANT, hw) is DDR else 0
     item_max = pool_item_max_bytes(hw, resident_constants)
     loop_limit = max(limit, int(hw.tcm.size_bytes * LOOP_TCM_SHARE))
     pooled: dict[str, int] = {}
@@ -179,12 +181,12 @@ def tables_read_in_place(block: LoweredBlock) -> set[str]:
     return in_place - elsewhere
 
 
-def _home_buffer(value: Value) -> Buffer | None:
-    """The whole-program buffer of an input, output, variable or constant (None for the others)."""
-    home = _HOME_KINDS.get(value.kind)
-    if home is None:
+def _home_buffer(value: Value, hw: HwConfig) -> Buffer | None:
+    """The whole-program buffer of an input, output, variable or constant (None for the others),
+    in the memory its role names (:mod:`scheduler.memory.roles`)."""
+    kind, memory = _HOME_KINDS.get(value.kind), home_memory(value.kind, hw)
+    if kind is None or memory is None:
         return None
-    memory, kind = home
     data = None if value.data is None else memory_bytes(value.data, value.type.dtype)
     return Buffer(value.name, memory, max(1, value.size_bytes), kind=kind, initial_data=data, whole_program=True)
 

@@ -37,6 +37,7 @@ from typing import Protocol
 from npu_sim.errors import ScheduleError
 from npu_sim.hw.compute_units import LUT, MAC_ARRAY
 from npu_sim.hw.config import HwConfig
+from npu_sim.hw.op_support import npu_operators
 from npu_sim.program import CompositeCandidate, CompositeFacts
 from npu_sim.reference.kernel_api import INPUT_WINDOWS
 from npu_sim.tosa.ir import Block, Operator
@@ -302,8 +303,9 @@ def rules_for(rules: Sequence[FusionRule], hw: HwConfig) -> tuple[FusionRule, ..
         if isinstance(rule, EpilogueRule):
             rule = dataclasses.replace(rule, epilogues=frozenset(Op[name] for name in hw.mac_array.epilogue_ops),
                                        max_length=1 + hw.mac_array.max_epilogue_ops)
-        elif isinstance(rule, ElementwiseRule):
-            rule = dataclasses.replace(rule, max_length=hw.vector.max_chained_ops)
+        elif isinstance(rule, ElementwiseRule):   # (what the NPU cannot run is no link: it goes to the CPU)
+            rule = dataclasses.replace(rule, max_length=hw.vector.max_chained_ops,
+                                       members=rule.members & (npu_operators(hw.npu_support.profile) or rule.members))
         adapted.append(rule)
     return tuple(adapted)
 

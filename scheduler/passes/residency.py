@@ -17,7 +17,9 @@ more than the spill's DDR time (its bytes written once and read by each later us
 that value is evicted the same way.
 
 If nothing is left to evict, the operation cannot run: ScheduleError naming it
-and the sizes.
+and the sizes. Where the config's memory roles allow no spill (``memory_roles.spills: none``,
+:mod:`scheduler.memory.roles`) nothing is evicted: an operation that would need it is a
+ScheduleError naming it, the largest tensor live there and the TCM.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 
 from npu_sim.errors import ScheduleError
 from scheduler.ir.npu_ops import NpuOp, OpKind
+from scheduler.memory.roles import may_spill, no_spill_error
 from scheduler.passes.tiling import TilePlan, Tiler, too_big_error
 
 
@@ -108,12 +111,16 @@ class _Residency:
         budget = self.capacity - self.live[i]
         plan, need = self._plan(i, op, budget)
         if need is None:
-            victim = None if plan is None else _worth_spilling(i, op, plan, budget, self.groups, self.resident,
-                                                                self.root_of, self.tiler, self.in_tcm)
+            victim = None if plan is None or not may_spill(self.tiler.hw) else _worth_spilling(
+                i, op, plan, budget, self.groups, self.resident, self.root_of, self.tiler, self.in_tcm)
             if victim is None and plan is not None:
                 self.plans[i] = plan
             return victim
         victim = _victim(i, op, self.groups, self.resident, need - budget, self.root_of)
+        if victim is not None and not may_spill(self.tiler.hw):
+            raise no_spill_error(self.tiler.hw, f"{op.name}: its tiles need {need:,} bytes of TCM beside the "
+                                 f"{self.live[i]:,} bytes of tensors live there (the largest, {victim!r}, "
+                                 f"{self.groups[victim].size_bytes:,} bytes), of the {self.capacity:,} they may use")
         if victim is None:
             if op.kind is OpKind.COMPUTE:
                 raise too_big_error(op, self.tiler.smallest(op, self.in_tcm), budget, self.capacity)

@@ -53,18 +53,22 @@ def rereads(readers: list) -> bool:
     return len(readers) > 1 or any(s.op in REREADING_OPS for s in readers)
 
 
-def _wanted(value: Value, ops: list[NpuOp], aliases: dict[str, list[str]], pooled_max_bytes: int) -> bool:
+def _wanted(value: Value, ops: list[NpuOp], aliases: dict[str, list[str]], pooled_max_bytes: int,
+            on_chip: frozenset[ValueKind] = frozenset()) -> bool:
     """True for a graph input read more than once, or a constant above ``pooled_max_bytes``
-    several operations read (one operation reading it loads it once by its tiles)."""
+    several operations read (one operation reading it loads it once by its tiles); never for
+    values whose home is the TCM already (``on_chip``)."""
+    if value.kind in on_chip:
+        return False
     if value.kind is ValueKind.INPUT:
         return value.size_bytes > 0 and rereads(_readers(ops, value.key, aliases))
     return value.kind is ValueKind.CONSTANT and value.size_bytes > pooled_max_bytes \
         and len(_readers(ops, value.key, aliases)) > 1
 
 
-def stage(lowered: LoweredGraph, pooled_max_bytes: int) -> None:
+def stage(lowered: LoweredGraph, pooled_max_bytes: int, on_chip: frozenset[ValueKind] = frozenset()) -> None:
     """Stage re-read graph inputs, and constants above ``pooled_max_bytes`` that several
-    operations read (main block)."""
+    operations read (main block), unless their kind lives in the TCM (``on_chip``)."""
     block = lowered.main
     values = lowered.values
     aliases = _aliases(block.ops)
@@ -72,7 +76,7 @@ def stage(lowered: LoweredGraph, pooled_max_bytes: int) -> None:
 
     def want(key: str) -> bool:
         if key not in wanted:
-            wanted[key] = _wanted(values[key], block.ops, aliases, pooled_max_bytes)
+            wanted[key] = _wanted(values[key], block.ops, aliases, pooled_max_bytes, on_chip)
         return wanted[key]
 
     staged: dict[str, str] = {}

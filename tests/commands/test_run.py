@@ -460,14 +460,23 @@ def test_run_reports_the_host_cpus_operators(tmp_path, capsys):
                            "-o", tmp_path / "out"], capsys)
     assert (code, err) == (0, "")
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert [(c["op"], c["dtype"]) for c in summary["cpu_ops"]] == [("ADD", "fp32"), ("MUL", "fp32"),
-                                                                    ("MAXIMUM", "fp32")]
+    assert [(c["op"], c["dtype"]) for c in summary["cpu_ops"]] == [("ADD+MUL+MAXIMUM", "fp32")]   # one chain
     assert all(c["cycles"] > 0 and c["reason"].startswith("FP32 data") for c in summary["cpu_ops"])
     assert "│ cpu (host) │" in out
-    assert f"host CPU: 3 operations the NPU cannot run, {sum(c['cycles'] for c in summary['cpu_ops']):,} cycles: " \
-           "ADD (fp32), MUL (fp32), MAXIMUM (fp32)" in out
+    assert f"host CPU: 1 operation the NPU cannot run, {summary['cpu_ops'][0]['cycles']:,} cycles: " \
+           "ADD+MUL+MAXIMUM (fp32)" in out
     code, out, err = _cli(["plan", EXAMPLES / "add_mul_fp32.tosa", "--hw", "ethos-u55-256"], capsys)
-    assert code == 0 and "on the host CPU: ADD(sum) (ADD, fp32): FP32 data" in out
+    assert code == 0 and "on the host CPU: ADD(sum)+MUL(product)+MAXIMUM(output) (ADD+MUL+MAXIMUM, fp32): FP32" in out
+
+
+def test_a_graph_too_big_for_the_arena_is_refused_naming_the_tensor(tmp_path, capsys):
+    (tmp_path / "small.yaml").write_text("extends: ethos-u55-256\ntcm: {size_bytes: 16384, bank_count: 1}\n")
+    code, out, err = _cli(["run", EXAMPLES / "mobilenet_v2_035_96_int8.tosa", "--hw", tmp_path / "small.yaml",
+                           "--random-inputs", "0", "-o", tmp_path / "out"], capsys)
+    assert (code, out) == (2, "")
+    assert err == ("error: input 'TosaInput_0' (27,648 bytes) does not fit the TCM of 16,384 bytes of small, where "
+                   "its memory roles keep it, with the other tensors kept there (28,682 bytes in all, the constant "
+                   "pool included)\n")
 
 
 def test_timing_only_writes_the_same_figures_and_no_outputs(tmp_path, capsys):

@@ -92,6 +92,9 @@ def test_deep_merge_replaces_scalars_and_merges_mappings():
     ({"cpu": {"elementwise_cycles_per_element": {"fp32": 0.0}}},
      r"^test: cpu\.elementwise_cycles_per_element\.fp32: must lie in \(0, 65536\], got 0\.0"),
     ({"cpu": {"transcendental_cycles_per_element": {}}}, r"^test: cpu\.transcendental_cycles_per_element: needs"),
+    ({"ddr": {"read_only": True}}, r"^test: memory_roles\.arena: the ddr is read-only \(flash\); nothing may be"),
+    ({"ddr": {"read_only": True}, "memory_roles": {"arena": "tcm"}}, r"^test: memory_roles\.spills: the ddr is read"),
+    ({"memory_roles": {"spills": "tcm"}}, r"^test: memory_roles\.spills: Input should be 'ddr' or 'none'"),
 ])
 def test_invalid_configs_name_the_field(overrides, message):
     data = config_dict(**overrides)

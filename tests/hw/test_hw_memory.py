@@ -85,3 +85,17 @@ def test_dma_copy_moves_bytes_between_strided_views():
     memory.access(dst).copy_from(memory.access(src))
     assert list(memory.data[32:45]) == [0, 0, 1, 0, 2, 0, 0, 0, 3, 0, 4, 0, 5]
     np.testing.assert_array_equal(memory.access(dst).read(), np.arange(6).reshape(2, 3))
+
+
+def test_a_read_only_memory_takes_its_initial_data_and_refuses_writes():
+    ddr = MemorySpace.DDR
+    flash = Memory(ddr, 16, read_only=True)
+    flash.load(0, b"\x07" * 8)
+    view = View(ddr, 0, (8,), DType.INT8)
+    np.testing.assert_array_equal(flash.access(view).read(), [7] * 8)
+    with pytest.raises(MemoryAccessError, match=r"^writes ddr\[0x0\] 8 INT8, but the ddr is read-only \(flash\)$"):
+        flash.access(view).write(np.zeros(8, np.int8))
+    tcm = Memory(TCM, 16)
+    tcm.access(View(TCM, 0, (8,), DType.INT8)).write(np.ones(8, np.int8))
+    with pytest.raises(MemoryAccessError, match="read-only"):
+        flash.access(view).copy_from(tcm.access(View(TCM, 0, (8,), DType.INT8)))

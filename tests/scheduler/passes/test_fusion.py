@@ -105,17 +105,20 @@ def test_elementwise_tree_length_is_bounded():
 
 
 def test_the_rules_follow_the_hardware():
-    """An Ethos-U preset's output pipeline rescales and clamps (no residual ADD), its vector
-    unit chains nothing and it has no LSTM or GRU datapath; edge keeps every rule as it is."""
+    """An Ethos-U preset's output pipeline rescales and clamps (no residual ADD), the U65's vector
+    unit chains nothing (the U55's chains a residual add's rescales) and it has no LSTM or GRU
+    datapath; edge keeps every rule as it is."""
     from npu_sim.hw.config import load_hw_config
     from scheduler.passes.fusion import DEFAULT_RULES, CellRule, rules_for
 
     block = small_cnn().main
-    ethos = rules_for(DEFAULT_RULES, load_hw_config("ethos-u55-256"))
+    ethos = rules_for(DEFAULT_RULES, load_hw_config("ethos-u65-256"))
     assert not any(isinstance(r, CellRule) for r in ethos)
     chains = [_ops(block, g) for g in fuse(block, rules=ethos) if len(g) > 1]
     assert chains and all(ops[0] in (Op.CONV2D, Op.DEPTHWISE_CONV2D) and set(ops[1:]) <= {Op.RESCALE, Op.CLAMP}
                           and len(ops) <= 3 for ops in chains)
+    u55 = [_ops(block, g) for g in fuse(block, rules=rules_for(DEFAULT_RULES, load_hw_config("ethos-u55-256")))]
+    assert [Op.RESCALE, Op.ADD, Op.RESCALE] in u55
     edge = rules_for(DEFAULT_RULES, load_hw_config("edge"))
     assert edge == tuple(r for r in DEFAULT_RULES if r.name != "reduction_prologue")
     assert [Op.CONV2D, Op.RESCALE, Op.RESCALE, Op.ADD, Op.RESCALE] in [_ops(block, g) for g in fuse(block, rules=edge)]

@@ -1,13 +1,17 @@
 import pytest
 
 from npu_sim.errors import ScheduleError
+from npu_sim.hw.config import load_hw_config
 from scheduler.ir.npu_ops import NpuOp, OpKind
 from scheduler.passes.residency import Group, decide
 from scheduler.passes.tiling import TilePlan
 
 
 class StubTiler:
-    """Each operation needs 100 bytes, plus 50 per operand or result not in TCM."""
+    """Each operation needs 100 bytes, plus 50 per operand or result not in TCM (on an NPU that
+    may spill to its DDR)."""
+
+    hw = load_hw_config("edge")
 
     def _need(self, op, in_tcm):
         return 100 + 50 * sum(not in_tcm(k) for k in (*op.inputs, *op.outputs))
