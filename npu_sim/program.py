@@ -235,6 +235,9 @@ class ComputeCommand:
     macs: int = 0
     output_steps: tuple[int, ...] = ()
     composite: str = ""
+    #: the function a lookup's table holds (SIGMOID, TANH): a LUT unit that computes it built in
+    #: loads no table (``lut.builtin_functions``)
+    lut_function: str = ""
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ intermediate live where it overflowed is spilled and the graph is compiled again
 
 from __future__ import annotations
 
+import sys
+
 from npu_sim.budget import check_npu_capacity
 from npu_sim.errors import ScheduleError
 from npu_sim.gc_pause import gc_paused
@@ -106,7 +108,8 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     fold_constants(lowered)
     assign_units(lowered, hw)
     lowered.cpu_fallbacks = assign_cpu_fallbacks(lowered, hw)
-    stage(lowered, pool_item_max_bytes(hw, resident_constants), on_chip_kinds(hw))
+    keep = hw.tcm.keep_reused_constants   # (else no constant is above the threshold: none is staged)
+    stage(lowered, pool_item_max_bytes(hw, resident_constants) if keep else sys.maxsize, on_chip_kinds(hw))
     order_blocks(lowered, hw)
     return lowered
 

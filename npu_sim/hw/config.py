@@ -88,6 +88,10 @@ class TcmConfig(_Strict):
     bank_count: int = Count
     port_count: int = Count
     port_bytes_per_cycle: int = Rate
+    keep_reused_constants: bool = Field(
+        default=True, description="a constant several operations read (an unrolled recurrent cell's "
+        "weights, a loop body's) is copied into the TCM once and kept there; False: every operation "
+        "streams it from its home again, as Vela's schedules do")
 
     @model_validator(mode="after")
     def _check(self) -> TcmConfig:
@@ -256,6 +260,9 @@ class LutConfig(_Strict):
         0.0, ge=0, le=MAX_RATE, description="rate a table operation reloads its LUT memory (0 = preloaded)")
     table_int8_bytes: int = Field(256, ge=0, description="LUT bytes loaded for an int8-input table")
     table_int16_bytes: int = Field(2048, ge=0, description="LUT bytes loaded for an int16-input table")
+    builtin_functions: list[Literal["SIGMOID", "TANH"]] = Field(
+        default_factory=list, description="functions of int16 values the unit computes built in, loading no "
+        "table: a lookup whose table holds one (a legalized LSTM's gates) pays no table load")
     table_source_latency_cycles: int = Field(
         0, ge=0, le=1 << 20, description="latency of the memory a reloaded table comes from (the DDR's "
         "bandwidth then limits the copy too); 0 = only the LUT memory's write rate counts")

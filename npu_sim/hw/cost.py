@@ -19,6 +19,7 @@ from dataclasses import fields
 from npu_sim.errors import ProgramError
 from npu_sim.hw.compute_units import MAC_ARRAY, ComputeUnit, unit
 from npu_sim.hw.compute_units.composites import composite_body_cycles
+from npu_sim.hw.compute_units.lut import builtin_lookup_cycles
 from npu_sim.hw.compute_units.mac_array import pe_cycles, step_macs
 from npu_sim.hw.compute_units.unit import ceil_div
 from npu_sim.hw.config import HwConfig
@@ -72,6 +73,8 @@ def compute_command_cycles(hw: HwConfig, command: ComputeCommand) -> int:
             body = composite_body_cycles(hw, command.composite, command.steps)
         except ProgramError as exc:
             raise ProgramError(f"{where}: {exc}") from None
+    elif command.lut_function and command.lut_function in hw.lut.builtin_functions:
+        body = builtin_lookup_cycles(hw, command.steps)
     else:
         body = compute_unit.body_cycles(hw, command.steps)
     tcm = tcm_cycles(command_tcm_bytes(command.steps, command.outputs, distinct=bool(command.composite)), hw)

@@ -188,7 +188,7 @@ class _OperationEmission:
         outputs, stores = self.outputs(t, tiles[-1].out_region)
         macs = sum([step_macs(s, tile.out_region if tiled else None) for s, tile in zip(op.steps, tiles)])
         self.cmds.append(ACompute(op.unit, steps, outputs, op.name, self.op_index, macs, op.output_steps,
-                                  op.composite.kind if op.composite else ""))
+                                  op.composite.kind if op.composite else "", op.lut_function))
         for view, target in stores:
             self.cmds += self.emitter.dma(view, target, f"{op.name}: store", self.op_index)
 

@@ -51,6 +51,7 @@ class ACompute:
     macs: int = 0
     output_steps: tuple[int, ...] = ()   # see ComputeCommand
     composite: str = ""
+    lut_function: str = ""               # see ComputeCommand
 
 
 @dataclass

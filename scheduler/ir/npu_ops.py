@@ -111,6 +111,8 @@ class NpuOp:
     composite: CompositeFacts | None = None
     #: output k is output 0 of step ``output_steps[k]`` (empty: the last step's outputs)
     output_steps: tuple[int, ...] = ()
+    #: a table lookup on the LUT: the function its table holds (SIGMOID, TANH), else ""
+    lut_function: str = ""
     #: ``inputs`` and the (steps, sources) it was computed from
     _inputs: tuple | None = field(default=None, init=False, repr=False, compare=False)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from npu_sim.hw.compute_units.mac_array import MAC_OPS
 from npu_sim.hw.config import HwConfig
 from npu_sim.memory_layout import align_up, memory_bytes
 from npu_sim.program import Allocation, MemorySpace
@@ -121,8 +122,10 @@ def tcm_pool_allocation(allocations: Iterable[Allocation]) -> Allocation | None:
 
 
 def pool_item_max_bytes(hw: HwConfig, resident_constants: bool) -> int:
-    """The largest constant the pool takes."""
-    return pool_limit_bytes(hw, resident_constants) if resident_constants else POOL_ITEM_MAX_BYTES
+    """The largest constant the pool takes (small ones only where the NPU keeps no reused
+    constant: ``tcm.keep_reused_constants``)."""
+    keep = resident_constants and hw.tcm.keep_reused_constants
+    return pool_limit_bytes(hw, resident_constants) if keep else POOL_ITEM_MAX_BYTES
 
 
 def pool_limit_bytes(hw: HwConfig, resident_constants: bool) -> int:
@@ -142,7 +145,9 @@ def _pool_layout(lowered: LoweredGraph, hw: HwConfig,
     first_use: dict[str, int] = {}
     size = 0
     tables = tables_read_in_place(lowered.main)
-    in_loops = loop_operands(lowered.main)
+    in_loops = loop_operands(lowered.main) if hw.tcm.keep_reused_constants else set()
+    if not hw.tcm.keep_reused_constants:   # weights stream from their home at every use
+        tables |= weight_operands(lowered.main)
     for index, op in enumerate(lowered.main.ops):
         for key in op_compute_operands(op):
             value = lowered.values[key]
@@ -155,6 +160,18 @@ def _pool_layout(lowered: LoweredGraph, hw: HwConfig,
                 first_use[key] = index
                 size += item
     return pooled, first_use, size
+
+
+def weight_operands(block: LoweredBlock) -> set[str]:
+    """The weights and biases matrix products read (operands 1 and 2 of a MAC step), in
+    ``block`` and its nested blocks."""
+    keys: set[str] = set()
+    for sub in block.walk_blocks():
+        for op in sub.ops:
+            for step in op.steps:
+                if step.op in MAC_OPS:
+                    keys.update(o for o in step.operands[1:3] if isinstance(o, str))
+    return keys
 
 
 def loop_operands(block: LoweredBlock) -> set[str]:

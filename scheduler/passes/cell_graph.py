@@ -23,13 +23,10 @@ import numpy as np
 from npu_sim.program import CompositeFacts
 from npu_sim.tosa.ir import Block, Operator
 from npu_sim.tosa.ops import Op
-from scheduler.passes.table_lookup import Lookup, match_lookup
+from scheduler.passes.table_lookup import LOOKUP_DIP_SHARE, Lookup, match_lookup, table_function
 
 #: Operators that only change the encoding of a value (quantisation steps, reshapes).
 TRANSPARENT = frozenset({Op.RESCALE, Op.CAST, Op.RESHAPE})
-#: A lookup table may dip below its running maximum by this share of its range and still
-#: count as monotone (LiteRT's 16-bit fixed-point sigmoid and tanh are staircases with dips).
-LOOKUP_DIP_SHARE = 1 / 256
 #: Operators whose results are leaves of the constant analysis (a CONST is constant if it has data).
 _LEAF_PRODUCERS = frozenset({Op.CONST, Op.CONST_SHAPE, Op.VARIABLE_READ, Op.COND_IF, Op.WHILE_LOOP})
 
@@ -200,7 +197,7 @@ def activation_at(g: CellGraph, index: int) -> tuple[str, str]:
     names it) and its result: a lookup (CAST ... GATHER ... RESHAPE) or one operator."""
     found = lookup(g, index)
     if found is not None:
-        return _table_kind(found.table, found.offset, 0, LOOKUP_DIP_SHARE), found.result
+        return table_function(found.table, found.offset, 0, LOOKUP_DIP_SHARE), found.result
     outputs = g.op(index).outputs
     return activation_kind(g, index), outputs[0] if outputs else ""
 
@@ -216,26 +213,7 @@ def activation_kind(g: CellGraph, index: int) -> str:
     table = g.constant(op.inputs[1]) if len(op.inputs) > 1 else None
     if table is None:
         return "a TABLE without a constant table"
-    return _table_kind(table, None, _output_zero_point(g, op.outputs[0]), 0.0)
-
-
-def _table_kind(table: np.ndarray, offset: int | None, zero_point: int, dip_share: float) -> str:
-    """SIGMOID for a monotone table that stays at or above ``zero_point``, TANH for one on both
-    sides of it (``offset``: the entry of input 0, where a lookup's tanh crosses zero)."""
-    values = table.astype(np.int64).reshape(-1)
-    if values.size < 2:
-        return "a non-monotone TABLE"
-    dips = np.maximum.accumulate(values) - values
-    if dips.max() > dip_share * (values.max() - values.min()):
-        return "a non-monotone TABLE"
-    centred = values - zero_point
-    if offset is not None and centred[offset] != 0 and centred.min() < 0:
-        return "a TABLE not centred on zero"
-    if centred.min() >= 0 and centred.max() > 0:
-        return "SIGMOID"
-    if centred.min() < 0 < centred.max():
-        return "TANH"
-    return "a constant TABLE"
+    return table_function(table, None, _output_zero_point(g, op.outputs[0]), 0.0)
 
 
 def _output_zero_point(g: CellGraph, tensor: str) -> int:

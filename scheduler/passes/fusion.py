@@ -44,7 +44,7 @@ from npu_sim.tosa.ir import Block, Operator
 from npu_sim.tosa.ops import Op
 from scheduler.passes import gru_cell, lstm_cell
 from scheduler.passes.cell_graph import CellGraph, CellMatch, NoMatch
-from scheduler.passes.table_lookup import match_lookup
+from scheduler.passes.table_lookup import lookup_function, match_lookup
 
 
 @dataclass
@@ -100,6 +100,7 @@ class FusedGroup:
     composite: CompositeFacts | None = None
     late_inputs: tuple[str, ...] = ()   # a composite's inputs that arrive last (an LSTM's step input)
     unit: str | None = None             # the unit that runs it, where not its first operator's
+    lut_function: str = ""              # a lookup: the function its table holds (SIGMOID, TANH)
 
 
 class FusionRule(Protocol):
@@ -144,7 +145,7 @@ class TableLookupRule:
         found = match_lookup(ctx.block, index, ctx.sole_consumer)
         if found is None or any(i in ctx.claimed for i in found.indices):
             return None
-        return FusedGroup(list(found.indices), unit=LUT.name)
+        return FusedGroup(list(found.indices), unit=LUT.name, lut_function=lookup_function(found))
 
 
 @dataclass(frozen=True)

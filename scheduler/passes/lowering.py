@@ -114,7 +114,8 @@ class _Lowerer:
             lowered = self.lower_group(block, operators, main, depth)
             if group.unit is not None:
                 for op in lowered:
-                    op.unit = group.unit if op.kind is OpKind.COMPUTE else op.unit
+                    if op.kind is OpKind.COMPUTE:
+                        op.unit, op.lut_function = group.unit, group.lut_function
             ops.extend(lowered)
         key = lambda n: self.key(block, n, main)  # noqa: E731
         return LoweredBlock(block.name, ops, [key(n) for n in block.inputs], [key(n) for n in block.outputs])

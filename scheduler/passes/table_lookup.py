@@ -27,6 +27,9 @@ from npu_sim.tosa.ops import Op
 
 #: Value types a lookup indexes by (bits of the value -> table entries 2^bits).
 INDEX_DTYPES = {DType.INT8: 8, DType.INT16: 16}
+#: A lookup table may dip below its running maximum by this share of its range and still
+#: count as monotone (LiteRT's 16-bit fixed-point sigmoid and tanh are staircases with dips).
+LOOKUP_DIP_SHARE = 1 / 256
 
 
 @dataclass(frozen=True)
@@ -120,3 +123,29 @@ def lookup_table(block: Block, index: int, producer: dict[str, int]) -> tuple[np
     if bits is None or values.data is None or values.variable or values.shape[0] != 1 or values.shape[2] != 1:
         return None
     return np.asarray(values.data).reshape(-1), 1 << (bits - 1)
+
+
+def table_function(table: np.ndarray, offset: int | None, zero_point: int, dip_share: float) -> str:
+    """SIGMOID for a monotone table that stays at or above ``zero_point``, TANH for one on both
+    sides of it (``offset``: the entry of input 0, where a lookup's tanh crosses zero)."""
+    values = table.astype(np.int64).reshape(-1)
+    if values.size < 2:
+        return "a non-monotone TABLE"
+    dips = np.maximum.accumulate(values) - values
+    if dips.max() > dip_share * (values.max() - values.min()):
+        return "a non-monotone TABLE"
+    centred = values - zero_point
+    if offset is not None and centred[offset] != 0 and centred.min() < 0:
+        return "a TABLE not centred on zero"
+    if centred.min() >= 0 and centred.max() > 0:
+        return "SIGMOID"
+    if centred.min() < 0 < centred.max():
+        return "TANH"
+    return "a constant TABLE"
+
+
+def lookup_function(lookup: Lookup) -> str:
+    """SIGMOID or TANH if the lookup's table is shaped like one (an NPU may compute those built
+    in, without loading the table), else ""."""
+    kind = table_function(lookup.table, lookup.offset, 0, LOOKUP_DIP_SHARE)
+    return kind if kind in ("SIGMOID", "TANH") else ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from npu_sim.hw.compute_units.unit import ComputeUnit, ceil_div, out_elements, summed_step_cycles
@@ -56,6 +57,12 @@ def step_cycles(hw: HwConfig, step: KernelStep) -> int:
     if step.op in INDEX_OPS:
         return 0
     return lut_cycles(out_elements(step), hw.lut.elements_per_cycle) + table_load_cycles(hw, step)
+
+
+def builtin_lookup_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
+    """A lookup of a function the unit computes built in (``lut.builtin_functions``): its
+    elements at the unit's rate, no table load."""
+    return sum(lut_cycles(out_elements(s), hw.lut.elements_per_cycle) for s in steps if s.op in LOOKUP_OPS)
 
 
 UNIT = ComputeUnit("lut", LUT_OPS, step_cycles, summed_step_cycles(step_cycles),

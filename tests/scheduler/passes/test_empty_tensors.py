@@ -35,9 +35,9 @@ def test_a_graph_with_an_empty_leftover_runs_on_the_npu_with_the_executors_bits(
 def test_an_operator_computing_from_an_empty_tensor_is_refused_by_name():
     text = LEFTOVER.replace("%c = tosa.concat %x, %s {axis = 1 : i32} : (tensor<1x12xf32>, tensor<1x0xf32>)",
                             "%c = tosa.pad %s, %p, %z : (tensor<1x0xf32>, !tosa.shape<4>, tensor<1xf32>)")
-    text = text.replace('%e = "tosa.const"', '%p = tosa.const_shape {values = dense<[0, 0, 0, 12]> : tensor<4xindex>}'
-                        ' : () -> !tosa.shape<4>\n  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> '
-                        'tensor<1xf32>\n  %e = "tosa.const"')
+    pads = ('%p = tosa.const_shape {values = dense<[0, 0, 0, 12]> : tensor<4xindex>} : () -> !tosa.shape<4>\n'
+            '  %z = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>\n')
+    text = text.replace('%e = "tosa.const"', pads + '  %e = "tosa.const"')
     graph = read_mlir(text)
     with pytest.raises(UnsupportedFeatureError, match="reads the empty tensor"):
         npu_sim.simulate(graph, "edge", [np.zeros((1, 12), np.float32)])
