@@ -9,15 +9,16 @@ preset made to match it (see the preset files for their sources):
 
 | accelerator    | vela --system-config / --memory-mode               | npu-sim preset |
 |----------------|----------------------------------------------------|----------------|
+| ethos-u55-128  | Ethos_U55_High_End_Embedded / Shared_Sram          | ethos-u55-128  |
 | ethos-u55-256  | Ethos_U55_High_End_Embedded / Shared_Sram          | ethos-u55-256  |
 | ethos-u65-256  | Ethos_U65_Client_Server / Dedicated_Sram_384KB     | ethos-u65-256  |
+| ethos-u65-512  | Ethos_U65_Client_Server / Dedicated_Sram_384KB     | ethos-u65-512  |
 | ethos-u85-256  | Ethos_U85_SYS_DRAM_Mid / Dedicated_Sram_384KB      | ethos-u85-256  |
 
 (all with ``--config Arm/vela.ini``, the file shipped in the vela wheel). Off-chip
 bytes are vela's DRAM bytes, or its off-chip flash bytes in Shared_Sram mode (where
-vela keeps the feature maps, the graph's input and output included, in the SRAM;
-npu-sim keeps graph inputs and outputs in its DDR, here the 1 B/cycle flash, so the
-U55 comparison charges npu-sim for traffic vela does not have).
+vela keeps the feature maps, the graph's input and output included, in the SRAM, as the
+U55 presets' memory roles do: their DDR is the read-only flash holding the constants).
 
 Where vela rejects a graph (an exit code other than 0) the table says so with its
 reason, the error lines of its output.
@@ -69,8 +70,10 @@ class Match:
 
 
 MATCHES = (
+    Match("ethos-u55-128", "Ethos_U55_High_End_Embedded", "Shared_Sram", "ethos-u55-128"),
     Match("ethos-u55-256", "Ethos_U55_High_End_Embedded", "Shared_Sram", "ethos-u55-256"),
     Match("ethos-u65-256", "Ethos_U65_Client_Server", "Dedicated_Sram_384KB", "ethos-u65-256"),
+    Match("ethos-u65-512", "Ethos_U65_Client_Server", "Dedicated_Sram_384KB", "ethos-u65-512"),
     Match("ethos-u85-256", "Ethos_U85_SYS_DRAM_Mid", "Dedicated_Sram_384KB", "ethos-u85-256"),
 )
 

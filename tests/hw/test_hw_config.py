@@ -24,7 +24,8 @@ from tests.hw.hw_programs import config_dict
 
 
 def test_presets_load_with_their_headline_figures():
-    assert {"tiny", "edge", "server", "ethos-u55-256", "ethos-u65-256"} <= set(preset_names())
+    assert {"tiny", "edge", "server", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256", "ethos-u65-512",
+            "ethos-u85-256"} <= set(preset_names())
     tiny, edge, server = load_hw_config("tiny"), load_hw_config("edge"), load_hw_config("server")
     assert (tiny.mac_array.int8_macs_per_cycle, tiny.tcm.size_bytes, tiny.clock_hz,
             tiny.ddr.bandwidth_bytes_per_cycle) == (128, 256 * 1024, 500_000_000, 8)
@@ -35,6 +36,23 @@ def test_presets_load_with_their_headline_figures():
     assert (server.mac_array.int8_macs_per_cycle, server.tcm.size_bytes,
             server.ddr.bandwidth_bytes_per_cycle) == (4096, 4 * 1024 * 1024, 64)
     assert "fp32" not in tiny.mac_array.macs_per_cycle  # like the Ethos-U55: no floating point
+
+
+@pytest.mark.parametrize("name, macs, tcm_bytes, clock_hz, profile, arena, add_cycles", [
+    ("ethos-u55-128", 128, 8 << 20, 500_000_000, "ethos-u55", "tcm", 1.5),
+    ("ethos-u55-256", 256, 8 << 20, 500_000_000, "ethos-u55", "tcm", 0.75),
+    ("ethos-u65-256", 256, 384 << 10, 1_000_000_000, "ethos-u65", "ddr", 0.75),
+    ("ethos-u65-512", 512, 384 << 10, 1_000_000_000, "ethos-u65", "ddr", 0.375),
+    ("ethos-u85-256", 256, 384 << 10, 1_000_000_000, "ethos-u85", "ddr", 0.25),
+])
+def test_the_ethos_presets_by_vela_config(name, macs, tcm_bytes, clock_hz, profile, arena, add_cycles):
+    """MACs, SRAM, clock, operator support and memory mode of each Vela match (bench_vela MATCHES);
+    the output unit's advanced-ADD cycles per element from regor's s_EthosU5xPerfInfo."""
+    hw = load_hw_config(name)
+    assert (hw.mac_array.int8_macs_per_cycle, hw.tcm.size_bytes, hw.clock_hz) == (macs, tcm_bytes, clock_hz)
+    assert (hw.npu_support.profile, hw.memory_roles.arena, hw.vector.cycles_per_element["add"]) == \
+        (profile, arena, add_cycles)
+    assert hw.ddr.read_only == (arena == "tcm")   # Shared_Sram: the U55's DDR is its flash
 
 
 def test_repo_hw_configs_folder_is_the_preset_folder():
