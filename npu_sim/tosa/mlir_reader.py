@@ -70,6 +70,7 @@ class _BlockState:
     values: dict[str, str] = field(default_factory=dict)   # %ssa -> tensor name
     outer: _BlockState | None = None
     captures: _Captures | None = None   # a region's block: what its operator passes in
+    replaced_operands: list[str] = field(default_factory=list)   # read by legalized operations
 
 
 class _Reader:
@@ -173,6 +174,7 @@ class _Reader:
         self.regions.insert(0, Region("main", [block]))
         s.expect("{")
         returned = self.body(state)
+        _drop_unread_constants(block, state.replaced_operands, {state.values.get(r, "") for r in returned})
         if len(returned) != len(output_names):
             raise s.error(f"@{name} returns {len(returned)} values, its signature {len(output_names)}")
         block.outputs = [self.output(state, value, out_name) for value, out_name in zip(returned, output_names)]
@@ -300,6 +302,7 @@ class _Reader:
         self.foreign_seen[name] = occurrence + 1
         builder = BlockBuilder(GraphBuilder.over(self.regions), state.block)
         outputs = self.legalizer.legalize(name, occurrence, builder, values, attrs)
+        state.replaced_operands += [v for v in values if v]
         for ssa, out in zip(results, outputs):
             if result_type is None or tuple(state.block.tensors[out].shape) != result_type.dims:
                 raise s.error(f"{opname}: the legalized result does not have the type the MLIR gives it")
@@ -602,6 +605,17 @@ class _Reader:
             self.add_tensor(state, name, None, like=state.block.tensors[source])
             outputs.append(name)
         state.block.operators.append(Operator(op, inputs, outputs, attribute_class(op)(**attrs)))
+
+
+def _drop_unread_constants(block: Block, names: list[str], returned: set[str]) -> None:
+    """Forget the constants among ``names`` nothing reads or returns any more (the operands a
+    legalization copied into constants of its own)."""
+    read = {n for op in block.operators for n in op.inputs} | returned
+    unread = {n for n in names if n not in read and block.tensors[n].data is not None}
+    if unread:
+        block.operators = [op for op in block.operators if not (op.outputs and set(op.outputs) <= unread)]
+        for name in unread:
+            del block.tensors[name]
 
 
 def _serializer_order(block: Block) -> None:

@@ -163,14 +163,14 @@ def _pool_layout(lowered: LoweredGraph, hw: HwConfig,
 
 
 def weight_operands(block: LoweredBlock) -> set[str]:
-    """The weights and biases matrix products read (operands 1 and 2 of a MAC step), in
-    ``block`` and its nested blocks."""
+    """The weights matrix products read (operand 1 of a MAC step), in ``block`` and its
+    nested blocks."""
     keys: set[str] = set()
     for sub in block.walk_blocks():
         for op in sub.ops:
             for step in op.steps:
-                if step.op in MAC_OPS:
-                    keys.update(o for o in step.operands[1:3] if isinstance(o, str))
+                if step.op in MAC_OPS and len(step.operands) > 1 and isinstance(step.operands[1], str):
+                    keys.add(step.operands[1])
     return keys
 
 
