@@ -47,6 +47,14 @@ def models(names: list[str] | None) -> list[Path]:
     return found
 
 
+def found_vela(explicit: str | None) -> Path | None:
+    """The vela executable (see bench_vela.find_vela), or None after printing the "skipped" line."""
+    vela = find_vela(explicit)
+    if vela is None:
+        print("skipped: vela not found (give --vela PATH or $VELA, or run bench_vela.py --install-vela)")
+    return vela
+
+
 def wall(cmd: list[str]) -> tuple[float, int, str]:
     """Seconds, exit code and the last line of stderr of one process."""
     start = time.perf_counter()
@@ -101,9 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None, help="results folder (default benchmarks/results)")
     options = parser.parse_args(argv)
-    vela = find_vela(options.vela)
+    vela = found_vela(options.vela)
     if vela is None:
-        print("skipped: vela not found (give --vela PATH or $VELA, or run bench_vela.py --install-vela)")
         return 0
     rows = []
     with tempfile.TemporaryDirectory(prefix="npu-sim-vs-vela-") as tmp:

@@ -151,7 +151,8 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
                          graph_label: str = "", stack: bool = False,
                          spread_tcm: bool = False, verify: bool = False,
                          validate: bool = True, max_memory_bytes: int | None = None,
-                         composite_fusion: bool = True, timing_only: bool = False) -> SimulationResult:
+                         composite_fusion: bool = True, timing_only: bool = False,
+                         program: Program | None = None) -> SimulationResult:
     """Schedule ``graph`` for ``hw`` and simulate one invocation per element of ``per_invocation``.
 
     ``stack``: return outputs stacked along a leading invocation axis (else those
@@ -164,6 +165,8 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     event schedule, every figure the same, but no value computed (no outputs; the summary's
     ``timing_only`` says so; a graph with control flow computes them anyway, as its
     conditions are values): what a sweep needs of a configuration whose bits are known.
+    ``program``: the Program this graph compiles to on ``hw`` for these invocations, compiled
+    before (a sweep's points that differ only in timing fields share it): not compiled again.
     """
     graph, path_label = _graph(graph)
     if validate and not path_label:
@@ -173,10 +176,11 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     wall: dict[str, float] = {}
     with gc_paused():
         start = time.perf_counter()
-        with _blaming_the_graph_first(graph, checked):
-            program = compile_graph(graph, hw, spread_tcm=spread_tcm,
-                                    resident_constants=len(per_invocation) > 1,
-                                    composite_fusion=composite_fusion)
+        if program is None:
+            with _blaming_the_graph_first(graph, checked):
+                program = compile_graph(graph, hw, spread_tcm=spread_tcm,
+                                        resident_constants=len(per_invocation) > 1,
+                                        composite_fusion=composite_fusion)
         wall["schedule"] = time.perf_counter() - start
         if verify:
             start = time.perf_counter()

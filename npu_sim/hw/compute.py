@@ -76,14 +76,12 @@ def no_binding(view: View) -> None:
     return None
 
 
-def compile_step(step: KernelStep, index: int, memories: Mapping[MemorySpace, Memory], where: str,
+def compile_step(step: KernelStep, index: int, bind: Binder, where: str,
                  readable: tuple[MemorySpace, ...] = (MemorySpace.TCM,),
-                 in_place: Callable[[Op, int], bool] = lambda op, i: False,
-                 bind: Binder | None = None) -> CompiledStep:
-    """Bind a step's operands: views of the ``readable`` memories (the TCM; a fused
-    composite also reads the variable SRAM; ``in_place(op, i)``: operand ``i`` is a table
-    read where it lives), or earlier steps' results. ``bind``: see :data:`Binder`."""
-    bind = bind or binder(memories)
+                 in_place: Callable[[Op, int], bool] = lambda op, i: False) -> CompiledStep:
+    """Bind a step's operands (``bind``: see :data:`Binder`): views of the ``readable`` memories
+    (the TCM; a fused composite also reads the variable SRAM; ``in_place(op, i)``: operand ``i``
+    is a table read where it lives), or earlier steps' results."""
     operands: list[ViewAccess | int] = []
     for i, operand in enumerate(step.operands):
         if type(operand) is View or isinstance(operand, View):
@@ -125,7 +123,7 @@ def compile_compute(command: ComputeCommand, memories: Mapping[MemorySpace, Memo
     def in_place(op: Op, operand_index: int) -> bool:
         return reads_table_in_place(command.unit, command.composite, op, operand_index)
 
-    steps = [compile_step(step, i, memories, where, readable, in_place, bind) for i, step in enumerate(command.steps)]
+    steps = [compile_step(step, i, bind, where, readable, in_place) for i, step in enumerate(command.steps)]
     if command.output_steps and (len(command.output_steps) != len(command.outputs) or
                                  any(not 0 <= s < len(steps) for s in command.output_steps)):
         raise ProgramError(f"{where}: output_steps {list(command.output_steps)} do not name a step "

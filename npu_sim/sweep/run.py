@@ -40,7 +40,7 @@ def prepare(spec: SweepSpec, where: str) -> SweepContext:
     except NpuSimError as exc:
         raise SweepSpecError(f"{where}: {exc}") from None
     return SweepContext(graph_bytes, spec.graph, loaded.invocations, stack, base, spec.tosa_level,
-                        spec.allow_unpredictable)
+                        spec.allow_unpredictable, spec.timing_only)
 
 
 def choose_points(spec: SweepSpec) -> list[dict[str, Any]]:

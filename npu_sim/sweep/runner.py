@@ -2,9 +2,16 @@
 processes or to a dask.distributed cluster, in batches, with a rich progress bar.
 
 Cache: ``DIR/cache/<key>.json`` per finished point (key: :func:`~npu_sim.sweep.points.plan_point`),
-written by the main process as each batch returns, so a stopped sweep resumes where it was
-and a sweep with more axis values only runs the new points. Results do not depend on where
-a point ran: the same function runs it on the same bytes.
+written by the main process as each batch returns (whole, then renamed into place), so a
+stopped sweep resumes where it was and a sweep with more axis values only runs the new
+points. Results do not depend on where a point ran: the same function runs it on the same
+bytes.
+
+Points that share a schedule go in the same batches (a worker compiles their Program once).
+A worker that dies (killed, out of memory) loses only the batch it was running: a local
+pool is started again and the batches not finished are given to it; a dask cluster gives a
+dead worker's tasks to the others, and a batch whose worker died is submitted again. A batch
+that takes :data:`MAX_ATTEMPTS` workers down with it reports its points as errors.
 """
 
 from __future__ import annotations
@@ -16,16 +23,20 @@ import signal
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from npu_sim.errors import NpuSimError
-from npu_sim.sweep.points import PlannedPoint, SweepContext, run_batch
+from npu_sim.sweep.points import BatchItem, PlannedPoint, SweepContext, run_batch
 
 Row = dict[str, Any]
-Batch = list[tuple[int, dict[str, Any]]]
+Batch = list[BatchItem]
+Done = list[tuple[int, Row]]
+#: Times a batch is run before its points are given up (each time its worker died under it).
+MAX_ATTEMPTS = 3
 
 
 class SweepClusterError(NpuSimError):
@@ -58,10 +69,28 @@ def default_workers() -> int:
 
 
 def batches_of(points: list[PlannedPoint], workers: int) -> list[Batch]:
-    """Small batches (about 8 per worker, at most 16 points each): few round trips, even load."""
-    size = max(1, min(16, len(points) // max(1, workers * 8)))
-    work = [(p.index, p.hw_data) for p in points if p.hw_data is not None]
-    return [work[i:i + size] for i in range(0, len(work), size)]
+    """The valid points in batches, each of points that share a schedule (its worker compiles
+    their Program once), those sharing a simulation next to each other. With at least as many
+    schedules as workers a schedule's points stay in one batch (up to a worker's share of the
+    sweep, and 16 points); with fewer, each schedule's points are split over the workers."""
+    groups: dict[str, list[BatchItem]] = {}
+    for point in sorted((p for p in points if p.hw_data is not None),
+                        key=lambda p: (p.keys.schedule, p.keys.timing, p.index)):
+        groups.setdefault(point.keys.schedule, []).append((point.index, point.hw_data or {}, point.keys))
+    total, workers = sum(len(g) for g in groups.values()), max(1, workers)
+    batches: list[Batch] = []
+    for group in groups.values():
+        if len(groups) >= workers:
+            size = max(16, -(-total // workers))
+        else:
+            size = -(-len(group) // -(-workers // len(groups)))
+        batches += [group[i:i + size] for i in range(0, len(group), size)]
+    return batches
+
+
+def _given_up(batch: Batch, attempts: int) -> Done:
+    reason = f"the worker running this point died {attempts} times (killed, or out of memory?)"
+    return [(index, {"status": "error", "error": reason}) for index, _, _ in batch]
 
 
 _WORKER_CONTEXT: list[SweepContext] = []
@@ -73,7 +102,7 @@ def _init_worker(ctx: SweepContext) -> None:
     _WORKER_CONTEXT[:] = [ctx]
 
 
-def _run_local_batch(batch: Batch) -> Batch:
+def _run_local_batch(batch: Batch) -> Done:
     return run_batch(_WORKER_CONTEXT[0], batch)
 
 
@@ -88,27 +117,56 @@ def worker_pool(ctx: SweepContext, workers: int) -> ProcessPoolExecutor | None:
 
 
 def _local(ctx: SweepContext, batches: list[Batch], workers: int,
-           pool: ProcessPoolExecutor | None) -> Iterator[Batch]:
+           pool: ProcessPoolExecutor | None) -> Iterator[Done]:
+    """Batches run in worker processes (here if there is one worker); a pool that breaks (a
+    worker died) is replaced and the unfinished batches go to the new one."""
+    owned = pool is None
+    pool = pool or worker_pool(ctx, workers)
     if pool is None:
-        pool = worker_pool(ctx, workers)
-        if pool is None:
-            for batch in batches:
-                yield run_batch(ctx, batch)
-            return
-        with pool:
-            yield from _local(ctx, batches, workers, pool)
+        for batch in batches:
+            yield run_batch(ctx, batch)
         return
-    futures: list[Future[Batch]] = [pool.submit(_run_local_batch, b) for b in batches]
+    attempts = [0] * len(batches)
+    pending = set(range(len(batches)))
+    try:
+        while pending:
+            try:
+                yield from _round(pool, batches, pending, attempts)
+            except BrokenProcessPool:
+                pool.shutdown(wait=False, cancel_futures=True)
+                for k in [k for k in pending if attempts[k] >= MAX_ATTEMPTS]:
+                    pending.discard(k)
+                    yield _given_up(batches[k], attempts[k])
+                pool, owned = worker_pool(ctx, workers), True
+                assert pool is not None
+    finally:
+        if owned and pool is not None:
+            pool.shutdown(wait=not pending, cancel_futures=bool(pending))
+
+
+def _round(pool: ProcessPoolExecutor, batches: list[Batch], pending: set[int],
+           attempts: list[int]) -> Iterator[Done]:
+    """Submit the ``pending`` batches; yield each as it finishes (and drop it from ``pending``)."""
+    futures: dict[Future[Done], int] = {}
+    for k in sorted(pending):
+        attempts[k] += 1
+        futures[pool.submit(_run_local_batch, batches[k])] = k
     try:
         for future in as_completed(futures):
-            yield future.result()
+            done = future.result()
+            pending.discard(futures[future])
+            yield done
     except BaseException:
         for future in futures:
             future.cancel()
         raise
 
 
-def _dask(ctx: SweepContext, batches: list[Batch], address: str) -> Iterator[Batch]:
+#: What a dask future raises when the worker running it died (dask's own exception classes).
+_WORKER_DIED = frozenset({"KilledWorker", "FutureCancelledError", "CancelledError"})
+
+
+def _dask(ctx: SweepContext, batches: list[Batch], address: str) -> Iterator[Done]:
     try:
         from distributed import Client
         from distributed import as_completed as dask_completed
@@ -120,9 +178,23 @@ def _dask(ctx: SweepContext, batches: list[Batch], address: str) -> Iterator[Bat
         raise SweepClusterError(f"cannot reach the dask scheduler at {address}: {exc}") from None
     with client:
         shared = client.scatter(ctx, broadcast=True)   # graph bytes and inputs travel to each worker once
-        futures = [client.submit(run_batch, shared, batch, pure=False) for batch in batches]
-        for future in dask_completed(futures):
-            yield future.result()
+        attempts = dict.fromkeys(range(len(batches)), 1)
+        futures = {client.submit(run_batch, shared, batch, pure=False): k for k, batch in enumerate(batches)}
+        running = dask_completed(futures)
+        for future in running:
+            k = futures.pop(future)
+            try:
+                yield future.result()
+            except Exception as exc:
+                if type(exc).__name__ not in _WORKER_DIED:
+                    raise
+                if attempts[k] >= MAX_ATTEMPTS:
+                    yield _given_up(batches[k], attempts[k])
+                    continue
+                attempts[k] += 1
+                again = client.submit(run_batch, shared, batches[k], pure=False)
+                futures[again] = k
+                running.add(again)
 
 
 def run_points(ctx: SweepContext, points: list[PlannedPoint], out_dir: Path, *, workers: int,

@@ -10,6 +10,11 @@
       tcm.size_bytes: [65536, 131072]
       mac_array.rows: [8, 16]
     search: {method: random, points: 50, seed: 0}   # optional: sample instead of the product
+    timing_only: true               # optional: the figures without computing a tensor (faster)
+
+Points whose configs differ only in fields that do not change the schedule
+(:mod:`npu_sim.hw.field_effects`) share one compiled Program; only in energy or area
+tables, one simulation too.
 
 Everything that can be wrong with the spec (unknown key or field, empty axis, unreadable
 graph, config or input file) is a :class:`SweepSpecError` raised before any point runs.
@@ -56,6 +61,7 @@ class SweepSpec(BaseModel):
     search: SearchSpec = Field(default_factory=SearchSpec)
     tosa_level: str = "8K"
     allow_unpredictable: bool = False   # finish points whose data break a TOSA REQUIRE
+    timing_only: bool = False   # the same figures without computing the tensors
 
 
 def load_sweep_spec(path: str | Path) -> SweepSpec:
