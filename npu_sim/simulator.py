@@ -56,6 +56,7 @@ import numpy as np
 import simpy
 
 import npu_sim.reference  # noqa: F401  (registers the kernels the compute units run)
+from npu_sim import progress
 from npu_sim.errors import InputError, ProgramError, SimulationDeadlock, SimulationError
 from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.compute import ComputeOp, TimedComputeOp, compile_compute, no_binding
@@ -362,6 +363,8 @@ class Simulator:
             raise InputError("invocations_inputs must be a list of {input name: array} dicts, "
                              "one per invocation")
         outputs: list[dict[str, np.ndarray]] = []
+        progress.stage("simulating commands", len(self.all_nodes) * len(invocations_inputs),
+                       self.recorder.raw.__len__)
         driver = self.env.process(self._drive(list(invocations_inputs), outputs))
         self.env.run()
         if driver.is_alive:

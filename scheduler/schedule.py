@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sys
 
+from npu_sim import progress
 from npu_sim.budget import check_npu_capacity
 from npu_sim.errors import ScheduleError
 from npu_sim.gc_pause import gc_paused
@@ -103,6 +104,7 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     A fused composite runs whole: its tensors may take up to the share of the TCM the
     resident constant pool may (its weights then stay there), else half of it (its weights
     are loaded before it starts, where op by op their tiles would stream)."""
+    progress.stage("lowering the graph")
     share = RESIDENT_TCM_SHARE if resident_constants else 1 / 2
     lowered = lower(graph, rules_for(rules, hw), max_composite_bytes=int(hw.tcm.size_bytes * share))
     fold_constants(lowered)
@@ -126,10 +128,13 @@ def _compile(graph: Graph, lowered: LoweredGraph, fixed: Fixed, hw: HwConfig, pl
     if capacity < 0:
         raise homes_too_big_error(fixed.buffers, pool_bytes, hw)
     last_error: Exception | None = None
-    for _ in range(MAX_ATTEMPTS):
+    operations = sum(len(block.ops) for block in lowered.main.walk_blocks())
+    for attempt in range(MAX_ATTEMPTS):
         ctx = CompileContext(values, fixed.placements, fixed.const_ddr, tiler,
                              Emitter(hw, tcm_alignment), tcm_alignment,
                              DEFAULT_MAX_ITERATIONS, evicted=set(evicted))
+        progress.stage("compiling operations" + (f" (attempt {attempt + 1})" if attempt else ""), operations,
+                       ctx.records.__len__)
         try:
             cmds = compile_block(ctx, lowered.main, {}, capacity, constant_pool_loads(fixed, ctx))
         except NeedRoom as exc:
@@ -139,6 +144,7 @@ def _compile(graph: Graph, lowered: LoweredGraph, fixed: Fixed, hw: HwConfig, pl
             last_error = exc.error
             continue
         numbering = number(cmds)
+        progress.stage(f"planning the memories of {numbering.count:,} commands")
         plan = plan_memories(cmds, numbering, fixed.buffers, hw, planner, tcm_alignment, DDR_ALIGNMENT,
                              VAR_ALIGNMENT, spread=spread_tcm)
         if plan.offsets_ok:
@@ -189,6 +195,7 @@ def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileCont
              numbering: Numbering, plan: MemoryPlan, hw: HwConfig, planner: Planner) -> Program:
     """The Program of a successful attempt, with its figures."""
     memory_sizes = check_capacity(plan, hw)
+    progress.stage(f"ordering the accesses of {numbering.count:,} commands")
     commands = build_commands(cmds, numbering, memory_sizes)
     values = lowered.values
     main = graph.main

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import typer
 
+from npu_sim import progress
 from npu_sim.budget import check_host_memory, default_host_budget_bytes, parse_size_bytes
 from npu_sim.commands.job_graph import load_job_graph
 from npu_sim.commands.tosa_status import tosa_status_figures, warn_if_unpredictable
@@ -66,6 +67,7 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
         raise InputError(f"-n must be at least 1, got {invocations}")
     check_output_dir(out_dir)
     hw = with_strict_npu(load_hw_config(hw_config), strict_npu)
+    progress.stage("reading the graph")
     graph = load_job_graph(graph_path, tosa_level, input_specs, invocations, input_shapes)
     budget = max_memory_bytes or default_host_budget_bytes()
     check_host_memory(graph, budget, simulated=True)
@@ -78,6 +80,7 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
                                       timing_only=timing_only)
 
     start = time.perf_counter()
+    progress.stage("writing the outputs and reports")
     names = list(graph.output_types)
     files = output_file_names(names)
     summary = result.summary
@@ -152,7 +155,7 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
               strict_npu: bool = False, timing_only: bool = False) -> None:
     """``npu-sim run``: simulate, write the outputs and reports, print the per-operation table."""
     max_memory_bytes = None if max_memory is None else parse_size_bytes(max_memory)
-    with job_limits(timeout_seconds, max_loop_work_bytes):
+    with job_limits(timeout_seconds, max_loop_work_bytes), progress.showing():
         summary = run_simulation(graph_path, hw_config, input_specs, out_dir, invocations=invocations,
                                  random_seed=random_seed, spread_tcm=spread_tcm, verify=verify,
                                  tosa_level=tosa_level, max_memory_bytes=max_memory_bytes,
@@ -175,7 +178,7 @@ def plan_graph(graph_path: str, hw_config: str, as_json: bool, *, spread_tcm: bo
                input_shapes: list[str] | None = None, composite_fusion: bool = True,
                strict_npu: bool = False) -> None:
     """``npu-sim plan``: print the Program listing and the plan statistics (or only these, as JSON)."""
-    with job_limits(timeout_seconds):
+    with job_limits(timeout_seconds), progress.showing():
         listing, stats = plan_text(graph_path, hw_config, spread_tcm=spread_tcm, verify=verify,
                                    tosa_level=tosa_level, input_shapes=input_shapes,
                                    composite_fusion=composite_fusion, strict_npu=strict_npu)
