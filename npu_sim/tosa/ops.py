@@ -131,11 +131,27 @@ def _make_attribute_class(table: str, fields: list[tuple[str, str]]) -> type[Att
     return cls
 
 
-#: schema table name -> attribute class, for every member of the Attribute union
-ATTRIBUTE_CLASSES: dict[str, type[Attribute]] = {
-    table: _make_attribute_class(table, schema.TABLES[table]) for table in schema.UNIONS["Attribute"]
-}
-globals().update(ATTRIBUTE_CLASSES)
+class _AttributeClasses(dict[str, type[Attribute]]):
+    """Schema table name -> attribute class, each made when first asked for: making a frozen
+    dataclass compiles its methods, and a run meets a handful of the ~75 operators."""
+
+    def __missing__(self, table: str) -> type[Attribute]:
+        if table not in schema.UNIONS["Attribute"]:
+            raise KeyError(table)
+        cls = self[table] = _make_attribute_class(table, schema.TABLES[table])
+        return cls
+
+
+#: schema table name -> attribute class, for every member of the Attribute union (made on demand)
+ATTRIBUTE_CLASSES = _AttributeClasses()
+
+
+def __getattr__(name: str) -> type[Attribute]:
+    """``ops.Conv2dAttribute`` and the like (and what unpickling an attribute asks for)."""
+    try:
+        return ATTRIBUTE_CLASSES[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
 
 
 def attribute_class(op: Op) -> type[Attribute]:
