@@ -11,6 +11,7 @@ printed table: everything a user gets). Vela's: ``vela MODEL --accelerator-confi
 the system config and memory mode bench_vela.py matches to the preset (its summary CSV
 and the optimised model written). Where Vela rejects a model there is no ratio.
 
+npu-sim's modules are byte-compiled first (``compileall``), as an installed package's are.
 Goal: ``npu-sim / vela <= 2`` on every model and preset. Needs vela (see bench_vela.py).
 Usage: python benchmarks/bench_run_vs_vela.py [--vela PATH] [--models NAME ...]
 [--accelerators ...] [--repeats N]. Writes benchmarks/results/run_vs_vela.json; exits 2
@@ -53,6 +54,14 @@ def found_vela(explicit: str | None) -> Path | None:
     if vela is None:
         print("skipped: vela not found (give --vela PATH or $VELA, or run bench_vela.py --install-vela)")
     return vela
+
+
+def byte_compile() -> None:
+    """Compile npu-sim's modules to bytecode first, as installing a package does (Vela's were at
+    its install): an editable checkout with ``PYTHONDONTWRITEBYTECODE`` would otherwise compile
+    every module in every process."""
+    packages = [str(ROOT / name) for name in ("npu_sim", "scheduler", "reports")]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *packages], check=True, capture_output=True)
 
 
 def wall(cmd: list[str]) -> tuple[float, int, str]:
@@ -112,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     vela = found_vela(options.vela)
     if vela is None:
         return 0
+    byte_compile()
     rows = []
     with tempfile.TemporaryDirectory(prefix="npu-sim-vs-vela-") as tmp:
         for model in models(options.models):
