@@ -93,11 +93,17 @@ class _Residency:
         self.capacity, self.tiler, self.fixed_tcm, self.copy_need = capacity_bytes, tiler, fixed_tcm, copy_need
         self.resident = set(groups)
         self.live = [0] * len(ops)
-        for g in groups.values():
+        self.spanning: list[list[str]] = [[] for _ in ops]   # per operation, the groups live across it
+        for root, g in groups.items():
             for i in range(g.start, g.end + 1):
                 self.live[i] += g.size_bytes
+                self.spanning[i].append(root)
         self.plans: dict[int, TilePlan] = {}
         self.evictions: list[str] = []
+
+    def live_here(self, i: int) -> list[str]:
+        """The resident groups live across operation ``i``."""
+        return [root for root in self.spanning[i] if root in self.resident]
 
     def in_tcm(self, key: str) -> bool:
         root = self.root_of(key)
@@ -112,11 +118,11 @@ class _Residency:
         plan, need = self._plan(i, op, budget)
         if need is None:
             victim = None if plan is None or not may_spill(self.tiler.hw) else _worth_spilling(
-                i, op, plan, budget, self.groups, self.resident, self.root_of, self.tiler, self.in_tcm)
+                i, op, plan, budget, self.groups, self.live_here(i), self.root_of, self.tiler, self.in_tcm)
             if victim is None and plan is not None:
                 self.plans[i] = plan
             return victim
-        victim = _victim(i, op, self.groups, self.resident, need - budget, self.root_of)
+        victim = _victim(op, self.groups, self.live_here(i), need - budget, self.root_of)
         if victim is not None and not may_spill(self.tiler.hw):
             raise no_spill_error(self.tiler.hw, f"{op.name}: its tiles need {need:,} bytes of TCM beside the "
                                  f"{self.live[i]:,} bytes of tensors live there (the largest, {victim!r}, "
@@ -150,9 +156,10 @@ class _Residency:
 
 
 def _worth_spilling(i: int, op: NpuOp, plan: TilePlan, budget: int, groups: dict[str, Group],
-                    resident: set[str], root_of: Callable[[str], str | None], tiler: Tiler,
+                    live: list[str], root_of: Callable[[str], str | None], tiler: Tiler,
                     in_tcm: Callable[[str], bool]) -> str | None:
-    """A resident value to spill so that ``op`` gets a faster plan, or None.
+    """A resident value (of those ``live`` across operation ``i``) to spill so that ``op`` gets a
+    faster plan, or None.
 
     Resident values live across ``op`` take TCM its tiles could use: with their room the
     tiler may find a plan with bigger tiles (fewer weight reloads, a fuller array).
@@ -168,7 +175,6 @@ def _worth_spilling(i: int, op: NpuOp, plan: TilePlan, budget: int, groups: dict
     """
     if plan.tile_count < 2:
         return None
-    live = [r for r in resident if groups[r].start <= i <= groups[r].end]
     own = {root_of(k) for k in (*op.inputs, *op.outputs)}
     bandwidth = tiler.hw.ddr.bandwidth_bytes_per_cycle
 
@@ -216,9 +222,9 @@ def _streaming(root: str, root_of: Callable[[str], str | None], in_tcm: Callable
     return resident
 
 
-def _victim(i: int, op: NpuOp, groups: dict[str, Group], resident: set[str], deficit: int,
+def _victim(op: NpuOp, groups: dict[str, Group], live_here: list[str], deficit: int,
             root_of: Callable[[str], str | None]) -> str | None:
-    live_here = [r for r in resident if groups[r].start <= i <= groups[r].end]
+    """The resident value ``live_here`` (across ``op``) to evict for ``deficit`` bytes, or None."""
     if not live_here:
         return None
     own = {root_of(k) for k in (*op.inputs, *op.outputs)}
