@@ -17,6 +17,7 @@ from npu_sim.hw.compute_units.mac_array import MAC_OPS
 from npu_sim.hw.config import HwConfig
 from npu_sim.memory_layout import align_up, memory_bytes
 from npu_sim.program import Allocation, MemorySpace
+from npu_sim.tosa.ops import Op
 from scheduler.ir.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind, Value, ValueKind
 from scheduler.memory.buffers import Buffer, Placement
 from scheduler.memory.roles import home_memory
@@ -163,15 +164,33 @@ def _pool_layout(lowered: LoweredGraph, hw: HwConfig,
 
 
 def weight_operands(block: LoweredBlock) -> set[str]:
-    """The weights matrix products read (operand 1 of a MAC step), in ``block`` and its
-    nested blocks."""
-    keys: set[str] = set()
+    """What a matrix product streams from its home at every use, in ``block`` and its nested
+    blocks: its weights (operand 1 of a MAC step), and with weights that several operations
+    read, the per-channel parameters that go with them: the bias and the multipliers and shifts
+    of a per-channel RESCALE fused with the product (Vela encodes every output channel's bias
+    and scale into the weight stream, 10 bytes a channel, so an unrolled LSTM reads them again
+    at each step). Scalars (zero points) are not streamed."""
+    weights: set[str] = set()
+    readers: dict[str, int] = {}
+    parameters_of: dict[str, set[str]] = {}
     for sub in block.walk_blocks():
         for op in sub.ops:
+            if not any(step.op in MAC_OPS for step in op.steps):
+                continue
+            op_weights: set[str] = set()
+            parameters: set[str] = set()
             for step in op.steps:
                 if step.op in MAC_OPS and len(step.operands) > 1 and isinstance(step.operands[1], str):
-                    keys.add(step.operands[1])
-    return keys
+                    op_weights.add(step.operands[1])
+                if step.op in MAC_OPS or step.op is Op.RESCALE and bool(step.attribute.per_channel):
+                    parameters |= {operand for j, operand in enumerate(step.operands[1:3], start=1)
+                                   if isinstance(operand, str) and step.input_types[j].element_count > 1}
+            for key in op_weights:
+                readers[key] = readers.get(key, 0) + 1
+                parameters_of.setdefault(key, set()).update(parameters - op_weights)
+            weights |= op_weights
+    reused = [parameters_of[key] for key, count in readers.items() if count > 1]
+    return weights.union(*reused)
 
 
 def loop_operands(block: LoweredBlock) -> set[str]:

@@ -27,6 +27,8 @@ from scheduler.passes.table_lookup import LOOKUP_DIP_SHARE, Lookup, match_lookup
 
 #: Operators that only change the encoding of a value (quantisation steps, reshapes).
 TRANSPARENT = frozenset({Op.RESCALE, Op.CAST, Op.RESHAPE})
+#: Operators of a lookup written as TOSA operators (CAST, ADD, RESHAPE, GATHER, RESHAPE).
+LOOKUP_LENGTH = 5
 #: Operators whose results are leaves of the constant analysis (a CONST is constant if it has data).
 _LEAF_PRODUCERS = frozenset({Op.CONST, Op.CONST_SHAPE, Op.VARIABLE_READ, Op.COND_IF, Op.WHILE_LOOP})
 
@@ -200,6 +202,28 @@ def activation_at(g: CellGraph, index: int) -> tuple[str, str]:
         return table_function(found.table, found.offset, 0, LOOKUP_DIP_SHARE), found.result
     outputs = g.op(index).outputs
     return activation_kind(g, index), outputs[0] if outputs else ""
+
+
+def activation_source(g: CellGraph, result: str) -> tuple[str, str] | None:
+    """What the activation giving ``result`` computes (as :func:`activation_kind` names it) and
+    the tensor it reads; None if no activation (a lookup, SIGMOID, TANH or TABLE) gives it."""
+    tensor = result
+    for _ in range(LOOKUP_LENGTH):
+        index = g.producer.get(tensor)
+        if index is None:
+            return None
+        op = g.op(index)
+        if op.op in (Op.SIGMOID, Op.TANH, Op.TABLE):
+            return (activation_kind(g, index), op.inputs[0]) if tensor == result else None
+        found = lookup(g, index)
+        if found is not None:
+            ends = (found.result, g.backward(found.result))   # (seen from before its last RESHAPE)
+            return (activation_at(g, index)[0], found.source) if result in ends else None
+        computed = [name for name in op.inputs if not g.is_constant_derived(name)]
+        if len(computed) != 1:
+            return None
+        tensor = computed[0]
+    return None
 
 
 def activation_kind(g: CellGraph, index: int) -> str:

@@ -9,20 +9,26 @@ axis of the gate pre-activations ``z = x W + h U (+ b)``::
     h' = o * tanh(c')
 
 In fp32 the activations are SIGMOID and TANH; in int8 they are TABLEs with RESCALEs
-around them and around every product and sum (the quantisation steps). The matcher
-anchors on the gate split (four SLICEs of one tensor along its last axis) and checks
-the rest by structure, seeing through the quantisation steps (RESCALE, CAST) between
-the operators that carry the meaning:
+around them and around every product and sum (the quantisation steps). The gates come in
+one of two forms: split from one tensor (a converted Keras LSTM: four SLICEs of one
+tensor along its last axis, the anchor), or each computed by products of its own (a
+legalized TFLite LSTM, as TFLite stores it: the anchor is the ADD of c', whose terms
+name the gates). The matcher checks the rest by structure, seeing through the
+quantisation steps (RESCALE, CAST) between the operators that carry the meaning:
 
-* the four slices take ``[0, H)``, ``[H, 2H)``, ``[2H, 3H)``, ``[3H, 4H)``;
+* split gates: the four slices take ``[0, H)``, ``[H, 2H)``, ``[2H, 3H)``, ``[3H, 4H)``;
+  gates of their own: one is the sum f * c + i * g (through quantisation steps) of a
+  product of a sigmoid with another value and of a sigmoid with a tanh, and o is the
+  sigmoid that multiplies tanh(c');
 * gate i, f and o go through a sigmoid, gate g through a tanh (an int8 TABLE is
   classified by its contents: monotone, and >= its output zero point for a sigmoid,
   on both sides of it for a tanh);
 * f multiplies the previous cell state c; i multiplies g; the two products are added
   (c'); c' goes through a tanh, which multiplies o (h');
 * the pre-activations are a sum of one or two matrix products (CONV2D or MATMUL)
-  with constant weights of 4H output channels, whose data operands are the step
-  input x and the previous output h;
+  with constant weights of 4H output channels (H for gates of their own, the same two
+  data operands for every gate), whose data operands are the step input x and the
+  previous output h;
 * the cell is self-contained: every intermediate is read only inside it (c' and h'
   leave it), it reads no variable directly, and nothing it hands out comes back in;
   the VARIABLE_READs of h and c that only the cell reads join it (the fused operation
@@ -44,6 +50,7 @@ from scheduler.passes.cell_graph import (
     NoMatch,
     activation,
     activation_of,
+    activation_source,
     batch,
     check_members,
     closure,
@@ -51,9 +58,11 @@ from scheduler.passes.cell_graph import (
     is_given,
     product_source,
     product_with,
+    reader_name,
     requantised,
     state_reads,
     sum_of,
+    tensor_shape,
     walk_back,
     working_bytes,
 )
@@ -68,16 +77,24 @@ KIND = "lstm_cell"
 
 
 def match_cell(g: CellGraph, index: int, max_working_bytes: int | None) -> CellMatch | None:
-    """The cell anchored on the gate split read by SLICE ``index`` (its first reader), or None
-    if ``index`` is no such anchor. NoMatch if it is an anchor but not an LSTM cell."""
+    """The cell anchored on operator ``index``: the first SLICE of a gate split, or the ADD of
+    c' where each gate has products of its own. None if ``index`` is no such anchor; NoMatch
+    if it is one but not an LSTM cell."""
     anchor = g.op(index)
-    if anchor.op is not Op.SLICE or not anchor.inputs:
+    if anchor.op is Op.SLICE and anchor.inputs:
+        split = gate_split(g, anchor.inputs[0], index, 4)
+        if split is None:
+            return None
+        gates, hidden = split
+        preactivations = [anchor.inputs[0]]
+    elif anchor.op is Op.ADD:
+        gates_found = _gates_of_cell_sum(g, index)
+        if gates_found is None:
+            return None
+        gates = preactivations = gates_found
+        hidden = tensor_shape(g.block, gates[0])[-1]
+    else:
         return None
-    z = anchor.inputs[0]
-    split = gate_split(g, z, index, 4)
-    if split is None:
-        return None
-    gates, hidden = split
     activations = [activation(g, gates[k], f"gate {k} ({GATE_NAMES[k]})", GATE_ACTIVATIONS[k]) for k in range(4)]
     a_i, a_f, a_g, a_o = (out for out, _ in activations)
     f_mul, c_prev = product_with(g, a_f, None, "f")
@@ -87,7 +104,7 @@ def match_cell(g: CellGraph, index: int, max_working_bytes: int | None) -> CellM
     tanh_c = activation_of(g, c_next)
     o_mul, _ = product_with(g, a_o, tanh_c, "o")
     h_next = requantised(g, g.op(o_mul).outputs[0])
-    macs, x, h_prev, input_size = _preactivation(g, z, hidden)
+    macs, x, h_prev, input_size = _preactivation(g, preactivations, hidden)
     boundary = {x, h_prev, c_prev}
     members = closure(g, [h_next, c_next], boundary, CELL_OPS)
     check_members(g, members, {h_next, c_next}, macs)
@@ -103,18 +120,71 @@ def match_cell(g: CellGraph, index: int, max_working_bytes: int | None) -> CellM
     return CellMatch(sorted(members), facts, (x,) if early_state else ())
 
 
-def _preactivation(g: CellGraph, z: str, hidden: int) -> tuple[list[int], str, str, int]:
-    """The matrix products behind the gate pre-activations: their indices, the step input x,
-    the previous output h and the input size."""
-    macs = _gate_products(g, z)
-    sources = [product_source(g, index, 4 * hidden) for index in macs]
-    sizes = [g.block.tensor(s).element_count // max(1, batch(g, z)) for s in sources]
-    if len(sources) == 1:
-        return macs, sources[0], sources[0], sizes[0] - hidden
+def _preactivation(g: CellGraph, preactivations: list[str], hidden: int) -> tuple[list[int], str, str, int]:
+    """The matrix products behind the gate pre-activations (one tensor of the four gates, or
+    one a gate): their indices, the step input x, the previous output h and the input size.
+    Every gate's products read the same data operands."""
+    channels = hidden * 4 // len(preactivations)
+    macs: list[int] = []
+    found = None
+    for z in preactivations:
+        products = _gate_products(g, z)
+        sources = [product_source(g, index, channels) for index in products]
+        if found is not None and sources != found:
+            raise NoMatch(f"the gates' matrix products read different data ({', '.join(found)} and "
+                          f"{', '.join(sources)})")
+        found = sources
+        macs += products
+    assert found is not None
+    z = preactivations[0]
+    sizes = [g.block.tensor(s).element_count // max(1, batch(g, z)) for s in found]
+    if len(found) == 1:
+        return sorted(macs), found[0], found[0], sizes[0] - hidden
     recurrent = 1 if sizes[1] == hidden else 0 if sizes[0] == hidden else -1
     if recurrent < 0:
         raise NoMatch(f"neither matrix product reads a previous output of {hidden} units")
-    return macs, sources[1 - recurrent], sources[recurrent], sizes[1 - recurrent]
+    return sorted(macs), found[1 - recurrent], found[recurrent], sizes[1 - recurrent]
+
+
+def _gates_of_cell_sum(g: CellGraph, index: int) -> list[str] | None:
+    """The pre-activations of gates i, f, g, o when ADD ``index`` is c' = f * c + i * g of a
+    cell whose gates have products of their own; None when it is no such sum (gates split
+    from one tensor are the SLICE anchor's)."""
+    terms = [_product_operands(g, t) for t in g.op(index).inputs[:2]]
+    if len(terms) != 2 or any(t is None for t in terms):
+        return None
+    kinds = [[activation_source(g, operand) for operand in term] for term in terms if term is not None]
+    named = {}
+    for sources in kinds:
+        found = sorted((kind, z) for kind, z in (s for s in sources if s is not None))
+        if [k for k, _ in found] == ["SIGMOID", "TANH"] and len(found) == 2:
+            named["i"], named["g"] = found[0][1], found[1][1]
+        elif [k for k, _ in found] == ["SIGMOID"]:
+            named["f"] = found[0][1]
+    if set(named) != {"i", "f", "g"}:
+        return None
+    if any(g.producer.get(z) is not None and g.op(g.producer[z]).op is Op.SLICE for z in named.values()):
+        return None
+    c_next = requantised(g, g.op(index).outputs[0])
+    tanh_c = activation_of(g, c_next)
+    reached, _ = g.forward(tanh_c)
+    user = g.sole_user(reached)
+    if user is None or g.op(user).op is not Op.MUL:
+        raise NoMatch(f"tanh of the new cell state is not multiplied ({reader_name(g, reached)})")
+    mul = g.op(user)
+    other = g.backward(mul.inputs[1] if mul.inputs[0] == reached else mul.inputs[0])
+    source = activation_source(g, other)
+    if source is None or source[0] != "SIGMOID":
+        raise NoMatch(f"tanh of the new cell state is multiplied by {other}, expected a sigmoid (gate o)")
+    return [named["i"], named["f"], named["g"], source[1]]
+
+
+def _product_operands(g: CellGraph, tensor: str) -> list[str] | None:
+    """The operands (before their quantisation steps) of the MUL behind ``tensor``, if any."""
+    index = g.producer.get(g.backward(tensor))
+    if index is None or g.op(index).op is not Op.MUL:
+        return None
+    return [g.backward(operand) for operand in g.op(index).inputs[:2]]
 
 
 def _gate_products(g: CellGraph, z: str) -> list[int]:

@@ -1,10 +1,12 @@
 """TFLite's fused ``UNIDIRECTIONAL_SEQUENCE_LSTM`` as TOSA operators, one cell per time step.
 
-The cell is written the way the matcher of fused LSTM cells
-(:mod:`scheduler.passes.lstm_cell`) reads a converted Keras LSTM: the four gate products as
-one matrix product of 4H output channels for the step input and one for the previous
-output, a split into the gates i, f, g, o along the last axis, the activations, then
-``c' = f * c + i * g`` and ``h' = o * act(c')``. The state (h and c) lives in two TOSA
+The cell is written gate by gate, as TFLite stores it (four input and four recurrent weight
+tensors), as LiteRT and TFLite Micro compute it (``CalculateLstmGate*`` once per gate) and
+as Vela lowers it (two FullyConnected operations a gate and step): each gate i, f, g, o is a
+matrix product of H output channels for the step input plus one for the previous output,
+then its activation, then ``c' = f * c + i * g`` and ``h' = o * act(c')``. The matcher of
+fused LSTM cells (:mod:`scheduler.passes.lstm_cell`) reads this form as well as a converted
+Keras LSTM's split of one 4H-channel product. The state (h and c) lives in two TOSA
 VARIABLEs, read before the first step and written after the last one: TFLite keeps it in
 variable tensors that persist from one invocation to the next, and so does the legalized
 graph (``-n N`` streams a sequence chunk by chunk).
@@ -16,7 +18,8 @@ int8 with an int16 cell state (TFLite's "8x8_16" kernel), LiteRT's integer arith
 for bit (``lstm_eval.cc``):
 
 * each gate is ``clamp16(MBQM(Wx (x - zp_x) + b) + MBQM(Wh (h - zp_h)))`` at 2^-12: two
-  CONV2Ds with their zero points, per-channel DOUBLE_ROUND RESCALEs (TOSA's double rounding
+  CONV2Ds with their zero points, DOUBLE_ROUND RESCALEs (per channel, as an NPU's weight
+  stream carries a scale for every output channel) (TOSA's double rounding
   is TFLite's ``MultiplyByQuantizedMultiplier``), an int32 ADD and a saturating RESCALE;
 * sigmoid and tanh are gemmlowp's 16-bit fixed-point functions, whose results are a
   staircase: the exact values of all 65,536 inputs (:mod:`.fixed_point`) are looked up with
@@ -198,10 +201,16 @@ class _Cell:
             raise UnsupportedFeatureError(f"{self.lstm.name}: operand {index} (weights or bias) is not a constant")
         return np.asarray(data)
 
-    def gate_weights(self, indices: Sequence[int], columns: int) -> np.ndarray:
-        """The four gates' weights stacked as [4H, 1, 1, columns] (i, f, g, o)."""
-        stacked = np.concatenate([self.weight_data(i).reshape(self.hidden, columns) for i in indices])
-        return stacked.reshape(4 * self.hidden, 1, 1, columns)
+    def gate_weights(self, indices: Sequence[int], columns: int, dtype: DType) -> list[str]:
+        """The four gates' weights (i, f, g, o), each a [H, 1, 1, columns] constant."""
+        return [self.const(self.weight_data(i).reshape(self.hidden, 1, 1, columns), dtype,
+                           (self.hidden, 1, 1, columns)) for i in indices]
+
+    def gate_biases(self, dtype: DType) -> list[str]:
+        """The four gates' biases (zeros where TFLite omits one), each of H values."""
+        h = self.hidden
+        return [self.const(self.weight_data(i).reshape(h) if self.lstm.operands[i] is not None
+                           else np.zeros(h, dtype.numpy_dtype), dtype, (h,)) for i in GATE_BIASES]
 
     def const(self, value: np.ndarray | float | int, dtype: DType, shape: Sequence[int] = (1,)) -> str:
         """A constant, one tensor per distinct value (every step shares it)."""
@@ -230,10 +239,6 @@ class _Cell:
     def conv(self, data: str, weights: str, bias: str, data_zp: str, weight_zp: str, acc: DType) -> str:
         return self.op(Op.CONV2D, [data, weights, bias, data_zp, weight_zp], pad=(0, 0, 0, 0), stride=(1, 1),
                        dilation=(1, 1), acc_type=acc)
-
-    def gate_split(self, z: str) -> list[str]:
-        h = self.hidden
-        return [self.slice(z, (0, 0, 0, k * h), self.step_shape) for k in range(4)]
 
     # -- state
     def read_state(self) -> tuple[str, str]:
@@ -289,11 +294,9 @@ class _FloatCell(_Cell):
 
     def constants(self) -> None:
         lstm, h = self.lstm, self.hidden
-        self.wx = self.const(self.gate_weights(INPUT_WEIGHTS, self.features), DType.FP32, (4 * h, 1, 1, self.features))
-        self.wh = self.const(self.gate_weights(RECURRENT_WEIGHTS, h), DType.FP32, (4 * h, 1, 1, h))
-        biases = [self.weight_data(i).reshape(h) if lstm.operands[i] is not None else np.zeros(h, np.float32)
-                  for i in GATE_BIASES]
-        self.bias = self.const(np.concatenate(biases), DType.FP32, (4 * h,))
+        self.wx = self.gate_weights(INPUT_WEIGHTS, self.features, DType.FP32)
+        self.wh = self.gate_weights(RECURRENT_WEIGHTS, h, DType.FP32)
+        self.bias = self.gate_biases(DType.FP32)
         self.zero = self.const(0.0, DType.FP32)
         self.shift = self.const(0, DType.INT8)
         if lstm.activation not in (NONE, RELU, RELU_N1_TO_1, RELU6, TANH):
@@ -302,9 +305,11 @@ class _FloatCell(_Cell):
 
     def step(self, t: int, h: str, c: str) -> tuple[str, str]:
         lstm = self.lstm
-        z = self.op(Op.ADD, [self.conv(self.step_input(t), self.wx, self.bias, self.zero, self.zero, DType.FP32),
-                             self.conv(h, self.wh, self.zero, self.zero, self.zero, DType.FP32)])
-        z_i, z_f, z_g, z_o = self.gate_split(z)
+        x = self.step_input(t)
+        z_i, z_f, z_g, z_o = (
+            self.op(Op.ADD, [self.conv(x, self.wx[k], self.bias[k], self.zero, self.zero, DType.FP32),
+                             self.conv(h, self.wh[k], self.zero, self.zero, self.zero, DType.FP32)])
+            for k in range(4))
         i, f = self.op(Op.SIGMOID, [z_i]), self.op(Op.SIGMOID, [z_f])
         g = self.activation(z_g)
         o = self.op(Op.SIGMOID, [z_o])
@@ -343,11 +348,9 @@ class _IntegerCell(_Cell):
         if self.cell_exponent > -9 or self.cell_exponent < -30:
             raise UnsupportedFeatureError(f"{lstm.name}: a cell state scale of 2^{self.cell_exponent} is not supported "
                                           "(LiteRT's integer kernel takes at most 2^-9)")
-        self.wx = self.const(self.gate_weights(INPUT_WEIGHTS, self.features), DType.INT8, (4 * h, 1, 1, self.features))
-        self.wh = self.const(self.gate_weights(RECURRENT_WEIGHTS, h), DType.INT8, (4 * h, 1, 1, h))
-        biases = [self.weight_data(i).reshape(h).astype(np.int64) if lstm.operands[i] is not None
-                  else np.zeros(h, np.int64) for i in GATE_BIASES]
-        self.bias = self.const(np.concatenate(biases).astype(np.int32), DType.INT32, (4 * h,))
+        self.wx = self.gate_weights(INPUT_WEIGHTS, self.features, DType.INT8)
+        self.wh = self.gate_weights(RECURRENT_WEIGHTS, h, DType.INT8)
+        self.bias = self.gate_biases(DType.INT32)
         self.zero_bias = self.const(0, DType.INT32)
         self.x_zp = self.const(q.input.zero_point, DType.INT8)
         self.h_zp = self.const(q.output_state.zero_point, DType.INT8)
@@ -374,14 +377,13 @@ class _IntegerCell(_Cell):
             else 0
         self.cell_clip = quantized_clip
 
-    def gate_rescale(self, data_scale: float, weight_scales: Sequence[float]) -> tuple[str, str]:
-        """Per-channel multipliers and shifts of the four gates' products (each H channels)."""
+    def gate_rescale(self, data_scale: float, weight_scales: Sequence[float]) -> list[tuple[str, str]]:
+        """The multipliers and shifts of each gate's product, one per output channel (H)."""
+        h = self.hidden
         pairs = [_tosa_scale(float(np.float32(np.float32(w) * np.float32(data_scale)) / np.float32(GATE_SCALE)),
                              self.lstm.name) for w in weight_scales]
-        h = self.hidden
-        multipliers = np.repeat([m for m, _ in pairs], h).astype(np.int32)
-        shifts = np.repeat([s for _, s in pairs], h).astype(np.int8)
-        return self.const(multipliers, DType.INT32, (4 * h,)), self.const(shifts, DType.INT8, (4 * h,))
+        return [(self.const(np.full(h, m, np.int32), DType.INT32, (h,)),
+                 self.const(np.full(h, s, np.int8), DType.INT8, (h,))) for m, s in pairs]
 
     def scale_operands(self, multiplier: int, shift: int) -> tuple[str, str]:
         return self.const(multiplier, DType.INT32), self.const(shift, DType.INT8)
@@ -402,14 +404,19 @@ class _IntegerCell(_Cell):
         found = self.op(Op.GATHER, [table, self.reshape(index, (1, count))], (1, count, 1), DType.INT16)
         return self.reshape(found, self.step_shape)
 
-    def step(self, t: int, h: str, c: str) -> tuple[str, str]:
-        from_x = self.rescale(self.conv(self.step_input(t), self.wx, self.bias, self.x_zp, self.zero8, DType.INT32),
-                              self.x_scale, DType.INT16, self.zero32, self.zero16, per_channel=True)
-        from_h = self.rescale(self.conv(h, self.wh, self.zero_bias, self.h_zp, self.zero8, DType.INT32),
-                              self.h_scale, DType.INT32, self.zero32, self.zero32, per_channel=True)
+    def gate(self, k: int, x: str, h: str) -> str:
+        """Gate k's pre-activation at 2^-12: its input product (with the bias) to int16, plus
+        its recurrent product, saturated to int16."""
+        from_x = self.rescale(self.conv(x, self.wx[k], self.bias[k], self.x_zp, self.zero8, DType.INT32),
+                              self.x_scale[k], DType.INT16, self.zero32, self.zero16, per_channel=True)
+        from_h = self.rescale(self.conv(h, self.wh[k], self.zero_bias, self.h_zp, self.zero8, DType.INT32),
+                              self.h_scale[k], DType.INT32, self.zero32, self.zero32, per_channel=True)
         total = self.op(Op.ADD, [from_h, self.op(Op.CAST, [from_x], self.b.type_of(from_x).shape, DType.INT32)])
-        z = self.rescale(total, self.identity, DType.INT16, self.zero32, self.zero16)
-        z_i, z_f, z_g, z_o = self.gate_split(z)
+        return self.rescale(total, self.identity, DType.INT16, self.zero32, self.zero16)
+
+    def step(self, t: int, h: str, c: str) -> tuple[str, str]:
+        x = self.step_input(t)
+        z_i, z_f, z_g, z_o = (self.gate(k, x, h) for k in range(4))
         i, f = self.lookup(z_i, self.sigmoid), self.lookup(z_f, self.sigmoid)
         g = self.lookup(z_g, self.tanh_gate)
         o = self.lookup(z_o, self.sigmoid)
