@@ -22,8 +22,14 @@ structure through the quantisation steps (:mod:`scheduler.passes.cell_graph`):
 * the cell is self-contained and convex, and the VARIABLE_READ of h that only the cell
   reads joins it.
 
-A GRU with ``reset_after=False`` multiplies r into h before its product: no such split,
-so no candidate; it runs op by op. Anything else stays op by op with the reason.
+A GRU with ``reset_after=False`` multiplies r into h before the candidate's product::
+
+    xz, xr, xh = split(x W + b)            hz, hr = split(h U_zr)
+    z = sigmoid(xz + hz)    r = sigmoid(xr + hr)    n = tanh(xh + (r * h) U_h)
+    h' = z * h + (1 - z) * n
+
+The input product's three-way split anchors it; the recurrent product splits in two, and a
+third product of H channels reads ``r * h``. Anything else stays op by op with the reason.
 """
 
 from __future__ import annotations
@@ -69,14 +75,15 @@ def match_gru(g: CellGraph, index: int, max_working_bytes: int | None) -> CellMa
         return None
     first, hidden = split
     z_sum, partner_z = _summed_with(g, first[0])
-    partner = _split_of(g, partner_z)
-    if partner is None or partner[0] != partner_z or g.users(g.op(g.producer[partner_z]).inputs[0])[0] < index:
+    partner = _split_of(g, partner_z, 3)
+    if partner is None:
+        reset_first = _split_of(g, partner_z, 2)
+        if reset_first is None or reset_first[0] != partner_z:
+            return None
+        return _match_reset_before(g, first, reset_first, hidden, z_sum, max_working_bytes)
+    if partner[0] != partner_z or g.users(g.op(g.producer[partner_z]).inputs[0])[0] < index:
         return None   # not a GRU split, or the other product's split comes first (it anchors)
-    r_sum, partner_r = _summed_with(g, first[1])
-    if partner_r != partner[1]:
-        raise NoMatch("slices z and r are summed with different products")
-    z, _ = activation(g, g.op(z_sum).outputs[0], "gate z", "SIGMOID")
-    r, _ = activation(g, g.op(r_sum).outputs[0], "gate r", "SIGMOID")
+    z, r = _gates(g, first, partner, z_sum)
     reset_mul, recurrent_h = product_with(g, r, None, "r")
     if recurrent_h not in (first[2], partner[2]):
         raise NoMatch("r does not multiply slice h of a gate product")
@@ -89,6 +96,52 @@ def match_gru(g: CellGraph, index: int, max_working_bytes: int | None) -> CellMa
     h_next = requantised(g, g.op(sum_of(g, keep_mul, update_mul, "z * h and (1 - z) * n")).outputs[0])
     recurrent = first if recurrent_h == first[2] else partner
     macs, x, input_size = _products(g, recurrent[0], (partner if recurrent is first else first)[0], hidden, h_prev)
+    return _cell(g, macs, x, h_prev, h_next, hidden, input_size, max_working_bytes)
+
+
+def _match_reset_before(g: CellGraph, given: list[str], recurrent: list[str], hidden: int, z_sum: int,
+                        max_working_bytes: int | None) -> CellMatch:
+    """A ``reset_after=False`` cell: ``given`` the input product's slices (z, r, h),
+    ``recurrent`` the recurrent product's (z, r)."""
+    z, r = _gates(g, given, recurrent, z_sum)
+    reset_mul, h_reset = product_with(g, r, None, "r")
+    reached, _ = g.forward(g.op(reset_mul).outputs[0])
+    candidate_mac = g.sole_user(reached)
+    if candidate_mac is None or g.op(candidate_mac).op not in MAC_OPS:
+        raise NoMatch("r * h is not the data of a matrix product")
+    if g.op(reset_mul).outputs[0] not in (reached, product_source(g, candidate_mac, hidden)):
+        raise NoMatch("the candidate's product does not read r * h")
+    n_sum, other = _summed_with(g, g.op(candidate_mac).outputs[0])
+    if other != given[2]:
+        raise NoMatch("(r * h) U is not added to the input product's slice h")
+    n, _ = activation(g, g.op(n_sum).outputs[0], "candidate n", "TANH")
+    keep_mul, h_prev, update_mul = _interpolation(g, z, n)
+    if h_reset != h_prev:
+        raise NoMatch("r multiplies another value than the h that z multiplies")
+    h_next = requantised(g, g.op(sum_of(g, keep_mul, update_mul, "z * h and (1 - z) * n")).outputs[0])
+    rec_mac, in_mac = _single_product(g, recurrent[0]), _single_product(g, given[0])
+    if product_source(g, rec_mac, 2 * hidden) != h_prev:
+        raise NoMatch("the recurrent product does not read the h that z multiplies")
+    x = product_source(g, in_mac, 3 * hidden)
+    input_size = g.block.tensor(x).element_count // max(1, batch(g, given[0]))
+    macs = sorted([rec_mac, in_mac, candidate_mac])
+    return _cell(g, macs, x, h_prev, h_next, hidden, input_size, max_working_bytes)
+
+
+def _gates(g: CellGraph, first: list[str], partner: list[str], z_sum: int) -> tuple[str, str]:
+    """Gates z and r: the sigmoids of the sums of the two products' slices z and r."""
+    r_sum, partner_r = _summed_with(g, first[1])
+    if partner_r != partner[1]:
+        raise NoMatch("slices z and r are summed with different products")
+    z, _ = activation(g, g.op(z_sum).outputs[0], "gate z", "SIGMOID")
+    r, _ = activation(g, g.op(r_sum).outputs[0], "gate r", "SIGMOID")
+    return z, r
+
+
+def _cell(g: CellGraph, macs: list[int], x: str, h_prev: str, h_next: str, hidden: int, input_size: int,
+          max_working_bytes: int | None) -> CellMatch:
+    """The matched cell, checked self-contained, convex and within the budget, with the
+    VARIABLE_READ of h that only it reads."""
     members = closure(g, [h_next], {x, h_prev}, CELL_OPS)
     check_members(g, members, {h_next}, macs)
     members |= state_reads(g, members, (h_prev,))
@@ -111,13 +164,13 @@ def _summed_with(g: CellGraph, tensor: str) -> tuple[int, str]:
     return user, g.backward(other)
 
 
-def _split_of(g: CellGraph, tensor: str) -> list[str] | None:
-    """The three gate slices of the product ``tensor`` is a slice of (None if it is none)."""
+def _split_of(g: CellGraph, tensor: str, parts: int) -> list[str] | None:
+    """The ``parts`` gate slices of the product ``tensor`` is a slice of (None if it is none)."""
     producer = g.producer.get(tensor)
     if producer is None or g.op(producer).op is not Op.SLICE:
         return None
     source = g.op(producer).inputs[0]
-    split = gate_split(g, source, g.users(source)[0], 3)
+    split = gate_split(g, source, g.users(source)[0], parts)
     return split[0] if split is not None else None
 
 

@@ -1,5 +1,5 @@
-"""The GRU-cell composite: Keras GRU cells (reset_after=True), unrolled or in a WHILE body,
-fp32 or int8, fuse into one operation with the same bits as op by op; other shapes stay op
+"""The GRU-cell composite: Keras GRU cells (reset_after=True or False), unrolled or in a WHILE
+body, fp32 or int8, fuse into one operation with the same bits as op by op; other shapes stay op
 by op with the reason."""
 
 from __future__ import annotations
@@ -44,13 +44,31 @@ def test_an_unrolled_int8_gru_fuses():
     assert candidate.fused and len(candidate.operators) == 54
 
 
-def test_a_gru_with_its_reset_gate_before_the_product_is_no_candidate_and_runs():
+def test_a_gru_with_its_reset_gate_before_the_product_fuses_with_its_three_products():
     graph = load_graph(DATA / "tflite" / "gru_reset_before_fp32.tflite")
-    assert not candidates(graph)
+    (candidate,) = candidates(graph)
+    assert candidate.fused and len(candidate.operators) == 25
+    assert sum(1 for name in candidate.operators if name.startswith("CONV2D")) == 3
     x = np.random.default_rng(2).normal(size=(1, 8, 10)).astype(np.float32)
-    result = npu_sim.simulate(graph, "edge", [x])
-    np.testing.assert_allclose(result.outputs["TosaOutput_0"], npu_sim.execute(graph, [x])["TosaOutput_0"],
+    fused = npu_sim.simulate(graph, "edge", [x])
+    op_by_op = npu_sim.simulate(graph, "edge", [x], composite_fusion=False)
+    np.testing.assert_array_equal(fused.outputs["TosaOutput_0"], op_by_op.outputs["TosaOutput_0"])
+    np.testing.assert_allclose(fused.outputs["TosaOutput_0"], npu_sim.execute(graph, [x])["TosaOutput_0"],
                                rtol=0, atol=1e-6)
+    assert fused.summary["total_cycles"] < 0.8 * op_by_op.summary["total_cycles"]
+    (facts,) = fused.summary["fused_composites"]
+    assert (facts["kind"], facts["hidden_units"], facts["input_size"]) == ("gru_cell", 12, 10)
+
+
+def test_a_reset_gate_that_multiplies_something_else_than_h_says_so():
+    graph = load_graph(DATA / "tflite" / "gru_reset_before_fp32.tflite")
+    body = next(b for b in graph.blocks() if b.name.endswith("_body"))
+    muls = [op for op in body.operators if op.op is Op.MUL]
+    reset = muls[1]   # r * h (z * h comes first)
+    keep = muls[0]
+    reset.inputs[1] = keep.outputs[0]   # r * (z * h): no GRU
+    (candidate,) = candidates(graph)
+    assert not candidate.fused and candidate.reason == "r multiplies another value than the h that z multiplies"
 
 
 def test_a_cell_that_differs_says_why():
