@@ -185,7 +185,7 @@ def activation(g: CellGraph, gate: str, label: str, expected: str) -> tuple[str,
             break
         tensor = op.outputs[0]
     kind, result = activation_at(g, user)
-    if kind != expected:
+    if kind != expected and not (kind == "HARD_SIGMOID" and expected == "SIGMOID"):
         raise NoMatch(f"{label} activation is {kind}, expected {expected}")
     return result, user
 
@@ -200,6 +200,9 @@ def activation_at(g: CellGraph, index: int) -> tuple[str, str]:
     found = lookup(g, index)
     if found is not None:
         return table_function(found.table, found.offset, 0, LOOKUP_DIP_SHARE), found.result
+    hard = hard_sigmoid_at(g, index)
+    if hard is not None:
+        return "HARD_SIGMOID", hard
     outputs = g.op(index).outputs
     return activation_kind(g, index), outputs[0] if outputs else ""
 
@@ -224,6 +227,33 @@ def activation_source(g: CellGraph, result: str) -> tuple[str, str] | None:
             return None
         tensor = computed[0]
     return None
+
+
+def hard_sigmoid_at(g: CellGraph, index: int) -> str | None:
+    """The result of a hard sigmoid starting at operator ``index`` (Keras' ``hard_sigmoid``:
+    ``clip(a * x + b, 0, 1)``, a MUL and an ADD of constants, then bounds: MINIMUM, MAXIMUM or
+    CLAMP, with quantisation steps between them); None if none starts there."""
+    op = g.op(index)
+    if op.op is not Op.MUL or len(op.outputs) != 1 or not any(g.is_constant_derived(t) for t in op.inputs[:2]):
+        return None
+    tensor, added, bounded = op.outputs[0], False, False
+    while True:
+        user = g.sole_user(tensor)
+        if user is None or len(g.op(user).outputs) != 1 or g.op(user).inputs[0] != tensor and \
+                g.op(user).op not in (Op.ADD, Op.MINIMUM, Op.MAXIMUM):
+            break
+        follower = g.op(user)
+        constant_others = all(g.is_constant_derived(t) for t in follower.inputs if t != tensor)
+        if follower.op in TRANSPARENT and follower.inputs[0] == tensor and not bounded:
+            pass
+        elif follower.op is Op.ADD and constant_others and not bounded:
+            added = True
+        elif follower.op in (Op.MINIMUM, Op.MAXIMUM) and constant_others or follower.op is Op.CLAMP:
+            bounded = True
+        else:
+            break
+        tensor = follower.outputs[0]
+    return tensor if added and bounded else None
 
 
 def activation_kind(g: CellGraph, index: int) -> str:

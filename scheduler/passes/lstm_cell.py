@@ -20,7 +20,8 @@ quantisation steps (RESCALE, CAST) between the operators that carry the meaning:
   gates of their own: one is the sum f * c + i * g (through quantisation steps) of a
   product of a sigmoid with another value and of a sigmoid with a tanh, and o is the
   sigmoid that multiplies tanh(c');
-* gate i, f and o go through a sigmoid, gate g through a tanh (an int8 TABLE is
+* gate i, f and o go through a sigmoid (or Keras' hard sigmoid: a MUL and an ADD of
+  constants, then MINIMUM/MAXIMUM/CLAMP bounds), gate g through a tanh (an int8 TABLE is
   classified by its contents: monotone, and >= its output zero point for a sigmoid,
   on both sides of it for a tanh);
 * f multiplies the previous cell state c; i multiplies g; the two products are added
@@ -72,7 +73,7 @@ GATE_NAMES = ("i", "f", "g", "o")
 GATE_ACTIVATIONS = ("SIGMOID", "SIGMOID", "TANH", "SIGMOID")
 #: Operators a cell may contain.
 CELL_OPS = frozenset({Op.CONV2D, Op.MATMUL, Op.RESHAPE, Op.RESCALE, Op.CAST, Op.ADD, Op.MUL, Op.SLICE,
-                      Op.TABLE, Op.SIGMOID, Op.TANH, Op.GATHER, Op.CLAMP})
+                      Op.TABLE, Op.SIGMOID, Op.TANH, Op.GATHER, Op.CLAMP, Op.MINIMUM, Op.MAXIMUM})
 KIND = "lstm_cell"
 
 

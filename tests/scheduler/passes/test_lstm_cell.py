@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import npu_sim
+from npu_sim.simulation import compile_graph
 from npu_sim.tosa.ir import Graph, Operator
 from npu_sim.tosa.loader import load_graph
 from npu_sim.tosa.ops import Op
@@ -160,3 +163,19 @@ def test_groups_run_after_what_they_read():
                    if o.op is Op.VARIABLE_WRITE and o.inputs[0] == "Variable_0")
     last_cell = max(k for k, g in enumerate(groups) if len(g) >= 42)
     assert write_c < max(groups[last_cell]) and position[write_c] > last_cell
+
+
+def test_a_hard_sigmoid_lstm_in_a_while_body_fuses_with_the_bits_of_op_by_op():
+    """Keras' LSTM(recurrent_activation="hard_sigmoid"), which TFLite does not fuse: a WHILE
+    loop whose gates i, f, o are clip(0.2 x + 0.5, 0, 1) (MUL, ADD, MINIMUM, CLAMP)."""
+    graph = load_graph(Path(__file__).resolve().parents[2] / "data" / "tflite" / "lstm_hard_sigmoid_fp32.tflite")
+    program = compile_graph(graph, npu_sim.load_hw_config("edge"))
+    (candidate,) = program.stats.composite_candidates
+    assert candidate.fused and candidate.block.endswith("_body") and len(candidate.operators) == 30
+    assert sum(1 for name in candidate.operators if name.startswith("MINIMUM")) == 3
+    x = np.random.default_rng(4).normal(size=(1, 8, 10)).astype(np.float32)
+    fused = npu_sim.simulate(graph, "edge", [x])
+    op_by_op = npu_sim.simulate(graph, "edge", [x], composite_fusion=False)
+    (name,) = fused.outputs
+    np.testing.assert_array_equal(fused.outputs[name], op_by_op.outputs[name])
+    assert fused.summary["total_cycles"] < 0.8 * op_by_op.summary["total_cycles"]
