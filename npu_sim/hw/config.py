@@ -157,6 +157,19 @@ class MacArrayConfig(_Strict):
     ifm_depth_granule: int = Field(
         1, ge=1, le=1024, description="a convolution reads its input channels in groups of this many (a "
         "thin input wastes the rest of a group)")
+    part_kernel_elements: int = Field(
+        default=0, ge=0, le=64, description="where a convolution's input channels would fill their groups "
+        "worse, it takes this many kernel elements a step over input channels in groups of "
+        "part_kernel_depth_granule instead (part-kernel-first traversal; 0 = never)")
+    part_kernel_depth_granule: int = Field(
+        default=8, ge=1, le=1024, description="input channels per group of a part-kernel-first convolution")
+    transpose_conv_upsampled: bool = Field(
+        default=False, description="a TRANSPOSE_CONV2D costs a convolution of its whole kernel over every output "
+        "position (the NPU convolves the zero-upsampled input, or one sub-kernel per stride phase over the whole "
+        "output); False: each output sees only its ceil(k/stride) taps")
+    transpose_conv_epilogue: bool = Field(
+        default=True, description="a TRANSPOSE_CONV2D's output pipeline applies its epilogue; False: it writes "
+        "its int32 sums and their RESCALE is an operation of its own")
     channel_parameter_read_cycles: float = Field(
         0.0, ge=0, le=1 << 16, description="cycles per output channel a convolution spends reading its scales "
         "and biases, once per OFM block (a stream beside the MAC work, see ofm_block_elements)")
@@ -172,6 +185,9 @@ class MacArrayConfig(_Strict):
         default_factory=lambda: ["RESCALE", "CLAMP", "ADD"],
         description="operators the array's output pipeline applies to its results (a fused epilogue)")
     max_epilogue_ops: int = Field(5, ge=0, le=16, description="most operators one fused epilogue chains")
+    epilogue_widens: bool = Field(
+        default=True, description="the output pipeline may widen a result it has narrowed (a RESCALE to "
+        "int32 for an elementwise consumer); False: that RESCALE is an operation of its own")
 
     @model_validator(mode="after")
     def _check(self) -> MacArrayConfig:
@@ -208,7 +224,11 @@ class MacArrayConfig(_Strict):
 
 #: Kinds of elementwise work with a cycles-per-element figure (VectorConfig.cycles_per_element).
 ELEMENTWISE_KINDS = ("unary_int32", "binary_int32", "mul_int32", "mul", "add", "other",
-                     "rescale_int8", "rescale_int16", "rescale_int32")
+                     "rescale_int8", "rescale_int16", "rescale_int32", "reduce_minmax_int32")
+
+
+#: Elementwise operators an output unit may scale the operands of (VectorConfig.scaled_ops).
+SCALED_OPS = ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM")
 
 
 class VectorConfig(_Strict):
@@ -235,6 +255,10 @@ class VectorConfig(_Strict):
         "fetches the whole input depth of its rows (0 = the transpose reads its input once)")
     transpose_read_bytes_per_cycle: float = Field(
         0.0, ge=0, le=MAX_RATE, description="rate such a transpose reads its input at (0 = the TCM bandwidth)")
+    scaled_ops: list[str] = Field(
+        default_factory=list, description="elementwise operators whose output unit scales their inputs and "
+        "output: the RESCALEs widening only their inputs and the one narrowing their result fold into them "
+        "and cost nothing, and they run at the rate of the narrow data (of SCALED_OPS)")
 
     @model_validator(mode="after")
     def _check(self) -> VectorConfig:
@@ -247,6 +271,10 @@ class VectorConfig(_Strict):
                              f"(known: {', '.join(ELEMENTWISE_KINDS)})")
         if any(not 0 < v <= 1024 for v in self.cycles_per_element.values()):
             raise ValueError("cycles_per_element: every value must lie in (0, 1024]")
+        unknown = set(self.scaled_ops) - set(SCALED_OPS)
+        if unknown:
+            raise ValueError(f"scaled_ops: {', '.join(sorted(unknown))} cannot be scaled "
+                             f"(known: {', '.join(SCALED_OPS)})")
         return self
 
 
@@ -266,6 +294,12 @@ class LutConfig(_Strict):
     table_source_latency_cycles: int = Field(
         0, ge=0, le=1 << 20, description="latency of the memory a reloaded table comes from (the DDR's "
         "bandwidth then limits the copy too); 0 = only the LUT memory's write rate counts")
+    cycles_per_element: float = Field(
+        default=0.0, ge=0, le=1 << 10, description="cycles per element a lookup in an 8-bit table takes, "
+        "where the rate is no whole number of elements a cycle (0 = 1 / elements_per_cycle)")
+    wide_cycles_per_element: float = Field(
+        default=0.0, ge=0, le=1 << 10, description="cycles per element of a lookup in a 16-bit table "
+        "(0 = as an 8-bit one)")
 
 
 class CpuConfig(_Strict):

@@ -44,6 +44,7 @@ from npu_sim.tosa.ir import Block, Operator
 from npu_sim.tosa.ops import Op
 from scheduler.passes import gru_cell, lstm_cell
 from scheduler.passes.cell_graph import CellGraph, CellMatch, NoMatch
+from scheduler.passes.rescale_folding import RescaleFoldRule
 from scheduler.passes.table_lookup import lookup_function, match_lookup
 
 
@@ -158,6 +159,7 @@ class EpilogueRule:
     anchors: frozenset[Op] = MAC_ARRAY.ops - {Op.FFT2D, Op.RFFT2D}   # (a DFT has two results)
     epilogues: frozenset[Op] = frozenset({Op.RESCALE, Op.CLAMP, Op.ADD})
     max_length: int = 6
+    widens: bool = True   # a RESCALE to a wider type may join (mac_array.epilogue_widens)
 
     def match(self, index: int, ctx: FusionContext) -> list[int] | None:
         block = ctx.block
@@ -188,6 +190,9 @@ class EpilogueRule:
         if block.tensor(operator.outputs[0]).shape != block.tensor(tensor).shape:
             return False
         position = operator.inputs.index(tensor)
+        if operator.op is Op.RESCALE and not self.widens \
+                and block.tensor(operator.outputs[0]).dtype.bits > block.tensor(tensor).dtype.bits:
+            return False
         if operator.op in (Op.RESCALE, Op.CLAMP):
             return position == 0
         # ADD: the other operand must not be a variable (it is read later than scheduled otherwise).
@@ -303,7 +308,14 @@ def rules_for(rules: Sequence[FusionRule], hw: HwConfig) -> tuple[FusionRule, ..
             continue
         if isinstance(rule, EpilogueRule):
             rule = dataclasses.replace(rule, epilogues=frozenset(Op[name] for name in hw.mac_array.epilogue_ops),
-                                       max_length=1 + hw.mac_array.max_epilogue_ops)
+                                       max_length=1 + hw.mac_array.max_epilogue_ops,
+                                       widens=hw.mac_array.epilogue_widens,
+                                       anchors=rule.anchors - (set() if hw.mac_array.transpose_conv_epilogue
+                                                               else {Op.TRANSPOSE_CONV2D}))
+        elif isinstance(rule, RescaleFoldRule):
+            if not hw.vector.scaled_ops:
+                continue
+            rule = dataclasses.replace(rule, anchors=frozenset(Op[name] for name in hw.vector.scaled_ops))
         elif isinstance(rule, ElementwiseRule):   # (what the NPU cannot run is no link: it goes to the CPU)
             rule = dataclasses.replace(rule, max_length=hw.vector.max_chained_ops,
                                        members=rule.members & (npu_operators(hw.npu_support.profile) or rule.members))
@@ -315,7 +327,7 @@ def rules_for(rules: Sequence[FusionRule], hw: HwConfig) -> tuple[FusionRule, ..
 COMPOSITE_RULES: tuple[FusionRule, ...] = (CellRule(lstm_cell.KIND, lstm_cell.match_cell),
                                            CellRule(gru_cell.KIND, gru_cell.match_gru))
 DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, TableLookupRule(), EpilogueRule(),
-                                         ReductionPrologueRule(), ElementwiseRule())
+                                         ReductionPrologueRule(), ElementwiseRule(), RescaleFoldRule())
 #: The default rules without the composites.
 CHAIN_RULES: tuple[FusionRule, ...] = tuple(r for r in DEFAULT_RULES if r not in COMPOSITE_RULES)
 

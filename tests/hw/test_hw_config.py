@@ -113,6 +113,10 @@ def test_deep_merge_replaces_scalars_and_merges_mappings():
     ({"ddr": {"read_only": True}}, r"^test: memory_roles\.arena: the ddr is read-only \(flash\); nothing may be"),
     ({"ddr": {"read_only": True}, "memory_roles": {"arena": "tcm"}}, r"^test: memory_roles\.spills: the ddr is read"),
     ({"memory_roles": {"spills": "tcm"}}, r"^test: memory_roles\.spills: Input should be 'ddr' or 'none'"),
+    ({"vector": {"scaled_ops": ["TABLE"]}}, r"^test: vector\.scaled_ops: TABLE cannot be scaled \(known: ADD, SUB"),
+    ({"vector": {"cycles_per_element": {"reduce_maximum": 1.0}}}, r"^test: vector\.cycles_per_element: unknown kind"),
+    ({"mac_array": {"part_kernel_elements": 65}}, r"^test: mac_array\.part_kernel_elements: .*less than or equal"),
+    ({"lut": {"wide_cycles_per_element": -1}}, r"^test: lut\.wide_cycles_per_element: .*greater than or equal"),
 ])
 def test_invalid_configs_name_the_field(overrides, message):
     data = config_dict(**overrides)

@@ -56,7 +56,18 @@ def _wide_table(step: KernelStep) -> bool:
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
     if step.op in INDEX_OPS:
         return 0
-    return lut_cycles(out_elements(step), hw.lut.elements_per_cycle) + table_load_cycles(hw, step)
+    return lookup_cycles(hw, step) + table_load_cycles(hw, step)
+
+
+def lookup_cycles(hw: HwConfig, step: KernelStep) -> int:
+    """The lookups of a step: ``lut.cycles_per_element`` per element (``wide_cycles_per_element``
+    for a 16-bit table) where the config gives one, else ``elements_per_cycle`` a cycle."""
+    per_element = hw.lut.cycles_per_element
+    if step.input_types and _wide_table(step) and hw.lut.wide_cycles_per_element > 0:
+        per_element = hw.lut.wide_cycles_per_element
+    if per_element > 0:
+        return math.ceil(out_elements(step) * per_element)
+    return lut_cycles(out_elements(step), hw.lut.elements_per_cycle)
 
 
 def builtin_lookup_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:

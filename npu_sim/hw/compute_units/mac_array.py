@@ -113,22 +113,48 @@ def step_macs(step: KernelStep) -> int:
 
 def depthwise_floor_cycles(hw: HwConfig, step: KernelStep) -> int:
     """Depthwise convolutions use few of the array's MACs (one input channel per output):
-    at least ``macs / depthwise_macs_per_cycle`` cycles where that rate is configured."""
+    at least ``macs / depthwise_macs_per_cycle`` cycles where that rate is configured, the
+    rate of int8 operands: a wider dtype takes its ``pe_cycles_per_mac`` times as long (Vela's
+    U55 depthwise: 4 x ifmBits / 8 cycles per micro-block and kernel step)."""
     rate = hw.mac_array.depthwise_macs_per_cycle
     if rate <= 0 or step.op is not Op.DEPTHWISE_CONV2D:
         return 0
-    return ceil_div(step_macs(step), rate)
+    return ceil_div(step_macs(step) * k_step_cycles(hw, step.input_types[0].dtype), rate)
 
 
 def cycle_dims(hw: HwConfig, step: KernelStep) -> tuple[int, int, int]:
-    """``(M, N, K)`` as the array spends cycles on them: a convolution's input channels
-    rounded up to ``mac_array.ifm_depth_granule`` (the channels it reads per group)."""
+    """``(M, N, K)`` as the array spends cycles on them: a TRANSPOSE_CONV2D's whole kernel where
+    ``mac_array.transpose_conv_upsampled`` (Vela upsamples its input on the U55/U65 and decomposes
+    its stride on the U85, both over every output position); a convolution's input channels
+    rounded up to ``mac_array.ifm_depth_granule`` (the channels it reads per group), or where
+    that wastes more, its kernel elements rounded up to ``mac_array.part_kernel_elements`` and
+    its channels to ``part_kernel_depth_granule`` (:func:`part_kernel_depth`)."""
     m, n, k = mac_dims(step)
+    if step.op is Op.TRANSPOSE_CONV2D and hw.mac_array.transpose_conv_upsampled:
+        k = prod(step.input_types[1].shape[1:])   # every tap of the kernel for every output
     granule = hw.mac_array.ifm_depth_granule
     if granule > 1 and step.op in (Op.CONV2D, Op.CONV3D):
         channels = step.input_types[1].shape[-1]
-        k = k // channels * ceil_div(channels, granule) * granule
+        elements = k // channels
+        k = part_kernel_depth(hw, elements, channels) or elements * ceil_div(channels, granule) * granule
     return m, n, k
+
+
+def part_kernel_depth(hw: HwConfig, elements: int, channels: int) -> int:
+    """The reduction depth of a part-kernel-first convolution of ``elements`` kernel elements over
+    ``channels`` input channels, where the config has that traversal and it wastes less of the
+    array than depth first (0 otherwise): Vela's ChooseKernelMethod (regor/architecture/ethosu55/
+    ethos_u55.cpp) takes it for 8 channels or fewer, or when the channels' use of their groups of
+    8 times the kernel elements' use of their groups of 4 is at least the channels' use of their
+    groups of 32; EstimateMacCyclesPerBlock then steps over 4 kernel elements at a time."""
+    per_step, depth = hw.mac_array.part_kernel_elements, hw.mac_array.part_kernel_depth_granule
+    if per_step <= 0:
+        return 0
+    granule = hw.mac_array.ifm_depth_granule
+    part_use = channels / (ceil_div(channels, depth) * depth) * elements / (ceil_div(elements, per_step) * per_step)
+    if channels > depth and part_use < channels / (ceil_div(channels, granule) * granule):
+        return 0
+    return ceil_div(elements, per_step) * per_step * ceil_div(channels, depth) * depth
 
 
 #: Operators that re-read their output channels' scales and biases (and, where the config gives

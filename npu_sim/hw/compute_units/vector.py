@@ -10,6 +10,9 @@ A config may instead give elementwise cycles per output element by kind of work
 dimension rounded up to ``vector.channel_granule`` (the Ethos-U presets: Vela's output-unit
 figures over 16-channel bricks).
 
+Where a config's output unit scales an elementwise operation's operands (``vector.scaled_ops``),
+the RESCALEs around it cost nothing of their own (:func:`rescale_folds`).
+
 Where a config lowers sums as Ethos-U does (``vector.transpose_reductions``), a REDUCE_SUM
 over H or W is a transpose pass and a sum over the innermost axis
 (:func:`lowered_sum_cycles`), and a widening RESCALE fused before it is folded into the sum
@@ -18,6 +21,7 @@ over H or W is a transpose pass and a sum over the innermost axis
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from math import prod
@@ -181,9 +185,16 @@ def lowered_sum_cycles(hw: HwConfig, step: KernelStep, read_bits: int = 0) -> in
     return reduction_transpose_cycles(hw, step, read_bits) + max(lanes, written)
 
 
+#: Reductions that keep an extreme (``reduce_minmax_int32`` in ``vector.cycles_per_element``).
+MINMAX_OPS = frozenset({Op.REDUCE_MAX, Op.REDUCE_MIN})
+
+
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
     if hw.vector.transpose_reductions and step.op is Op.REDUCE_SUM:
         return lowered_sum_cycles(hw, step)
+    minmax = hw.vector.cycles_per_element.get("reduce_minmax_int32")
+    if minmax is not None and step.op in MINMAX_OPS and step_dtype(step) is DType.INT32:
+        return math.ceil(work_elements(step) * minmax)   # per element read
     rescale = rescale_cycles(hw, step)
     if rescale is not None:
         return rescale
@@ -212,16 +223,63 @@ def folded_prologue(hw: HwConfig, steps: Sequence[KernelStep], index: int) -> Ke
     return rescale
 
 
+def rescale_folds(hw: HwConfig, steps: Sequence[KernelStep]) -> tuple[set[int], dict[int, KernelStep]]:
+    """Where the output unit scales an elementwise operation's operands itself
+    (``vector.scaled_ops``; Vela's GraphIrOptimiser::FuseRescale): the indices of the steps that
+    cost nothing of their own (a RESCALE whose only reader is a scaled step, the RESCALE that
+    alone reads that step's result, and a CLAMP on it, an activation of the same pass), and each
+    scaled step as the unit runs it: its inputs and output of those far ends' types."""
+    scaled_ops = {Op[name] for name in hw.vector.scaled_ops}
+    if not scaled_ops:
+        return set(), {}
+    uses = [0] * len(steps)
+    for step in steps:
+        for operand in step.operands:
+            if isinstance(operand, int) and 0 <= operand < len(steps):
+                uses[operand] += 1
+    folded: set[int] = set()
+    scaled: dict[int, KernelStep] = {}
+    for i, step in enumerate(steps):
+        if step.op not in scaled_ops:
+            continue
+        ins = list(step.input_types)
+        for k, operand in enumerate(step.operands):
+            if isinstance(operand, int) and 0 <= operand < i and steps[operand].op is Op.RESCALE \
+                    and uses[operand] == 1 and k < len(ins):
+                folded.add(operand)
+                ins[k] = steps[operand].input_types[0]
+        outs, last = list(step.output_types), i
+        for op in (Op.RESCALE, Op.CLAMP):
+            nxt = _sole_reader(steps, last, uses, op)
+            if nxt is not None:
+                folded.add(nxt)
+                outs[0], last = steps[nxt].output_types[0], nxt
+        if last != i or ins != list(step.input_types):
+            scaled[i] = dataclasses.replace(step, input_types=tuple(ins), output_types=tuple(outs))
+    return folded, scaled
+
+
+def _sole_reader(steps: Sequence[KernelStep], index: int, uses: list[int], op: Op) -> int | None:
+    """The step of kind ``op`` that alone reads step ``index``'s result, as its first operand."""
+    if uses[index] != 1:
+        return None
+    return next((j for j in range(index + 1, len(steps)) if steps[j].op is op and steps[j].operands[:1] == (index,)),
+                None)
+
+
 def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     """The steps one after the other (:func:`step_cycles`), except that a widening RESCALE
     folded into the REDUCE_SUM it feeds (:func:`folded_prologue`) costs nothing of its own:
     the sum's transpose reads the narrow values, and the zero point is subtracted from each
-    result (an int32 elementwise pass)."""
+    result (an int32 elementwise pass); nor do the rescales the output unit folds into an
+    elementwise operation (:func:`rescale_folds`), which runs at the rate of the narrow data."""
     folded = {id(p) for i in range(len(steps)) if (p := folded_prologue(hw, steps, i)) is not None}
+    scaling, scaled = rescale_folds(hw, steps)
     total = 0
     for index, step in enumerate(steps):
-        if id(step) in folded:
+        if id(step) in folded or index in scaling:
             continue
+        step = scaled.get(index, step)
         prologue = folded_prologue(hw, steps, index)
         if prologue is None:
             total += step_cycles(hw, step)

@@ -41,3 +41,15 @@ def test_a_reload_from_the_ddr_waits_for_its_latency():
     assert lut.table_load_cycles(load_hw_config("ethos-u65-256"), int8) == 522
     assert lut.table_load_cycles(load_hw_config("ethos-u85-256"), _table(DType.INT16, DType.INT32)) \
         == max(2048, 500 + 2048 // 12 + 1)
+
+
+def test_a_fractional_lookup_rate_by_table_width():
+    """Vela's int8 TABLE: 0.5 cycles an element on every Ethos-U (16,384 elements: 8,192 cycles
+    and the table load); the U85's 16-bit tables 1.25."""
+    from npu_sim.hw.config import load_hw_config
+
+    u85 = load_hw_config("ethos-u85-256")
+    narrow, wide = _table(DType.INT8, DType.INT8), _table(DType.INT16, DType.INT32)
+    assert lut.lookup_cycles(u85, narrow) == 32 and lut.lookup_cycles(u85, wide) == 80   # 64 elements
+    assert lut.lookup_cycles(load_hw_config("ethos-u55-256"), wide) == 32   # no wide rate: as narrow
+    assert lut.lookup_cycles(make_hw(), narrow) == 64 // make_hw().lut.elements_per_cycle

@@ -9,6 +9,7 @@ import pytest
 from npu_sim.errors import ProgramError
 from npu_sim.hw.compute_units import mac_array
 from npu_sim.hw.compute_units.mac_array import mac_array_cycles, mac_dims
+from npu_sim.hw.config import load_hw_config
 from npu_sim.program import KernelStep
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
@@ -88,19 +89,22 @@ def _conv(in_shape: tuple[int, ...], weight_shape: tuple[int, ...], out_shape: t
     return KernelStep(Op.CONV2D, attribute, (), types, (TensorType(out_shape, DType.INT32),))
 
 
-def test_a_thin_input_costs_a_whole_channel_group_on_ethos_u():
+def test_input_channels_go_in_groups_on_ethos_u():
     """Vela's U55/U65-256 model: a 2x2x8 micro-block takes 4 cycles per kernel element for up to
-    32 input channels. MobileNetV2's first convolution (3x3, 3 -> 16 channels, 48x48 out):
-    (24 * 24 * 2) micro-blocks x 9 x 4 = 41,472 cycles, as the array does with 32 channels.
-    Its MACs stay the true count."""
+    32 input channels (depth first), or per 4 kernel elements for up to 8 channels (part-kernel
+    first, which a thin input takes). MobileNetV2's first convolution (3x3, 3 -> 16 channels,
+    48x48 out): (24 * 24 * 2) micro-blocks x 3 x 4 = 13,824 cycles, as the array does with K =
+    12 x 8; a 64-channel input fills its groups of 32. The MACs stay the true count."""
     from npu_sim.hw.config import load_hw_config
 
     step = _conv((1, 96, 96, 3), (16, 3, 3, 3), (1, 48, 48, 16), stride=(2, 2))
     u65 = load_hw_config("ethos-u65-256")
-    assert mac_array.cycle_dims(u65, step) == (48 * 48, 16, 9 * 32)
+    assert mac_array.cycle_dims(u65, step) == (48 * 48, 16, 12 * 8)
     assert mac_array.step_macs(step) == 48 * 48 * 16 * 27
     blocks = (48 * 48 // 16) * 1
-    assert mac_array.step_cycles(u65, step) == (blocks - 1) * 288 + 288 + 16 + 16 - 2 == 41_502
+    assert mac_array.step_cycles(u65, step) == (blocks - 1) * 96 + 96 + 16 + 16 - 2 == 13_854
+    deep = _conv((1, 8, 8, 64), (16, 3, 3, 64), (1, 8, 8, 16))
+    assert mac_array.cycle_dims(u65, deep) == (64, 16, 9 * 64)
     edge = load_hw_config("edge")   # no channel groups: K is 27
     assert mac_array.cycle_dims(edge, step) == (48 * 48, 16, 27)
 
@@ -162,3 +166,42 @@ def test_the_u85_decodes_eight_weights_a_cycle():
     assert mac_array.weight_decode_cycles(u85, third) == math.ceil(17_920 / 3)
     assert mac_array.body_cycles(u85, [last]) == max(17_920, mac_array.channel_parameter_cycles(u85, last),
                                                      mac_array.step_cycles(u85, last))
+
+
+def test_a_thin_convolution_is_traversed_part_kernel_first_on_the_u55():
+    """Vela's ChooseKernelMethod: 8 channels or fewer go part-kernel first, 4 kernel elements a
+    step over channels in groups of 8; a deep input stays depth first (groups of 32)."""
+    u55 = load_hw_config("ethos-u55-256")
+    assert mac_array.part_kernel_depth(u55, 40, 1) == 40 * 8            # KWS: a 10x4 kernel, 1 channel
+    assert mac_array.part_kernel_depth(u55, 9, 3) == 12 * 8             # an RGB image, 3x3 kernel
+    assert mac_array.part_kernel_depth(u55, 9, 64) == 0                 # depth first: 64 fills its groups
+    assert mac_array.part_kernel_depth(u55, 8, 12) == 8 * 16            # 12 of 16 x 8 of 8 beats 12 of 32
+    assert mac_array.part_kernel_depth(load_hw_config("edge"), 40, 1) == 0   # no part-kernel traversal
+    weights = TensorType((64, 10, 4, 1), DType.INT8)
+    step = KernelStep(Op.CONV2D, make_attribute(Op.CONV2D, pad=(4, 5, 1, 2), stride=(2, 2), dilation=(1, 1)), (),
+                      (TensorType((1, 49, 10, 1), DType.INT8), weights), (TensorType((1, 25, 5, 64), DType.INT32),))
+    assert mac_array.cycle_dims(u55, step) == (125, 64, 320)
+
+
+def test_an_upsampled_transpose_convolution_takes_its_whole_kernel_at_every_output():
+    """A 3x3 stride-2 TRANSPOSE_CONV2D of 16x16x32 -> 32x32x16: each output sees 2x2 taps of the
+    kernel (K = 4 x 32) where only the taps count, all 3x3 (K = 9 x 32) where the NPU convolves the
+    upsampled input or one sub-kernel per stride phase over the whole output (the Ethos-U)."""
+    attribute = make_attribute(Op.TRANSPOSE_CONV2D, out_pad=(0, -1, 0, -1), stride=(2, 2))
+    step = KernelStep(Op.TRANSPOSE_CONV2D, attribute, (), (TensorType((1, 16, 16, 32), DType.INT8),
+                                                          TensorType((16, 3, 3, 32), DType.INT8)),
+                      (TensorType((1, 32, 32, 16), DType.INT32),))
+    assert mac_array.cycle_dims(load_hw_config("edge"), step) == (1024, 16, 4 * 32)
+    assert mac_array.cycle_dims(load_hw_config("ethos-u85-256"), step) == (1024, 16, 9 * 32)
+    assert mac_array.step_macs(step) == 1024 * 16 * 4 * 32   # the MACs that count stay the taps'
+
+
+def test_a_depthwise_convolution_of_int16_takes_twice_the_int8_time():
+    """Vela's U55 depthwise: 4 x ifmBits / 8 cycles per micro-block and kernel step."""
+    u55 = load_hw_config("ethos-u55-256")
+    weights = (3, 3, 64, 1)
+    steps = [KernelStep(Op.DEPTHWISE_CONV2D, make_attribute(Op.DEPTHWISE_CONV2D, pad=(1, 1, 1, 1), stride=(1, 1),
+                                                            dilation=(1, 1)), (),
+                        (TensorType((1, 25, 5, 64), dtype), TensorType(weights, DType.INT8)),
+                        (TensorType((1, 25, 5, 64), DType.INT32),)) for dtype in (DType.INT8, DType.INT16)]
+    assert [mac_array.depthwise_floor_cycles(u55, s) for s in steps] == [72_000 // 16, 72_000 * 2 // 16]

@@ -159,3 +159,44 @@ def test_the_u55_sums_over_h_after_a_transpose_through_its_sram():
     over_w = _reduce((1, 1, 3, 1280), 2, DType.INT32)
     assert vector.reduction_transpose_cycles(u55, over_w) == 3840
     assert vector.step_cycles(u55, over_w) == 3840 + 12_800
+
+
+def _mul_chain(shape=(1, 32, 32, 16)) -> list[KernelStep]:
+    """TFLite's quantized MUL in TOSA: each int8 input widened, the int32 product, rescaled back to
+    int8, clamped (a fused activation); step k's result read by the next steps as ``k``."""
+    i8, i32 = TensorType(shape, DType.INT8), TensorType(shape, DType.INT32)
+    widen = [KernelStep(Op.RESCALE, make_attribute(Op.RESCALE), (), (i8,), (i32,)) for _ in range(2)]
+    mul = KernelStep(Op.MUL, make_attribute(Op.MUL), (0, 1), (i32, i32), (i32,))
+    back = KernelStep(Op.RESCALE, make_attribute(Op.RESCALE), (2,), (i32,), (i8,))
+    clamp = KernelStep(Op.CLAMP, make_attribute(Op.CLAMP), (3,), (i8,), (i8,))
+    return [*widen, mul, back, clamp]
+
+
+def test_a_mul_whose_rescales_the_output_unit_applies_runs_at_its_int8_rate():
+    """Vela's swish multiply on the ethos-u55-256 (EfficientNet-style, [1, 32, 32, 16]): 6,144
+    cycles, its RESCALEs folded into it (0.375 cycles an int8 product). Without scaled_ops every
+    step costs what it costs alone."""
+    u55 = load_hw_config("ethos-u55-256")
+    steps = _mul_chain()
+    folded, scaled = vector.rescale_folds(u55, steps)
+    assert folded == {0, 1, 3, 4}
+    assert [t.dtype for t in (*scaled[2].input_types, *scaled[2].output_types)] == [DType.INT8] * 3
+    assert vector.UNIT.body_cycles(u55, steps) == 6144
+    plain = u55.model_copy(update={"vector": u55.vector.model_copy(update={"scaled_ops": []})})
+    assert vector.rescale_folds(plain, steps) == (set(), {})
+    assert vector.UNIT.body_cycles(plain, steps) == sum(vector.step_cycles(plain, s) for s in steps)
+
+
+def test_a_rescale_another_step_also_reads_is_not_folded():
+    steps = _mul_chain()
+    steps.append(KernelStep(Op.ADD, make_attribute(Op.ADD), (0, 2), steps[2].input_types, steps[2].output_types))
+    folded, _ = vector.rescale_folds(load_hw_config("ethos-u55-256"), steps)
+    assert folded == {1}   # step 0 has two readers, step 2's result too (so no output rescale)
+
+
+def test_an_int32_maximum_over_channels_costs_per_element_read_on_the_u85():
+    """Vela's U85 REDUCE_MAX of a softmax's [1, 2, 49, 49] int32 rows: 43,576 cycles, 9 an element."""
+    step = _reduce((1, 2, 49, 49), 3, DType.INT32)
+    step = KernelStep(Op.REDUCE_MAX, make_attribute(Op.REDUCE_MAX, axis=3), (), step.input_types, step.output_types)
+    assert vector.step_cycles(load_hw_config("ethos-u85-256"), step) == 2 * 49 * 49 * 9
+    assert vector.step_cycles(make_hw(), step) == -(-2 * 49 * 49 // 8)   # the int32 lanes

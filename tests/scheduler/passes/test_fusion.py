@@ -118,9 +118,9 @@ def test_the_rules_follow_the_hardware():
     assert chains and all(ops[0] in (Op.CONV2D, Op.DEPTHWISE_CONV2D) and set(ops[1:]) <= {Op.RESCALE, Op.CLAMP}
                           and len(ops) <= 3 for ops in chains)
     u55 = [_ops(block, g) for g in fuse(block, rules=rules_for(DEFAULT_RULES, load_hw_config("ethos-u55-256")))]
-    assert [Op.RESCALE, Op.ADD, Op.RESCALE] in u55
+    assert [Op.RESCALE, Op.RESCALE, Op.ADD, Op.RESCALE] in u55   # (both widenings: the epilogue narrows only)
     edge = rules_for(DEFAULT_RULES, load_hw_config("edge"))
-    assert edge == tuple(r for r in DEFAULT_RULES if r.name != "reduction_prologue")
+    assert edge == tuple(r for r in DEFAULT_RULES if r.name not in ("reduction_prologue", "rescale_fold"))
     assert [Op.CONV2D, Op.RESCALE, Op.RESCALE, Op.ADD, Op.RESCALE] in [_ops(block, g) for g in fuse(block, rules=edge)]
 
 
@@ -152,3 +152,19 @@ def test_a_widening_rescale_joins_its_sum_where_the_npu_lowers_sums():
     program, _ = check_end_to_end(graph, machine("ethos-u85-256"))
     names = [c.name for c in program.walk() if getattr(c, "steps", None)]
     assert any(name.startswith("RESCALE") and "REDUCE_SUM" in name for name in names)
+
+
+def test_an_ethos_u_epilogue_narrows_once_and_a_transpose_convolution_has_none():
+    """The output unit rescales a convolution's sums once: the RESCALE widening them again for a
+    residual ADD is an operation of its own (edge keeps it in the epilogue); an Ethos-U writes a
+    TRANSPOSE_CONV2D's int32 sums and rescales them apart."""
+    from npu_sim.hw.config import load_hw_config
+    from scheduler.passes.fusion import DEFAULT_RULES, EpilogueRule, rules_for
+
+    block = small_cnn().main
+    u85 = [_ops(block, g) for g in fuse(block, rules=rules_for(DEFAULT_RULES, load_hw_config("ethos-u85-256")))]
+    assert [Op.CONV2D, Op.RESCALE] in u85 and [Op.CONV2D, Op.RESCALE, Op.RESCALE] not in u85
+    (ethos,) = [r for r in rules_for(DEFAULT_RULES, load_hw_config("ethos-u85-256")) if isinstance(r, EpilogueRule)]
+    (edge,) = [r for r in rules_for(DEFAULT_RULES, load_hw_config("edge")) if isinstance(r, EpilogueRule)]
+    assert Op.TRANSPOSE_CONV2D not in ethos.anchors and Op.TRANSPOSE_CONV2D in edge.anchors
+    assert not ethos.widens and edge.widens
