@@ -8,7 +8,8 @@ reference kernels the NPU runs, so the bits are the same. An operation whose
 kernel raises (a TOSA ERROR_IF) is left alone: the error must appear when the
 graph runs, as it does in the reference executor. Results larger than
 MAX_FOLDED_BYTES, and results that are graph outputs, block results or
-variables, are not folded.
+variables, are not folded; nor is a CAST that widens a constant (fp16 weights
+cast to fp32): the narrow constant moves, half the bytes, and the NPU casts it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 from npu_sim.errors import NpuSimError
 from npu_sim.reference.kernel_api import KernelArgs, run_kernel
 from npu_sim.tosa.ops import Op
-from scheduler.ir.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind, Value, ValueKind
+from scheduler.ir.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind, Step, Value, ValueKind
 
 #: Larger results stay computed at run time (folding would only grow the constant data).
 MAX_FOLDED_BYTES = 1 << 20
@@ -38,7 +39,14 @@ def _fold(op: NpuOp, values: dict[str, Value]) -> list[np.ndarray] | None:
         return _fold_copy(op, values, outputs[0])
     if op.kind is not OpKind.COMPUTE or op.composite is not None or any(s.op == Op.CUSTOM for s in op.steps):
         return None
+    if any(_widening_cast(s) for s in op.steps):
+        return None
     return _fold_steps(op, values)
+
+
+def _widening_cast(step: Step) -> bool:
+    """A CAST to a wider type (fp16 -> fp32): folded, its constant would move at the wide width."""
+    return step.op is Op.CAST and step.output_types[0].dtype.bits > step.input_types[0].dtype.bits
 
 
 def _fold_copy(op: NpuOp, values: dict[str, Value], output: Value) -> list[np.ndarray] | None:

@@ -51,3 +51,23 @@ def test_staging_of_re_read_inputs_and_constants():
     # staged when it fits, streamed when it does not: the same bits either way
     for hw in (machine("edge"), machine("tiny", tcm_bytes=512)):
         check_end_to_end(graph, hw)
+
+
+def _fp16_weights_graph():
+    """A matrix product whose fp16 weights are cast to fp32 first (a converter's fp16 model)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 8, 64), DType.FP32)
+    w16 = b.const(None, (np.random.default_rng(0).standard_normal((1, 64, 256)) * 0.1).astype(np.float16))
+    w = b.op(Op.CAST, [w16], (1, 64, 256), DType.FP32)
+    zero = b.const(None, np.zeros((1,), np.float32))
+    b.output(b.op(Op.MATMUL, [x, w, zero, zero], (1, 8, 256), DType.FP32, name="y"))
+    return b.build()
+
+
+def test_fp16_weights_move_as_fp16_and_are_cast_on_the_npu():
+    lowered = lower(_fp16_weights_graph())
+    assert fold_constants(lowered) == 0   # the widening CAST stays
+    assert [op.op_label for op in lowered.main.ops] == ["CAST", "MATMUL"]
+    program, result = check_end_to_end(_fp16_weights_graph(), machine("edge"))
+    weights = 64 * 256 * 2
+    assert weights <= result.trace.counters.ddr_read_bytes < weights + 8 * 64 * 4 + 4096   # fp16, not fp32
