@@ -86,8 +86,8 @@ def test_a_killed_local_worker_loses_nothing(tmp_path, monkeypatch, clean):
 def test_a_killed_dask_worker_loses_nothing(tmp_path, monkeypatch, clean):
     distributed = pytest.importorskip("distributed")
     ctx, planned = _sweep()
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as client:
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    with cluster, distributed.Client(cluster) as client:
         pids = client.run(os.getpid)
 
         def kill_one() -> None:
