@@ -53,3 +53,16 @@ def test_a_cnn_with_a_softmax_head_runs_bit_exact_on_the_ethos_presets(model, pr
     """The Ethos-U presets' own lowering (a widening RESCALE folded into its sum on the U85, thin
     image reads, OFM-block costs) changes timing only: the reference model's bits."""
     _check_bit_exact(EXAMPLES / f"{model}.tosa", preset, seed=11)
+
+
+FAMILIES = ["kws_transformer_int8", "mobilenet_v3_small_int8", "efficientnet_swish_se_int8", "ds_cnn_kws_int16",
+            "unet_int8"]
+
+
+@pytest.mark.parametrize("preset", ["ethos-u55-256", "ethos-u85-256", "edge"])
+@pytest.mark.parametrize("model", FAMILIES)
+def test_the_model_families_run_bit_exact(model, preset):
+    """The examples of the families calibrated against Vela (examples/generate_family_examples.py):
+    the reference model's bits on the Ethos-U presets (the U55 runs a softmax's int32 REDUCE_MAX
+    and int16 TABLEs on its host CPU) and on edge."""
+    _check_bit_exact(EXAMPLES / f"{model}.tosa", preset, seed=13)
