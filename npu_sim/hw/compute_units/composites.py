@@ -9,7 +9,8 @@ the state it reads straight from the variable SRAM crosses that bank's port.
 
 ``lstm_cell``:
 
-* **gate products** (the MAC steps): a matrix-vector product of ``M*N`` outputs
+* **gate products** (the MAC steps; those of one data operand, a gate each, as one): a
+  matrix-vector product of ``M*N`` outputs
   (M = batch) spread over all ``rows x cols`` PEs, the input element broadcast to
   every PE each step: ``ceil(M*N / (rows*cols)) * K * k_step`` cycles per product,
   plus one drain of the array's results (``ceil(min(outputs, rows*cols) / cols)``); a
@@ -47,19 +48,25 @@ ADDRESSING_OPS = frozenset({Op.RESHAPE, Op.SLICE, Op.IDENTITY})
 
 
 def gate_product_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
-    """The MAC steps as matrix-vector products over the whole array, plus one drain."""
+    """The MAC steps as matrix-vector products over the whole array, plus one drain. Products
+    of the same data operand (each gate's own product of x, or of h) are one product of all
+    their output channels: the datapath broadcasts the vector once to every PE."""
     pes = hw.mac_array.rows * hw.mac_array.cols
     cycles = outputs = 0
+    products: dict[tuple[object, int, int, object], int] = {}   # (data, m, k, dtype) -> output channels
     for step in steps:
         if step.op not in mac_array.MAC_OPS:
             continue
         m, n, k = mac_array.mac_dims(step)
         dtype = step.input_types[0].dtype
         if mac_array.supports(hw, dtype):
-            cycles += ceil_div(m * n, pes) * k * mac_array.k_step_cycles(hw, dtype)
-            outputs = max(outputs, m * n)
+            key = (step.operands[0] if step.operands else None, m, k, dtype)
+            products[key] = products.get(key, 0) + n
         else:   # no rate on the array: the vector lanes multiply, as unit choice does for one operator
             cycles += vector.vector_cycles(m * n * k, vector.elements_per_cycle(hw, dtype))
+    for (_, m, k, dtype), n in products.items():
+        cycles += ceil_div(m * n, pes) * k * mac_array.k_step_cycles(hw, dtype)
+        outputs = max(outputs, m * n)
     if not outputs:
         return 0
     return cycles + ceil_div(min(outputs, pes), hw.mac_array.cols)
