@@ -27,6 +27,7 @@ from npu_sim.tosa.mlir_reader import looks_like_mlir, read_mlir
 from npu_sim.tosa.shape_resolution import has_unknown_dims, resolve_unknown_dims
 from npu_sim.tosa.tflite.flatbuffer import TfliteModel
 from npu_sim.tosa.tflite.legalize import Legalizer
+from npu_sim.tosa.tflite.rounding import round_fully_connected_once
 from npu_sim.tosa.tflite_import import is_tflite, tflite_to_mlir
 from npu_sim.tosa.validation import validate as validate_graph
 
@@ -70,8 +71,10 @@ def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
     if kind == "json":
         graph = read_json(data.removeprefix(b"\xef\xbb\xbf"))
     elif kind == "tflite":
-        graph = read_mlir(tflite_to_mlir(data, str(path), use_cache), str(path),
-                          Legalizer(TfliteModel(data, str(path)), str(path)))
+        text = tflite_to_mlir(data, str(path), use_cache)   # (refuses a damaged model in the converter's words)
+        model = TfliteModel(data, str(path))
+        graph = read_mlir(text, str(path), Legalizer(model, str(path)))
+        round_fully_connected_once(graph, model)   # LiteRT's rounding (npu_sim/tosa/tflite/rounding.py)
     elif kind == "mlir":
         graph = read_mlir(data.removeprefix(b"\xef\xbb\xbf"), str(path), Legalizer(None, str(path)))
     else:

@@ -32,7 +32,8 @@ TENSOR_TYPES: dict[int, np.dtype] = {0: np.dtype(np.float32), 1: np.dtype(np.flo
 TYPE_NAMES = {0: "float32", 1: "float16", 2: "int32", 3: "uint8", 4: "int64", 5: "string", 6: "bool",
               7: "int16", 9: "int8", 10: "float64", 13: "resource", 17: "int4"}
 
-#: BuiltinOperator codes of the operators the legalization handles.
+#: BuiltinOperator codes of the operators the legalization and the rounding pass handle.
+FULLY_CONNECTED = 9
 UNIDIRECTIONAL_SEQUENCE_LSTM = 44
 BIDIRECTIONAL_SEQUENCE_LSTM = 52
 #: BuiltinOptions union tags of their options tables.
@@ -181,6 +182,10 @@ class TfliteModel:
     @cached_property
     def _buffers(self) -> list[_Table]:
         return self.root.tables(4, "Buffer")
+
+    @property
+    def subgraph_count(self) -> int:
+        return len(self._subgraphs)
 
     def operators(self, subgraph: int = 0) -> list[TfliteOperator]:
         """The operators of a subgraph, in execution order."""

@@ -1,0 +1,87 @@
+"""A converted FULLY_CONNECTED rounds its requantization once, as LiteRT does: Dense layers
+and the Dense heads of recurrent models give LiteRT's outputs bit for bit (its builtin
+kernels, and its default interpreter), and Arm's reference model runs the graph to the
+same bits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+import npu_sim
+from npu_sim.tosa.loader import load_graph, save_graph
+from npu_sim.tosa.ops import Op
+from npu_sim.tosa.schema_generated import RoundingMode
+from tests.oracle import run_graph_bytes
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "tflite"
+
+
+def product_rescales(graph: npu_sim.Graph) -> dict[str, RoundingMode]:
+    """The rounding of each RESCALE of a CONV2D's accumulators, by the CONV2D's name."""
+    found = {}
+    for block in graph.blocks():
+        producer = {out: op for op in block.operators for out in op.outputs}
+        for op in block.operators:
+            source = producer.get(op.inputs[0]) if op.op is Op.RESCALE else None
+            if source is not None and source.op is Op.CONV2D:
+                found[source.name] = RoundingMode(op.attribute.rounding_mode)
+    return found
+
+
+def largest_difference(path: Path, resolver: OpResolverType, invocations: int) -> int:
+    graph = load_graph(path)
+    interpreter = Interpreter(model_path=str(path), experimental_op_resolver_type=resolver)
+    interpreter.allocate_tensors()
+    given, taken = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
+    session = npu_sim.Session(graph)
+    rng = np.random.default_rng(3)
+    largest = 0
+    for _ in range(invocations):   # a stateful model carries its state from one to the next
+        x = rng.integers(-128, 128, size=given["shape"]).astype(given["dtype"])
+        interpreter.set_tensor(given["index"], x)
+        interpreter.invoke()
+        theirs = interpreter.get_tensor(taken["index"]).astype(np.int64)
+        (ours,) = session.invoke({graph.main.inputs[0]: x}).values()
+        largest = max(largest, int(np.abs(ours.reshape(theirs.shape).astype(np.int64) - theirs).max()))
+    return largest
+
+
+@pytest.mark.parametrize("stem", ["dense_int8", "dense_per_tensor_int8"])
+def test_the_dense_layers_requantization_rounds_once(stem):
+    rounding = product_rescales(load_graph(DATA / f"{stem}.tflite"))
+    assert list(rounding.values()) == [RoundingMode.SINGLE_ROUND] * 2
+
+
+def test_a_cnn_keeps_double_rounding_but_for_its_dense_head():
+    """Five CONV_2D (four of them 1x1) round twice in LiteRT, as the converter writes them;
+    only the FULLY_CONNECTED at the end (the last CONV2D) changes."""
+    rounding = list(product_rescales(load_graph(DATA / "ds_cnn_kws_int8.tflite")).values())
+    assert rounding == [RoundingMode.DOUBLE_ROUND] * 5 + [RoundingMode.SINGLE_ROUND]
+
+
+@pytest.mark.parametrize("resolver", [OpResolverType.AUTO, OpResolverType.BUILTIN_REF])
+@pytest.mark.parametrize("stem, invocations", [("dense_int8", 100), ("dense_per_tensor_int8", 100),
+                                               ("lstm_int8", 30), ("lstm_stacked_int8", 30)])
+def test_dense_layers_and_heads_give_litert_s_bits(stem, invocations, resolver):
+    """100 inputs of the Dense models: about 20 elements differed by one LSB with double
+    rounding; none now, for LiteRT's reference kernels and its default interpreter."""
+    assert largest_difference(DATA / f"{stem}.tflite", resolver, invocations) == 0
+
+
+def test_converted_lstm_gives_litert_s_builtin_kernels_bits():
+    """An unrolled LSTM converted by Arm's converter (FULLY_CONNECTED, ADD, MUL, LOGISTIC,
+    TANH in int8): bit for bit with LiteRT's builtin kernels over a stream of invocations."""
+    assert largest_difference(DATA / "lstm_stateful_int8.tflite", OpResolverType.BUILTIN_REF, 60) == 0
+
+
+def test_arms_reference_model_runs_the_single_rounded_graph_to_the_same_bits(tmp_path):
+    graph = load_graph(DATA / "dense_int8.tflite")
+    save_graph(graph, tmp_path / "model.tosa")
+    x = np.random.default_rng(5).integers(-128, 128, size=(1, 40)).astype(np.int8)
+    (ours,) = npu_sim.execute(graph, {graph.main.inputs[0]: x}).values()
+    (theirs,) = run_graph_bytes((tmp_path / "model.tosa").read_bytes(), [x], list(graph.output_types.values()))
+    np.testing.assert_array_equal(ours, theirs)
