@@ -12,32 +12,69 @@ converter writes them as [out, 1, 1, in], TFLite's [out, in] layout) and gives t
 RESCALE of their accumulators ``SINGLE_ROUND``: then LiteRT's outputs come out bit for
 bit (checked against ``ai-edge-litert``'s builtin kernels in the test suite). The graph
 stays plain TOSA: Arm's reference model runs it to the same bits.
+
+A 16-bit FULLY_CONNECTED (int16 activations, int8 weights) accumulates in int48, and TOSA
+rescales an int48 with a 16-bit multiplier only, where LiteRT multiplies by the 32-bit one:
+when the weights bound every accumulator within int32 (``32768 * sum|w| + |bias|``), the
+accumulator first moves to int32 unchanged (a RESCALE by 4 / 2^2) and is then rescaled
+with LiteRT's 32-bit multipliers (``QuantizeMultiplier`` of ``s_in * s_w / s_out``), once
+rounded; wider ones keep the converter's 16-bit form (then within one LSB).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
-from npu_sim.tosa.ir import Block, Graph, Operator
+from npu_sim.errors import TosaFormatError
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import Block, Graph, Operator, Tensor
 from npu_sim.tosa.ops import Op
 from npu_sim.tosa.schema_generated import RoundingMode
-from npu_sim.tosa.tflite.flatbuffer import FULLY_CONNECTED, TfliteModel
-
-#: The accumulator types a requantizing RESCALE reads.
-_ACCUMULATORS = ("INT32", "INT48")
+from npu_sim.tosa.tflite.fixed_point import quantize_multiplier
+from npu_sim.tosa.tflite.flatbuffer import FULLY_CONNECTED, TfliteModel, TfliteTensor
 
 
-def fully_connected_weights(model: TfliteModel) -> set[tuple[tuple[int, int], bytes]]:
-    """(shape [out, in], bytes) of the constant weights of every FULLY_CONNECTED, all subgraphs."""
-    found = set()
+@dataclass(frozen=True)
+class _FullyConnected:
+    """What LiteRT requantizes a FULLY_CONNECTED's accumulators with: per output channel, the
+    effective scale ``s_in * s_w / s_out`` (None without quantization)."""
+
+    scales: tuple[float, ...] | None
+
+
+def fully_connected_weights(model: TfliteModel) -> dict[tuple[tuple[int, int], bytes], _FullyConnected]:
+    """(shape [out, in], bytes) of the constant weights of every FULLY_CONNECTED, all subgraphs,
+    and its requantization."""
+    found = {}
     for subgraph in range(model.subgraph_count):
         for op in model.operators(subgraph):
-            if op.code != FULLY_CONNECTED or len(op.inputs) < 2 or op.inputs[1] < 0:
+            if op.code != FULLY_CONNECTED or len(op.inputs) < 2 or op.inputs[1] < 0 or not op.outputs:
                 continue
-            data = model.tensor(op.inputs[1], subgraph).data
-            if data is not None and data.ndim == 2:
-                found.add(((int(data.shape[0]), int(data.shape[1])), np.ascontiguousarray(data).tobytes()))
+            weights = model.tensor(op.inputs[1], subgraph)
+            data = weights.data
+            if data is None or data.ndim != 2:
+                continue
+            key = ((int(data.shape[0]), int(data.shape[1])), np.ascontiguousarray(data).tobytes())
+            found[key] = _FullyConnected(_effective_scales(model, subgraph, op.inputs[0], weights, op.outputs[0]))
     return found
+
+
+def _effective_scales(model: TfliteModel, subgraph: int, data: int, weights: TfliteTensor,
+                      output: int) -> tuple[float, ...] | None:
+    """LiteRT's ``s_in * s_w[c] / s_out`` (in double, from the float32 scales) per channel."""
+    if data < 0 or weights.quantization is None:
+        return None
+    given, result = model.tensor(data, subgraph).quantization, model.tensor(output, subgraph).quantization
+    if given is None or result is None:
+        return None
+    channels = weights.shape[0]
+    scales = weights.quantization.scale
+    if len(scales) not in (1, channels):
+        return None
+    per_channel = scales if len(scales) == channels else scales * channels
+    return tuple(float(np.float64(given.scale[0]) * np.float64(w) / np.float64(result.scale[0])) for w in per_channel)
 
 
 def round_fully_connected_once(graph: Graph, model: TfliteModel) -> int:
@@ -48,12 +85,13 @@ def round_fully_connected_once(graph: Graph, model: TfliteModel) -> int:
         return 0
     changed = 0
     for block in graph.blocks():
+        added = _Added()
         readers: dict[str, list[int]] = {}
         for index, op in enumerate(block.operators):
             for name in op.inputs:
                 readers.setdefault(name, []).append(index)
         producer = {name: op for op in block.operators for name in op.outputs}
-        for op in block.operators:
+        for op in list(block.operators):
             if op.op is not Op.CONV2D or len(op.inputs) < 2 or not op.outputs:
                 continue
             shape = block.tensor(op.inputs[1]).shape
@@ -65,13 +103,87 @@ def round_fully_connected_once(graph: Graph, model: TfliteModel) -> int:
                 continue
             for index in readers.get(op.outputs[0], []):
                 rescale = block.operators[index]
-                if rescale.op is Op.RESCALE and rescale.inputs[0] == op.outputs[0] \
-                        and block.tensor(rescale.inputs[0]).dtype.name in _ACCUMULATORS \
-                        and rescale.attribute.rounding_mode != RoundingMode.SINGLE_ROUND:
-                    fields = {**rescale.attribute.to_dict(), "rounding_mode": RoundingMode.SINGLE_ROUND}
-                    rescale.attribute = type(rescale.attribute)(**fields)
+                if rescale.op is not Op.RESCALE or rescale.inputs[0] != op.outputs[0]:
+                    continue
+                accumulator = block.tensor(rescale.inputs[0]).dtype
+                if accumulator is DType.INT48:
+                    changed += _rescale_wide_accumulator(block, op, rescale, data, weights[key], added)
+                elif accumulator is DType.INT32 and rescale.attribute.rounding_mode != RoundingMode.SINGLE_ROUND:
+                    _set(rescale, rounding_mode=RoundingMode.SINGLE_ROUND)
                     changed += 1
+        for before, operator in added.operators:
+            block.operators.insert(block.operators.index(before), operator)
+        block.operators[0:0] = added.constants
     return changed
+
+
+@dataclass
+class _Added:
+    """Operators a block gains: constants (they go first) and (operator, the one it precedes)."""
+
+    constants: list[Operator] = field(default_factory=list)
+    operators: list[tuple[Operator, Operator]] = field(default_factory=list)
+
+
+def _set(operator: Operator, **fields: object) -> None:
+    operator.attribute = type(operator.attribute)(**{**operator.attribute.to_dict(), **fields})
+
+
+def _rescale_wide_accumulator(block: Block, conv: Operator, rescale: Operator, weights: np.ndarray,
+                              fc: _FullyConnected, added: _Added) -> int:
+    """An int48 accumulator that the weights keep within int32: moved to int32 unchanged, then
+    rescaled with LiteRT's 32-bit multipliers, once rounded. 0 when it cannot be (left as is)."""
+    if fc.scales is None or rescale.attribute.input_unsigned or rescale.attribute.output_unsigned:
+        return 0
+    channels = weights.shape[0]
+    bias = _constant(block, conv.inputs[2]) if len(conv.inputs) > 2 else None
+    bias_bound = np.abs(bias.astype(np.int64)).reshape(-1) if bias is not None else np.zeros(1, np.int64)
+    if bias_bound.size not in (1, channels):
+        return 0
+    largest = np.abs(weights.astype(np.int64)).reshape(channels, -1).sum(axis=1) * 32768 + bias_bound
+    input_zp = _constant(block, rescale.inputs[3]) if len(rescale.inputs) > 3 else None
+    if int(largest.max()) >= 1 << 31 or input_zp is None or np.any(input_zp != 0):
+        return 0
+    pairs = [quantize_multiplier(scale) for scale in fc.scales]
+    if any(m <= 0 or not 2 <= 31 - e <= 62 for m, e in pairs):
+        return 0
+    per_channel = bool(rescale.attribute.per_channel)
+    if not per_channel and len(set(pairs)) != 1:
+        return 0
+    pairs = pairs if per_channel else pairs[:1]
+    base = rescale.outputs[0]
+    narrow = _tensor(block, added, f"{base}_accumulator32", block.tensor(conv.outputs[0]).shape, DType.INT32)
+    identity = [_tensor(block, added, f"{base}_identity_multiplier", (1,), DType.INT16, np.array([4], np.int16)),
+                _tensor(block, added, f"{base}_identity_shift", (1,), DType.INT8, np.array([2], np.int8)),
+                rescale.inputs[3],   # the int48 zero point (zero, checked above)
+                _tensor(block, added, f"{base}_identity_output_zp", (1,), DType.INT32, np.zeros(1, np.int32))]
+    move = Operator(Op.RESCALE, [conv.outputs[0], *identity], [narrow],
+                    type(rescale.attribute)(**{**rescale.attribute.to_dict(), "scale32": False, "per_channel": False,
+                                               "rounding_mode": RoundingMode.SINGLE_ROUND}))
+    added.operators.append((rescale, move))
+    multipliers = _tensor(block, added, f"{base}_multiplier32", (len(pairs),), DType.INT32,
+                          np.array([m for m, _ in pairs], np.int32))
+    shifts = _tensor(block, added, f"{base}_shift32", (len(pairs),), DType.INT8,
+                     np.array([31 - e for _, e in pairs], np.int8))
+    zero = _tensor(block, added, f"{base}_input_zp32", (1,), DType.INT32, np.zeros(1, np.int32))
+    rescale.inputs = [narrow, multipliers, shifts, zero, *rescale.inputs[4:]]
+    _set(rescale, scale32=True, rounding_mode=RoundingMode.SINGLE_ROUND)
+    return 1
+
+
+def _tensor(block: Block, added: _Added, name: str, shape: tuple[int, ...], dtype: DType,
+            data: np.ndarray | None = None) -> str:
+    """A new tensor of ``block``; with ``data``, a constant: its CONST goes first in the block."""
+    if name in block.tensors:
+        raise TosaFormatError(f"block {block.name}: tensor {name} exists already")
+    block.tensors[name] = Tensor(name, tuple(shape), dtype, data)
+    if data is not None:
+        added.constants.append(Operator(Op.CONST, [], [name]))
+    return name
+
+
+def _constant(block: Block, name: str) -> np.ndarray | None:
+    return _constant_through_reshapes(block, {o: op for op in block.operators for o in op.outputs}, name)
 
 
 def _constant_through_reshapes(block: Block, producer: dict[str, Operator], name: str) -> np.ndarray | None:
