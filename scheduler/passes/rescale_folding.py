@@ -31,25 +31,33 @@ class RescaleFoldRule:
     anchors: frozenset[Op] = frozenset()
 
     def match(self, index: int, ctx: FusionContext) -> list[int] | None:
-        block = ctx.block
-        anchor = block.operators[index]
+        anchor = ctx.block.operators[index]
         if anchor.op not in self.anchors or len(anchor.outputs) != 1 or not self._free(index, ctx):
             return None
-        group = [index]
-        for name in anchor.inputs:
+        group = sorted({index, *self._inputs(index, ctx), *self._outputs(index, ctx)})
+        return group if len(group) > 1 else None
+
+    def _inputs(self, index: int, ctx: FusionContext) -> list[int]:
+        """The RESCALEs producing the anchor's operands that only it reads."""
+        found = []
+        for name in ctx.block.operators[index].inputs:
             producer = ctx.producer.get(name)
-            if producer is not None and producer < index and producer not in group \
-                    and self._joins(producer, Op.RESCALE, ctx) and ctx.sole_consumer(name) == index:
-                group.append(producer)
-        last = index
+            if producer is not None and producer < index and self._joins(producer, Op.RESCALE, ctx) \
+                    and ctx.sole_consumer(name) == index:
+                found.append(producer)
+        return found
+
+    def _outputs(self, index: int, ctx: FusionContext) -> list[int]:
+        """The RESCALE alone reading the anchor's result, and a CLAMP alone reading that's."""
+        block, found, last = ctx.block, [], index
         for op in (Op.RESCALE, Op.CLAMP):
             result = block.operators[last].outputs[0]
             nxt = ctx.sole_consumer(result)
             if nxt is None or nxt <= last or not self._joins(nxt, op, ctx) or block.operators[nxt].inputs[0] != result:
                 break
-            group.append(nxt)
+            found.append(nxt)
             last = nxt
-        return sorted(group) if len(group) > 1 else None
+        return found
 
     def _joins(self, index: int, op: Op, ctx: FusionContext) -> bool:
         operator = ctx.block.operators[index]

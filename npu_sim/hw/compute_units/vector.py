@@ -232,31 +232,49 @@ def rescale_folds(hw: HwConfig, steps: Sequence[KernelStep]) -> tuple[set[int], 
     scaled_ops = {Op[name] for name in hw.vector.scaled_ops}
     if not scaled_ops:
         return set(), {}
-    uses = [0] * len(steps)
-    for step in steps:
-        for operand in step.operands:
-            if isinstance(operand, int) and 0 <= operand < len(steps):
-                uses[operand] += 1
+    uses = _reader_counts(steps)
     folded: set[int] = set()
     scaled: dict[int, KernelStep] = {}
     for i, step in enumerate(steps):
         if step.op not in scaled_ops:
             continue
-        ins = list(step.input_types)
-        for k, operand in enumerate(step.operands):
-            if isinstance(operand, int) and 0 <= operand < i and steps[operand].op is Op.RESCALE \
-                    and uses[operand] == 1 and k < len(ins):
-                folded.add(operand)
-                ins[k] = steps[operand].input_types[0]
-        outs, last = list(step.output_types), i
-        for op in (Op.RESCALE, Op.CLAMP):
-            nxt = _sole_reader(steps, last, uses, op)
-            if nxt is not None:
-                folded.add(nxt)
-                outs[0], last = steps[nxt].output_types[0], nxt
-        if last != i or ins != list(step.input_types):
+        inputs = _folded_inputs(steps, i, uses)
+        outputs = _folded_outputs(steps, i, uses)
+        folded.update(inputs)
+        folded.update(outputs)
+        if inputs or outputs:
+            ins = [steps[inputs[k]].input_types[0] if k in inputs else t for k, t in enumerate(step.input_types)]
+            outs = [steps[outputs[-1]].output_types[0], *step.output_types[1:]] if outputs else list(step.output_types)
             scaled[i] = dataclasses.replace(step, input_types=tuple(ins), output_types=tuple(outs))
     return folded, scaled
+
+
+def _reader_counts(steps: Sequence[KernelStep]) -> list[int]:
+    """How many times later steps read each step's result."""
+    uses = [0] * len(steps)
+    for step in steps:
+        for operand in step.operands:
+            if isinstance(operand, int) and 0 <= operand < len(steps):
+                uses[operand] += 1
+    return uses
+
+
+def _folded_inputs(steps: Sequence[KernelStep], index: int, uses: list[int]) -> dict[int, int]:
+    """Operand position -> the RESCALE step that step ``index`` alone reads there."""
+    return {k: operand for k, operand in enumerate(steps[index].operands)
+            if isinstance(operand, int) and 0 <= operand < index and steps[operand].op is Op.RESCALE
+            and uses[operand] == 1 and k < len(steps[index].input_types)}
+
+
+def _folded_outputs(steps: Sequence[KernelStep], index: int, uses: list[int]) -> list[int]:
+    """The RESCALE alone reading step ``index``'s result, and a CLAMP alone reading that's."""
+    chain, last = [], index
+    for op in (Op.RESCALE, Op.CLAMP):
+        nxt = _sole_reader(steps, last, uses, op)
+        if nxt is not None:
+            chain.append(nxt)
+            last = nxt
+    return chain
 
 
 def _sole_reader(steps: Sequence[KernelStep], index: int, uses: list[int], op: Op) -> int | None:
