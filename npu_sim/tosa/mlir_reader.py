@@ -295,7 +295,14 @@ class _Reader:
         if name == "tfl.no_value":
             state.values.update({r: _NO_VALUE for r in results})
             return
+        self.legalize(state, results, opname, operands, attrs, result_type)
+
+    def legalize(self, state: _BlockState, results: list[str], opname: str, operands: list[str],
+                 attrs: dict[str, Any], result_type: MlirType | None) -> None:
+        """Hand a foreign operation the legalizer handles to it; its results become the values
+        of ``results`` (checked against the type the MLIR gives them)."""
         assert self.legalizer is not None
+        name = opname.lower()
         where = f"{self.source}: {results[0] if results else opname}"
         values = [self.lookup(state, v, where) or None for v in operands]
         occurrence = self.foreign_seen.get(name, 0)
@@ -305,7 +312,7 @@ class _Reader:
         state.replaced_operands += [v for v in values if v]
         for ssa, out in zip(results, outputs):
             if result_type is None or tuple(state.block.tensors[out].shape) != result_type.dims:
-                raise s.error(f"{opname}: the legalized result does not have the type the MLIR gives it")
+                raise self.scanner.error(f"{opname}: the legalized result does not have the type the MLIR gives it")
             state.values[ssa] = out
 
     def foreign_signature(self) -> tuple[list[str], dict[str, Any], MlirType | None]:

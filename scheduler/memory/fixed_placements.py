@@ -177,20 +177,27 @@ def weight_operands(block: LoweredBlock) -> set[str]:
         for op in sub.ops:
             if not any(step.op in MAC_OPS for step in op.steps):
                 continue
-            op_weights: set[str] = set()
-            parameters: set[str] = set()
-            for step in op.steps:
-                if step.op in MAC_OPS and len(step.operands) > 1 and isinstance(step.operands[1], str):
-                    op_weights.add(step.operands[1])
-                if step.op in MAC_OPS or step.op is Op.RESCALE and bool(step.attribute.per_channel):
-                    parameters |= {operand for j, operand in enumerate(step.operands[1:3], start=1)
-                                   if isinstance(operand, str) and step.input_types[j].element_count > 1}
+            op_weights, parameters = _weights_and_parameters(op)
             for key in op_weights:
                 readers[key] = readers.get(key, 0) + 1
                 parameters_of.setdefault(key, set()).update(parameters - op_weights)
             weights |= op_weights
     reused = [parameters_of[key] for key, count in readers.items() if count > 1]
     return weights.union(*reused)
+
+
+def _weights_and_parameters(op: NpuOp) -> tuple[set[str], set[str]]:
+    """The weights of ``op``'s MAC steps and its per-channel parameters (operands 1 and 2 of
+    a MAC step or a per-channel RESCALE with more than one element)."""
+    weights: set[str] = set()
+    parameters: set[str] = set()
+    for step in op.steps:
+        if step.op in MAC_OPS and len(step.operands) > 1 and isinstance(step.operands[1], str):
+            weights.add(step.operands[1])
+        if step.op in MAC_OPS or step.op is Op.RESCALE and bool(step.attribute.per_channel):
+            parameters |= {operand for j, operand in enumerate(step.operands[1:3], start=1)
+                           if isinstance(operand, str) and step.input_types[j].element_count > 1}
+    return weights, parameters
 
 
 def loop_operands(block: LoweredBlock) -> set[str]:

@@ -238,22 +238,41 @@ def hard_sigmoid_at(g: CellGraph, index: int) -> str | None:
         return None
     tensor, added, bounded = op.outputs[0], False, False
     while True:
-        user = g.sole_user(tensor)
-        if user is None or len(g.op(user).outputs) != 1 or g.op(user).inputs[0] != tensor and \
-                g.op(user).op not in (Op.ADD, Op.MINIMUM, Op.MAXIMUM):
+        follower = _chain_follower(g, tensor)
+        if follower is None:
             break
-        follower = g.op(user)
-        constant_others = all(g.is_constant_derived(t) for t in follower.inputs if t != tensor)
-        if follower.op in TRANSPARENT and follower.inputs[0] == tensor and not bounded:
-            pass
-        elif follower.op is Op.ADD and constant_others and not bounded:
-            added = True
-        elif follower.op in (Op.MINIMUM, Op.MAXIMUM) and constant_others or follower.op is Op.CLAMP:
-            bounded = True
-        else:
+        stage = _hard_sigmoid_stage(g, follower, tensor, bounded)
+        if stage is None:
             break
+        added |= stage == "add"
+        bounded |= stage == "bound"
         tensor = follower.outputs[0]
     return tensor if added and bounded else None
+
+
+def _chain_follower(g: CellGraph, tensor: str) -> Operator | None:
+    """The sole reader of ``tensor`` with one result that reads it first (or as either operand
+    of an ADD, MINIMUM or MAXIMUM)."""
+    user = g.sole_user(tensor)
+    if user is None:
+        return None
+    op = g.op(user)
+    if len(op.outputs) != 1 or op.inputs[0] != tensor and op.op not in (Op.ADD, Op.MINIMUM, Op.MAXIMUM):
+        return None
+    return op
+
+
+def _hard_sigmoid_stage(g: CellGraph, op: Operator, tensor: str, bounded: bool) -> str | None:
+    """What ``op`` (reading ``tensor``) is in a hard sigmoid: a quantisation "step" or the
+    "add" of the offset (before the bounds), a "bound"; None if it ends the chain."""
+    constant_others = all(g.is_constant_derived(t) for t in op.inputs if t != tensor)
+    if op.op in TRANSPARENT and op.inputs[0] == tensor and not bounded:
+        return "step"
+    if op.op is Op.ADD and constant_others and not bounded:
+        return "add"
+    if op.op in (Op.MINIMUM, Op.MAXIMUM) and constant_others or op.op is Op.CLAMP:
+        return "bound"
+    return None
 
 
 def activation_kind(g: CellGraph, index: int) -> str:

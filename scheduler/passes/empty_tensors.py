@@ -46,20 +46,22 @@ def _block(block: Block) -> Block:
             raise UnsupportedFeatureError(f"tensor {name!r} of block {block.name!r} has shape "
                                           f"{list(block.tensor(name).shape)}: npu-sim does not schedule an empty "
                                           "graph or block input or output (npu-sim exec runs the graph)")
-    operators = []
-    for op in block.operators:
-        if op.outputs and all(_empty(block, n) for n in op.outputs):
-            continue   # computes nothing
-        empty_inputs = [n for n in op.inputs if _empty(block, n)]
-        if not empty_inputs:
-            operators.append(op)
-        elif op.op is Op.CONCAT:
-            kept = [n for n in op.inputs if not _empty(block, n)]
-            operators.append(dataclasses.replace(op, inputs=kept) if len(kept) > 1 else
-                             Operator(Op.IDENTITY, kept, list(op.outputs), location=op.location))
-        else:
-            raise UnsupportedFeatureError(f"{op.name} reads the empty tensor {empty_inputs[0]!r} and computes a "
-                                          "tensor with elements: npu-sim does not schedule that (npu-sim exec "
-                                          "runs the graph)")
+    operators = [kept for op in block.operators if (kept := _operator(block, op)) is not None]
     tensors = {n: t for n, t in block.tensors.items() if not _empty(block, n)}
     return dataclasses.replace(block, operators=operators, tensors=tensors)
+
+
+def _operator(block: Block, op: Operator) -> Operator | None:
+    """``op`` without its empty tensors: None if it computes nothing, a CONCAT of the others."""
+    if op.outputs and all(_empty(block, n) for n in op.outputs):
+        return None
+    empty_inputs = [n for n in op.inputs if _empty(block, n)]
+    if not empty_inputs:
+        return op
+    if op.op is Op.CONCAT:
+        kept = [n for n in op.inputs if not _empty(block, n)]
+        return dataclasses.replace(op, inputs=kept) if len(kept) > 1 else \
+            Operator(Op.IDENTITY, kept, list(op.outputs), location=op.location)
+    raise UnsupportedFeatureError(f"{op.name} reads the empty tensor {empty_inputs[0]!r} and computes a "
+                                  "tensor with elements: npu-sim does not schedule that (npu-sim exec "
+                                  "runs the graph)")

@@ -151,20 +151,9 @@ def _gates_of_cell_sum(g: CellGraph, index: int) -> list[str] | None:
     """The pre-activations of gates i, f, g, o when ADD ``index`` is c' = f * c + i * g of a
     cell whose gates have products of their own; None when it is no such sum (gates split
     from one tensor are the SLICE anchor's)."""
-    terms = [_product_operands(g, t) for t in g.op(index).inputs[:2]]
-    if len(terms) != 2 or any(t is None for t in terms):
-        return None
-    kinds = [[activation_source(g, operand) for operand in term] for term in terms if term is not None]
-    named = {}
-    for sources in kinds:
-        found = sorted((kind, z) for kind, z in (s for s in sources if s is not None))
-        if [k for k, _ in found] == ["SIGMOID", "TANH"] and len(found) == 2:
-            named["i"], named["g"] = found[0][1], found[1][1]
-        elif [k for k, _ in found] == ["SIGMOID"]:
-            named["f"] = found[0][1]
-    if set(named) != {"i", "f", "g"}:
-        return None
-    if any(g.producer.get(z) is not None and g.op(g.producer[z]).op is Op.SLICE for z in named.values()):
+    named = _gates_of_terms(g, g.op(index).inputs[:2])
+    if named is None or any(g.producer.get(z) is not None and g.op(g.producer[z]).op is Op.SLICE
+                            for z in named.values()):
         return None
     c_next = requantised(g, g.op(index).outputs[0])
     tanh_c = activation_of(g, c_next)
@@ -178,6 +167,23 @@ def _gates_of_cell_sum(g: CellGraph, index: int) -> list[str] | None:
     if source is None or source[0] != "SIGMOID":
         raise NoMatch(f"tanh of the new cell state is multiplied by {other}, expected a sigmoid (gate o)")
     return [named["i"], named["f"], named["g"], source[1]]
+
+
+def _gates_of_terms(g: CellGraph, terms: list[str]) -> dict[str, str] | None:
+    """Gates i, g (a sigmoid times a tanh) and f (a sigmoid times another value) from the two
+    terms of c' = f * c + i * g; None if they are not such products."""
+    named: dict[str, str] = {}
+    for term in terms:
+        operands = _product_operands(g, term)
+        if operands is None:
+            return None
+        found = sorted(source for source in (activation_source(g, o) for o in operands) if source is not None)
+        kinds = [kind for kind, _ in found]
+        if kinds == ["SIGMOID", "TANH"]:
+            named["i"], named["g"] = found[0][1], found[1][1]
+        elif kinds == ["SIGMOID"]:
+            named["f"] = found[0][1]
+    return named if len(terms) == 2 and set(named) == {"i", "f", "g"} else None
 
 
 def _product_operands(g: CellGraph, tensor: str) -> list[str] | None:

@@ -38,6 +38,7 @@ from npu_sim.errors import ProgramError
 from npu_sim.hw.compute_units import lut, mac_array, vector
 from npu_sim.hw.compute_units.unit import ceil_div, out_elements
 from npu_sim.program import KernelStep
+from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def gate_product_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     their output channels: the datapath broadcasts the vector once to every PE."""
     pes = hw.mac_array.rows * hw.mac_array.cols
     cycles = outputs = 0
-    products: dict[tuple[object, int, int, object], int] = {}   # (data, m, k, dtype) -> output channels
+    products: dict[tuple[object, int, int, DType], int] = {}   # (data, m, k, dtype) -> output channels
     for step in steps:
         if step.op not in mac_array.MAC_OPS:
             continue

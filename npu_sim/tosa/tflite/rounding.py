@@ -86,35 +86,43 @@ def round_fully_connected_once(graph: Graph, model: TfliteModel) -> int:
     changed = 0
     for block in graph.blocks():
         added = _Added()
-        readers: dict[str, list[int]] = {}
-        for index, op in enumerate(block.operators):
-            for name in op.inputs:
-                readers.setdefault(name, []).append(index)
-        producer = {name: op for op in block.operators for name in op.outputs}
-        for op in list(block.operators):
-            if op.op is not Op.CONV2D or len(op.inputs) < 2 or not op.outputs:
-                continue
-            shape = block.tensor(op.inputs[1]).shape
-            data = _constant_through_reshapes(block, producer, op.inputs[1])
-            if data is None or len(shape) != 4 or tuple(shape[1:3]) != (1, 1):
-                continue
-            key = ((int(shape[0]), int(shape[3])), np.ascontiguousarray(data).tobytes())
-            if key not in weights:
-                continue
-            for index in readers.get(op.outputs[0], []):
-                rescale = block.operators[index]
-                if rescale.op is not Op.RESCALE or rescale.inputs[0] != op.outputs[0]:
-                    continue
-                accumulator = block.tensor(rescale.inputs[0]).dtype
-                if accumulator is DType.INT48:
-                    changed += _rescale_wide_accumulator(block, op, rescale, data, weights[key], added)
-                elif accumulator is DType.INT32 and rescale.attribute.rounding_mode != RoundingMode.SINGLE_ROUND:
-                    _set(rescale, rounding_mode=RoundingMode.SINGLE_ROUND)
-                    changed += 1
+        for conv, data, fc in _fully_connected_products(block, weights):
+            for rescale in [op for op in block.operators if op.op is Op.RESCALE and op.inputs[0] == conv.outputs[0]]:
+                changed += _round_once(block, conv, rescale, data, fc, added)
         for before, operator in added.operators:
             block.operators.insert(block.operators.index(before), operator)
         block.operators[0:0] = added.constants
     return changed
+
+
+def _fully_connected_products(block: Block, weights: dict[tuple[tuple[int, int], bytes], _FullyConnected]
+                              ) -> list[tuple[Operator, np.ndarray, _FullyConnected]]:
+    """The CONV2Ds of ``block`` that are converted FULLY_CONNECTEDs, with their weights."""
+    producer = {name: op for op in block.operators for name in op.outputs}
+    found = []
+    for op in block.operators:
+        if op.op is not Op.CONV2D or len(op.inputs) < 2 or not op.outputs:
+            continue
+        shape = block.tensor(op.inputs[1]).shape
+        data = _constant_through_reshapes(block, producer, op.inputs[1])
+        if data is None or len(shape) != 4 or tuple(shape[1:3]) != (1, 1):
+            continue
+        key = ((int(shape[0]), int(shape[3])), np.ascontiguousarray(data).tobytes())
+        if key in weights:
+            found.append((op, data, weights[key]))
+    return found
+
+
+def _round_once(block: Block, conv: Operator, rescale: Operator, data: np.ndarray, fc: _FullyConnected,
+                added: _Added) -> int:
+    """Round ``rescale`` of ``conv``'s accumulators once (1), or leave it (0)."""
+    accumulator = block.tensor(rescale.inputs[0]).dtype
+    if accumulator is DType.INT48:
+        return _rescale_wide_accumulator(block, conv, rescale, data, fc, added)
+    if accumulator is DType.INT32 and rescale.attribute.rounding_mode != RoundingMode.SINGLE_ROUND:
+        _set(rescale, rounding_mode=RoundingMode.SINGLE_ROUND)
+        return 1
+    return 0
 
 
 @dataclass
@@ -133,29 +141,14 @@ def _rescale_wide_accumulator(block: Block, conv: Operator, rescale: Operator, w
                               fc: _FullyConnected, added: _Added) -> int:
     """An int48 accumulator that the weights keep within int32: moved to int32 unchanged, then
     rescaled with LiteRT's 32-bit multipliers, once rounded. 0 when it cannot be (left as is)."""
-    if fc.scales is None or rescale.attribute.input_unsigned or rescale.attribute.output_unsigned:
+    pairs = _wide_multipliers(block, conv, rescale, weights, fc)
+    if pairs is None:
         return 0
-    channels = weights.shape[0]
-    bias = _constant(block, conv.inputs[2]) if len(conv.inputs) > 2 else None
-    bias_bound = np.abs(bias.astype(np.int64)).reshape(-1) if bias is not None else np.zeros(1, np.int64)
-    if bias_bound.size not in (1, channels):
-        return 0
-    largest = np.abs(weights.astype(np.int64)).reshape(channels, -1).sum(axis=1) * 32768 + bias_bound
-    input_zp = _constant(block, rescale.inputs[3]) if len(rescale.inputs) > 3 else None
-    if int(largest.max()) >= 1 << 31 or input_zp is None or np.any(input_zp != 0):
-        return 0
-    pairs = [quantize_multiplier(scale) for scale in fc.scales]
-    if any(m <= 0 or not 2 <= 31 - e <= 62 for m, e in pairs):
-        return 0
-    per_channel = bool(rescale.attribute.per_channel)
-    if not per_channel and len(set(pairs)) != 1:
-        return 0
-    pairs = pairs if per_channel else pairs[:1]
     base = rescale.outputs[0]
     narrow = _tensor(block, added, f"{base}_accumulator32", block.tensor(conv.outputs[0]).shape, DType.INT32)
     identity = [_tensor(block, added, f"{base}_identity_multiplier", (1,), DType.INT16, np.array([4], np.int16)),
                 _tensor(block, added, f"{base}_identity_shift", (1,), DType.INT8, np.array([2], np.int8)),
-                rescale.inputs[3],   # the int48 zero point (zero, checked above)
+                rescale.inputs[3],   # the int48 zero point (zero, checked)
                 _tensor(block, added, f"{base}_identity_output_zp", (1,), DType.INT32, np.zeros(1, np.int32))]
     move = Operator(Op.RESCALE, [conv.outputs[0], *identity], [narrow],
                     type(rescale.attribute)(**{**rescale.attribute.to_dict(), "scale32": False, "per_channel": False,
@@ -169,6 +162,35 @@ def _rescale_wide_accumulator(block: Block, conv: Operator, rescale: Operator, w
     rescale.inputs = [narrow, multipliers, shifts, zero, *rescale.inputs[4:]]
     _set(rescale, scale32=True, rounding_mode=RoundingMode.SINGLE_ROUND)
     return 1
+
+
+def _wide_multipliers(block: Block, conv: Operator, rescale: Operator, weights: np.ndarray,
+                      fc: _FullyConnected) -> list[tuple[int, int]] | None:
+    """LiteRT's (multiplier, exponent) per channel (one if not per channel) when the int48
+    accumulator fits int32 and the RESCALE takes 32-bit ones; None otherwise."""
+    if fc.scales is None or rescale.attribute.input_unsigned or rescale.attribute.output_unsigned:
+        return None
+    input_zp = _constant(block, rescale.inputs[3]) if len(rescale.inputs) > 3 else None
+    if input_zp is None or np.any(input_zp != 0) or not _fits_int32(block, conv, weights):
+        return None
+    pairs = [quantize_multiplier(scale) for scale in fc.scales]
+    if any(m <= 0 or not 2 <= 31 - e <= 62 for m, e in pairs):
+        return None
+    if rescale.attribute.per_channel:
+        return pairs
+    return pairs[:1] if len(set(pairs)) == 1 else None
+
+
+def _fits_int32(block: Block, conv: Operator, weights: np.ndarray) -> bool:
+    """Whether every accumulator of ``conv`` (int16 data, these weights and its bias) stays
+    within int32: ``32768 * sum|w| + |bias|`` per output channel."""
+    channels = weights.shape[0]
+    bias = _constant(block, conv.inputs[2]) if len(conv.inputs) > 2 else None
+    bias_bound = np.abs(bias.astype(np.int64)).reshape(-1) if bias is not None else np.zeros(1, np.int64)
+    if bias_bound.size not in (1, channels):
+        return False
+    largest = np.abs(weights.astype(np.int64)).reshape(channels, -1).sum(axis=1) * 32768 + bias_bound
+    return int(largest.max()) < 1 << 31
 
 
 def _tensor(block: Block, added: _Added, name: str, shape: tuple[int, ...], dtype: DType,

@@ -30,7 +30,8 @@ def convert(per_tensor: bool, int16: bool = False) -> bytes:
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
     converter.representative_dataset = lambda: ([rng.normal(size=(1, 40)).astype(np.float32)] for _ in range(50))
     if int16:
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+        sixteen_by_eight = tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
+        converter.target_spec.supported_ops = [sixteen_by_eight]
         converter.inference_input_type = converter.inference_output_type = tf.int16
     else:
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
