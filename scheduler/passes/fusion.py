@@ -60,6 +60,14 @@ class FusionContext:
     candidates: list[CompositeCandidate] = field(default_factory=list)
     #: a composite whose tensors take more bytes is not fused (None: no limit)
     max_composite_bytes: int | None = None
+    #: the def-use view the cell matchers walk, made once (it memoises which tensors are
+    #: computed from constants only: made per anchor, that costs a walk of the block each)
+    _cell_graph: CellGraph | None = None
+
+    def cell_graph(self) -> CellGraph:
+        if self._cell_graph is None:
+            self._cell_graph = CellGraph(self.block, self.consumers, self.producer, self.claimed)
+        return self._cell_graph
 
     @classmethod
     def of(cls, block: Block, max_composite_bytes: int | None = None) -> FusionContext:
@@ -121,7 +129,7 @@ class CellRule:
     matcher: Callable[[CellGraph, int, int | None], CellMatch | None]
 
     def match(self, index: int, ctx: FusionContext) -> FusedGroup | None:
-        graph = CellGraph(ctx.block, ctx.consumers, ctx.producer, ctx.claimed)
+        graph = ctx.cell_graph()
         anchor = ctx.block.operators[index]
         try:
             found = self.matcher(graph, index, ctx.max_composite_bytes)
