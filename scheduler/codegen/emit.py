@@ -40,10 +40,11 @@ DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
 class Emitter:
     """Builds abstract commands; owns the tile buffers it creates.
 
-    DMA engines: stores (TCM to DDR or variable SRAM) go to the last engine, so a
-    store waiting for its tile never holds up loads; loads go to the engine with
-    the least DMA work queued so far (by the cost model's estimate of the cycles
-    each occupies its engine).
+    DMA engines: stores to DDR go to the last engine, so a store waiting for its
+    tile never holds up loads; loads and on-chip copies (a variable written to the
+    variable SRAM bank) go to the engine with the least DMA work queued so far (by
+    the cost model's estimate of the cycles each occupies its engine), so the two
+    state writes at the end of a stateful LSTM do not queue the output's store.
     """
 
     def __init__(self, hw: HwConfig, alignment: int):
@@ -53,7 +54,7 @@ class Emitter:
         self.engine_work = [0.0] * self.dma_engines
 
     def _engine(self, src: BufView, dst: BufView) -> int:
-        store = src.memory is TCM and dst.memory is not TCM
+        store = src.memory is TCM and dst.memory is DDR
         cost = dma_issue_cycles(self.hw, src.size_bytes)
         if store:
             engine = self.dma_engines - 1
