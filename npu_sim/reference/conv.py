@@ -699,11 +699,16 @@ def _bind_conv(static_checks: StaticConv) -> Binder:
         # exact magnitudes of the constant weights, the input's from its storage type
         x_max = _storage_max_abs_minus(np.empty(0, types.in_t.numpy_dtype), input_zp)
         reduction = math.prod(a.kernel for a in geo.axes) * geo.in_channels
-        ctype = None if x_max is None else _compute_dtype(
-            reduction * x_max * _max_abs_minus(np.asarray(constants[0]), weight_zp), 1 << (types.acc_t.bits - 1))
-        if ctype is None:
+        acc_bound = None if x_max is None else \
+            reduction * x_max * _max_abs_minus(np.asarray(constants[0]), weight_zp)
+        ctype = None if acc_bound is None else _compute_dtype(acc_bound, 1 << (types.acc_t.bits - 1))
+        if ctype is None or acc_bound is None:
             return None  # the data decide how to sum: the plain kernel does
         w_matrix = _weight_matrix(np.asarray(constants[0]), weight_zp, ctype)
+        pointwise = _bind_pointwise(geo.axes, out_shape, static.input_types[0].shape, w_matrix, input_zp, bias,
+                                    acc_bound, types.out_t, ctype)
+        if pointwise is not None:
+            return pointwise
 
         def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
             acc = _im2col_conv(np.asarray(inputs[0]), w_matrix, input_zp, geo.axes, spatial_region, offsets, ctype)
@@ -712,6 +717,36 @@ def _bind_conv(static_checks: StaticConv) -> Binder:
         return run
 
     return bind
+
+
+def _bind_pointwise(axes: Sequence[Axis], out_shape: Sequence[int], in_shape: Sequence[int], w_matrix: np.ndarray,
+                    input_zp: int, bias: np.ndarray, acc_bound: int, out_t: DType,
+                    ctype: np.dtype) -> BoundKernel | None:
+    """A 1x1, stride 1, unpadded integer convolution (a matrix-vector product, as a fully connected
+    layer or an LSTM gate is): one GEMM of the input as it lies, the bias added in int64.
+
+    None unless the accumulator bound ``acc_bound`` (from the storage ranges and the exact weights)
+    plus the largest bias keeps every result within ``out_t``: then ``_int_output``'s REQUIRE cannot
+    fail, and the result is that of the general bound kernel in fewer numpy calls."""
+    if any(a.kernel != 1 or a.stride != 1 or a.pad != 0 for a in axes) or \
+            tuple(out_shape[:-1]) != tuple(in_shape[:-1]):
+        return None
+    bias64 = bias.astype(np.int64)
+    lo, hi = signed_range(out_t)
+    bias_lo, bias_hi = (int(bias64.min()), int(bias64.max())) if bias64.size else (0, 0)
+    if not (lo <= bias_lo - acc_bound and bias_hi + acc_bound <= hi):
+        return None
+    ic, storage, shape = in_shape[-1], out_t.numpy_dtype, tuple(out_shape)
+
+    def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
+        columns = inputs[0].reshape(-1, ic).astype(ctype)
+        if input_zp:
+            columns -= input_zp
+        out = (columns @ w_matrix).astype(np.int64)
+        out += bias64
+        return [out.astype(storage).reshape(shape)]
+
+    return run
 
 
 def _conv_window(spatial: int, transposed: bool = False) -> InputWindow:

@@ -201,6 +201,43 @@ def test_int8_extreme_values_and_zero_points_are_exact() -> None:
                          run_op(Op.CONV2D, operands, attribute, outputs)[0])
 
 
+@pytest.mark.parametrize("in_t, bias_t, acc_t", [(DType.INT8, DType.INT32, DType.INT32),
+                                                  (DType.INT16, DType.INT48, DType.INT48)], ids=["i8", "i16"])
+@pytest.mark.parametrize("spatial", [(1, 1), (3, 2)], ids=["vector", "map"])
+def test_a_bound_pointwise_convolution_gives_the_reference_bits(in_t, bias_t, acc_t, spatial) -> None:
+    """A 1x1 stride-1 convolution (a fully connected layer, an LSTM gate) bound to its constants
+    takes a single GEMM: the reference model's bits, whatever the zero points and the bias."""
+    rng = np.random.default_rng([len(spatial), in_t.value])
+    lo, hi = in_t.int_range
+    attribute = make_attribute(Op.CONV2D, pad=(0, 0, 0, 0), stride=(1, 1), dilation=(1, 1), acc_type=acc_t)
+    for izp, wzp, batch in ((0, 0, 1), (-128, 127, 2), (127, -128, 1)):
+        izp = izp if in_t is DType.INT8 else 0
+        x = rng.integers(lo, hi, (batch, *spatial, 16), endpoint=True).astype(in_t.numpy_dtype)
+        w = rng.integers(-128, 127, (24, 1, 1, 16), endpoint=True).astype(np.int8)
+        bias = rng.integers(-(1 << 20), 1 << 20, 24).astype(bias_t.numpy_dtype)
+        operands = [Operand(x, in_t), Operand(w, DType.INT8, True), Operand(bias, bias_t, True),
+                    Operand([izp], in_t, True), Operand([wzp], DType.INT8, True)]
+        outputs = [TensorType((batch, *spatial, 24), acc_t)]
+        expected = run_op(Op.CONV2D, operands, attribute, outputs)[0]
+        assert_same_bits(run_bound(Op.CONV2D, operands, attribute, outputs)[0], expected, f"zp {izp}, {wzp}")
+
+
+def test_a_bound_pointwise_convolution_whose_bias_may_overflow_still_checks_it() -> None:
+    """A bias near the int32 limit: the results may leave int32, so the bound kernel checks them."""
+    w = np.full((1, 1, 1, 16), 127, np.int8)
+    bias = np.array([(1 << 31) - 1000], np.int32)
+    attribute = make_attribute(Op.CONV2D, pad=(0, 0, 0, 0), stride=(1, 1), dilation=(1, 1), acc_type=DType.INT32)
+    outputs = [TensorType((1, 1, 1, 1), DType.INT32)]
+
+    def operands(x: int) -> list[Operand]:
+        return [Operand(np.full((1, 1, 1, 16), x, np.int8), DType.INT8), Operand(w, DType.INT8, True),
+                Operand(bias, DType.INT32, True), Operand([0], DType.INT8, True), Operand([0], DType.INT8, True)]
+
+    assert run_bound(Op.CONV2D, operands(-3), attribute, outputs)[0].item() == (1 << 31) - 1000 - 3 * 127 * 16
+    with pytest.raises(TosaRuntimeError, match="overflows INT32"):
+        run_bound(Op.CONV2D, operands(1), attribute, outputs, first=operands(-3))
+
+
 def test_int16_by_int8_uses_the_full_int48_accumulator() -> None:
     """Sums beyond the int32 range come out exactly in INT48 (outputs via the executable)."""
     x = np.full((1, 3, 3, 64), -32768, np.int16)
