@@ -79,6 +79,11 @@ class DmaConfig(_Strict):
     thin_pixel_access_bytes: int = Field(
         0, ge=0, le=4096, description="a DDR read of a feature map (rank >= 3) whose pixels are narrower than "
         "this many bytes goes in accesses of this size, each taking a whole burst (0 = whole bursts)")
+    prefetch_operations: int = Field(
+        8, ge=0, le=64, description="an operation's leading loads (its weights, constant-pool chunks, "
+        "graph inputs) may be issued this many operations before it, as far as needed to hide them "
+        "(0: each operation loads its own operands when it comes). Vela stages an operation's "
+        "buffered weights under the previous operation only (1)")
 
 
 class TcmConfig(_Strict):

@@ -48,10 +48,6 @@ DDR, TCM = MemorySpace.DDR, MemorySpace.TCM
 #: (the first tiles start after the first band).
 STAGING_BANDS = 4
 STAGING_BAND_BYTES = 8192
-#: Loads move back over at most this many operations (prefetch distance).
-MAX_LOOKBACK = 8
-
-
 @dataclass
 class _Emitted:
     """One operation's commands; ``hoisted`` loads of later operations go in after its own loads."""
@@ -269,7 +265,7 @@ class _BlockCompiler:
         The leading loads of an operation (weights, constant-pool chunks, graph
         inputs: nothing in the block writes them) move back into earlier
         operations, after their own loads, as far as needed to cover the loads'
-        estimated time (at most MAX_LOOKBACK operations) while every working set on
+        estimated time (at most ``dma.prefetch_operations`` operations) while every working set on
         the way still fits beside the hoisted buffers.
         """
         done: list[_Emitted] = []
@@ -354,7 +350,8 @@ class _BlockCompiler:
         ws = self._ws(i, result)
         covered = 0.0
         target = None
-        for e in reversed(done[-MAX_LOOKBACK:]):
+        lookback = hw.dma.prefetch_operations
+        for e in reversed(done[len(done) - lookback:] if lookback else []):
             if e.kind not in (OpKind.COMPUTE, OpKind.COPY):
                 break
             if result.live_bytes[e.index] + self._ws(e.index, result) + extra.get(e.index, 0) + ws > self.capacity:

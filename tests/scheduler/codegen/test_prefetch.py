@@ -1,0 +1,57 @@
+"""``dma.prefetch_operations``: how many operations back an operation's weight loads may be issued.
+
+Vela stages an operation's weights under the previous operation only (regor
+network_performance.cpp, EstimateFullOpPerformance: the transfer less the previous operation's
+cycles), so a small FULLY_CONNECTED behind a short elementwise operation waits for its weights; the
+Ethos-U65/U85 presets say 1, the generic ones keep 8.
+"""
+
+import numpy as np
+import pytest
+
+import npu_sim
+from npu_sim.tosa.builder import GraphBuilder
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ops import Op
+from tests.scheduler.graphs import conv_block, machine, random_inputs
+
+
+def gate_chain(count: int = 4, width: int = 32):
+    """``count`` times a 1x1 convolution (an LSTM gate's FULLY_CONNECTED, its weights streamed
+    from the DRAM) and a CLAMP of its own (16 cycles)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 1, 1, width), DType.INT8)
+    for i in range(count):
+        x = conv_block(b, x, width, kernel=1, pad=0, seed=i + 1)
+        x = b.op(Op.CLAMP, [x], min_val=np.int8(-100).tobytes(), max_val=np.int8(100).tobytes(),
+                 nan_mode="PROPAGATE")
+    b.output(x)
+    return b.build()
+
+
+def run(prefetch: int):
+    hw = machine("ethos-u85-256")
+    hw = hw.model_copy(update={"dma": hw.dma.model_copy(update={"prefetch_operations": prefetch})})
+    graph = gate_chain()
+    return npu_sim.simulate(graph, hw, random_inputs(graph)).summary
+
+
+def test_presets():
+    assert machine("edge").dma.prefetch_operations == 8
+    assert machine("tiny").dma.prefetch_operations == 8
+    assert machine("ethos-u55-256").dma.prefetch_operations == 8
+    for preset in ("ethos-u65-256", "ethos-u65-512", "ethos-u85-256"):
+        assert machine(preset).dma.prefetch_operations == 1
+
+
+@pytest.mark.parametrize(("prefetch", "cycles"), [(8, 5326), (1, 6971), (0, 6971)])
+def test_weight_loads_wait_for_the_operation_before(prefetch, cycles):
+    summary = run(prefetch)
+    assert summary["total_cycles"] == cycles
+    convs = [o for o in summary["ops"] if o["op"].startswith("CONV2D")]
+    later_start_before_earlier_end = any(b["start_cycle"] < a["end_cycle"] for a, b in zip(convs, convs[1:]))
+    # hoisted over several operations, a convolution's weights arrive while the one before
+    # still runs; behind one CLAMP (16 cycles) they come after it: 1,645 cycles a convolution
+    assert later_start_before_earlier_end is (prefetch == 8)
+    if prefetch <= 1:
+        assert [b["start_cycle"] - a["start_cycle"] for a, b in zip(convs, convs[1:])] == [1645] * 3
