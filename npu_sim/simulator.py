@@ -106,6 +106,12 @@ class SimResult:
         return self.total_cycles / self.clock_hz
 
 
+#: Invocations from which compute commands fold their elementwise chains into tables
+#: (:mod:`npu_sim.hw.table_folding`): building the tables costs milliseconds, which a short
+#: run would not win back.
+FOLD_MIN_INVOCATIONS = 64
+
+
 def simulate_program(program: Program, hw: HwConfig | str,
                      invocations_inputs: Sequence[dict[str, np.ndarray]], *, timing_only: bool = False) -> SimResult:
     """Run ``program`` once per element of ``invocations_inputs`` on the machine ``hw`` describes
@@ -404,6 +410,10 @@ class Simulator:
             for node, deps in zip(preamble, saved):
                 node.deps = deps
             self.preamble_cycles = int(env.now)
+        if len(invocations) >= FOLD_MIN_INVOCATIONS:
+            for node in self.all_nodes:
+                if isinstance(node, ComputeOp):
+                    node.fold = True
         resident = {id(n) for n in preamble}
         per_invocation = [n for n in self.all_nodes if id(n) not in resident]
         top = [n for n in self.top if id(n) not in resident]

@@ -32,6 +32,7 @@ import numpy as np
 from npu_sim.errors import MemoryAccessError, ProgramError, SimulationError, TosaRuntimeError
 from npu_sim.hw.memory import Memory, ViewAccess
 from npu_sim.hw.queues import Machine, QueuedCommand, Unit
+from npu_sim.hw.table_folding import PlanEntry, fold_plan
 from npu_sim.program import ComputeCommand, KernelStep, MemorySpace, View, reads_table_in_place
 from npu_sim.reference.custom import custom_implementation
 from npu_sim.reference.kernel_api import BoundKernel, KernelArgs, bind_kernel, run_kernel
@@ -154,7 +155,8 @@ def _feeds(cs: CompiledStep, constants: list[np.ndarray | None]) -> tuple[tuple[
 class ComputeOp(QueuedCommand):
     """A compute command compiled for one machine (``steps``/``outputs`` from :func:`compile_compute`)."""
 
-    __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound", "constant_tcm", "all_bound", "feeds")
+    __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound", "constant_tcm", "all_bound", "feeds",
+                 "fold", "plan")
 
     def __init__(self, command: ComputeCommand, unit: Unit, machine: Machine,
                  steps: list[CompiledStep], outputs: list[ViewAccess], cycles: int, macs: int,
@@ -175,6 +177,10 @@ class ComputeOp(QueuedCommand):
         self.feeds: list[tuple[tuple[int, Any], ...] | None] = [None] * len(steps)
         #: TCM bytes [start, end) that hold constants once loaded (see the simulator's preamble)
         self.constant_tcm = constant_tcm
+        #: fold elementwise chains into tables once every step is bound (a long stream's fast
+        #: path: :mod:`npu_sim.hw.table_folding`); the plan it gave, None: the steps as they are
+        self.fold = False
+        self.plan: list[PlanEntry] | None = None
 
     def start(self) -> None:
         env = self.machine.env
@@ -222,17 +228,33 @@ class ComputeOp(QueuedCommand):
             results.append(out)
         self._write_outputs(results)
         self.all_bound = ran_bound
+        if ran_bound and self.fold:
+            output_steps = self.command.output_steps or (len(self.steps) - 1,)
+            self.plan = fold_plan([cs.step for cs in self.steps], self.bound, self.feeds,  # type: ignore[arg-type]
+                                  output_steps)
 
     def _execute_bound(self) -> None:
         """Every step bound and checked in an earlier run: a straight loop, numpy's warnings off
         once for all of it (as the executor runs bound kernels); a bound kernel's results keep
         the shapes and dtypes checked before."""
+        if self.plan is not None:
+            self._execute_plan(self.plan)
+            return
         results: list[list] = []
         with np.errstate(all="ignore"):
             for bound, feeds in zip(self.bound, self.feeds):
                 assert bound is not None and feeds is not None
                 results.append(bound([source.read() if kind == 0 else results[source][0] if kind == 1 else source
                                       for kind, source in feeds]))
+        self._write_outputs(results)
+
+    def _execute_plan(self, plan: list[PlanEntry]) -> None:
+        """The steps a folding plan runs (the others' results are no longer read)."""
+        results: list[Any] = [None] * len(self.steps)
+        with np.errstate(all="ignore"):
+            for index, run, feeds in plan:
+                results[index] = run([source.read() if kind == 0 else results[source][0] if kind == 1 else source
+                                      for kind, source in feeds])
         self._write_outputs(results)
 
     def _write_outputs(self, results: list[list]) -> None:

@@ -1,0 +1,200 @@
+"""Elementwise chains of a compute command folded into lookup tables (a long stream's fast path).
+
+A fused composite (the quantized LSTM cell of a converted model) runs dozens of small
+elementwise steps per invocation: int8 -> int32 RESCALEs, an ADD or a MUL, a RESCALE back to
+int8, a TABLE... Each is a few numpy calls on 16-64 elements, which costs microseconds of
+call overhead whatever the size. Where a step's value depends, element by element, on at most
+two int8 tensors (its *leaves*: the results of steps that are not folded, or operands read
+from memory) and on constants, its result is a function of two int8 values: a table of
+65,536 entries (256 for one leaf) computed once, by running the very kernels of the chain
+on every pair of values, then looked up per element. Steps whose results only such tables
+read are no longer run.
+
+A step folds when it is elementwise the same way at every position: RESCALE with one scale
+(``per_channel`` false), ADD, SUB and MUL of operands of the output's shape (no
+broadcast), TABLE and CLAMP; every other operand (scales, zero points, MUL's shift, the
+table) a constant of the command (its bytes never change once loaded, see
+:class:`npu_sim.hw.compute.ComputeOp`). The tables hold the kernels' own results for every
+combination, so a lookup gives their bits; and a combination the kernels reject (a REQUIRE
+some values break) makes the whole command keep its steps, so every error is still raised
+as the kernel raises it. Nothing folds in a run that goes on past REQUIREs
+(``--allow-unpredictable``): building the tables would record violations no data made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from npu_sim.reference.kernel_api import KernelArgs, run_kernel
+from npu_sim.reference.unpredictable import active_log
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import TensorType
+from npu_sim.tosa.ops import Op
+
+#: A step's operands: (0, memory access) read, (1, k) step k's result, (2, array) a constant.
+Feed = tuple[int, Any]
+#: What a plan runs for one step: the step's index, the function, where its operands come from.
+PlanEntry = tuple[int, Callable[[list[np.ndarray]], list[np.ndarray]], tuple[Feed, ...]]
+
+#: The operators that fold: the positions of their data operands (the others must be constants).
+_DATA_OPERANDS: dict[Op, tuple[int, ...]] = {
+    Op.RESCALE: (0,), Op.ADD: (0, 1), Op.SUB: (0, 1), Op.MUL: (0, 1), Op.TABLE: (0,), Op.CLAMP: (0,),
+}
+#: Most leaves a table may have (two int8 values: 65,536 entries).
+MAX_LEAVES = 2
+#: The int8 values in the order of their bits (0..127, then -128..-1): a leaf's bits index its table.
+_BY_BITS = np.arange(256, dtype=np.uint8).view(np.int8)
+
+
+def _data_operands(step: Any) -> tuple[int, ...] | None:
+    """The data operands of a step that may fold, None if it may not."""
+    positions = _DATA_OPERANDS.get(step.op)
+    if positions is None or len(step.output_types) != 1:
+        return None
+    if step.op is Op.RESCALE and step.attribute.per_channel:
+        return None
+    shape = step.output_types[0].shape
+    if any(step.input_types[p].shape != shape for p in positions):
+        return None
+    return positions
+
+
+#: A way to compute a step from leaves: (its leaves in first-use order, the folded steps between).
+Candidate = tuple[tuple[Feed, ...], frozenset[int]]
+#: Most ways kept per step (each a choice of where to cut the chain).
+_MAX_CANDIDATES = 6
+
+
+def _candidates(index: int, step: Any, feeds: Sequence[Feed], folded: list[list[Candidate]]) -> list[Candidate]:
+    """The ways a step's value may be computed from at most two int8 leaves (none: it does not fold).
+    An operand computed by a folded step is reached through one of that step's ways, or is a
+    leaf itself when int8 (the chain is cut there)."""
+    positions = _data_operands(step)
+    if positions is None:
+        return []
+    options: list[list[Candidate]] = []
+    for p, feed in enumerate(feeds):
+        kind, source = feed
+        if p not in positions:
+            if kind != 2:
+                return []     # a scale, zero point, shift or table that is not a constant
+            continue
+        if kind == 2:
+            return []         # a constant tensor operand may differ from element to element
+        ways: list[Candidate] = list(folded[source]) if kind == 1 else []
+        if step.input_types[p].dtype is DType.INT8:
+            ways.append(((feed,), frozenset()))
+        if not ways:
+            return []
+        options.append(ways)
+    found: list[Candidate] = [((), frozenset([index]))]
+    for ways in options:
+        found = [merged for known in found for way in ways
+                 if (merged := _merge(known, way)) is not None][:_MAX_CANDIDATES]
+    return found
+
+
+def _merge(a: Candidate, b: Candidate) -> Candidate | None:
+    """Both ways at once, if that needs at most two leaves and no leaf is computed in the chain."""
+    leaves = list(a[0]) + [leaf for leaf in b[0] if not any(_same(leaf, known) for known in a[0])]
+    cone = a[1] | b[1]
+    if len(leaves) > MAX_LEAVES or any(kind == 1 and source in cone for kind, source in leaves):
+        return None
+    return tuple(leaves), cone
+
+
+def _same(a: Feed, b: Feed) -> bool:
+    return a[0] == b[0] and a[1] is b[1] if a[0] == 0 else a == b
+
+
+def _choose(count: int, outputs: Sequence[int], feeds: Sequence[Sequence[Feed]],
+            folded: list[list[Candidate]]) -> tuple[list[bool], list[Candidate | None]]:
+    """The steps a plan must run (the command's outputs and what the steps that run read) and,
+    for each folded one, the way it is computed: the one needing the fewest other steps run."""
+    live = [False] * count
+    chosen: list[Candidate | None] = [None] * count
+    for s in outputs:
+        live[s] = True
+    for i in range(count - 1, -1, -1):
+        if not live[i]:
+            continue
+        if folded[i]:
+            way = min(folded[i], key=lambda c: (sum(1 for kind, source in c[0] if kind == 1 and not live[source]
+                                                    and folded[source]), len(c[1]) == 1, len(c[0])))
+            chosen[i] = way
+            reads: Sequence[Feed] = way[0]
+        else:
+            reads = feeds[i]
+        for kind, source in reads:
+            if kind == 1:
+                live[source] = True
+    return live, chosen
+
+
+def _table(root: int, way: Candidate, steps: Sequence[Any], feeds: Sequence[Sequence[Feed]]) -> np.ndarray:
+    """The root's results for every combination of its leaves' values (by their bits), computed
+    by the kernels of its chain; raises what a kernel raises on some combination."""
+    leaves, cone = way
+    grids = [_BY_BITS] if len(leaves) == 1 else [np.repeat(_BY_BITS, 256), np.tile(_BY_BITS, 256)]
+    size = grids[0].size
+    values: dict[int, np.ndarray] = {}
+    for j in sorted(cone):
+        step = steps[j]
+        inputs, types = [], list(step.input_types)
+        for p, (kind, source) in enumerate(feeds[j]):
+            if kind == 2:
+                inputs.append(source)
+                continue
+            types[p] = TensorType((size,), types[p].dtype)
+            if kind == 1 and source in cone:
+                inputs.append(values[source])
+            else:
+                inputs.append(grids[next(k for k, leaf in enumerate(leaves) if _same(leaf, (kind, source)))])
+        out_type = TensorType((size,), step.output_types[0].dtype)
+        result = run_kernel(KernelArgs(step.op, step.attribute, inputs, types, [out_type], step.name))[0]
+        if result.shape != (size,) or result.dtype != out_type.dtype.numpy_dtype:
+            raise ValueError(f"step {j}: the kernel gave {result.dtype} {result.shape}")
+        values[j] = result
+    table = values[root]
+    return table if len(leaves) == 1 else table.reshape(256, 256)
+
+
+def _look_up(table: np.ndarray) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
+    if table.ndim == 1:
+        return lambda leaves: [table[leaves[0].view(np.uint8)]]
+    return lambda leaves: [table[leaves[0].view(np.uint8), leaves[1].view(np.uint8)]]
+
+
+def fold_plan(steps: Sequence[Any], bound: Sequence[Callable[[list[np.ndarray]], list[np.ndarray]]],
+              feeds: Sequence[Sequence[Feed]], outputs: Sequence[int]) -> list[PlanEntry] | None:
+    """The steps to run, elementwise chains over at most two int8 leaves as table lookups
+    (``steps``: the command's KernelSteps; ``bound``/``feeds``: each step's bound kernel and
+    where its operands come from; ``outputs``: the steps whose results the command writes).
+    None if nothing folds, or a kernel rejects some combination of leaf values."""
+    if active_log() is not None:
+        return None
+    folded: list[list[Candidate]] = []
+    for i, (step, step_feeds) in enumerate(zip(steps, feeds)):
+        folded.append(_candidates(i, step, step_feeds, folded))
+    live, chosen = _choose(len(steps), outputs, feeds, folded)
+    if not any(way is not None and len(way[1]) > 1 for way in chosen):
+        return None   # no chain to shorten: a lone elementwise step is as fast bound
+    plan: list[PlanEntry] = []
+    with np.errstate(all="ignore"):
+        for i in range(len(steps)):
+            way = chosen[i]
+            if not live[i]:
+                continue
+            if way is None:
+                plan.append((i, bound[i], tuple(feeds[i])))
+                continue
+            try:
+                table = _table(i, way, steps, feeds)
+            except Exception:   # some combination breaks a REQUIRE: the kernels run and report it
+                return None
+            table.flags.writeable = False
+            plan.append((i, _look_up(table), way[0]))
+    return plan
