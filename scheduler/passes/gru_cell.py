@@ -105,11 +105,13 @@ def _match_reset_before(g: CellGraph, given: list[str], recurrent: list[str], hi
     ``recurrent`` the recurrent product's (z, r)."""
     z, r = _gates(g, given, recurrent, z_sum)
     reset_mul, h_reset = product_with(g, r, None, "r")
-    reached, _ = g.forward(g.op(reset_mul).outputs[0])
+    reset_h = g.op(reset_mul).outputs[0]
+    reached, passed = g.forward(reset_h)
     candidate_mac = g.sole_user(reached)
     if candidate_mac is None or g.op(candidate_mac).op not in MAC_OPS:
         raise NoMatch("r * h is not the data of a matrix product")
-    if g.op(reset_mul).outputs[0] not in (reached, product_source(g, candidate_mac, hidden)):
+    # r * h reaches the product through its requantisation (int8) and RESHAPEs
+    if product_source(g, candidate_mac, hidden) not in {reset_h, *(g.op(i).outputs[0] for i in passed)}:
         raise NoMatch("the candidate's product does not read r * h")
     n_sum, other = _summed_with(g, g.op(candidate_mac).outputs[0])
     if other != given[2]:

@@ -38,6 +38,21 @@ def test_a_gru_in_a_while_body_fuses_and_keeps_its_weights_in_the_tcm():
     assert fused.summary["ddr_read_bytes"] < 2 * weights   # loaded once, not once per step (8 steps)
 
 
+@pytest.mark.parametrize("stem, operators, products", [("gru_int8", 53, 2), ("gru_reset_before_int8", 56, 3)])
+def test_an_int8_gru_in_a_while_body_fuses(stem, operators, products):
+    """TFLite's quantizer fills the loop body with int8 operators: r * h reaches the
+    candidate's product (reset_after=False) through its requantisation."""
+    graph = load_graph(DATA / "tflite" / f"{stem}.tflite")
+    (candidate,) = candidates(graph)
+    assert candidate.fused and candidate.block.endswith("_body") and len(candidate.operators) == operators
+    assert sum(1 for name in candidate.operators if name.startswith("CONV2D")) == products
+    x = np.random.default_rng(4).integers(-128, 128, size=(1, 8, 10)).astype(np.int8)
+    fused = npu_sim.simulate(graph, "edge", [x])
+    op_by_op = npu_sim.simulate(graph, "edge", [x], composite_fusion=False)
+    np.testing.assert_array_equal(fused.outputs["TosaOutput_0"], op_by_op.outputs["TosaOutput_0"])
+    assert fused.summary["total_cycles"] < 0.8 * op_by_op.summary["total_cycles"]
+
+
 def test_an_unrolled_int8_gru_fuses():
     graph = load_graph(DATA / "lstm_variants" / "gru_int8.tosa")
     (candidate,) = [c for c in fuse_block(graph.main).candidates if c.kind == "gru_cell"]
