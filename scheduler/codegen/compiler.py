@@ -351,7 +351,7 @@ class _BlockCompiler:
         covered = 0.0
         target = None
         lookback = hw.dma.prefetch_operations
-        for e in reversed(done[len(done) - lookback:] if lookback else []):
+        for e in reversed(done[max(0, len(done) - lookback):]):
             if e.kind not in (OpKind.COMPUTE, OpKind.COPY):
                 break
             if result.live_bytes[e.index] + self._ws(e.index, result) + extra.get(e.index, 0) + ws > self.capacity:

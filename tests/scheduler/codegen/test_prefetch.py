@@ -44,7 +44,9 @@ def test_presets():
         assert machine(preset).dma.prefetch_operations == 1
 
 
-@pytest.mark.parametrize(("prefetch", "cycles"), [(8, 5326), (1, 6971), (0, 6971)])
+# 8 and 64 reach back over the whole chain alike (a reach longer than the operations before
+# one takes them all, not the last few)
+@pytest.mark.parametrize(("prefetch", "cycles"), [(64, 4495), (8, 4495), (1, 6971), (0, 6971)])
 def test_weight_loads_wait_for_the_operation_before(prefetch, cycles):
     summary = run(prefetch)
     assert summary["total_cycles"] == cycles
@@ -52,6 +54,6 @@ def test_weight_loads_wait_for_the_operation_before(prefetch, cycles):
     later_start_before_earlier_end = any(b["start_cycle"] < a["end_cycle"] for a, b in zip(convs, convs[1:]))
     # hoisted over several operations, a convolution's weights arrive while the one before
     # still runs; behind one CLAMP (16 cycles) they come after it: 1,645 cycles a convolution
-    assert later_start_before_earlier_end is (prefetch == 8)
+    assert later_start_before_earlier_end is (prefetch >= 8)
     if prefetch <= 1:
         assert [b["start_cycle"] - a["start_cycle"] for a, b in zip(convs, convs[1:])] == [1645] * 3
