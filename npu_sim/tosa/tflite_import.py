@@ -20,6 +20,7 @@ from pathlib import Path
 
 from npu_sim import conversion_cache
 from npu_sim.errors import TosaFormatError, UnsupportedFeatureError
+from npu_sim.tosa.tflite import row_update
 from npu_sim.tosa.tflite.legalize import LEGALIZED
 
 TFLITE_IDENTIFIER = b"TFL3"
@@ -43,6 +44,7 @@ def tflite_to_mlir(data: bytes, source: str, use_cache: bool = True) -> str:
     text = conversion_cache.lookup("tflite", key, "mlir") if use_cache else None
     if text is not None:
         if "func.func" in text:   # else a conversion that went wrong: do it again
+            text = row_update.rewrite(text)
             _refuse_foreign_operators(text, data, source)
             return text
     try:
@@ -50,9 +52,10 @@ def tflite_to_mlir(data: bytes, source: str, use_cache: bool = True) -> str:
     except TosaFormatError:
         _refuse_vela_output(data, source)
         raise
-    _refuse_foreign_operators(text, data, source)
     if use_cache:
         conversion_cache.store("tflite", key, "mlir", text)
+    text = row_update.rewrite(text)   # (the cache keeps the converter's own text)
+    _refuse_foreign_operators(text, data, source)
     return text
 
 

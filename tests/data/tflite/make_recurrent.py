@@ -18,7 +18,10 @@ full-integer post-training quantization on a seeded random representative datase
 * ``lstm_hard_sigmoid_fp32``: ``LSTM(16, recurrent_activation="hard_sigmoid")`` (not fused);
 * ``gru_int8``, ``gru_reset_before_int8``, ``lstm_stateful_loop_int8``: the GRUs and the
   stateful LSTM above, int8 (WHILE loops whose bodies TFLite's quantizer fills with int8
-  operators between QUANTIZE and DEQUANTIZE of the loop-carried float values).
+  operators between QUANTIZE and DEQUANTIZE of the loop-carried float values);
+* ``gru_sequence_fp32``, ``gru_sequence_int8``: ``GRU(12, return_sequences=True)``, flattened:
+  the loop body writes each step's row into a buffer with two SLICEs at the loop counter
+  (see :mod:`npu_sim.tosa.tflite.row_update`).
 
 Run with the examples' TensorFlow venv (tensorflow 2.21, tf-keras 2.21; see
 examples/README.md) from this folder: ``python make_recurrent.py``. Not part of the test
@@ -53,6 +56,7 @@ def build(kind: str, batch: int = 1) -> keras.Model:
         "lstm_bidirectional": lambda: L.Bidirectional(L.LSTM(8))(inputs),
         "gru": lambda: L.GRU(12)(inputs),
         "gru_reset_before": lambda: L.GRU(12, reset_after=False)(inputs),
+        "gru_sequence": lambda: L.Flatten()(L.GRU(12, return_sequences=True)(inputs)),
         "lstm_stateful": lambda: L.LSTM(16, stateful=True)(inputs),
         "lstm_hard_sigmoid": lambda: L.LSTM(16, recurrent_activation="hard_sigmoid")(inputs),
     }
@@ -150,9 +154,11 @@ MODELS = {   # file stem: (kind, int8, batch)   (WHILE loops: see LOOPS)
     "gru_int8": ("gru", True, 1),
     "gru_reset_before_int8": ("gru_reset_before", True, 1),
     "lstm_stateful_loop_int8": ("lstm_stateful", True, 1),
+    "gru_sequence_fp32": ("gru_sequence", False, 1),
+    "gru_sequence_int8": ("gru_sequence", True, 1),
 }
 #: int8 models whose layers TFLite writes as WHILE loops (calibrated by :func:`calibrate_by_running`)
-LOOPS = {"gru_int8", "gru_reset_before_int8", "lstm_stateful_loop_int8"}
+LOOPS = {"gru_int8", "gru_reset_before_int8", "lstm_stateful_loop_int8", "gru_sequence_int8"}
 
 if __name__ == "__main__":
     for stem, (kind, int8, batch) in MODELS.items():

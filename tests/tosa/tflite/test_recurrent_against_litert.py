@@ -26,7 +26,7 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "tflite"
 FUSED = ["lstm_int8", "lstm_sequence_int8", "lstm_batch2_int8", "lstm_stacked_int8", "lstm_bidirectional_int8",
          "lstm_small_cell_int8", "lstm_fused_fp32"]
 LOOPS = ["gru_fp32", "gru_reset_before_fp32", "lstm_stateful_fp32", "lstm_hard_sigmoid_fp32",
-         "gru_int8", "gru_reset_before_int8", "lstm_stateful_loop_int8"]
+         "gru_int8", "gru_reset_before_int8", "lstm_stateful_loop_int8", "gru_sequence_fp32", "gru_sequence_int8"]
 #: models on which LiteRT's default interpreter (XNNPACK's int8 ADD and MUL) is 1 LSB off its
 #: builtin kernels (README, "Whose bits"): checked against the builtin kernels, and within 1 LSB
 #: of the default interpreter
@@ -82,7 +82,7 @@ def test_the_reference_executor_gives_litert_outputs(stem):
 
 @pytest.mark.parametrize("stem", ["lstm_int8", "lstm_bidirectional_int8", "lstm_fused_fp32", "gru_fp32",
                                   "lstm_stateful_fp32", "lstm_small_cell_int8", "gru_int8", "gru_reset_before_int8",
-                                  "lstm_stateful_loop_int8"])
+                                  "lstm_stateful_loop_int8", "gru_sequence_int8"])
 def test_the_simulated_npu_gives_litert_outputs(stem):
     path = DATA / f"{stem}.tflite"
     graph = load_graph(path)
@@ -120,7 +120,7 @@ def test_a_cell_state_below_2_to_the_minus_15_reproduces_litert_skipping_its_tan
 def test_the_cells_of_int8_loops_fuse_in_their_bodies_on_edge():
     """One GRU or LSTM cell per WHILE body (it runs once per time step)."""
     for stem, kind in [("gru_int8", "gru_cell"), ("gru_reset_before_int8", "gru_cell"),
-                       ("lstm_stateful_loop_int8", "lstm_cell")]:
+                       ("lstm_stateful_loop_int8", "lstm_cell"), ("gru_sequence_int8", "gru_cell")]:
         graph = load_graph(DATA / f"{stem}.tflite")
         result = npu_sim.simulate(graph, "edge", random_inputs(graph, 1, seed=0))
         assert [c["kind"] for c in result.summary["fused_composites"]] == [kind], stem
