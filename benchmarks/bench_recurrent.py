@@ -136,7 +136,8 @@ def print_tables(rows: list[dict[str, Any]]) -> None:
             lines.append([r["model"], e["accelerator"], theirs, e["ours"].get("cycles"),
                           ratio(e["ours"].get("cycles"), theirs), e["ours"].get("cpu_ops"),
                           vela.get("cpu_operators") if vela else None,
-                          vela.get("reason", "") if vela and not vela.get("accepted") else ""])
+                          vela.get("reason", "") if vela and not vela.get("accepted")
+                          else "Vela's cycles leave out its CPU operators" if vela.get("cpu_operators") else ""])
     print(f"\nEthos-U presets against Vela 5.2 on the same .tflite (goal {RATIO_BAND[0]}-{RATIO_BAND[1]}x)")
     print(table(["model", "accelerator", "vela cycles", "npu-sim", "ratio", "our cpu ops", "vela cpu ops", "note"],
                 lines))
