@@ -399,21 +399,9 @@ class Simulator:
         limits = current_limits()
         preamble = self._preamble_nodes(len(invocations))
         if preamble:
-            # The loads write disjoint pool bytes nothing else writes, from constants: in the
-            # preamble they wait for nothing but their engine's queue (their dependencies
-            # order them against the commands of an invocation, which do not run yet).
-            saved = [n.deps for n in preamble]
-            for node in preamble:
-                node.deps = ()
-                self._issue(node)   # type: ignore[arg-type]   # (QueuedCommands only)
-            yield from self._wait(preamble, "the preamble")
-            for node, deps in zip(preamble, saved):
-                node.deps = deps
-            self.preamble_cycles = int(env.now)
+            yield from self._run_preamble(preamble)
         if len(invocations) >= FOLD_MIN_INVOCATIONS:
-            for node in self.all_nodes:
-                if isinstance(node, ComputeOp):
-                    node.fold = True
+            self._fold_chains()
         resident = {id(n) for n in preamble}
         per_invocation = [n for n in self.all_nodes if id(n) not in resident]
         top = [n for n in self.top if id(n) not in resident]
@@ -431,6 +419,26 @@ class Simulator:
             yield from self._wait(self.top, "the end of the invocation")
             outputs.append({} if self.timing_only else self._read_outputs(k))
             self.recorder.invocations.append(InvocationRecord(k, int(start), int(env.now)))
+
+    def _run_preamble(self, preamble: list[Node]) -> Generator[simpy.Event, object, None]:
+        """The constant loads before the first invocation. They write disjoint pool bytes nothing
+        else writes, from constants: in the preamble they wait for nothing but their engine's
+        queue (their dependencies order them against the commands of an invocation, which do
+        not run yet)."""
+        saved = [n.deps for n in preamble]
+        for node in preamble:
+            node.deps = ()
+            self._issue(node)   # type: ignore[arg-type]   # (QueuedCommands only)
+        yield from self._wait(preamble, "the preamble")
+        for node, deps in zip(preamble, saved):
+            node.deps = deps
+        self.preamble_cycles = int(self.env.now)
+
+    def _fold_chains(self) -> None:
+        """A long stream folds the compute commands' elementwise chains into tables."""
+        for node in self.all_nodes:
+            if isinstance(node, ComputeOp):
+                node.fold = True
 
     def _sequence(self, block: list[Node]) -> Generator[simpy.Event, object, None]:
         issue = self._issue

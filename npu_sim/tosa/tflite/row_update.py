@@ -35,31 +35,45 @@ def rewrite(text: str) -> str:
     """``text`` with each row update of a sequence buffer written as an EQUAL and a SELECT."""
     if '"tfl.slice"' not in text:
         return text
-    stateful = "tosa.variable " in text
     lines = text.split("\n")
-    slices = {m.group(1): (k, m) for k, line in enumerate(lines) if (m := _SLICE.match(line))}
-    index_of = {m.group(1): m.group(2) for line in lines if (m := _CONCAT2.match(line))}
-    zeros = {m.group(1) for line in lines if (m := _ZEROS.match(line))}
+    facts = _Facts(lines, "tosa.variable " in text)
     drop: set[int] = set()
     for k, line in enumerate(lines):
         m = _CONCAT3.match(line)
-        if m is None:
+        found = _row_update(facts, m) if m is not None else None
+        if found is None:
             continue
-        indent, result, head, row, tail, row_type, out_type = m.groups()
-        if head not in slices or tail not in slices:
-            continue
-        (head_line, h), (tail_line, t) = slices[head], slices[tail]
-        buf, buf_type = h.group(2), h.group(5)
-        dims, element = _dims(buf_type)
-        if stateful and element.startswith(("i", "ui")):
-            continue
-        if t.group(2) != buf or out_type != buf_type or h.group(3) not in zeros or h.group(4) not in index_of \
-                or dims is None or _dims(row_type) != ([1, *dims[1:]], element) or _uses(lines, head) != 1 \
-                or _uses(lines, tail) != 1:
-            continue
-        lines[k] = "\n".join(_select(indent, result, index_of[h.group(4)], row, row_type, buf, dims, element))
-        drop |= {head_line, tail_line}
+        lines[k], replaced = found
+        drop |= replaced
     return "\n".join(line for k, line in enumerate(lines) if k not in drop)
+
+
+class _Facts:
+    """The slices, counter concats and zero constants of the text."""
+
+    def __init__(self, lines: list[str], stateful: bool):
+        self.lines, self.stateful = lines, stateful
+        self.slices = {m.group(1): (k, m) for k, line in enumerate(lines) if (m := _SLICE.match(line))}
+        self.index_of = {m.group(1): m.group(2) for line in lines if (m := _CONCAT2.match(line))}
+        self.zeros = {m.group(1) for line in lines if (m := _ZEROS.match(line))}
+
+
+def _row_update(f: _Facts, m: re.Match[str]) -> tuple[str, set[int]] | None:
+    """The SELECT lines for the concat ``m`` and the slice lines they replace, or None."""
+    indent, result, head, row, tail, row_type, out_type = m.groups()
+    if head not in f.slices or tail not in f.slices:
+        return None
+    (head_line, h), (tail_line, t) = f.slices[head], f.slices[tail]
+    buf, buf_type = h.group(2), h.group(5)
+    dims, element = _dims(buf_type)
+    if dims is None or (f.stateful and element.startswith(("i", "ui"))):
+        return None
+    if t.group(2) != buf or out_type != buf_type or h.group(3) not in f.zeros or h.group(4) not in f.index_of:
+        return None
+    if _dims(row_type) != ([1, *dims[1:]], element) or _uses(f.lines, head) != 1 or _uses(f.lines, tail) != 1:
+        return None
+    select = _select(indent, result, f.index_of[h.group(4)], row, row_type, buf, dims, element)
+    return "\n".join(select), {head_line, tail_line}
 
 
 def _dims(tensor_type: str) -> tuple[list[int], str] | tuple[None, str]:
