@@ -66,6 +66,7 @@ from scheduler.passes.cpu_fallback import assign_cpu_fallbacks
 from scheduler.passes.empty_tensors import drop_empty_tensors
 from scheduler.passes.folding import fold_constants
 from scheduler.passes.fusion import DEFAULT_RULES, FusionRule, rules_for
+from scheduler.passes.loop_invariants import hoist_loop_invariants
 from scheduler.passes.lowering import lower
 from scheduler.passes.ordering import order_blocks
 from scheduler.passes.staging import stage
@@ -89,6 +90,7 @@ def schedule(graph: Graph, hw: HwConfig, *, planner: Planner | None = None,
     a larger TCM pool go there, loaded once in a preamble (see :mod:`npu_sim.simulator`).
     """
     graph = drop_empty_tensors(graph)   # (nothing to place or move for them)
+    graph = hoist_loop_invariants(graph)   # (a loop body's invariant work runs once, before it)
     check_npu_capacity(graph, hw)   # refuse terabyte tensors before tiling them
     with gc_paused():   # millions of short-lived tiles, views and access records
         lowered = lower_graph(graph, hw, rules, resident_constants=resident_constants)

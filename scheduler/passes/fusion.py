@@ -43,6 +43,7 @@ from npu_sim.reference.kernel_api import INPUT_WINDOWS
 from npu_sim.tosa.ir import Block, Operator
 from npu_sim.tosa.ops import Op
 from scheduler.passes import gru_cell, lstm_cell
+from scheduler.passes.cell_edges import with_edges
 from scheduler.passes.cell_graph import CellGraph, CellMatch, NoMatch
 from scheduler.passes.rescale_folding import RescaleFoldRule
 from scheduler.passes.table_lookup import lookup_function, match_lookup
@@ -138,9 +139,10 @@ class CellRule:
             return None
         if found is None:
             return None
-        names = tuple([ctx.block.operators[i].name for i in found.indices])
+        indices, outputs = with_edges(graph, found.indices, found.facts.outputs, found.late_inputs)
+        names = tuple([ctx.block.operators[i].name for i in indices])
         ctx.candidates.append(CompositeCandidate(self.name, anchor.inputs[0], ctx.block.name, True, "", names))
-        return FusedGroup(found.indices, found.facts.outputs, found.facts, found.late_inputs)
+        return FusedGroup(indices, outputs, found.facts, found.late_inputs)
 
 
 @dataclass(frozen=True)
