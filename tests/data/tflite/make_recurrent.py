@@ -19,6 +19,9 @@ full-integer post-training quantization on a seeded random representative datase
 * ``gru_int8``, ``gru_reset_before_int8``, ``lstm_stateful_loop_int8``: the GRUs and the
   stateful LSTM above, int8 (WHILE loops whose bodies TFLite's quantizer fills with int8
   operators between QUANTIZE and DEQUANTIZE of the loop-carried float values);
+* ``gru_wide_int8``, ``lstm_wide_hard_sigmoid_int8``: ``GRU(24)`` and ``LSTM(20,
+  recurrent_activation="hard_sigmoid")`` over 20 steps of 13 features, int8 WHILE loops: where
+  LiteRT's optimized kernels part from its reference kernels (see tests/data/tflite/README.md);
 * ``gru_sequence_fp32``, ``gru_sequence_int8``: ``GRU(12, return_sequences=True)``, flattened:
   the loop body writes each step's row into a buffer with two SLICEs at the loop counter
   (see :mod:`npu_sim.tosa.tflite.row_update`).
@@ -47,8 +50,13 @@ L = keras.layers
 STEPS, FEATURES = 8, 10
 
 
+#: kinds over a longer sequence of more features (steps, features): wider models, where kernel
+#: differences that small ones never meet show
+SHAPES = {"gru_wide": (20, 13), "lstm_wide_hard_sigmoid": (20, 13)}
+
+
 def build(kind: str, batch: int = 1) -> keras.Model:
-    inputs = keras.Input((STEPS, FEATURES), batch_size=batch)
+    inputs = keras.Input(SHAPES.get(kind, (STEPS, FEATURES)), batch_size=batch)
     layers = {
         "lstm": lambda: L.LSTM(16)(inputs),
         "lstm_sequence": lambda: L.Flatten()(L.LSTM(16, return_sequences=True)(inputs)),
@@ -59,6 +67,8 @@ def build(kind: str, batch: int = 1) -> keras.Model:
         "gru_sequence": lambda: L.Flatten()(L.GRU(12, return_sequences=True)(inputs)),
         "lstm_stateful": lambda: L.LSTM(16, stateful=True)(inputs),
         "lstm_hard_sigmoid": lambda: L.LSTM(16, recurrent_activation="hard_sigmoid")(inputs),
+        "gru_wide": lambda: L.GRU(24)(inputs),
+        "lstm_wide_hard_sigmoid": lambda: L.LSTM(20, recurrent_activation="hard_sigmoid")(inputs),
     }
     return keras.Model(inputs, L.Dense(4)(layers[kind]()))
 
@@ -117,7 +127,8 @@ def calibrate_by_running(float_model: bytes, samples) -> bytes:
     return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
 
 
-def convert(model: keras.Model, int8: bool, batch: int, stateful: bool, loop: bool = False) -> bytes:
+def convert(model: keras.Model, int8: bool, batch: int, stateful: bool, loop: bool = False,
+            shape: tuple[int, int] = (STEPS, FEATURES)) -> bytes:
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
     if stateful:
         converter.experimental_enable_resource_variables = True
@@ -126,7 +137,7 @@ def convert(model: keras.Model, int8: bool, batch: int, stateful: bool, loop: bo
 
         def representative():
             for _ in range(32):
-                yield [rng.normal(0, 1, size=(batch, STEPS, FEATURES)).astype(np.float32)]
+                yield [rng.normal(0, 1, size=(batch, *shape)).astype(np.float32)]
 
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
         converter.representative_dataset = representative
@@ -156,19 +167,26 @@ MODELS = {   # file stem: (kind, int8, batch)   (WHILE loops: see LOOPS)
     "lstm_stateful_loop_int8": ("lstm_stateful", True, 1),
     "gru_sequence_fp32": ("gru_sequence", False, 1),
     "gru_sequence_int8": ("gru_sequence", True, 1),
+    "gru_wide_int8": ("gru_wide", True, 1),
+    "lstm_wide_hard_sigmoid_int8": ("lstm_wide_hard_sigmoid", True, 1),
 }
 #: int8 models whose layers TFLite writes as WHILE loops (calibrated by :func:`calibrate_by_running`)
-LOOPS = {"gru_int8", "gru_reset_before_int8", "lstm_stateful_loop_int8", "gru_sequence_int8"}
+LOOPS = {"gru_int8", "gru_reset_before_int8", "lstm_stateful_loop_int8", "gru_sequence_int8", "gru_wide_int8",
+         "lstm_wide_hard_sigmoid_int8"}
 
 if __name__ == "__main__":
+    import sys
+
     for stem, (kind, int8, batch) in MODELS.items():
+        if len(sys.argv) > 1 and stem not in sys.argv[1:]:   # only the models named
+            continue
         tf.random.set_seed(1)
         np.random.seed(1)
         keras.utils.set_random_seed(1)
         model = build(kind, batch)
         if stem == "lstm_small_cell_int8":
             model = small_cell(model)
-        data = convert(model, int8, batch, kind == "lstm_stateful", stem in LOOPS)
+        data = convert(model, int8, batch, kind == "lstm_stateful", stem in LOOPS, SHAPES.get(kind, (STEPS, FEATURES)))
         with open(f"{stem}.tflite", "wb") as out:
             out.write(data)
         print(stem, len(data), "bytes")

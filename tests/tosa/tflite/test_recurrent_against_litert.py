@@ -26,11 +26,12 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "tflite"
 FUSED = ["lstm_int8", "lstm_sequence_int8", "lstm_batch2_int8", "lstm_stacked_int8", "lstm_bidirectional_int8",
          "lstm_small_cell_int8", "lstm_fused_fp32"]
 LOOPS = ["gru_fp32", "gru_reset_before_fp32", "lstm_stateful_fp32", "lstm_hard_sigmoid_fp32",
-         "gru_int8", "gru_reset_before_int8", "lstm_stateful_loop_int8", "gru_sequence_fp32", "gru_sequence_int8"]
-#: models on which LiteRT's default interpreter (XNNPACK's int8 ADD and MUL) is 1 LSB off its
-#: builtin kernels (README, "Whose bits"): checked against the builtin kernels, and within 1 LSB
-#: of the default interpreter
-XNNPACK_ROUNDS = {"lstm_stateful_loop_int8"}
+         "gru_int8", "gru_reset_before_int8", "lstm_stateful_loop_int8", "gru_sequence_fp32", "gru_sequence_int8",
+         "gru_wide_int8", "lstm_wide_hard_sigmoid_int8"]
+#: models on which LiteRT's default interpreter (XNNPACK's int8 ADD, MUL and FULLY_CONNECTED) is
+#: 1 LSB off its reference kernels (README, "Whose bits"): checked against the reference kernels,
+#: and within 1 LSB of the default interpreter
+XNNPACK_ROUNDS = {"lstm_stateful_loop_int8", "gru_wide_int8", "lstm_wide_hard_sigmoid_int8"}
 INVOCATIONS = 3
 
 
