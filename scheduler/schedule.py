@@ -64,6 +64,7 @@ from scheduler.memory.roles import (
 )
 from scheduler.passes.cpu_fallback import assign_cpu_fallbacks
 from scheduler.passes.empty_tensors import drop_empty_tensors
+from scheduler.passes.float_round_trips import integer_data_movement
 from scheduler.passes.folding import fold_constants
 from scheduler.passes.fusion import DEFAULT_RULES, FusionRule, rules_for
 from scheduler.passes.loop_invariants import hoist_loop_invariants
@@ -91,6 +92,7 @@ def schedule(graph: Graph, hw: HwConfig, *, planner: Planner | None = None,
     """
     graph = drop_empty_tensors(graph)   # (nothing to place or move for them)
     graph = hoist_loop_invariants(graph)   # (a loop body's invariant work runs once, before it)
+    graph = integer_data_movement(graph)   # (no float round trip around a SLICE of int8 data)
     check_npu_capacity(graph, hw)   # refuse terabyte tensors before tiling them
     with gc_paused():   # millions of short-lived tiles, views and access records
         lowered = lower_graph(graph, hw, rules, resident_constants=resident_constants)

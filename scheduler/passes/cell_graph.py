@@ -232,22 +232,24 @@ def activation_source(g: CellGraph, result: str) -> tuple[str, str] | None:
 def hard_sigmoid_at(g: CellGraph, index: int) -> str | None:
     """The result of a hard sigmoid starting at operator ``index`` (Keras' ``hard_sigmoid``:
     ``clip(a * x + b, 0, 1)``, a MUL and an ADD of constants, then bounds: MINIMUM, MAXIMUM or
-    CLAMP, with quantisation steps between them); None if none starts there."""
+    CLAMP, with quantisation steps between them; the result of its last bound); None if none
+    starts there."""
     op = g.op(index)
     if op.op is not Op.MUL or len(op.outputs) != 1 or not any(g.is_constant_derived(t) for t in op.inputs[:2]):
         return None
-    tensor, added, bounded = op.outputs[0], False, False
+    tensor, added, bounded = op.outputs[0], False, None
     while True:
         follower = _chain_follower(g, tensor)
         if follower is None:
             break
-        stage = _hard_sigmoid_stage(g, follower, tensor, bounded)
+        stage = _hard_sigmoid_stage(g, follower, tensor, bounded is not None)
         if stage is None:
             break
         added |= stage == "add"
-        bounded |= stage == "bound"
         tensor = follower.outputs[0]
-    return tensor if added and bounded else None
+        if stage == "bound":
+            bounded = tensor
+    return bounded if added else None
 
 
 def _chain_follower(g: CellGraph, tensor: str) -> Operator | None:
@@ -266,8 +268,8 @@ def _hard_sigmoid_stage(g: CellGraph, op: Operator, tensor: str, bounded: bool) 
     """What ``op`` (reading ``tensor``) is in a hard sigmoid: a quantisation "step" or the
     "add" of the offset (before the bounds), a "bound"; None if it ends the chain."""
     constant_others = all(g.is_constant_derived(t) for t in op.inputs if t != tensor)
-    if op.op in TRANSPARENT and op.inputs[0] == tensor and not bounded:
-        return "step"
+    if op.op in TRANSPARENT and op.inputs[0] == tensor:
+        return "step"   # (int8: between the bounds too, as MINIMUM, RESCALEs, CLAMP)
     if op.op is Op.ADD and constant_others and not bounded:
         return "add"
     if op.op in (Op.MINIMUM, Op.MAXIMUM) and constant_others or op.op is Op.CLAMP:

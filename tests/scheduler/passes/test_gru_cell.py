@@ -107,3 +107,19 @@ def test_npus_without_the_datapath_run_it_op_by_op(preset):
     graph = load_graph(DATA / "tflite" / "gru_fp32.tflite")
     program = compile_graph(graph, npu_sim.load_hw_config(preset))
     assert not program.stats.composite_candidates
+
+
+def test_a_gru_whose_recurrent_split_is_left_in_float_fuses():
+    """TF's quantizer left GRU(24, reset_after=False)'s split of its recurrent product in float
+    (dequantize, two float SLICEs, a quantization of each): the round trip gives every int8
+    value back, so the SLICEs run on the int8 product and the cell fuses."""
+    graph = load_graph(DATA / "tflite" / "gru_wide_reset_before_int8.tflite")
+    (candidate,) = candidates(graph)
+    assert candidate.fused, candidate.reason
+    assert sum(1 for name in candidate.operators if name.startswith("CONV2D")) == 3
+    x = np.random.default_rng(5).integers(-128, 128, size=(1, 20, 13)).astype(np.int8)
+    fused = npu_sim.simulate(graph, "edge", [x])
+    op_by_op = npu_sim.simulate(graph, "edge", [x], composite_fusion=False)
+    np.testing.assert_array_equal(fused.outputs["TosaOutput_0"], op_by_op.outputs["TosaOutput_0"])
+    np.testing.assert_array_equal(fused.outputs["TosaOutput_0"], npu_sim.execute(graph, [x])["TosaOutput_0"])
+    assert fused.summary["total_cycles"] < 0.6 * op_by_op.summary["total_cycles"]

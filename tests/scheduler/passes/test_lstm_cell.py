@@ -180,3 +180,26 @@ def test_a_hard_sigmoid_lstm_in_a_while_body_fuses_with_the_bits_of_op_by_op():
     (name,) = fused.outputs
     np.testing.assert_array_equal(fused.outputs[name], op_by_op.outputs[name])
     assert fused.summary["total_cycles"] < 0.8 * op_by_op.summary["total_cycles"]
+
+
+def test_an_int8_hard_sigmoid_lstm_in_a_while_body_fuses():
+    """The same in int8: each hard sigmoid is RESCALEs around an int32 MUL and ADD of
+    constants, a MINIMUM, RESCALEs again and a CLAMP; the gate is the CLAMP's result."""
+    graph = load_graph(Path(__file__).resolve().parents[2] / "data" / "tflite" / "lstm_wide_hard_sigmoid_int8.tflite")
+    program = compile_graph(graph, npu_sim.load_hw_config("edge"))
+    (candidate,) = program.stats.composite_candidates
+    assert candidate.fused and candidate.block.endswith("_body"), candidate.reason
+    assert sum(1 for name in candidate.operators if name.startswith(("MINIMUM", "CLAMP"))) == 6
+    x = np.random.default_rng(4).integers(-128, 128, size=(2, 1, 20, 13)).astype(np.int8)
+    fused = npu_sim.simulate(graph, "edge", [x], invocations=2)
+    op_by_op = npu_sim.simulate(graph, "edge", [x], invocations=2, composite_fusion=False)
+    (name,) = fused.outputs
+    np.testing.assert_array_equal(fused.outputs[name], op_by_op.outputs[name])
+    expected = np.stack([list(outputs.values())[0] for outputs in _stream(graph, x)])
+    np.testing.assert_array_equal(fused.outputs[name].reshape(2, -1), expected.reshape(2, -1))
+    assert fused.summary["per_invocation_cycles"][-1] < 0.6 * op_by_op.summary["per_invocation_cycles"][-1]
+
+
+def _stream(graph: Graph, x: np.ndarray) -> list[dict[str, np.ndarray]]:
+    session = npu_sim.Session(graph)
+    return [session.invoke({graph.main.inputs[0]: x[k]}) for k in range(len(x))]

@@ -27,11 +27,12 @@ FUSED = ["lstm_int8", "lstm_sequence_int8", "lstm_batch2_int8", "lstm_stacked_in
          "lstm_small_cell_int8", "lstm_fused_fp32"]
 LOOPS = ["gru_fp32", "gru_reset_before_fp32", "lstm_stateful_fp32", "lstm_hard_sigmoid_fp32",
          "gru_int8", "gru_reset_before_int8", "lstm_stateful_loop_int8", "gru_sequence_fp32", "gru_sequence_int8",
-         "gru_wide_int8", "lstm_wide_hard_sigmoid_int8"]
+         "gru_wide_int8", "gru_wide_reset_before_int8", "lstm_wide_hard_sigmoid_int8"]
 #: models on which LiteRT's default interpreter (XNNPACK's int8 ADD, MUL and FULLY_CONNECTED) is
-#: 1 LSB off its reference kernels (README, "Whose bits"): checked against the reference kernels,
-#: and within 1 LSB of the default interpreter
-XNNPACK_ROUNDS = {"lstm_stateful_loop_int8", "gru_wide_int8", "lstm_wide_hard_sigmoid_int8"}
+#: off its reference kernels (README, "Whose bits"): checked against the reference kernels, and
+#: within this many LSB of the default interpreter
+XNNPACK_ROUNDS = {"lstm_stateful_loop_int8": 1, "gru_wide_int8": 1, "gru_wide_reset_before_int8": 2,
+                  "lstm_wide_hard_sigmoid_int8": 1}
 INVOCATIONS = 3
 
 
@@ -78,7 +79,7 @@ def test_the_reference_executor_gives_litert_outputs(stem):
         (ours,) = session.invoke({name: x}).values()
         assert_close(ours, want)
         if stem in XNNPACK_ROUNDS:
-            assert np.abs(ours.reshape(near.shape).astype(np.int32) - near).max() <= 1
+            assert np.abs(ours.reshape(near.shape).astype(np.int32) - near).max() <= XNNPACK_ROUNDS[stem]
 
 
 @pytest.mark.parametrize("stem", ["lstm_int8", "lstm_bidirectional_int8", "lstm_fused_fp32", "gru_fp32",
