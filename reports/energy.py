@@ -1,9 +1,10 @@
 """Energy and area of one simulated run, counted from its events (Accelergy-style first-order).
 
 :func:`energy_breakdown_pj` walks the trace's executed commands: MACs by operand dtype on
-the MAC array, elements through the vector and LUT units, bytes read or written in each
-memory (a DMA reads its source and writes its destination; a compute command's TCM bytes),
-DDR bursts, and static power times the run time. :func:`area_breakdown_mm2` sums the parts
+the MAC array, elements through the vector and LUT units, the host CPU's busy cycles (the
+operators the NPU cannot run), bytes read or written in each memory (a DMA reads its source
+and writes its destination; a compute command's TCM bytes), DDR bursts, and static power
+times the run time. :func:`area_breakdown_mm2` sums the parts
 of the config. The figures per event are the config's ``energy`` and ``area`` sections.
 """
 
@@ -42,9 +43,10 @@ def _command_energy_pj(program: Program, hw: HwConfig) -> dict[int, list[tuple[s
 
 
 def energy_breakdown_pj(trace: Trace, hw: HwConfig, program: Program | None, total_cycles: int) -> dict[str, float]:
-    """pJ by unit and memory: mac_array, vector, lut, tcm, variable_sram, ddr, dma, static."""
+    """pJ by unit and memory: mac_array, vector, lut, cpu, tcm, variable_sram, ddr, dma, static."""
     e = hw.energy
-    parts = dict.fromkeys(("mac_array", "vector", "lut", "tcm", "variable_sram", "ddr", "dma", "static"), 0.0)
+    parts = dict.fromkeys(("mac_array", "vector", "lut", "cpu", "tcm", "variable_sram", "ddr", "dma", "static"), 0.0)
+    cpu_cycle_pj = e.cpu_cycle_pj * e.scale
     per_command = _command_energy_pj(program, hw) if program is not None else {}
     tcm_pj = e.tcm_byte_pj * e.scale
     for record in trace.commands:
@@ -52,6 +54,8 @@ def energy_breakdown_pj(trace: Trace, hw: HwConfig, program: Program | None, tot
             parts[key] += record.macs * pj if key == "mac_array" else pj
         if record.kind == "compute":
             parts["tcm"] += record.bytes * tcm_pj
+            if record.unit == "cpu":
+                parts["cpu"] += record.busy_cycles * cpu_cycle_pj
     counters = trace.counters
     burst_bytes = counters.ddr_read_burst_bytes + counters.ddr_write_burst_bytes
     parts["ddr"] = burst_bytes * e.ddr_byte_pj

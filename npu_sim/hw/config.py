@@ -399,6 +399,10 @@ class EnergyConfig(_Strict):
     variable_sram_byte_pj: float = Field(default=1.25, ge=0)  # one byte of the variable SRAM
     ddr_byte_pj: float = Field(default=160.0, ge=0)  # one DDR byte moved (whole bursts)
     dma_burst_pj: float = Field(default=10.0, ge=0)  # one DMA burst's control and bus overhead
+    #: one cycle of the host CPU running an operator the NPU cannot (its core, caches and
+    #: TCM accesses): a Cortex-M-class core draws some 10-30 uW/MHz (= pJ a cycle) of dynamic
+    #: power at 28-40 nm; an assumption of that order, not a measurement
+    cpu_cycle_pj: float = Field(default=20.0, ge=0)
     static_mw: float = Field(default=5.0, ge=0)  # leakage of the logic, times run time
     static_mw_per_kib_sram: float = Field(default=0.01, ge=0)  # leakage per KiB of TCM and SRAM
 

@@ -37,3 +37,15 @@ def test_run_summary_energy_counts_macs_ddr_bursts_and_static_power():
     sram_kib = (524288 + 65536) / 1024
     assert parts["static"] == pytest.approx((5.0 + 0.01 * sram_kib) * 1e-3 * s["seconds"] * 1e12)
     assert s["area_mm2"] == pytest.approx(sum(s["area_breakdown_mm2"].values()))
+
+
+def test_the_host_cpu_s_busy_cycles_count_at_its_energy_per_cycle():
+    """On the Ethos-U55 the keyword transformer's softmax (int32 REDUCE_MAX, int16 TABLEs)
+    runs on the host CPU: its busy cycles times energy.cpu_cycle_pj (20 pJ at 45 nm)."""
+    graph = load_graph("examples/kws_transformer_int8.tosa")
+    inputs = load_inputs(graph, [], random_seed=0).invocations[0]
+    s = simulate(graph, "ethos-u55-256", inputs).summary
+    cpu_cycles = sum(op["cycles"] for op in s["cpu_ops"])
+    assert cpu_cycles > 0
+    assert s["energy_breakdown_pj"]["cpu"] == pytest.approx(cpu_cycles * 20.0)
+    assert simulate(graph, "edge", inputs).summary["energy_breakdown_pj"]["cpu"] == 0.0
