@@ -45,6 +45,16 @@ def merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
+def bound_of(parts: dict[str, int]) -> str:
+    """The bound of an operation whose cycles go to ``parts`` (:attr:`OperationSpan.bound_cycles`):
+    the largest part, compute first on ties; compute when all are 0."""
+    best = BOUNDS[0]
+    for bound in BOUNDS[1:]:
+        if parts[bound] > parts[best]:
+            best = bound
+    return best
+
+
 #: A command's setup cycles (part of its busy cycles), given the hardware.
 SetupCycles = Callable[[CommandRecord], int]
 
@@ -99,12 +109,12 @@ class OperationSpan:
     @property
     def bound(self) -> str:
         """What bounds it: the largest of :attr:`bound_cycles` (compute first on ties)."""
-        parts = self.bound_cycles
-        return max(BOUNDS, key=lambda b: (parts[b], -BOUNDS.index(b))) if any(parts.values()) else "compute"
+        return bound_of(self.bound_cycles)
 
     def as_dict(self, *, busy_intervals: bool = False) -> dict[str, Any]:
         """Its row of summary.json's ``ops`` (``busy_intervals``: with each unit's busy
         intervals, which the run page's Gantt draws)."""
+        parts = self.bound_cycles
         row = {
             "name": self.name,
             "op": self.op,
@@ -121,8 +131,8 @@ class OperationSpan:
             "dma_cycles": self.dma_cycles,
             "compute_commands": self.compute_commands,
             "dma_commands": self.dma_commands,
-            "bound": self.bound,
-            "bound_shares": shares(self.bound_cycles),
+            "bound": bound_of(parts),
+            "bound_shares": shares(parts),
             "graph_ops": list(self.plan.graph_ops) if self.plan else [],
             "unit_busy_cycles": dict(self.units),
             **(self._tiling() if self.plan else {}),

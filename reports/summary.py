@@ -51,6 +51,7 @@ Fields (ARCHITECTURE.md lists the required ones):
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,7 +63,7 @@ from reports.cpu_ops import cpu_ops
 from reports.energy import energy_area_figures
 from reports.memory_traffic import memory_figures
 from reports.occupancy import occupancy_steps, peak, tcm_plan_figures
-from reports.operations import BOUNDS, OperationSpan, command_setup_cycles, operation_spans, shares
+from reports.operations import BOUNDS, OperationSpan, bound_of, command_setup_cycles, operation_spans, shares
 from reports.peak_tensors import tcm_peak
 from reports.preamble import preamble_figures
 
@@ -143,13 +144,15 @@ def time_breakdown(spans: list[OperationSpan], busy_cycles: Mapping[str, int], c
     operations' cycles by what bounds them (:attr:`OperationSpan.bound_cycles`, summed: work
     that overlaps in time, so the shares are of that work, not of the run) and how many
     operations each bound dominates."""
-    by_bound = {bound: sum(s.bound_cycles[bound] for s in spans) for bound in BOUNDS}
+    parts = [s.bound_cycles for s in spans]
+    by_bound = {bound: sum(p[bound] for p in parts) for bound in BOUNDS}
+    bounds = Counter(bound_of(p) for p in parts)
     return {
         "total_cycles": cycles,
         "by_unit": {unit: {"busy_cycles": busy, "share": round(_ratio(busy, cycles), 4)}
                     for unit, busy in busy_cycles.items()},
         "by_bound": {bound: {"cycles": by_bound[bound], "share": share,
-                             "operations": sum(1 for s in spans if s.bound == bound)}
+                             "operations": bounds[bound]}
                      for bound, share in shares(by_bound).items()},
     }
 
