@@ -28,6 +28,7 @@ from npu_sim.tosa.shape_resolution import has_unknown_dims, resolve_unknown_dims
 from npu_sim.tosa.tflite.flatbuffer import TfliteModel
 from npu_sim.tosa.tflite.legalize import Legalizer
 from npu_sim.tosa.tflite.rounding import round_fully_connected_once
+from npu_sim.tosa.tflite.saturation import saturate_quantizations
 from npu_sim.tosa.tflite_import import is_tflite, tflite_to_mlir
 from npu_sim.tosa.validation import validate as validate_graph
 
@@ -75,6 +76,7 @@ def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
         model = TfliteModel(data, str(path))
         graph = read_mlir(text, str(path), Legalizer(model, str(path)))
         round_fully_connected_once(graph, model)   # LiteRT's rounding (npu_sim/tosa/tflite/rounding.py)
+        saturate_quantizations(graph)   # and its saturating QUANTIZE (npu_sim/tosa/tflite/saturation.py)
     elif kind == "mlir":
         graph = read_mlir(data.removeprefix(b"\xef\xbb\xbf"), str(path), Legalizer(None, str(path)))
     else:

@@ -24,7 +24,7 @@ from npu_sim.tosa.ops import Op
 from scheduler.passes.cell_graph import CellGraph
 
 #: Elementwise steps that re-encode one value with constant operands.
-EDGE_OPS = frozenset({Op.CAST, Op.MUL, Op.ADD, Op.SUB, Op.RESCALE, Op.RESHAPE})
+EDGE_OPS = frozenset({Op.CAST, Op.MUL, Op.ADD, Op.SUB, Op.RESCALE, Op.RESHAPE, Op.MAXIMUM, Op.MINIMUM})
 
 
 def with_edges(g: CellGraph, members: list[int], outputs: tuple[str, ...],

@@ -5,7 +5,7 @@ TFLite's quantizer sometimes leaves a SPLIT in float inside an int8 graph (a Ker
 ``reset_after=False``: its recurrent product's split has an empty third part), so the
 converter writes: dequantize (``CAST`` to fp32, ``SUB`` of the zero point, ``MUL`` by the
 scale), the float ``SLICE``s, and a quantization of each part (``MUL`` by the inverse scale,
-``CAST`` to int32, ``ADD`` of the zero point, ``CAST`` to int8). When quantizing the
+``CAST`` to int32, ``ADD`` of the zero point, a clamp, ``CAST`` to int8). When quantizing the
 dequantized value gives every int8 value back (checked by running the two chains' own
 kernels on all 256 of them), each part is the ``SLICE`` of the int8 tensor itself: this pass
 writes it so, which leaves the int8 cell whole for the composite matchers and saves the
@@ -26,9 +26,11 @@ from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import Block, Graph, Operator, Region
 from npu_sim.tosa.ops import Op
 
-#: what a dequantization and a quantization are made of, in order
+#: what a dequantization and a quantization are made of, in order (a quantization clamped
+#: before it narrows, as npu_sim.tosa.tflite.saturation writes LiteRT's, or not)
 DEQUANTIZE = (Op.CAST, Op.SUB, Op.MUL)
 QUANTIZE = (Op.MUL, Op.CAST, Op.ADD, Op.CAST)
+SATURATING_QUANTIZE = (Op.MUL, Op.CAST, Op.ADD, Op.MAXIMUM, Op.MINIMUM, Op.CAST)
 
 
 def integer_data_movement(graph: Graph) -> Graph:
@@ -57,7 +59,8 @@ def _rewrite_block(block: Block) -> bool:
     producer = {out: op for op in block.operators for out in op.outputs}
     for slice_op in [op for op in block.operators if op.op is Op.SLICE]:
         dequantize = _chain_back(block, producer, readers, slice_op.inputs[0], DEQUANTIZE)
-        quantize = _chain_forward(block, readers, slice_op.outputs[0], QUANTIZE)
+        quantize = _chain_forward(block, readers, slice_op.outputs[0], SATURATING_QUANTIZE) or \
+            _chain_forward(block, readers, slice_op.outputs[0], QUANTIZE)
         if dequantize is None or quantize is None:
             continue
         source, result = dequantize[0].inputs[0], quantize[-1].outputs[0]

@@ -12,10 +12,7 @@ TOSA does express::
 
 :func:`rewrite` finds that pattern in the converter's MLIR text and writes the SELECT in
 its place (same values for every ``i`` in ``0 .. T-1``). Anything else is left as it is
-(and refused by the reader naming ``tfl.slice``), and so is an integer buffer in a graph
-with variables: a stateful int8 RNN returning sequences (``stateful=True,
-return_sequences=True``) still differs from LiteRT by a few LSB with it, for a reason not
-found yet (float ones, and int8 ones without state, match LiteRT).
+(and refused by the reader naming ``tfl.slice``).
 """
 
 from __future__ import annotations
@@ -36,7 +33,7 @@ def rewrite(text: str) -> str:
     if '"tfl.slice"' not in text:
         return text
     lines = text.split("\n")
-    facts = _Facts(lines, "tosa.variable " in text)
+    facts = _Facts(lines)
     drop: set[int] = set()
     for k, line in enumerate(lines):
         m = _CONCAT3.match(line)
@@ -51,8 +48,8 @@ def rewrite(text: str) -> str:
 class _Facts:
     """The slices, counter concats and zero constants of the text."""
 
-    def __init__(self, lines: list[str], stateful: bool):
-        self.lines, self.stateful = lines, stateful
+    def __init__(self, lines: list[str]):
+        self.lines = lines
         self.slices = {m.group(1): (k, m) for k, line in enumerate(lines) if (m := _SLICE.match(line))}
         self.index_of = {m.group(1): m.group(2) for line in lines if (m := _CONCAT2.match(line))}
         self.zeros = {m.group(1) for line in lines if (m := _ZEROS.match(line))}
@@ -66,7 +63,7 @@ def _row_update(f: _Facts, m: re.Match[str]) -> tuple[str, set[int]] | None:
     (head_line, h), (tail_line, t) = f.slices[head], f.slices[tail]
     buf, buf_type = h.group(2), h.group(5)
     dims, element = _dims(buf_type)
-    if dims is None or (f.stateful and element.startswith(("i", "ui"))):
+    if dims is None:
         return None
     if t.group(2) != buf or out_type != buf_type or h.group(3) not in f.zeros or h.group(4) not in f.index_of:
         return None

@@ -19,6 +19,9 @@ full-integer post-training quantization on a seeded random representative datase
 * ``gru_int8``, ``gru_reset_before_int8``, ``lstm_stateful_loop_int8``: the GRUs and the
   stateful LSTM above, int8 (WHILE loops whose bodies TFLite's quantizer fills with int8
   operators between QUANTIZE and DEQUANTIZE of the loop-carried float values);
+* ``lstm_stateful_sequence_int8``: ``LSTM(16, stateful=True, return_sequences=True)``,
+  flattened, int8: its float state leaves the calibrated range over a stream, where LiteRT's
+  QUANTIZE saturates (see :mod:`npu_sim.tosa.tflite.saturation`);
 * ``gru_wide_int8``, ``gru_wide_reset_before_int8``, ``lstm_wide_hard_sigmoid_int8``:
   ``GRU(24)``, ``GRU(24, reset_after=False)`` (its recurrent product split in float) and
   ``LSTM(20, recurrent_activation="hard_sigmoid")`` over 20 steps of 13 features, int8 WHILE
@@ -67,6 +70,7 @@ def build(kind: str, batch: int = 1) -> keras.Model:
         "gru_reset_before": lambda: L.GRU(12, reset_after=False)(inputs),
         "gru_sequence": lambda: L.Flatten()(L.GRU(12, return_sequences=True)(inputs)),
         "lstm_stateful": lambda: L.LSTM(16, stateful=True)(inputs),
+        "lstm_stateful_sequence": lambda: L.Flatten()(L.LSTM(16, stateful=True, return_sequences=True)(inputs)),
         "lstm_hard_sigmoid": lambda: L.LSTM(16, recurrent_activation="hard_sigmoid")(inputs),
         "gru_wide": lambda: L.GRU(24)(inputs),
         "gru_wide_reset_before": lambda: L.GRU(24, reset_after=False)(inputs),
@@ -169,6 +173,7 @@ MODELS = {   # file stem: (kind, int8, batch)   (WHILE loops: see LOOPS)
     "lstm_stateful_loop_int8": ("lstm_stateful", True, 1),
     "gru_sequence_fp32": ("gru_sequence", False, 1),
     "gru_sequence_int8": ("gru_sequence", True, 1),
+    "lstm_stateful_sequence_int8": ("lstm_stateful_sequence", True, 1),
     "gru_wide_int8": ("gru_wide", True, 1),
     "gru_wide_reset_before_int8": ("gru_wide_reset_before", True, 1),
     "lstm_wide_hard_sigmoid_int8": ("lstm_wide_hard_sigmoid", True, 1),
@@ -177,7 +182,8 @@ MODELS = {   # file stem: (kind, int8, batch)   (WHILE loops: see LOOPS)
 #: recurrent product in float (a dequantization, float SLICEs and quantizations around them)
 SEEDS = {"gru_wide_reset_before_int8": 7}
 #: int8 models whose layers TFLite writes as WHILE loops (calibrated by :func:`calibrate_by_running`)
-LOOPS = {"gru_int8", "gru_reset_before_int8", "lstm_stateful_loop_int8", "gru_sequence_int8", "gru_wide_int8",
+LOOPS = {"gru_int8", "gru_reset_before_int8", "lstm_stateful_loop_int8", "lstm_stateful_sequence_int8",
+         "gru_sequence_int8", "gru_wide_int8",
          "gru_wide_reset_before_int8", "lstm_wide_hard_sigmoid_int8"}
 
 if __name__ == "__main__":
@@ -193,7 +199,7 @@ if __name__ == "__main__":
         model = build(kind, batch)
         if stem == "lstm_small_cell_int8":
             model = small_cell(model)
-        data = convert(model, int8, batch, kind == "lstm_stateful", stem in LOOPS, SHAPES.get(kind, (STEPS, FEATURES)))
+        data = convert(model, int8, batch, kind.startswith("lstm_stateful"), stem in LOOPS, SHAPES.get(kind, (STEPS, FEATURES)))
         with open(f"{stem}.tflite", "wb") as out:
             out.write(data)
         print(stem, len(data), "bytes")

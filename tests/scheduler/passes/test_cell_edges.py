@@ -27,8 +27,10 @@ def test_the_stateful_int8_lstm_loop_cell_takes_in_its_state_quantisation():
     (candidate,) = program.stats.composite_candidates
     assert candidate.fused and candidate.block.endswith("_body")
     kinds = _kinds(candidate.operators)
-    assert len(kinds) == 60   # the cell's 42 operators, 8 of prologue, 10 of epilogue
-    assert kinds[:8] == ["MUL", "CAST", "ADD", "CAST"] * 2
+    # the cell's 42 operators, 12 of prologue (the quantizations saturate: MAXIMUM, MINIMUM
+    # before the narrowing CAST), 10 of epilogue
+    assert len(kinds) == 64
+    assert kinds[:12] == ["MUL", "CAST", "ADD", "MAXIMUM", "MINIMUM", "CAST"] * 2
     assert kinds[-4:] == ["RESHAPE", "CAST", "SUB", "MUL"]
     dequantized = ("MUL(layer_117)", "MUL(layer_129)", "MUL(layer_136)")   # c', h' and the output, in float
     assert all(name in candidate.operators for name in dequantized)

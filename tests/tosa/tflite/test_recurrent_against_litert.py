@@ -27,12 +27,12 @@ FUSED = ["lstm_int8", "lstm_sequence_int8", "lstm_batch2_int8", "lstm_stacked_in
          "lstm_small_cell_int8", "lstm_fused_fp32"]
 LOOPS = ["gru_fp32", "gru_reset_before_fp32", "lstm_stateful_fp32", "lstm_hard_sigmoid_fp32",
          "gru_int8", "gru_reset_before_int8", "lstm_stateful_loop_int8", "gru_sequence_fp32", "gru_sequence_int8",
-         "gru_wide_int8", "gru_wide_reset_before_int8", "lstm_wide_hard_sigmoid_int8"]
+         "gru_wide_int8", "gru_wide_reset_before_int8", "lstm_wide_hard_sigmoid_int8", "lstm_stateful_sequence_int8"]
 #: models on which LiteRT's default interpreter (XNNPACK's int8 ADD, MUL and FULLY_CONNECTED) is
 #: off its reference kernels (README, "Whose bits"): checked against the reference kernels, and
 #: within this many LSB of the default interpreter
 XNNPACK_ROUNDS = {"lstm_stateful_loop_int8": 1, "gru_wide_int8": 1, "gru_wide_reset_before_int8": 2,
-                  "lstm_wide_hard_sigmoid_int8": 1}
+                  "lstm_wide_hard_sigmoid_int8": 1, "lstm_stateful_sequence_int8": 2}
 INVOCATIONS = 3
 
 

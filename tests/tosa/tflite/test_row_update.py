@@ -32,8 +32,10 @@ def test_a_slice_from_another_start_or_read_elsewhere_stays():
     assert rewrite(read_twice) == read_twice
 
 
-def test_an_integer_buffer_in_a_graph_with_variables_stays():
+def test_an_integer_buffer_in_a_graph_with_variables_is_rewritten_too():
+    """(A stateful int8 RNN returning sequences: its differences from LiteRT were the
+    converter's wrapping QUANTIZE, :mod:`npu_sim.tosa.tflite.saturation`.)"""
     int8 = BODY.replace("xf32>", "xi8>")
     assert "tfl.slice" not in rewrite(int8)
     stateful = '  tosa.variable @"h" = dense<0> : tensor<1x3xi8>\n' + int8
-    assert rewrite(stateful) == stateful
+    assert "tfl.slice" not in rewrite(stateful)
