@@ -199,7 +199,8 @@ if __name__ == "__main__":
         model = build(kind, batch)
         if stem == "lstm_small_cell_int8":
             model = small_cell(model)
-        data = convert(model, int8, batch, kind.startswith("lstm_stateful"), stem in LOOPS, SHAPES.get(kind, (STEPS, FEATURES)))
+        shape = SHAPES.get(kind, (STEPS, FEATURES))
+        data = convert(model, int8, batch, kind.startswith("lstm_stateful"), stem in LOOPS, shape)
         with open(f"{stem}.tflite", "wb") as out:
             out.write(data)
         print(stem, len(data), "bytes")
