@@ -551,7 +551,7 @@ class Tiler:
 
         limit = cycles(best) * (1 + slack)
         chosen, chosen_key = best, (constant_bytes(best), best.working_set_bytes, _rank(best))
-        for plan in self._coarse_plans(problem, key):
+        for plan in self._coarse_plans(problem, key) + self._stripes(problem, key, best):
             if cycles(plan) > limit or not stripes_ok(plan):
                 continue
             candidate_key = (constant_bytes(plan), plan.working_set_bytes, _rank(plan))
@@ -560,6 +560,16 @@ class Tiler:
                 if fitting is not None:
                     chosen, chosen_key = fitting, (constant_bytes(fitting), fitting.working_set_bytes, _rank(fitting))
         return chosen
+
+    def _stripes(self, problem: TilingProblem, key: tuple, best: TilePlan) -> list[TilePlan]:
+        """``best``'s tile with fewer output channels (every split count; the coarse grid
+        thins them)."""
+        tiling = self.tiling(problem.op)
+        last = len(tiling.out_shape) - 1
+        if best.tile_shape is None or last not in tiling.sizes:
+            return []
+        return [self._eval(problem, key, best.tile_shape[:-1] + (size,)) for size in tiling.sizes[last]
+                if size < best.tile_shape[-1]]
 
     def _refine(self, problem: TilingProblem, key: tuple, best: TilePlan, budget: int) -> TilePlan:
         """Local search: move one dimension one size up or down while the estimate improves."""

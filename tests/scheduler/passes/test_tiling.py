@@ -196,9 +196,9 @@ def _streaming(preset: str, slack: float | None):
 
 def test_streamed_weights_go_in_stripes_where_whole_ones_raise_the_peak():
     """On the Ethos-U55 (8 MiB of TCM, flash at 1 B/cycle) the fastest plan loads the 16,384
-    bytes of weights whole; streamed, they come in two rotating stripes of 86 output channels
-    (5,504 bytes), the narrowest within 2% of the fastest plan's cycles: 14,624 bytes of TCM
-    at the peak instead of 20,000, the outputs still the reference executor's."""
+    bytes of weights whole; streamed, they come in two rotating stripes of 16 output channels
+    (1,024 bytes: the narrowest allowed, within 2% of the fastest plan's cycles): 5,664 bytes
+    of TCM at the peak instead of 20,000, the outputs still the reference executor's."""
     from tests.scheduler.graphs import check_end_to_end
 
     graph = _fc_graph()
@@ -209,7 +209,7 @@ def test_streamed_weights_go_in_stripes_where_whole_ones_raise_the_peak():
         tiles = [(a.name, a.size_bytes) for a in program.allocations if a.name.startswith(weights)]
         figures[slack] = (program.stats.peak_tcm_bytes, program.stats.tcm_lower_bound_bytes, tiles)
     assert figures[None] == (20000, 20000, [(weights + "/0", 16384)])
-    assert figures[0.02] == (14624, 14624, [(weights + "/0", 5504), (weights + "/1", 5504)])
+    assert figures[0.02] == (5664, 5664, [(weights + "/0", 1024), (weights + "/1", 1024)])
 
 
 def test_weights_stay_whole_where_they_do_not_raise_the_peak():
@@ -228,4 +228,4 @@ def test_weights_stay_whole_where_they_do_not_raise_the_peak():
     narrow = tiler.plan(op, resident, 1 << 20)
     assert whole is not None and narrow is not None
     assert (whole.tile_shape, whole.working_set_bytes) == ((1, 2, 2, 256), 16384)
-    assert (narrow.tile_shape, narrow.working_set_bytes) == ((1, 2, 2, 86), 11008)   # two stripes of 86 x 64 bytes
+    assert (narrow.tile_shape, narrow.working_set_bytes) == ((1, 2, 2, 16), 2048)   # two stripes of 16 x 64 bytes
