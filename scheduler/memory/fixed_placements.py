@@ -195,8 +195,8 @@ def _segment_loads(values: dict[str, Value], pooled: dict[str, int], first_use: 
                    tcm_alignment: int) -> dict[int, list[tuple[int, int, Buffer]]]:
     """The streamed pool's chunks: a run of entries with the same first and last reader is one
     TCM buffer, loaded before its first reader and dead after its last. A run smaller than a
-    DMA's worth (see :func:`_pool_chunks`) joins the next (loaded earlier), unless that would
-    keep the next one's bytes beyond their last reader (a zero point read all along)."""
+    DMA's worth (see :func:`_pool_chunks`) joins the next (loaded earlier) when that one's
+    last reader comes no earlier (its bytes are not kept beyond their last reader)."""
     runs: list[list[int]] = []   # [first reader, start, end, last reader]
     for key in sorted(pooled, key=pooled.__getitem__):
         end = pooled[key] + align_up(values[key].size_bytes, POOL_ITEM_ALIGNMENT)
@@ -208,8 +208,7 @@ def _segment_loads(values: dict[str, Value], pooled: dict[str, int], first_use: 
     chunks: list[list[int]] = []
     for run in runs:
         last = chunks[-1] if chunks else None
-        if last is not None and last[2] - last[1] < min_chunk and \
-                (run[3] >= last[3] or run[2] - run[1] < min_chunk):
+        if last is not None and last[2] - last[1] < min_chunk and run[3] >= last[3]:
             last[2], last[3] = run[2], max(last[3], run[3])
         else:
             chunks.append(list(run))
