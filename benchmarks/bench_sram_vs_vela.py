@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """npu-sim's peak TCM beside Vela 5.2's ``sram_memory_used`` on every example model and Ethos-U preset.
 
-For every ``.tosa`` in ``examples/`` and ``benchmarks/models/`` (and ``benchmarks/models/real/``
-when built) and each Ethos-U accelerator of :data:`benchmarks.bench_vela.MATCHES`, runs vela
-with that accelerator's system config and memory mode (its summary CSV's ``sram_memory_used``,
-KiB, and ``cycles_total``) and npu-sim on the matched preset, one invocation, inputs
-``random_inputs(seed=0)``. Per pair:
+For every ``.tosa`` and ``.tflite`` in ``examples/``, every ``.tosa`` in ``benchmarks/models/``
+(and ``benchmarks/models/real/`` when built) and each Ethos-U accelerator of
+:data:`benchmarks.bench_vela.MATCHES`, runs vela with that accelerator's system config and
+memory mode (its summary CSV's ``sram_memory_used``, KiB, and ``cycles_total``) and npu-sim on
+the matched preset, one invocation, inputs ``random_inputs(seed=0)``. Per pair:
 
 * ``peak_tcm_bytes`` (the plan's TCM footprint) over Vela's SRAM bytes, goal <= 1.0 (issue 27,
   "Below Vela's SRAM"), with ``tcm_lower_bound_bytes`` (the most bytes live at once);
@@ -51,9 +51,11 @@ TOP_TENSORS = 3
 
 
 def default_models() -> list[Path]:
-    """The example models, the benchmark models and the real ones when built."""
-    return sorted((ROOT / "examples").glob("*.tosa")) + sorted((HERE / "models").glob("*.tosa")) + \
-        sorted((HERE / "models" / "real").glob("*.tosa"))
+    """The example models (a .tflite goes to Vela as it is, to npu-sim through its converter), the
+    benchmark models and the real ones when built."""
+    examples = ROOT / "examples"
+    return sorted(examples.glob("*.tosa")) + sorted(examples.glob("*.tflite")) + \
+        sorted((HERE / "models").glob("*.tosa")) + sorted((HERE / "models" / "real").glob("*.tosa"))
 
 
 def resident_pool_preset(preset: str) -> HwConfig:
