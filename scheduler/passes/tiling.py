@@ -542,10 +542,10 @@ class Tiler:
             return max(plan.est_cycles, plan.dma_bytes / bandwidth)
 
         hw = self.hw
-        min_load = (hw.dma.setup_cycles + hw.ddr.read_latency_cycles) * bandwidth
+        min_load = hw.dma.setup_cycles * bandwidth
         channels = min(best.out_shape[-1], MIN_STRIPE_CHANNELS) if best.out_shape else 1
 
-        def stripes_ok(plan: TilePlan) -> bool:   # whole channel groups, each load worth its overheads
+        def stripes_ok(plan: TilePlan) -> bool:   # whole channel groups, each load worth its setup
             return plan.tile_shape is not None and plan.tile_shape[-1] >= channels and \
                 all(plan.slot_bytes[s] >= min_load for s in constants if plan.slot_buffers.get(s) == 2)
 
