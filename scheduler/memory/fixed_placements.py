@@ -5,7 +5,10 @@ DDR unless the config's memory roles say otherwise, :mod:`scheduler.memory.roles
 one in the variable SRAM. Small constants that compute steps read (zero points, shifts, shapes...) go to a
 constant pool instead: one DDR image, loaded into a TCM buffer chunk by chunk, each chunk
 before the main-block operation that first reads its entries (laid out in order of first
-use, so each operation loads only its new entries).
+use, so each operation loads only its new entries). Where constants stream
+(``tcm.constant_stream_slack_fraction``, one invocation) there is no resident TCM copy: each
+chunk is a TCM buffer of its own, its entries laid out by first and last reader, dead after
+the last.
 """
 
 from __future__ import annotations
