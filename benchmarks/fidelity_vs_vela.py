@@ -161,7 +161,11 @@ def print_row(row: dict[str, Any]) -> None:
 #: Where npu-sim knowingly differs from Vela (printed under the tables and kept in the JSON).
 NOTES = (
     "On the Ethos-U presets weights stream from their home at every use, as Vela's schedules read "
-    "them (tcm.keep_reused_constants: false); an unrolled LSTM reads its gate weights every step.",
+    "them (tcm.keep_reused_constants: false); an unrolled LSTM reads its gate weights every step. "
+    "They pass through TCM buffers that live only around their operation (tcm.constant_stream_slack_"
+    "fraction: the small constants in per-operation chunks, the weights in output-channel stripes where "
+    "whole ones would raise the peak), where Vela's weight decoder may read them in place: our TCM peak "
+    "against Vela's SRAM is benchmarks/bench_sram_vs_vela.py.",
     "The U55 presets are Vela's Shared_Sram: graph inputs, outputs and feature maps in the SRAM (our "
     "TCM), constants in the read-only flash (our DDR), which nothing writes. Vela's Shared_Sram arena "
     "is unbounded (ResNet-50: 7,056 KiB), the presets' SRAM 8 MiB.",

@@ -82,7 +82,19 @@ def _tcm_figure(summary: Mapping[str, Any]) -> Figure:
     over = f" (+{percent(peak / bound - 1)})" if bound and peak > bound else ""
     size = summary.get("tcm_size_bytes")
     of = f" of {human_bytes(size)}" if size else ""
-    return Figure("Peak TCM", human_bytes(peak), f"lower bound {human_bytes(bound)}{over}{of}", peak)
+    return Figure("Peak TCM", human_bytes(peak), f"lower bound {human_bytes(bound)}{over}{of}"
+                  + _constant_share(summary), peak)
+
+
+def _constant_share(summary: Mapping[str, Any]) -> str:
+    """``; constants N % of the peak (R resident)`` when constants are in the TCM at its peak."""
+    at_peak = summary.get("tcm_peak") or {}
+    constants = (at_peak.get("by_kind") or {}).get("constant", 0)
+    if not constants or not at_peak.get("bytes"):
+        return ""
+    resident = summary.get("tcm_resident_constant_bytes", 0)
+    return f"; constants {percent(constants / at_peak['bytes'])} of the peak" + \
+        (f" ({human_bytes(resident)} resident)" if resident else " (streamed)")
 
 
 def _cpu_figure(summary: Mapping[str, Any], cpu: Any) -> Figure:

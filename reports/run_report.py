@@ -164,7 +164,10 @@ def memory_section(run_dir: Path, summary: Mapping[str, Any]) -> str:
                Column("size_bytes", "size", show=human_bytes), Column("share", "of the peak", show=percent),
                Column("offset_bytes", "offset", show=cycles), Column("live", "live (cycles)", False)]
     more = f" and {peak['more']} smaller ones" if peak.get("more") else ""
+    kinds = ", ".join(f"{kind} {human_bytes(size)} ({percent(size / total)})"
+                      for kind, size in (peak.get("by_kind") or {}).items()) if total else ""
     table = (f"<h3>Tensors in the TCM at its peak: {human_bytes(total)} at cycle {peak.get('cycle', 0):,}{more}</h3>"
+             + (f"<p class='note'>By kind: {kinds}.</p>" if kinds else "")
              + sortable_table(columns, rows, table_id="peak-tensors") if tensors else "")
     return ("<h2>Memory timeline</h2><p class='note'>TCM address map over time (top) and bytes in use (bottom); "
             f"click the image for full size.</p>{image}{table}")

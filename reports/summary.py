@@ -20,8 +20,10 @@ Fields (ARCHITECTURE.md lists the required ones):
   may spread buffers wider when the TCM has room, to avoid false dependencies);
   ``tcm_lower_bound_bytes``: the most bytes live at once by the plan's lifetimes
   (the bound no planner can beat); ``peak_live_tcm_bytes``: the most bytes in use at
-  one cycle in the simulation; ``tcm_peak``: the allocations in use at that cycle
-  (:mod:`reports.peak_tensors`);
+  one cycle in the simulation; ``tcm_peak``: the allocations in use at that cycle and
+  their bytes by kind (``by_kind``: activation, tile, constant ...; :mod:`reports.peak_tensors`);
+  ``tcm_resident_constant_bytes``: the TCM constants hold for the whole run (the resident
+  constant pool; 0 where constants stream through buffers around their readers);
 * ``ops``: one row per NPU operation and invocation (see :mod:`reports.operations`):
   its ``cycles`` are its work (the cycles in which one of its commands kept a unit busy),
   ``span_cycles`` its first start to its last end, ``busy_intervals`` per unit (the
@@ -64,7 +66,7 @@ from reports.energy import energy_area_figures
 from reports.memory_traffic import memory_figures
 from reports.occupancy import occupancy_steps, peak, tcm_plan_figures
 from reports.operations import BOUNDS, OperationSpan, bound_of, command_setup_cycles, operation_spans, shares
-from reports.peak_tensors import tcm_peak
+from reports.peak_tensors import resident_constant_tcm_bytes, tcm_peak
 from reports.preamble import preamble_figures
 
 
@@ -128,6 +130,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
     summary["ops"] = [span_.as_dict(busy_intervals=True) for span_ in spans]
     summary["time_breakdown"] = time_breakdown(spans, summary["busy_cycles"], cycles)
     summary["tcm_peak"] = tcm_peak(trace.allocations, *tcm_steps)
+    summary["tcm_resident_constant_bytes"] = resident_constant_tcm_bytes(program.allocations) if program else 0
     summary["fused_composites"] = fused_composites(spans, program)
     summary["cpu_ops"] = cpu_ops(spans, program)
     summary["memories"] = memory_figures(trace, hw, program)

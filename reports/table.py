@@ -132,6 +132,23 @@ def totals_line(summary: Mapping[str, Any]) -> str:
             f"(lower bound {human_bytes(summary['tcm_lower_bound_bytes'])})")
 
 
+def tcm_peak_line(summary: Mapping[str, Any], largest: int = 3) -> str:
+    """One line on what the TCM holds at its peak: bytes by kind (constants resident or
+    streamed) and the ``largest`` tensors; empty without a peak."""
+    peak = summary.get("tcm_peak") or {}
+    total = peak.get("bytes", 0)
+    if not total:
+        return ""
+    kinds = []
+    for kind, size in (peak.get("by_kind") or {}).items():
+        resident = summary.get("tcm_resident_constant_bytes", 0) if kind == "constant" else 0
+        how = "" if kind != "constant" else f", {human_bytes(resident)} resident" if resident else ", streamed"
+        kinds.append(f"{kind} {human_bytes(size)} ({100 * size / total:.0f}%{how})")
+    tensors = ", ".join(f"{t['name']} {human_bytes(t['size_bytes'])}" for t in peak.get("tensors", [])[:largest])
+    return (f"TCM at its peak (cycle {peak.get('cycle', 0):,}): " + ", ".join(kinds)
+            + (f"; largest: {tensors}" if tensors else ""))
+
+
 def utilization_line(summary: Mapping[str, Any]) -> str:
     return "busy: " + ", ".join(f"{unit} {100 * frac:.1f}%"
                                 for unit, frac in summary.get("utilization", {}).items())
@@ -153,8 +170,10 @@ def cpu_line(summary: Mapping[str, Any]) -> str:
 
 
 def report_text(summary: Mapping[str, Any]) -> str:
-    """The table, the totals, the busy line and the host CPU's operators, as ``npu-sim run`` prints them."""
-    lines = [ops_table(summary), totals_line(summary), utilization_line(summary), cpu_line(summary)]
+    """The table, the totals, the TCM at its peak, the busy line and the host CPU's operators, as
+    ``npu-sim run`` prints them."""
+    lines = [ops_table(summary), totals_line(summary), tcm_peak_line(summary), utilization_line(summary),
+             cpu_line(summary)]
     return "\n".join(line for line in lines if line)
 
 

@@ -123,14 +123,14 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
 def _compile(graph: Graph, lowered: LoweredGraph, fixed: Fixed, hw: HwConfig, planner: Planner,
              tcm_alignment: int, spread_tcm: bool) -> Program:
     """Compile the blocks and plan the memories, spilling and recompiling until the TCM plan fits."""
-    pool_bytes = fixed.pool_tcm.size_bytes if fixed.pool_tcm is not None else 0
+    pool_bytes = fixed.pool_tcm.size_bytes if fixed.pool_tcm is not None else fixed.segment_peak_bytes
     values = lowered.values
     tiler = Tiler(hw, lambda k: values[k].data if values[k].kind is ValueKind.CONSTANT else None, tcm_alignment)
     evicted: set[str] = set()
     homed = whole_program_tcm_bytes(fixed.buffers, skip=POOL_BUFFER_NAME)   # inputs, outputs, constants
     capacity = hw.tcm.size_bytes - pool_bytes - homed
     if capacity < 0:
-        raise homes_too_big_error(fixed.buffers, pool_bytes, hw)
+        raise homes_too_big_error(fixed.buffers, fixed.segment_peak_bytes, hw)
     last_error: Exception | None = None
     operations = sum(len(block.ops) for block in lowered.main.walk_blocks())
     for attempt in range(MAX_ATTEMPTS):

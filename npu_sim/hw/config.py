@@ -97,6 +97,16 @@ class TcmConfig(_Strict):
         default=True, description="a constant several operations read (an unrolled recurrent cell's "
         "weights, a loop body's) is copied into the TCM once and kept there; False: every operation "
         "streams it from its home again, as Vela's schedules do")
+    constant_stream_slack_fraction: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="None: small constants stay in a TCM pool for the whole "
+        "run and an operation's weights load in whatever tiles run fastest (whole tensors where the TCM has "
+        "room). A fraction of an operation's estimated cycles: constants stream from their home (DDR or "
+        "flash) at every use through buffers that live only around the operations reading them (the "
+        "pool's entries in per-operation chunks), and the weights in the narrowest output-channel stripes, "
+        "two buffers rotating, whose estimated cycles stay within this fraction of the operation's fastest "
+        "plan (Vela's weight buffering, regor scheduler.cpp ProposeWeightBuffering: double-buffered "
+        "weight slices of OFM-block depth, just deep enough to hide the next slice's transfer). "
+        "Several invocations (-n N) keep the resident pool, loaded once")
 
     @model_validator(mode="after")
     def _check(self) -> TcmConfig:

@@ -570,22 +570,29 @@ def compile_block(ctx: CompileContext, block: LoweredBlock, bindings: dict[str, 
 
 
 def constant_pool_loads(fixed: Fixed, ctx: CompileContext) -> Callable[[int], list[ACommand]] | None:
-    """The constant-pool chunk loads to issue before each main-block operation."""
+    """The constant-pool chunk loads to issue before each main-block operation (into the
+    resident pool, or into the streamed pool's buffers of their own)."""
     pool_ddr, pool_tcm = fixed.pool_ddr, fixed.pool_tcm
-    if pool_ddr is None or pool_tcm is None:
+    if pool_ddr is None or pool_tcm is None and not fixed.segment_loads:
         return None
     record: list[int] = []
 
-    def chunks(index: int) -> list[ACommand]:
-        chunk = fixed.pool_chunks.get(index)
-        if chunk is None:
-            return []
+    def load(offset: int, size: int, target: Buffer, target_offset: int) -> list[ACommand]:
+        assert pool_ddr is not None
         if not record:
             record.append(len(ctx.records))
             ctx.records.append(OpRecord("constant_pool", "LOAD", "dma", ()))
-        offset, size = chunk
         t = TensorType((size,), DType.INT8)
-        return ctx.emitter.dma(Placement(pool_ddr, offset, t).whole(), Placement(pool_tcm, offset, t).whole(),
+        return ctx.emitter.dma(Placement(pool_ddr, offset, t).whole(), Placement(target, target_offset, t).whole(),
                                f"load constant pool [{offset}, {offset + size})", record[0])
+
+    def chunks(index: int) -> list[ACommand]:
+        cmds: list[ACommand] = []
+        for offset, size, buffer in fixed.segment_loads.get(index, ()):
+            cmds += load(offset, size, buffer, 0)
+        chunk = fixed.pool_chunks.get(index)
+        if chunk is not None and pool_tcm is not None:
+            cmds += load(chunk[0], chunk[1], pool_tcm, chunk[0])
+        return cmds
 
     return chunks

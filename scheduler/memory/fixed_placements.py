@@ -5,13 +5,18 @@ DDR unless the config's memory roles say otherwise, :mod:`scheduler.memory.roles
 one in the variable SRAM. Small constants that compute steps read (zero points, shifts, shapes...) go to a
 constant pool instead: one DDR image, loaded into a TCM buffer chunk by chunk, each chunk
 before the main-block operation that first reads its entries (laid out in order of first
-use, so each operation loads only its new entries).
+use, so each operation loads only its new entries). Where constants stream
+(``tcm.constant_stream_slack_fraction``, one invocation) there is no resident TCM copy: each
+chunk is a TCM buffer of its own, its entries laid out by first and last reader, dead after
+the last.
 """
 
 from __future__ import annotations
 
+import bisect
+import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from npu_sim.hw.compute_units.mac_array import MAC_OPS
 from npu_sim.hw.config import HwConfig
@@ -58,6 +63,11 @@ class Fixed:
     pool_ddr: Buffer | None
     pool_tcm: Buffer | None
     pool_chunks: dict[int, tuple[int, int]]   # main op index -> (offset, size) of the pool to load before it
+    #: streamed constants (``tcm.constant_stream_slack_fraction``): main op index -> the chunks of
+    #: the pool image to load before it, (offset, size, TCM buffer of their own); no resident pool
+    segment_loads: dict[int, list[tuple[int, int, Buffer]]] = field(default_factory=dict)
+    #: the most TCM bytes the streamed pool's buffers take at once (their loads prefetched)
+    segment_peak_bytes: int = 0
 
 
 def compute_operands(block: LoweredBlock) -> list[str]:
@@ -92,6 +102,10 @@ def fixed_placements(lowered: LoweredGraph, hw: HwConfig, tcm_alignment: int, *,
     hold constants of any size that fits (the weights of an LSTM, first used first)."""
     values = lowered.values
     pooled, first_use, pool_size = _pool_layout(lowered, hw, resident_constants)
+    streamed = streams_constants(hw, resident_constants)
+    last_use = _last_uses(lowered.main, pooled) if streamed else {}
+    if streamed:
+        pooled = _lifetime_layout(values, pooled, first_use, last_use)
     placements: dict[str, Placement] = {}
     const_ddr: dict[str, Placement] = {}
     buffers: list[Buffer] = []
@@ -107,13 +121,106 @@ def fixed_placements(lowered: LoweredGraph, hw: HwConfig, tcm_alignment: int, *,
         return Fixed(placements, const_ddr, buffers, None, None, {})
     image = _pool_image(values, pooled, pool_size)
     pool_ddr = Buffer(POOL_BUFFER_NAME, DDR, pool_size, kind="constant", initial_data=image, whole_program=True)
+    buffers.append(pool_ddr)
+    for key, offset in pooled.items():
+        const_ddr[key] = Placement(pool_ddr, offset, values[key].type)
+    if streamed:
+        segments = _segment_loads(values, pooled, first_use, last_use, hw, tcm_alignment)
+        spans = sorted((load for loads in segments.values() for load in loads), key=lambda load: load[0])
+        starts = [start for start, _, _ in spans]
+        for key, offset in pooled.items():
+            start, _, buffer = spans[bisect.bisect_right(starts, offset) - 1]
+            placements[key] = Placement(buffer, offset - start, values[key].type)
+        peak = _segment_peak_bytes(segments, pooled, last_use, min(1, hw.dma.prefetch_operations))
+        return Fixed(placements, const_ddr, buffers, pool_ddr, None, {}, segments, peak)
     pool_tcm = Buffer(POOL_BUFFER_NAME, TCM, align_up(pool_size, tcm_alignment), kind="constant",
                       whole_program=True)
-    buffers += [pool_ddr, pool_tcm]
+    buffers.append(pool_tcm)
     for key, offset in pooled.items():
         placements[key] = Placement(pool_tcm, offset, values[key].type)
-        const_ddr[key] = Placement(pool_ddr, offset, values[key].type)
     return Fixed(placements, const_ddr, buffers, pool_ddr, pool_tcm, _pool_chunks(values, pooled, first_use, hw))
+
+
+def streams_constants(hw: HwConfig, resident_constants: bool) -> bool:
+    """True if constants stream through short-lived buffers rather than a resident pool
+    (``tcm.constant_stream_slack_fraction``; several invocations keep the pool)."""
+    return hw.tcm.constant_stream_slack_fraction is not None and not resident_constants
+
+
+def _segment_peak_bytes(segments: dict[int, list[tuple[int, int, Buffer]]], pooled: dict[str, int],
+                        last_use: dict[str, int], prefetch_operations: int) -> int:
+    """The most bytes of the streamed pool's buffers live at one main-block operation, each
+    live from ``prefetch_operations`` before its first reader to its last (the TCM the blocks
+    leave them; loads hoisted further back are planned like any buffer)."""
+    offsets = sorted((offset, last_use[key]) for key, offset in pooled.items())
+    deltas: dict[int, int] = {}
+    for first, loads in segments.items():
+        for start, size, buffer in loads:
+            lo = bisect.bisect_left(offsets, (start, -1))
+            hi = bisect.bisect_left(offsets, (start + size, -1))
+            last = max(last for _, last in offsets[lo:hi])
+            begin = max(0, first - prefetch_operations)
+            deltas[begin] = deltas.get(begin, 0) + buffer.size_bytes
+            deltas[last + 1] = deltas.get(last + 1, 0) - buffer.size_bytes
+    live = peak = 0
+    for index in sorted(deltas):
+        live += deltas[index]
+        peak = max(peak, live)
+    return peak
+
+
+def _last_uses(block: LoweredBlock, keys: Iterable[str]) -> dict[str, int]:
+    """Index of the last main-block operation reading each of ``keys``."""
+    wanted = set(keys)
+    last: dict[str, int] = {}
+    for index, op in enumerate(block.ops):
+        for key in op_compute_operands(op):
+            if key in wanted:
+                last[key] = index
+    return last
+
+
+def _lifetime_layout(values: dict[str, Value], pooled: dict[str, int], first_use: dict[str, int],
+                     last_use: dict[str, int]) -> dict[str, int]:
+    """The pool image laid out by (first reader, last reader): the entries one chunk loads are
+    contiguous and die together."""
+    order = sorted(pooled, key=lambda k: (first_use[k], last_use[k], pooled[k]))
+    offsets: dict[str, int] = {}
+    size = 0
+    for key in order:
+        offsets[key] = size
+        size += align_up(values[key].size_bytes, POOL_ITEM_ALIGNMENT)
+    return offsets
+
+
+def _segment_loads(values: dict[str, Value], pooled: dict[str, int], first_use: dict[str, int],
+                   last_use: dict[str, int], hw: HwConfig,
+                   tcm_alignment: int) -> dict[int, list[tuple[int, int, Buffer]]]:
+    """The streamed pool's chunks: a run of entries with the same first and last reader is one
+    TCM buffer, loaded before its first reader and dead after its last. A run smaller than a
+    DMA's worth (see :func:`_pool_chunks`) joins the next (loaded earlier) when that one's
+    last reader comes no earlier (its bytes are not kept beyond their last reader)."""
+    runs: list[list[int]] = []   # [first reader, start, end, last reader]
+    for key in sorted(pooled, key=pooled.__getitem__):
+        end = pooled[key] + align_up(values[key].size_bytes, POOL_ITEM_ALIGNMENT)
+        if runs and (runs[-1][0], runs[-1][3]) == (first_use[key], last_use[key]):
+            runs[-1][2] = end
+        else:
+            runs.append([first_use[key], pooled[key], end, last_use[key]])
+    min_chunk = max(POOL_MIN_CHUNK_BYTES, hw.dma.setup_cycles * hw.ddr.bandwidth_bytes_per_cycle)
+    chunks: list[list[int]] = []
+    for run in runs:
+        last = chunks[-1] if chunks else None
+        if last is not None and last[2] - last[1] < min_chunk and run[3] >= last[3]:
+            last[2], last[3] = run[2], max(last[3], run[3])
+        else:
+            chunks.append(list(run))
+    loads: dict[int, list[tuple[int, int, Buffer]]] = {}
+    for first, start, end, _ in chunks:
+        buffer = Buffer(f"{POOL_BUFFER_NAME}[{start}:{end})", TCM, align_up(end - start, tcm_alignment),
+                        kind="constant")
+        loads.setdefault(first, []).append((start, end - start, buffer))
+    return loads
 
 
 def tcm_pool_allocation(allocations: Iterable[Allocation]) -> Allocation | None:
@@ -130,7 +237,10 @@ def pool_item_max_bytes(hw: HwConfig, resident_constants: bool) -> int:
 
 
 def pool_limit_bytes(hw: HwConfig, resident_constants: bool) -> int:
-    """The most bytes the pool takes."""
+    """The most bytes the pool takes (streamed: no limit, its image is off-chip and each
+    chunk lives only around its readers)."""
+    if streams_constants(hw, resident_constants):
+        return sys.maxsize
     if resident_constants:
         return int(hw.tcm.size_bytes * RESIDENT_TCM_SHARE)
     return min(POOL_MAX_BYTES, int(hw.tcm.size_bytes * POOL_TCM_SHARE))

@@ -77,12 +77,15 @@ def whole_program_tcm_bytes(buffers: Iterable, skip: str = "") -> int:
     return sum(b.size_bytes for b in buffers if b.memory is TCM and b.whole_program and b.name != skip)
 
 
-def homes_too_big_error(buffers: Iterable, pool_bytes: int, hw: HwConfig) -> ScheduleError:
-    """The error of tensors whose home is the TCM (and the constant pool) that do not fit it,
+def homes_too_big_error(buffers: Iterable, streamed_pool_bytes: int, hw: HwConfig) -> ScheduleError:
+    """The error of tensors whose home is the TCM (and the constant pool: resident among
+    ``buffers``, or the most bytes its streamed chunks take at once) that do not fit it,
     naming the largest."""
     homed = [b for b in buffers if b.memory is TCM and b.whole_program]
     largest = max(homed, key=lambda b: b.size_bytes)
+    total = sum(b.size_bytes for b in homed) + streamed_pool_bytes
+    constants = streamed_pool_bytes > 0 or any(b.kind == "constant" for b in homed)
     return ScheduleError(f"{largest.kind} {largest.name!r} ({largest.size_bytes:,} bytes) does not fit the TCM of "
                          f"{hw.tcm.size_bytes:,} bytes of {hw.name or 'this NPU'}, where its memory roles keep it, "
-                         f"with the other tensors kept there ({sum(b.size_bytes for b in homed):,} bytes in all, "
-                         f"the constant pool included)")
+                         f"with the other tensors kept there ({total:,} bytes in all"
+                         f"{', the constant pool included' if constants else ''})")

@@ -100,6 +100,7 @@ class _Residency:
                 self.spanning[i].append(root)
         self.plans: dict[int, TilePlan] = {}
         self.evictions: list[str] = []
+        self.peak_live = max(self.live, default=0)   # the most resident bytes live at one operation
 
     def live_here(self, i: int) -> list[str]:
         """The resident groups live across operation ``i``."""
@@ -136,7 +137,9 @@ class _Residency:
     def _plan(self, i: int, op: NpuOp, budget: int) -> tuple[TilePlan | None, int | None]:
         """``(plan, None)`` if operation ``i`` fits in ``budget`` bytes, else ``(None, bytes it needs)``."""
         if op.kind is OpKind.COMPUTE:
-            plan = self.tiler.plan(op, self.in_tcm, budget) if budget >= 0 else None
+            # streamed constants go in narrow stripes only where whole ones would raise the peak
+            plan = self.tiler.plan(op, self.in_tcm, budget, narrow_above_bytes=self.peak_live - self.live[i]) \
+                if budget >= 0 else None
             return plan, (None if plan is not None else self.tiler.smallest(op, self.in_tcm).working_set_bytes)
         if op.kind is OpKind.COPY:
             need_bytes = self.copy_need(i, self.in_tcm)
@@ -150,6 +153,7 @@ class _Residency:
         g = self.groups[victim]
         for j in range(g.start, g.end + 1):
             self.live[j] -= g.size_bytes
+        self.peak_live = max(self.live, default=0)
         for u in g.users:
             self.plans.pop(u, None)
         return {i, *g.users}

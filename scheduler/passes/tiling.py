@@ -38,6 +38,9 @@ Signature = int | tuple[int]
 
 #: At most this many tile shapes are evaluated per operation before the local search.
 MAX_CANDIDATES = 48
+#: Streamed weights (``tcm.constant_stream_slack_fraction``) go in stripes of at least this many
+#: output channels (Vela's ArchitectureFeatures.OFMSplitDepth, its narrowest weight slice).
+MIN_STRIPE_CHANNELS = 16
 #: Split counts tried per dimension (tile size = ceil(dim / count)).
 SPLIT_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096)
 
@@ -499,8 +502,13 @@ class Tiler:
             exact = self._exact[key + (plan.tile_shape,)] = exact_working_set(problem, self.tiling(problem.op), plan)
         return exact if exact.working_set_bytes <= budget else None
 
-    def plan(self, op: NpuOp, resident: Callable[[str], bool], budget_bytes: int) -> TilePlan | None:
-        """The cheapest plan found whose working set fits ``budget_bytes``, or None."""
+    def plan(self, op: NpuOp, resident: Callable[[str], bool], budget_bytes: int,
+             narrow_above_bytes: int = 0) -> TilePlan | None:
+        """The cheapest plan found whose working set fits ``budget_bytes``, or None.
+
+        With ``tcm.constant_stream_slack_fraction`` set, a plan whose working set is above
+        ``narrow_above_bytes`` (what the operation may take without raising the peak) streams
+        its constants in the narrowest stripes within that slack instead."""
         key = self._key(op, resident)
         problem = self._problem(op, resident)
         best = None
@@ -510,7 +518,58 @@ class Tiler:
                 break
         if best is None or best.tile_shape is None:
             return best
-        return self._refine(problem, key, best, budget_bytes)
+        best = self._refine(problem, key, best, budget_bytes)
+        slack = self.hw.tcm.constant_stream_slack_fraction
+        if slack is None or best.working_set_bytes <= narrow_above_bytes:
+            return best
+        return self._narrowest_constants(problem, key, best, budget_bytes, slack)
+
+    def _narrowest_constants(self, problem: TilingProblem, key: tuple, best: TilePlan, budget: int,
+                             slack: float) -> TilePlan:
+        """The plan whose streamed constants (weights, per-channel parameters) take the fewest
+        TCM bytes among those within ``slack`` of ``best``'s estimated cycles (the weights in
+        output-channel stripes just wide enough to hide their loads; Vela's weight buffering)."""
+        constants = [slot for slot, operand in problem.slots() if problem.const_lookup(operand) is not None]
+        if not constants:
+            return best
+
+        def constant_bytes(plan: TilePlan) -> int:
+            return sum(plan.slot_bytes[s] * plan.slot_buffers[s] for s in constants if s in plan.slot_bytes)
+
+        bandwidth = self.hw.ddr.bandwidth_bytes_per_cycle
+
+        def cycles(plan: TilePlan) -> float:   # (the DDR moves the plan's bytes no faster than this)
+            return max(plan.est_cycles, plan.dma_bytes / bandwidth)
+
+        hw = self.hw
+        min_load = hw.dma.setup_cycles * bandwidth
+        channels = min(best.out_shape[-1], MIN_STRIPE_CHANNELS) if best.out_shape else 1
+
+        def stripes_ok(plan: TilePlan) -> bool:   # whole channel groups, each load worth its setup
+            return plan.tile_shape is not None and plan.tile_shape[-1] >= channels and \
+                all(plan.slot_bytes[s] >= min_load for s in constants if plan.slot_buffers.get(s) == 2)
+
+        limit = cycles(best) * (1 + slack)
+        chosen, chosen_key = best, (constant_bytes(best), best.working_set_bytes, _rank(best))
+        for plan in self._coarse_plans(problem, key) + self._stripes(problem, key, best):
+            if cycles(plan) > limit or not stripes_ok(plan):
+                continue
+            candidate_key = (constant_bytes(plan), plan.working_set_bytes, _rank(plan))
+            if candidate_key < chosen_key:
+                fitting = self._fits(problem, key, plan, budget)
+                if fitting is not None:
+                    chosen, chosen_key = fitting, (constant_bytes(fitting), fitting.working_set_bytes, _rank(fitting))
+        return chosen
+
+    def _stripes(self, problem: TilingProblem, key: tuple, best: TilePlan) -> list[TilePlan]:
+        """``best``'s tile with fewer output channels (every split count; the coarse grid
+        thins them)."""
+        tiling = self.tiling(problem.op)
+        last = len(tiling.out_shape) - 1
+        if best.tile_shape is None or last not in tiling.sizes:
+            return []
+        return [self._eval(problem, key, best.tile_shape[:-1] + (size,)) for size in tiling.sizes[last]
+                if size < best.tile_shape[-1]]
 
     def _refine(self, problem: TilingProblem, key: tuple, best: TilePlan, budget: int) -> TilePlan:
         """Local search: move one dimension one size up or down while the estimate improves."""

@@ -48,3 +48,13 @@ def test_the_answer_leads_with_latency_bound_busiest_unit_and_longest_operation(
     assert answer(summary) == ("1 us per inference on edge; 53.3 % of the operations' cycles are compute-bound; "
                                "the busiest unit is dma0 (40.0 % busy); the longest operation is conv "
                                "(50.0 % of the inference).")
+
+
+def test_the_tcm_figure_gives_the_constants_share_of_the_peak(summary: dict) -> None:
+    resident = {**summary, "tcm_peak": {**summary["tcm_peak"], "by_kind": {"activation": 768, "constant": 256}},
+                "tcm_resident_constant_bytes": 256}
+    assert {f.label: f for f in headline_figures(resident)}["Peak TCM"].detail == \
+        "lower bound 1 KiB of 512 KiB; constants 25.0 % of the peak (256 B resident)"
+    streamed = {**resident, "tcm_resident_constant_bytes": 0}
+    assert {f.label: f for f in headline_figures(streamed)}["Peak TCM"].detail == \
+        "lower bound 1 KiB of 512 KiB; constants 25.0 % of the peak (streamed)"

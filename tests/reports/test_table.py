@@ -9,7 +9,7 @@ from rich.console import Console
 
 from npu_sim.hw.config import load_hw_config
 from reports.summary import build_summary
-from reports.table import human_bytes, ops_table, print_report, report_text, totals_line
+from reports.table import human_bytes, ops_table, print_report, report_text, tcm_peak_line, totals_line
 from tests.reports.synthetic import many_tiles_case, tiny_case
 
 
@@ -26,6 +26,21 @@ def test_rows_of_the_tiny_case():
     assert all(cell in conv for cell in ("CONV2D+RESCALE", "mac_array", "500", "50.0", "compute", "8,192",
                                          "768 B"))
     assert "1,000 cycles = 1.0 us at 1000 MHz; 8,192 MACs (3.2% of peak)" in totals_line(s)
+
+
+def test_the_tcm_line_says_what_the_peak_is_made_of():
+    """The tiny case peaks at cycle 100 with two tiles (768 B) and conv_out (256 B)."""
+    program, trace = tiny_case()
+    s = build_summary(trace, load_hw_config("edge"), program, graph="tiny.tosa")
+    assert tcm_peak_line(s, largest=2) == ("TCM at its peak (cycle 100): tile 768 B (75%), activation 256 B (25%); "
+                                           "largest: in_tcm 512 B, w_tcm 256 B")
+    assert tcm_peak_line(s) in report_text(s).splitlines()
+    constants = {**s, "tcm_peak": {**s["tcm_peak"], "by_kind": {"activation": 768, "constant": 256}}}
+    assert tcm_peak_line({**constants, "tcm_resident_constant_bytes": 256}, largest=0) == \
+        "TCM at its peak (cycle 100): activation 768 B (75%), constant 256 B (25%, 256 B resident)"
+    assert tcm_peak_line(constants, largest=0) == \
+        "TCM at its peak (cycle 100): activation 768 B (75%), constant 256 B (25%, streamed)"
+    assert tcm_peak_line({}) == ""
 
 
 def test_a_row_counts_its_busy_cycles_with_its_span_apart():

@@ -39,8 +39,7 @@ def run(prefetch: int):
 def test_presets():
     assert machine("edge").dma.prefetch_operations == 8
     assert machine("tiny").dma.prefetch_operations == 8
-    assert machine("ethos-u55-256").dma.prefetch_operations == 8
-    for preset in ("ethos-u65-256", "ethos-u65-512", "ethos-u85-256"):
+    for preset in ("ethos-u55-128", "ethos-u55-256", "ethos-u65-256", "ethos-u65-512", "ethos-u85-256"):
         assert machine(preset).dma.prefetch_operations == 1
 
 

@@ -77,3 +77,32 @@ def test_no_pool_without_small_constants():
     fixed = fixed_placements(lowered, make_hw(), tcm_alignment=16)
     assert (fixed.pool_ddr, fixed.pool_tcm, fixed.pool_chunks) == (None, None, {})
     assert [b.name for b in fixed.buffers] == ["x", "y", "a", "b", "c", "d", "v"]
+
+
+def test_streamed_pool_chunks_live_only_around_their_readers():
+    # tcm.constant_stream_slack_fraction set: no resident pool; a (op0, 104 B) is below the
+    # 256-byte minimum chunk and loads with b (op1, 200 B) in one buffer of 304 bytes before
+    # op0; d (op2, 304 B) in a buffer of its own before op2
+    hw = make_hw(tcm={"constant_stream_slack_fraction": 0.02}, dma={"prefetch_operations": 0})
+    fixed = fixed_placements(_graph(), hw, tcm_alignment=16)
+    assert fixed.pool_tcm is None and fixed.pool_chunks == {}
+    loads = {i: [(start, size, b.name, b.size_bytes, b.whole_program) for start, size, b in chunk]
+             for i, chunk in fixed.segment_loads.items()}
+    assert loads == {0: [(0, 304, "constant_pool[0:304)", 304, False)],
+                     2: [(304, 304, "constant_pool[304:608)", 304, False)]}
+    assert [(k, fixed.placements[k].buffer.name, fixed.placements[k].offset_bytes) for k in ("a", "b", "d")] == [
+        ("a", "constant_pool[0:304)", 0), ("b", "constant_pool[0:304)", 104), ("d", "constant_pool[304:608)", 0)]
+    assert [(k, fixed.const_ddr[k].offset_bytes) for k in ("a", "b", "d")] == [("a", 0), ("b", 104), ("d", 304)]
+    # the first buffer dies after op1, before the second loads: 304 bytes at most
+    assert fixed.segment_peak_bytes == 304
+    # prefetched one operation ahead, d's buffer loads during op1: both live then
+    ahead = make_hw(tcm={"constant_stream_slack_fraction": 0.02}, dma={"prefetch_operations": 1})
+    assert fixed_placements(_graph(), ahead, tcm_alignment=16).segment_peak_bytes == 608
+
+
+def test_several_invocations_keep_the_resident_pool_when_constants_stream():
+    hw = make_hw(tcm={"constant_stream_slack_fraction": 0.02})
+    fixed = fixed_placements(_graph(), hw, tcm_alignment=16, resident_constants=True)
+    # the resident pool as without streaming: a, c (3,000 B, any size fits a resident pool), b, d
+    assert fixed.segment_loads == {} and fixed.pool_tcm is not None and fixed.pool_tcm.size_bytes == 3616
+    assert fixed.pool_chunks == {0: (0, 104), 1: (104, 3200), 2: (3304, 304)}

@@ -19,7 +19,7 @@ class StubTiler:
     def _plan(self, need):
         return TilePlan((1,), (1,), (0,), {}, {}, {}, 1, need, 0.0, 0)
 
-    def plan(self, op, in_tcm, budget):
+    def plan(self, op, in_tcm, budget, narrow_above_bytes=0):
         need = self._need(op, in_tcm)
         return self._plan(need) if need <= budget else None
 

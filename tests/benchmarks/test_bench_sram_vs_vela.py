@@ -1,0 +1,40 @@
+"""benchmarks/bench_sram_vs_vela.py: our side of the comparison, and its table rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.bench_sram_vs_vela import compared_rows, resident_pool_preset, run_ours
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_the_stacked_lstm_on_the_u55_streams_its_weights_and_constants():
+    """Streamed: 11,272 bytes of TCM (Vela: 10,752); with the resident pool and whole weights
+    the same preset takes 91,416, and 19% more cycles."""
+    ours = run_ours(EXAMPLES / "lstm_stacked_int8.tosa", "ethos-u55-256")
+    assert (ours["peak_tcm_bytes"], ours["tcm_lower_bound_bytes"], ours["peak_live_tcm_bytes"]) == (11272, 11240, 10752)
+    assert ours["by_kind"] == {"constant": 4736, "tile": 4096, "activation": 1920}
+    assert ours["tcm_resident_constant_bytes"] == 0
+    assert [(t["name"], t["size_bytes"]) for t in ours["top_tensors"]] == [
+        ("constant_pool[5168:7728)", 2560), ("constant_pool[7736:9840)", 2112),
+        ("CONV2D(layer_90)+RESCALE(layer_91):in0.1/0", 2048)]
+    assert (ours["resident_pool_peak_tcm_bytes"], ours["cycles"], ours["resident_pool_cycles"]) == (
+        91416, 240232, 286026)
+
+
+def test_the_resident_pool_preset_only_turns_streaming_off():
+    hw = resident_pool_preset("ethos-u85-256")
+    assert hw.tcm.constant_stream_slack_fraction is None and hw.tcm.size_bytes == 393216
+
+
+def test_rows_of_compared_pairs_only():
+    ours = {"accepted": True, "cycles": 900, "peak_tcm_bytes": 2048, "tcm_lower_bound_bytes": 1024,
+            "peak_live_tcm_bytes": 2000, "by_kind": {"activation": 1500, "constant": 500},
+            "top_tensors": [{"name": "x", "kind": "activation", "size_bytes": 1536}],
+            "resident_pool_peak_tcm_bytes": 4096}
+    vela = {"accepted": True, "sram_memory_used_bytes": 1024}
+    rows = [{"model": "m", "accelerator": "ethos-u85-256", "vela": vela, "ours": ours, "sram_ratio": 2.0,
+             "cycle_ratio": 0.9},
+            {"model": "n", "accelerator": "ethos-u85-256", "vela": {"accepted": False, "reason": "no"}, "ours": ours}]
+    assert compared_rows(rows) == [["m", "ethos-u85-256", 1.0, 2.0, 2.0, "MISS", 1.0, 25.0, 4.0, 0.9, "ok", "x 1.5"]]
