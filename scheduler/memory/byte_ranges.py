@@ -298,12 +298,23 @@ def set_overlaps(a: ByteSet, b: ByteSet) -> bool:
         return True   # the bounding boxes overlap and both are single runs
     if len(a.starts) > 1 and _lattices_apart(a, b):
         return False
-    if len(a.starts) > _NUMPY_RUNS:
-        return overlaps(a.array(), b.array())
+    return _runs_meet(a, b)
+
+
+def _runs_meet(a: ByteSet, b: ByteSet) -> bool:
+    """True if a run of ``a`` meets a run of ``b``: only the runs inside the common span are
+    looked at, those of the set with fewer there each against the other's by bisection, up to
+    the first that meets (a tile against a tensor's row or column tile: a few runs of each)."""
+    lo, hi = max(a.lo, b.lo), min(a.hi, b.hi)
+    a_first, a_end = bisect.bisect_right(a.ends, lo), bisect.bisect_left(a.starts, hi)
+    b_first, b_end = bisect.bisect_right(b.ends, lo), bisect.bisect_left(b.starts, hi)
+    if a_end - a_first > b_end - b_first:
+        a, b, a_first, a_end, b_first, b_end = b, a, b_first, b_end, a_first, a_end
     starts, ends = b.starts, b.ends
-    for s, e in zip(a.starts, a.ends):
-        j = bisect.bisect_left(starts, e) - 1   # the last run of b starting before e
-        if j >= 0 and ends[j] > s:
+    for k in range(a_first, a_end):
+        s, e = a.starts[k], a.ends[k]
+        j = bisect.bisect_left(starts, e, b_first, b_end) - 1   # the last run of b starting before e
+        if j >= b_first and ends[j] > s:
             return True
     return False
 
