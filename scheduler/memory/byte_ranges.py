@@ -154,9 +154,8 @@ _NUMPY_RUNS = 16
 _NUMPY_PAGE_RUNS = 64
 #: above this many runs, a set's lattice is found with numpy
 _NUMPY_LATTICE_RUNS = 64
-#: above this many runs (of the first set, and of the second within its span), set_difference
-#: works on numpy arrays
-_NUMPY_DIFFERENCE_RUNS = 48
+#: above this many runs of both sets inside each other's span, set_difference works on numpy arrays
+_NUMPY_DIFFERENCE_RUNS = 256
 
 
 class ByteSet:
@@ -336,19 +335,30 @@ def set_covered(a: ByteSet, by: ByteSet) -> bool:
 
 
 def set_difference(a: ByteSet, b: ByteSet) -> ByteSet | None:
-    """Bytes of ``a`` not in ``b`` (None if none): what is left of a record a write partly covered."""
+    """Bytes of ``a`` not in ``b`` (None if none): what is left of a record a write partly covered.
+    Only the runs of each inside the other's span are compared; ``a``'s others stay as they are."""
     if a.hi <= b.lo or b.hi <= a.lo:
         return a
     if set_covered(a, b):   # the usual case: the write covers what is left of the record
         return None
-    b_starts, b_ends = b.starts, b.ends
-    first = bisect.bisect_right(b_ends, a.lo)   # b's first run ending after a starts
-    if len(a.starts) + bisect.bisect_left(b_starts, a.hi) - first > _NUMPY_DIFFERENCE_RUNS:
+    first, end = bisect.bisect_right(a.ends, b.lo), bisect.bisect_left(a.starts, b.hi)
+    b_first, b_end = bisect.bisect_right(b.ends, a.lo), bisect.bisect_left(b.starts, a.hi)
+    if end - first + b_end - b_first > _NUMPY_DIFFERENCE_RUNS:
         return ByteSet.of(difference(a.array(), b.array()))
+    mid_starts, mid_ends = _runs_minus(a.starts[first:end], a.ends[first:end],
+                                       b.starts[b_first:b_end], b.ends[b_first:b_end])
+    starts = a.starts[:first] + tuple(mid_starts) + a.starts[end:]
+    ends = a.ends[:first] + tuple(mid_ends) + a.ends[end:]
+    return ByteSet(starts, ends) if starts else None
+
+
+def _runs_minus(a_starts: tuple[int, ...], a_ends: tuple[int, ...], b_starts: tuple[int, ...],
+                b_ends: tuple[int, ...]) -> tuple[list[int], list[int]]:
+    """The runs of ``a`` less those of ``b`` (both sorted and disjoint), in one merge."""
     starts: list[int] = []
     ends: list[int] = []
-    j = max(first - 1, 0)
-    for s, e in zip(a.starts, a.ends):
+    j = 0
+    for s, e in zip(a_starts, a_ends):
         while j < len(b_ends) and b_ends[j] <= s:
             j += 1
         k = j
@@ -364,4 +374,4 @@ def set_difference(a: ByteSet, b: ByteSet) -> ByteSet | None:
             starts.append(s)
             ends.append(e)
         j = k
-    return ByteSet(tuple(starts), tuple(ends)) if starts else None
+    return starts, ends

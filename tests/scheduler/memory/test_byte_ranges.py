@@ -65,8 +65,8 @@ def test_contiguous_view_is_one_run():
 def test_set_algebra_matches_numpy():
     rng = random.Random(2)
     for _ in range(3000):
-        most = rng.choice([1, 3, 40])     # single runs, few runs, numpy-sized sets
-        a, b = _random_ranges(rng, most), _random_ranges(rng, rng.choice([1, 3, 40]))
+        most = rng.choice([1, 3, 40, 200])     # single runs, few runs, numpy-sized sets
+        a, b = _random_ranges(rng, most), _random_ranges(rng, rng.choice([1, 3, 40, 200]))
         sa, sb = ByteSet.of(a), ByteSet.of(b)
         assert set_overlaps(sa, sb) == overlaps(a, b) == set_overlaps(sb, sa)
         assert set_covered(sa, sb) == covered(a, b)
