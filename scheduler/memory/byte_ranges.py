@@ -234,13 +234,27 @@ def _lattices_apart(a: ByteSet, b: ByteSet) -> bool:
     the bytes whose offset modulo ``p = gcd(periods)`` is in ``[phase, phase + run)``, and
     those two windows of the circle of size ``p`` do not meet. False means "maybe"."""
     la, lb = a.lattice(), b.lattice()
-    if la is None or lb is None:
-        return False
+    return la is not None and lb is not None and _windows_apart(la, lb)
+
+
+def _windows_apart(la: tuple[int, int, int], lb: tuple[int, int, int]) -> bool:
+    """:func:`_lattices_apart` of two sets' lattices (symmetric)."""
     period = math.gcd(la[0], lb[0])
     if la[2] + lb[2] > period:
         return False
     distance = (lb[1] - la[1]) % period   # where b's window starts, a's starting at 0
     return distance >= la[2] and distance + lb[2] <= period
+
+
+def many_runs_overlap(a: ByteSet, b: ByteSet, b_lattice: tuple[int, int, int] | None) -> bool:
+    """:func:`set_overlaps` of two sets of several runs each whose spans meet, ``b``'s lattice
+    given (a caller testing one set against many finds it once)."""
+    la = a._lattice
+    if la is False:
+        la = a.lattice()
+    if la is not None and b_lattice is not None and _windows_apart(la, b_lattice):
+        return False
+    return _runs_meet(a, b)
 
 
 #: Strided views with up to this many runs are expanded in Python (numpy above).
