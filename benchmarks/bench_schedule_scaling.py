@@ -5,7 +5,9 @@ Three families of growing graphs (benchmarks/scaling_graphs.py): an fp32 LSTM un
 1 to 64 steps, an int8 MobileNetV2 (width 0.35) at resolutions 32 to 224, and int8 ResNets of
 bottleneck blocks from (1, 1, 1, 1) through ResNet-50's (3, 4, 6, 3) to ResNet-101's
 (3, 4, 23, 3), at 112x112. Each graph is compiled (``npu_sim.simulation.compile_graph``: the
-whole scheduler, spill-and-recompile included) on every preset, best of ``--repeats``.
+whole scheduler, spill-and-recompile included) on every preset, best of ``--repeats``. The time
+is this process's CPU time (``time.process_time``, numpy's BLAS on one thread): the machine may be
+shared, and wall time would count the other processes' work, which swamps the fit's small graphs.
 
 The size of a graph is what the scheduler works through: for the LSTMs and ResNets, their TOSA
 operators plus the commands they become (a fused LSTM cell is 23 operators but two commands);
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")   # (as npu-sim's CLI; before numpy is imported)
 
 from benchmarks.common import goal_mark, table, write_result  # noqa: E402
 from benchmarks.scaling_graphs import mobilenet_v2, resnet, unrolled_lstm  # noqa: E402
@@ -67,13 +71,13 @@ def fitted_exponent(sizes: list[int], seconds: list[float]) -> float | None:
 
 
 def measure(graph: Graph, preset: str, repeats: int) -> tuple[float, int]:
-    """Best compile time of ``graph`` on ``preset`` and the Program's command count."""
+    """Best compile CPU time of ``graph`` on ``preset`` and the Program's command count."""
     hw = load_hw_config(preset)
     best, commands = math.inf, 0
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.process_time()
         program = compile_graph(graph, hw)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
         commands = sum(1 for _ in program.walk())
     return best, commands
 

@@ -241,6 +241,7 @@ class Simulator:
         self._dma_model = DmaModel(hw)
         self._compute_cycles = ComputeCycles(hw)
         self._constant_tcm = _constant_tcm_bytes(program)
+        self._copy_geometries: set[tuple] = set()   # of the strided copies checked
         self.top = self._compile_block(program.commands)
         self.all_nodes = list(self.nodes.values())
         self._waiting: tuple[str, tuple] | None = None
@@ -280,7 +281,7 @@ class Simulator:
                 raise ProgramError(f"{_where(cmd)}: DMA engine {cmd.engine} does not exist "
                                    f"({self.hw.name or 'the hardware'} has {len(self.dma_units)})")
             if not (src.is_contiguous and dst.is_contiguous):
-                make_descriptor(src, dst, _where(cmd))  # rejects copies of more than 3 levels
+                self._check_descriptor(cmd)
             timing = self._dma_model.timing(src, dst, cmd.access_bytes)
             if self.timing_only:   # (Program.validate checked that its views lie in the memories)
                 node: Node = TimedDmaOp(cmd, self.dma_units[cmd.engine], self, None, None,  # type: ignore[arg-type]
@@ -318,6 +319,15 @@ class Simulator:
         node.deps = self._resolve_deps(cmd)
         self.nodes[cmd.id] = node
         return node
+
+    def _check_descriptor(self, cmd: DmaCommand) -> None:
+        """Reject a copy that needs more than 3 levels (:func:`make_descriptor`), once per geometry:
+        offsets play no part, and the tiles of a tensor repeat theirs."""
+        src, dst = cmd.src, cmd.dst
+        geometry = (src.shape, src.dtype, src.strides_bytes, dst.shape, dst.dtype, dst.strides_bytes)
+        if geometry not in self._copy_geometries:
+            make_descriptor(src, dst, _where(cmd))
+            self._copy_geometries.add(geometry)
 
     def _resolve_deps(self, cmd: Command) -> tuple[Node, ...]:
         nodes = self.nodes

@@ -31,6 +31,7 @@ from npu_sim.budget import check_host_memory, default_host_budget_bytes, parse_s
 from npu_sim.commands.job_graph import load_job_graph
 from npu_sim.commands.tosa_status import tosa_status_figures, warn_if_unpredictable
 from npu_sim.errors import InputError
+from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.config import HwConfig, load_hw_config
 from npu_sim.inputs import load_inputs, output_file_names
 from npu_sim.paths import check_output_dir, staged_output
@@ -155,7 +156,9 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
               strict_npu: bool = False, timing_only: bool = False) -> None:
     """``npu-sim run``: simulate, write the outputs and reports, print the per-operation table."""
     max_memory_bytes = None if max_memory is None else parse_size_bytes(max_memory)
-    with job_limits(timeout_seconds, max_loop_work_bytes), progress.showing():
+    # (the collector stays paused to the end: its first passes after the simulation's pause
+    # would scan every object the run made, a second of a large model's run, to find nothing)
+    with job_limits(timeout_seconds, max_loop_work_bytes), progress.showing(), gc_paused():
         summary = run_simulation(graph_path, hw_config, input_specs, out_dir, invocations=invocations,
                                  random_seed=random_seed, spread_tcm=spread_tcm, verify=verify,
                                  tosa_level=tosa_level, max_memory_bytes=max_memory_bytes,

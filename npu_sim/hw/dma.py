@@ -204,6 +204,7 @@ class DmaModel:
         self.burst_cycles = ddr.burst_size_bytes / ddr.bandwidth_bytes_per_cycle
         self.port = {space: float(port_bytes_per_cycle(hw, space)) for space in MemorySpace}
         self._contiguous: dict[tuple, DmaTiming] = {}
+        self._strided: dict[tuple, DmaTiming] = {}
 
     def timing(self, src: View, dst: View, access_bytes: int = 0) -> DmaTiming:
         """Where the copy ``src -> dst`` is arbitrated, the bytes it moves there, its cap and
@@ -218,7 +219,15 @@ class DmaModel:
             if timing is None:
                 timing = self._contiguous[key] = self._timing(src, dst, access_bytes)
             return timing
-        return self._timing(src, dst, access_bytes)
+        # strided ones (tiles of a tensor in DDR) repeat their geometry at other offsets: the
+        # bursts they take depend on the offsets only modulo the burst size
+        burst = self.burst
+        geometry = (src.memory, dst.memory, src.shape, src.dtype, src.strides_bytes, dst.shape, dst.dtype,
+                    dst.strides_bytes, src.offset_bytes % burst, dst.offset_bytes % burst, access_bytes)
+        timing = self._strided.get(geometry)
+        if timing is None:
+            timing = self._strided[geometry] = self._timing(src, dst, access_bytes)
+        return timing
 
     def _timing(self, src: View, dst: View, access_bytes: int = 0) -> DmaTiming:
         DDR = MemorySpace.DDR

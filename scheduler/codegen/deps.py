@@ -23,7 +23,7 @@ from bisect import bisect_left
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from typing import Generic, TypeVar
 
-from scheduler.memory.byte_ranges import ByteSet, Ranges, set_difference, set_overlaps, set_union
+from scheduler.memory.byte_ranges import ByteSet, Ranges, many_runs_overlap, set_difference, set_union
 
 PAGE_BYTES = 1024
 #: An address space whose accesses a tracker orders: a memory, or a buffer (by serial).
@@ -68,9 +68,10 @@ def _candidates(index: dict[int, dict[_Record, None]] | None, page_set: set[int]
 
 def _meeting(found: Iterable[_Record], byte_set: ByteSet) -> list[_Record]:
     """The records of ``found`` having a byte in ``byte_set``: bounding boxes first, then the
-    runs (one run against many: a bisection; many against many: :func:`set_overlaps`)."""
+    runs (one run against many: a bisection; many against many: :func:`many_runs_overlap`)."""
     lo, hi, starts, ends = byte_set.lo, byte_set.hi, byte_set.starts, byte_set.ends
     single = len(starts) == 1
+    lattice = None if single else byte_set.lattice()
     out = []
     for rec in found:
         if rec.lo >= hi or lo >= rec.hi:
@@ -86,7 +87,7 @@ def _meeting(found: Iterable[_Record], byte_set: ByteSet) -> list[_Record]:
             j = bisect_left(rec.starts, hi) - 1
             if rec.ends[j] > lo:
                 out.append(rec)
-        elif set_overlaps(rec.bytes, byte_set):
+        elif many_runs_overlap(rec.bytes, byte_set, lattice):
             out.append(rec)
     return out
 

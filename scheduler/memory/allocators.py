@@ -371,17 +371,18 @@ def avoid_false_dependencies(ranges: list[LiveRange], offsets: dict[int, int], a
     placed = np.array([offsets[r.key] for r in order], dtype=np.int64)
     sizes = np.array([r.size_bytes for r in order], dtype=np.int64)
     live_with = _live_together(order)
+    offsets_now, size_list = placed.tolist(), sizes.tolist()   # the same, as ints (read per neighbour)
     for i in range(len(order)):
         near = np.flatnonzero(costly[i])
         if not near.size:
             continue
         lows = placed[near]
         highs = lows + sizes[near]
-        here, size = int(placed[i]), int(sizes[i])
+        here, size = offsets_now[i], size_list[i]
         if not np.any((lows < here + size) & (here < highs)):
             continue
-        busy = [(int(placed[j]), int(placed[j] + sizes[j])) for j in live_with[i]]
-        placed[i] = _least_shared_offset(here, size, lows, highs, busy, top, alignment)
+        busy = [(offsets_now[j], offsets_now[j] + size_list[j]) for j in live_with[i]]
+        placed[i] = offsets_now[i] = _least_shared_offset(here, size, lows, highs, busy, top, alignment)
     out = dict(offsets)
     out.update({r.key: int(x) for r, x in zip(order, placed)})
     return out

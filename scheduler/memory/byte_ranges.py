@@ -154,9 +154,8 @@ _NUMPY_RUNS = 16
 _NUMPY_PAGE_RUNS = 64
 #: above this many runs, a set's lattice is found with numpy
 _NUMPY_LATTICE_RUNS = 64
-#: above this many runs (of the first set, and of the second within its span), set_difference
-#: works on numpy arrays
-_NUMPY_DIFFERENCE_RUNS = 48
+#: above this many runs of both sets inside each other's span, set_difference works on numpy arrays
+_NUMPY_DIFFERENCE_RUNS = 256
 
 
 class ByteSet:
@@ -235,13 +234,27 @@ def _lattices_apart(a: ByteSet, b: ByteSet) -> bool:
     the bytes whose offset modulo ``p = gcd(periods)`` is in ``[phase, phase + run)``, and
     those two windows of the circle of size ``p`` do not meet. False means "maybe"."""
     la, lb = a.lattice(), b.lattice()
-    if la is None or lb is None:
-        return False
+    return la is not None and lb is not None and _windows_apart(la, lb)
+
+
+def _windows_apart(la: tuple[int, int, int], lb: tuple[int, int, int]) -> bool:
+    """:func:`_lattices_apart` of two sets' lattices (symmetric)."""
     period = math.gcd(la[0], lb[0])
     if la[2] + lb[2] > period:
         return False
     distance = (lb[1] - la[1]) % period   # where b's window starts, a's starting at 0
     return distance >= la[2] and distance + lb[2] <= period
+
+
+def many_runs_overlap(a: ByteSet, b: ByteSet, b_lattice: tuple[int, int, int] | None) -> bool:
+    """:func:`set_overlaps` of two sets of several runs each whose spans meet, ``b``'s lattice
+    given (a caller testing one set against many finds it once)."""
+    la = a._lattice
+    if la is False:
+        la = a.lattice()
+    if la is not None and b_lattice is not None and _windows_apart(la, b_lattice):
+        return False
+    return _runs_meet(a, b)
 
 
 #: Strided views with up to this many runs are expanded in Python (numpy above).
@@ -298,12 +311,23 @@ def set_overlaps(a: ByteSet, b: ByteSet) -> bool:
         return True   # the bounding boxes overlap and both are single runs
     if len(a.starts) > 1 and _lattices_apart(a, b):
         return False
-    if len(a.starts) > _NUMPY_RUNS:
-        return overlaps(a.array(), b.array())
+    return _runs_meet(a, b)
+
+
+def _runs_meet(a: ByteSet, b: ByteSet) -> bool:
+    """True if a run of ``a`` meets a run of ``b``: only the runs inside the common span are
+    looked at, those of the set with fewer there each against the other's by bisection, up to
+    the first that meets (a tile against a tensor's row or column tile: a few runs of each)."""
+    lo, hi = max(a.lo, b.lo), min(a.hi, b.hi)
+    a_first, a_end = bisect.bisect_right(a.ends, lo), bisect.bisect_left(a.starts, hi)
+    b_first, b_end = bisect.bisect_right(b.ends, lo), bisect.bisect_left(b.starts, hi)
+    if a_end - a_first > b_end - b_first:
+        a, b, a_first, a_end, b_first, b_end = b, a, b_first, b_end, a_first, a_end
     starts, ends = b.starts, b.ends
-    for s, e in zip(a.starts, a.ends):
-        j = bisect.bisect_left(starts, e) - 1   # the last run of b starting before e
-        if j >= 0 and ends[j] > s:
+    for k in range(a_first, a_end):
+        s, e = a.starts[k], a.ends[k]
+        j = bisect.bisect_left(starts, e, b_first, b_end) - 1   # the last run of b starting before e
+        if j >= b_first and ends[j] > s:
             return True
     return False
 
@@ -325,19 +349,30 @@ def set_covered(a: ByteSet, by: ByteSet) -> bool:
 
 
 def set_difference(a: ByteSet, b: ByteSet) -> ByteSet | None:
-    """Bytes of ``a`` not in ``b`` (None if none): what is left of a record a write partly covered."""
+    """Bytes of ``a`` not in ``b`` (None if none): what is left of a record a write partly covered.
+    Only the runs of each inside the other's span are compared; ``a``'s others stay as they are."""
     if a.hi <= b.lo or b.hi <= a.lo:
         return a
     if set_covered(a, b):   # the usual case: the write covers what is left of the record
         return None
-    b_starts, b_ends = b.starts, b.ends
-    first = bisect.bisect_right(b_ends, a.lo)   # b's first run ending after a starts
-    if len(a.starts) + bisect.bisect_left(b_starts, a.hi) - first > _NUMPY_DIFFERENCE_RUNS:
+    first, end = bisect.bisect_right(a.ends, b.lo), bisect.bisect_left(a.starts, b.hi)
+    b_first, b_end = bisect.bisect_right(b.ends, a.lo), bisect.bisect_left(b.starts, a.hi)
+    if end - first + b_end - b_first > _NUMPY_DIFFERENCE_RUNS:
         return ByteSet.of(difference(a.array(), b.array()))
+    mid_starts, mid_ends = _runs_minus(a.starts[first:end], a.ends[first:end],
+                                       b.starts[b_first:b_end], b.ends[b_first:b_end])
+    starts = a.starts[:first] + tuple(mid_starts) + a.starts[end:]
+    ends = a.ends[:first] + tuple(mid_ends) + a.ends[end:]
+    return ByteSet(starts, ends) if starts else None
+
+
+def _runs_minus(a_starts: tuple[int, ...], a_ends: tuple[int, ...], b_starts: tuple[int, ...],
+                b_ends: tuple[int, ...]) -> tuple[list[int], list[int]]:
+    """The runs of ``a`` less those of ``b`` (both sorted and disjoint), in one merge."""
     starts: list[int] = []
     ends: list[int] = []
-    j = max(first - 1, 0)
-    for s, e in zip(a.starts, a.ends):
+    j = 0
+    for s, e in zip(a_starts, a_ends):
         while j < len(b_ends) and b_ends[j] <= s:
             j += 1
         k = j
@@ -353,4 +388,4 @@ def set_difference(a: ByteSet, b: ByteSet) -> ByteSet | None:
             starts.append(s)
             ends.append(e)
         j = k
-    return ByteSet(tuple(starts), tuple(ends)) if starts else None
+    return starts, ends
