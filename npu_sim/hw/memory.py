@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from npu_sim.errors import MemoryAccessError
+from npu_sim.memory_layout import block_byte_index
 from npu_sim.program import MemorySpace, View
 from npu_sim.tosa.dtype import DType
 
@@ -48,6 +49,8 @@ class Memory:
         """``view`` bound to this memory (bounds checked once; equal views share the binding)."""
         if view.memory is not self.space:  # (a view of another memory never shares a binding)
             return ViewAccess(self, view)  # raises
+        if view.blocks is not None:
+            return BlockViewAccess(self, view)
         key = (view.offset_bytes, view.shape, view.dtype, view.strides_bytes)
         try:
             access = self._accesses.get(key)
@@ -209,3 +212,83 @@ class ViewAccess:
         if not self.known_written:
             self.mask[...] = True
             self.known_written = True
+
+
+class BlockViewAccess(ViewAccess):
+    """A view of a block tensor bound to a memory: reads gather its bytes from the blocks its
+    pointer table names, writes scatter them back (``index``: the physical address of each
+    byte of the view, in view order, element bytes last)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, memory: Memory, view: View):   # (not ViewAccess's: no numpy view of its bytes)
+        logical = view.logical()
+        lo, hi = view.span
+        if lo < 0 or hi > memory.size_bytes or logical.logical_span[0] < 0 or \
+                logical.logical_span[1] > len(view.blocks or ()) * view.block_bytes:
+            raise MemoryAccessError(f"view {view} spans bytes [{lo}, {hi}) outside "
+                                    f"{memory.space.value} of {memory.size_bytes} bytes or its blocks")
+        self.view, self.memory = view, memory
+        self.dtype, self.shape = view.dtype, tuple(view.shape)
+        self.storage = view.dtype.numpy_dtype
+        self.known_written = False
+        eb = view.element_bytes
+        addresses = np.zeros(self.shape + (eb,), np.int64) + logical.offset_bytes
+        for axis, stride in enumerate(logical.strides):
+            extent = [1] * (len(self.shape) + 1)
+            extent[axis] = self.shape[axis]
+            addresses += np.arange(self.shape[axis], dtype=np.int64).reshape(extent) * stride
+        addresses += np.arange(eb, dtype=np.int64)
+        assert view.blocks is not None
+        self.index = block_byte_index(addresses, view.blocks, view.block_bytes)
+        self._typed = None
+
+    @property
+    def raw(self) -> np.ndarray:   # type: ignore[override]
+        """A gathered copy of the view's bytes (view shape, element bytes last)."""
+        return self.memory.data[self.index]
+
+    @property
+    def mask(self) -> np.ndarray:   # type: ignore[override]
+        return self.memory.written[self.index]
+
+    @property
+    def typed(self) -> np.ndarray | None:
+        return None
+
+    def read(self) -> np.ndarray:
+        """A fresh array (storage dtype, view shape) gathered from the blocks."""
+        if not self.known_written:
+            self.check_written()
+        raw = self.raw
+        if self.dtype is DType.INT48:
+            six = raw.reshape(-1, 6)
+            sign = np.where(six[:, 5:6] & 0x80, 0xFF, 0).astype(np.uint8)
+            return np.concatenate([six, sign, sign], axis=1).view("<i8").reshape(self.shape).astype(np.int64)
+        return np.ascontiguousarray(raw).reshape(-1).view(self.storage).reshape(self.shape)
+
+    def write(self, array: np.ndarray) -> None:
+        """Scatter ``array`` (storage dtype, the view's element count) into the blocks."""
+        if self.memory.read_only:
+            self._refuse_write()
+        if array.dtype != self.storage or array.size != self.view.element_count:
+            raise MemoryAccessError(f"writes {array.dtype} {list(array.shape)} into {self.view}")
+        eb = self.view.element_bytes
+        if self.dtype is DType.INT48:
+            data = np.ascontiguousarray(array, dtype="<i8").view(np.uint8).reshape(-1, 8)[:, :6]
+        else:
+            data = np.ascontiguousarray(array).reshape(-1).view(np.uint8).reshape(-1, eb)
+        self._store(data.reshape(self.index.shape))
+
+    def copy_from(self, src: ViewAccess) -> None:
+        """Byte copy ``src`` -> the blocks (a DMA)."""
+        if self.memory.read_only:
+            self._refuse_write()
+        if not src.known_written:
+            src.check_written()
+        self._store(np.asarray(src.raw).reshape(self.index.shape))
+
+    def _store(self, data: np.ndarray) -> None:
+        self.memory.data[self.index] = data
+        self.memory.written[self.index] = True
+        self.known_written = True

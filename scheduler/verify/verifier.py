@@ -40,6 +40,7 @@ import numpy as np
 
 from npu_sim.errors import ProgramError
 from npu_sim.hw.dma import DMA_PATHS
+from npu_sim.memory_layout import block_ranges
 from npu_sim.program import (
     Allocation,
     Command,
@@ -122,7 +123,23 @@ class _Containment:
         """The allocation holding ``view`` (live at command ``cid``; None: for the whole program)."""
         if view.element_count == 0:
             return None
-        lo, hi = view.span
+        if view.blocks is not None:   # a block tensor's: every piece in one of its blocks
+            pieces = self.pieces(view, cid, where)
+            return pieces[0][0] if pieces else None
+        return self.find_bytes(view, *view.span, cid, where)
+
+    def pieces(self, view: View, cid: int | None, where: str) -> list[tuple[Allocation | None, int, int]]:
+        """``(allocation, start, end)`` of each run of bytes ``view`` touches (a block tensor's:
+        each piece of a run within one block, with that block's allocation)."""
+        if view.blocks is None:
+            a = self.find(view, cid, where)
+            return [(a, int(lo), int(hi)) for lo, hi in view_ranges(view)]
+        logical = view_ranges(view.logical())
+        runs = block_ranges(logical[:, 0], logical[:, 1], view.blocks, view.block_bytes)
+        return [(self.find_bytes(view, int(lo), int(hi), cid, where), int(lo), int(hi)) for lo, hi in runs]
+
+    def find_bytes(self, view: View, lo: int, hi: int, cid: int | None, where: str) -> Allocation:
+        """The allocation holding bytes ``[lo, hi)`` of ``view``'s memory (see :meth:`find`)."""
         allocs = self.by_memory[view.memory]
         k = bisect.bisect_right(self.offsets[view.memory], lo) - 1
         while k >= 0 and allocs[k].offset_bytes >= lo - self.largest[view.memory]:
@@ -332,12 +349,11 @@ class _Verifier:
     def check_initialised(self, cmd: Command, reads: list[View]) -> None:
         """Every byte read was last written through the allocation it is read through."""
         for v in reads:
-            a = self.containment.find(v, cmd.id, _label(cmd))
-            if a is None:
-                continue
-            mine = self.index[id(a)]
             owner = self.owner[v.memory]
-            for start, end in view_ranges(v):
+            for a, start, end in self.containment.pieces(v, cmd.id, _label(cmd)):
+                if a is None:
+                    continue
+                mine = self.index[id(a)]
                 wrong = np.flatnonzero(owner[start:end] != mine)
                 if not len(wrong):
                     continue
@@ -353,11 +369,9 @@ class _Verifier:
 
     def mark_written(self, cmd: Command, writes: list[View]) -> None:
         for v in writes:
-            a = self.containment.find(v, cmd.id, _label(cmd))
-            if a is None:
-                continue
-            for start, end in view_ranges(v):
-                self.owner[v.memory][start:end] = self.index[id(a)]
+            for a, start, end in self.containment.pieces(v, cmd.id, _label(cmd)):
+                if a is not None:
+                    self.owner[v.memory][start:end] = self.index[id(a)]
 
     def check_order(self, cmd: Command, before: int, reads: list[View], writes: list[View],
                     records: _Records) -> None:

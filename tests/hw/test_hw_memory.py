@@ -99,3 +99,31 @@ def test_a_read_only_memory_takes_its_initial_data_and_refuses_writes():
     tcm.access(View(TCM, 0, (8,), DType.INT8)).write(np.ones(8, np.int8))
     with pytest.raises(MemoryAccessError, match="read-only"):
         flash.access(view).copy_from(tcm.access(View(TCM, 0, (8,), DType.INT8)))
+
+
+def test_a_block_tensor_view_scatters_and_gathers_through_its_blocks():
+    memory = Memory(TCM, 96)
+    # logical bytes 0..15 in the block at 32, 16..31 in the block at 0 (16-byte blocks)
+    whole = View(TCM, 0, (2, 4), DType.INT32, blocks=(32, 0), block_bytes=16)
+    memory.access(whole).write(np.arange(8, dtype=np.int32).reshape(2, 4))
+    assert memory.data[32:48].view(np.int32).tolist() == [0, 1, 2, 3]
+    assert memory.data[0:16].view(np.int32).tolist() == [4, 5, 6, 7]
+    assert memory.written.sum() == 32
+    column = View(TCM, 12, (2,), DType.INT32, strides_bytes=(16,), blocks=(32, 0), block_bytes=16)
+    assert memory.access(column).read().tolist() == [3, 7]
+    copy = View(TCM, 64, (8,), DType.INT32)   # a DMA gathering the blocks into contiguous bytes
+    memory.access(copy).copy_from(memory.access(whole))
+    assert memory.access(copy).read().tolist() == list(range(8))
+    memory.access(whole).copy_from(memory.access(View(TCM, 64, (2, 4), DType.INT32)))   # and back
+    assert memory.access(whole).read().tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert whole.span == (0, 48)
+    assert whole.table_entries == (0, 1)
+    assert column.table_entries == (0, 1)
+
+
+def test_a_block_tensor_view_refuses_unwritten_bytes():
+    memory = Memory(TCM, 64)
+    view = View(TCM, 0, (8,), DType.INT8, blocks=(16, 48), block_bytes=4)
+    memory.access(View(TCM, 16, (4,), DType.INT8)).write(np.arange(4, dtype=np.int8))
+    with pytest.raises(MemoryAccessError, match="element \\[4\\], which was never written"):
+        memory.access(view).read()
