@@ -206,6 +206,17 @@ class Allocation:
         return self.offset_bytes + self.size_bytes
 
 
+def block_allocation_name(tensor: str, index: int) -> str:
+    """The name of the allocation of block ``index`` of the block tensor ``tensor``."""
+    return f"{tensor}[block {index}]"
+
+
+def block_tensor_of(allocation_name: str) -> str:
+    """The block tensor an allocation named by :func:`block_allocation_name` belongs to ("" if none)."""
+    head, sep, tail = allocation_name.rpartition("[block ")
+    return head if sep and tail.endswith("]") and tail[:-1].isdigit() else ""
+
+
 @dataclass(frozen=True)
 class BlockTensor:
     """A tensor stored as fixed-size blocks anywhere in one memory (seed 002's discontiguous

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from npu_sim.program import Allocation, Command, DmaCommand, MemorySpace, View, command_views
+from npu_sim.tosa.dtype import DType
 
 
 class CommandRecord(NamedTuple):
@@ -338,6 +339,18 @@ def _segments(ranges: list[tuple[int, int, int]]) -> tuple[list[int], list[tuple
     return bounds, [tuple(s) for s in segments]
 
 
+def _block_pieces(views: Iterable[View]) -> list[View]:
+    """``views`` with each view of a block tensor replaced by the blocks it touches (its span
+    is the hull of its blocks, which may hold other tensors' bytes)."""
+    out = []
+    for view in views:
+        if view.blocks is None:
+            out.append(view)
+        else:
+            out += [View(view.memory, view.blocks[i], (view.block_bytes,), DType.INT8) for i in view.table_entries]
+    return out
+
+
 class AllocationIndex:
     """Which allocations a command's views touch (address overlap, and lifetime covering its id).
 
@@ -420,6 +433,8 @@ class AllocationIndex:
         cid = command.id
         by_space = self._by_space
         hits: list[int] = []
+        if any(view.blocks is not None for view in views):
+            views = _block_pieces(views)
         for view in views:
             lo, hi = view.span
             space = by_space.get(id(view.memory))

@@ -40,6 +40,7 @@ from npu_sim.program import (
     LoopCommand,
     MemorySpace,
     View,
+    block_allocation_name,
 )
 from scheduler.codegen.deps import AccessTracker, ImpliedWaits
 from scheduler.codegen.implied_order import implied_order
@@ -322,7 +323,7 @@ def allocations(plan: MemoryPlan) -> list[Allocation]:
         name = b.name if count == 0 else f"{b.name}#{count}"
         first, last = (None, None) if b.whole_program else plan.first_last[serial]
         if b.blocks is not None:   # a block tensor: an allocation per block, named after it
-            out += [Allocation(f"{name}[block {k}]", b.memory, offset, b.block_bytes, b.kind, first, last,
+            out += [Allocation(block_allocation_name(name, k), b.memory, offset, b.block_bytes, b.kind, first, last,
                                block_of=name) for k, offset in enumerate(b.blocks)]
             continue
         out.append(Allocation(name, b.memory, b.placed_offset, b.size_bytes, b.kind, first, last, b.initial_data))
