@@ -121,16 +121,21 @@ def format_plan_stats(stats: Mapping[str, Any]) -> str:
                      f"{human_bytes(stats.get('compulsory_ddr_write_bytes', 0))}")
     spilled = stats.get("spilled_values") or []
     lines.append(f"spilled to DDR: {', '.join(spilled) if spilled else 'nothing'}")
-    blocks = stats.get("block_tensors") or {}
-    if blocks.get("count"):
-        lines.append(f"block tensors: {blocks['count']} ({blocks['blocks']} blocks in the TCM's holes, pointer "
-                     f"tables {human_bytes(blocks['pointer_table_bytes'])}): "
-                     + ", ".join(t["name"] for t in blocks.get("tensors", [])))
+    lines += _block_tensor_lines(stats.get("block_tensors") or {})
     if "composites" in stats:
         lines += format_candidates(stats["composites"])
     for op in stats.get("cpu_ops") or []:
         lines.append(f"on the host CPU: {op['name']} ({op['op']}, {op['dtype']}): {op['reason']}")
     return "\n".join([*lines, _tiled_operations(stats.get("operations", []))])
+
+
+def _block_tensor_lines(blocks: Mapping[str, Any]) -> list[str]:
+    """A line naming the block tensors, if any."""
+    if not blocks.get("count"):
+        return []
+    names = ", ".join(t["name"] for t in blocks.get("tensors", []))
+    return [f"block tensors: {blocks['count']} ({blocks['blocks']} blocks in the TCM's holes, pointer tables "
+            f"{human_bytes(blocks['pointer_table_bytes'])}): {names}"]
 
 
 def _tiled_operations(operations: list[dict[str, Any]]) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
@@ -339,9 +339,11 @@ def _segments(ranges: list[tuple[int, int, int]]) -> tuple[list[int], list[tuple
     return bounds, [tuple(s) for s in segments]
 
 
-def _block_pieces(views: Iterable[View]) -> list[View]:
+def _block_pieces(views: Sequence[View]) -> Sequence[View]:
     """``views`` with each view of a block tensor replaced by the blocks it touches (its span
     is the hull of its blocks, which may hold other tensors' bytes)."""
+    if all(view.blocks is None for view in views):
+        return views
     out = []
     for view in views:
         if view.blocks is None:
@@ -429,12 +431,10 @@ class AllocationIndex:
 
     def touched(self, command: Command) -> tuple[int, ...]:
         """Allocations the command's views overlap whose lifetime (command ids) covers it."""
-        views = (command.src, command.dst) if type(command) is DmaCommand else command_views(command)
+        views = _block_pieces((command.src, command.dst) if type(command) is DmaCommand else command_views(command))
         cid = command.id
         by_space = self._by_space
         hits: list[int] = []
-        if any(view.blocks is not None for view in views):
-            views = _block_pieces(views)
         for view in views:
             lo, hi = view.span
             space = by_space.get(id(view.memory))

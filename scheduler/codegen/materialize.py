@@ -46,7 +46,14 @@ from scheduler.codegen.deps import AccessTracker, ImpliedWaits
 from scheduler.codegen.implied_order import implied_order
 from scheduler.codegen.stream import ACommand, ACompute, ACond, ADma, ALoop
 from scheduler.memory.allocators import BumpAllocator, Planner, avoid_false_dependencies, footprint
-from scheduler.memory.block_tensors import POINTER_TABLE_KIND, BlockPlacement, place_blocks
+from scheduler.memory.block_tensors import (
+    POINTER_TABLE_KIND,
+    BlockPlacement,
+    TableRoom,
+    block_sizes,
+    fixed_first,
+    place_blocks,
+)
 from scheduler.memory.buffers import Buffer, BufView
 from scheduler.memory.byte_ranges import ByteSet, view_byte_set, view_ranges
 from scheduler.memory.liveness import LiveRange, max_live_bytes
@@ -184,8 +191,8 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
     ranges = {b.serial: LiveRange(b.serial, b.size_bytes, *((0, last_id) if b.whole_program else first_last[b.serial]))
               for b in tcm}
     exact = list(ranges.values())
-    offsets, compact, peak = _place_tcm(cmds, numbering, exact, tcm, buffers, hw, planner, tcm_alignment,
-                                        spread, last_id)
+    offsets, compact, peak = _place_tcm(cmds, numbering, exact, tcm, buffers, hw, planner,
+                                        (tcm_alignment, var_alignment), spread, last_id)
     for b in tcm:
         b.offset_bytes = offsets.get(b.serial, 0)
     capacity = hw.tcm.size_bytes
@@ -198,15 +205,16 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
 
 
 def _place_tcm(cmds: list[ACommand], numbering: Numbering, exact: list[LiveRange], tcm: list[Buffer],
-               buffers: dict[int, Buffer], hw: HwConfig, planner: Planner, alignment: int, spread: bool,
+               buffers: dict[int, Buffer], hw: HwConfig, planner: Planner, alignments: tuple[int, int], spread: bool,
                last_id: int) -> tuple[dict[int, int], int, int]:
     """TCM offsets (a block tensor's buffer has none: its blocks are its own), the compact
     footprint and the plan's footprint (see the module doc, step 3)."""
     capacity = hw.tcm.size_bytes
+    alignment = alignments[0]   # (TCM, variable SRAM)
     offsets = planner.place(exact, alignment)
     compact = footprint(exact, offsets)
     if compact > capacity:   # (an overflowing plan stays as it is: it names the value to spill)
-        blocked = _block_tensors(exact, offsets, tcm, buffers, hw, alignment)
+        blocked = _block_tensors(exact, offsets, tcm, buffers, hw, planner, alignments)
         if blocked is None:
             return offsets, compact, compact
         _place_tables(buffers, blocked, hw)   # (the blocks fill holes of the compact plan: nothing moves after)
@@ -219,21 +227,22 @@ def _place_tcm(cmds: list[ACommand], numbering: Numbering, exact: list[LiveRange
 
 
 def _block_tensors(exact: list[LiveRange], offsets: dict[int, int], tcm: list[Buffer], buffers: dict[int, Buffer],
-                   hw: HwConfig, alignment: int) -> BlockPlacement | None:
+                   hw: HwConfig, planner: Planner, alignments: tuple[int, int]) -> BlockPlacement | None:
     """The buffers placed beyond the TCM stored as blocks in its holes (None: they spill; see
     :mod:`scheduler.memory.block_tensors`), their pointer tables within the free variable SRAM."""
     config = hw.block_tensors
     if not config.enabled or max_live_bytes(exact) > hw.tcm.size_bytes:
         return None
+    alignment, var_alignment = alignments   # (TCM, variable SRAM)
     eligible = {b.serial for b in tcm if not b.whole_program}
-    var_bytes = sum(align_up(b.size_bytes, TABLE_ALIGNMENT) for b in buffers.values() if b.memory is VAR)
-    max_entries = (hw.variable_sram.size_bytes - var_bytes) // align_up(config.pointer_bytes, TABLE_ALIGNMENT)
-    return place_blocks(exact, offsets, hw.tcm.size_bytes, alignment, eligible,
-                        align_up(config.block_bytes, alignment), max_entries)
-
-
-#: Alignment of a pointer table in the variable SRAM (as the bump allocator's there).
-TABLE_ALIGNMENT = 16
+    var_bytes = sum(align_up(b.size_bytes, var_alignment) for b in buffers.values() if b.memory is VAR)
+    room = TableRoom(hw.variable_sram.size_bytes - var_bytes, config.pointer_bytes, var_alignment)
+    block_bytes = align_up(config.block_bytes, alignment)
+    blocked = place_blocks(exact, offsets, hw.tcm.size_bytes, alignment, eligible, block_bytes, room)
+    if blocked is None:   # (the whole-program buffers in a row first, the others placed again above)
+        offsets = fixed_first(exact, eligible, planner.place, alignment)
+        blocked = place_blocks(exact, offsets, hw.tcm.size_bytes, alignment, eligible, block_bytes, room)
+    return blocked
 
 
 def _place_tables(buffers: dict[int, Buffer], blocked: BlockPlacement, hw: HwConfig) -> None:
@@ -323,8 +332,9 @@ def allocations(plan: MemoryPlan) -> list[Allocation]:
         name = b.name if count == 0 else f"{b.name}#{count}"
         first, last = (None, None) if b.whole_program else plan.first_last[serial]
         if b.blocks is not None:   # a block tensor: an allocation per block, named after it
-            out += [Allocation(block_allocation_name(name, k), b.memory, offset, b.block_bytes, b.kind, first, last,
-                               block_of=name) for k, offset in enumerate(b.blocks)]
+            out += [Allocation(block_allocation_name(name, k), b.memory, offset, size, b.kind, first, last,
+                               block_of=name)
+                    for k, (offset, size) in enumerate(zip(b.blocks, block_sizes(b.size_bytes, b.block_bytes)))]
             continue
         out.append(Allocation(name, b.memory, b.placed_offset, b.size_bytes, b.kind, first, last, b.initial_data))
     return out

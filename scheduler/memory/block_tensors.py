@@ -13,11 +13,13 @@ the alignment, which buffers may become block tensors and the block size; it giv
 block offsets of each block tensor) or None when the overflowing buffers cannot all be
 stored so (then the scheduler spills, as without block tensors). Nothing else moves:
 buffers the planner placed within the TCM keep their offsets, so a plan that fitted is
-untouched.
+untouched. :func:`fixed_first` gives offsets to start from when a buffer that cannot be
+blocks (a whole-program one, such as the constant pool) overflowed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from npu_sim.memory_layout import align_up
@@ -36,18 +38,20 @@ class BlockPlacement:
     block_bytes: int
 
     def block_ranges(self, ranges: list[LiveRange]) -> list[tuple[LiveRange, int]]:
-        """Each block of each block tensor as a live range of ``block_bytes`` with its offset."""
+        """Each block of each block tensor as a live range of its bytes (:func:`block_sizes`),
+        with its offset."""
         out = []
         for r in ranges:
-            for offset in self.blocks.get(r.key, ()):
-                out.append((LiveRange(r.key, self.block_bytes, r.start, r.end), offset))
+            offsets = self.blocks.get(r.key, ())
+            for offset, size in zip(offsets, block_sizes(r.size_bytes, self.block_bytes) if offsets else ()):
+                out.append((LiveRange(r.key, size, r.start, r.end), offset))
         return out
 
     def footprint_bytes(self, ranges: list[LiveRange]) -> int:
         """The highest byte the placement occupies (whole buffers and blocks)."""
         whole = [offset + r.size_bytes for r in ranges if r.key not in self.blocks
                  for offset in (self.offsets[r.key],)]
-        blocks = [offset + self.block_bytes for _, offset in self.block_ranges(ranges)]
+        blocks = [offset + r.size_bytes for r, offset in self.block_ranges(ranges)]
         return max(whole + blocks, default=0)
 
 
@@ -56,15 +60,40 @@ def block_count(size_bytes: int, block_bytes: int) -> int:
     return -(-size_bytes // block_bytes)
 
 
+def block_sizes(size_bytes: int, block_bytes: int) -> list[int]:
+    """The bytes of each block of a tensor of ``size_bytes``: whole blocks, the last one only
+    as long as the tensor needs (the planner keeps the offsets after it aligned)."""
+    count = block_count(size_bytes, block_bytes)
+    return [block_bytes] * (count - 1) + [size_bytes - (count - 1) * block_bytes]
+
+
+@dataclass(frozen=True)
+class TableRoom:
+    """Room for pointer tables: ``size_bytes`` of a memory, each table ``alignment``-aligned,
+    ``pointer_bytes`` per entry."""
+
+    size_bytes: int
+    pointer_bytes: int
+    alignment: int
+
+    def table_bytes(self, entries: int) -> int:
+        """Bytes a table of ``entries`` takes, with its alignment."""
+        return align_up(entries * self.pointer_bytes, self.alignment)
+
+    def fits(self, tables: list[int]) -> bool:
+        """True if tables of these entry counts fit."""
+        return sum(self.table_bytes(n) for n in tables) <= self.size_bytes
+
+
 #: At most this many buffers more than the overflowing ones become block tensors in one plan.
 MAX_ESCALATIONS = 64
 
 
 def place_blocks(ranges: list[LiveRange], offsets: dict[int, int], capacity_bytes: int, alignment: int,
-                 eligible: set[int], block_bytes: int, max_entries: int) -> BlockPlacement | None:
+                 eligible: set[int], block_bytes: int, table_room: TableRoom) -> BlockPlacement | None:
     """Store every range placed beyond ``capacity_bytes`` as blocks in the holes below it (see
-    the module doc); None if one is not ``eligible`` or it cannot be done within ``max_entries``
-    pointer-table entries.
+    the module doc); None if one is not ``eligible`` or their pointer tables would not fit in
+    ``table_room``.
 
     The block tensors are placed in order of first use, each block at the lowest aligned offset
     free over the tensor's live range (blocks are all one size, so this is the greedy colouring
@@ -75,7 +104,7 @@ def place_blocks(ranges: list[LiveRange], offsets: dict[int, int], capacity_byte
     if not chosen or not chosen <= eligible:
         return None
     for _ in range(MAX_ESCALATIONS + 1):
-        if sum(block_count(r.size_bytes, block_bytes) for r in ranges if r.key in chosen) > max_entries:
+        if not table_room.fits([block_count(r.size_bytes, block_bytes) for r in ranges if r.key in chosen]):
             return None
         placed, failed = _place_chosen(ranges, offsets, chosen, capacity_bytes, alignment, block_bytes)
         if failed is None:
@@ -94,6 +123,22 @@ def _largest_live_with(r: LiveRange, ranges: list[LiveRange], keys: set[int]) ->
     return max(live, key=lambda other: (other.size_bytes, -other.key)).key if live else None
 
 
+def fixed_first(ranges: list[LiveRange], eligible: set[int],
+                place: Callable[[list[LiveRange], int], dict[int, int]], alignment: int) -> dict[int, int]:
+    """Offsets with the ranges that cannot become blocks (the whole-program buffers) one after
+    another from 0, and the others placed by ``place`` above them: for when one of the former
+    overflowed, which :func:`place_blocks` cannot store as blocks."""
+    offsets: dict[int, int] = {}
+    top = 0
+    for r in ranges:
+        if r.key not in eligible:
+            offsets[r.key] = top
+            top = align_up(top + r.size_bytes, alignment)
+    placed = place([r for r in ranges if r.key in eligible], alignment)
+    offsets.update({key: top + offset for key, offset in placed.items()})
+    return offsets
+
+
 def _place_chosen(ranges: list[LiveRange], offsets: dict[int, int], chosen: set[int], capacity_bytes: int,
                   alignment: int, block_bytes: int) -> tuple[dict[int, tuple[int, ...]], LiveRange | None]:
     """The blocks of the ``chosen`` ranges among the others (at ``offsets``), in order of first
@@ -101,27 +146,39 @@ def _place_chosen(ranges: list[LiveRange], offsets: dict[int, int], chosen: set[
     occupied = [(r, offsets[r.key], offsets[r.key] + r.size_bytes) for r in ranges if r.key not in chosen]
     blocks: dict[int, tuple[int, ...]] = {}
     for r in sorted((r for r in ranges if r.key in chosen), key=lambda r: (r.start, -r.size_bytes, r.key)):
-        found = _free_slots(r, occupied, capacity_bytes, alignment, block_bytes,
-                            block_count(r.size_bytes, block_bytes))
+        found = _free_slots(r, occupied, capacity_bytes, alignment, block_bytes)
         if found is None:
             return blocks, r
         blocks[r.key] = found
-        occupied += [(r, lo, lo + block_bytes) for lo in found]
+        occupied += [(r, lo, lo + size) for lo, size in zip(found, block_sizes(r.size_bytes, block_bytes))]
     return blocks, None
 
 
 def _free_slots(r: LiveRange, occupied: list[tuple[LiveRange, int, int]], capacity_bytes: int, alignment: int,
-                block_bytes: int, count: int) -> tuple[int, ...] | None:
-    """The ``count`` lowest aligned offsets of ``block_bytes`` free while ``r`` lives (None if fewer)."""
+                block_bytes: int) -> tuple[int, ...] | None:
+    """The lowest aligned offsets free while ``r`` lives for its blocks (:func:`block_sizes`):
+    the whole blocks first, then its last, shorter one (None if they do not all fit)."""
     busy = sorted((lo, hi) for other, lo, hi in occupied if other.overlaps(r))
+    *whole, last = block_sizes(r.size_bytes, block_bytes)
+    slots = _slots(busy, capacity_bytes, alignment, block_bytes, len(whole))
+    if slots is None:
+        return None
+    # the last block after the others (a short one may fit a hole too small for a whole one)
+    tail = _slots(sorted(busy + [(lo, lo + block_bytes) for lo in slots]), capacity_bytes, alignment, last, 1)
+    return None if tail is None else tuple(slots + tail)
+
+
+def _slots(busy: list[tuple[int, int]], capacity_bytes: int, alignment: int, size_bytes: int,
+           count: int) -> list[int] | None:
+    """The ``count`` lowest aligned offsets of ``size_bytes`` clear of the sorted ``busy`` runs."""
     slots: list[int] = []
     cursor = 0
     for lo, hi in busy + [(capacity_bytes, capacity_bytes)]:
         start = align_up(cursor, alignment)
-        while start + block_bytes <= min(lo, capacity_bytes) and len(slots) < count:
+        while len(slots) < count and start + size_bytes <= min(lo, capacity_bytes):
             slots.append(start)
-            start += block_bytes
+            start += align_up(size_bytes, alignment)
         if len(slots) == count:
-            return tuple(slots)
+            return slots
         cursor = max(cursor, hi)
     return None

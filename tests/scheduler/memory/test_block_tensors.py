@@ -1,7 +1,10 @@
 """Block tensors: buffers the planner placed beyond the TCM, stored as blocks in its holes."""
 
-from scheduler.memory.block_tensors import BlockPlacement, block_count, place_blocks
+from scheduler.memory.block_tensors import BlockPlacement, TableRoom, block_count, place_blocks
 from scheduler.memory.liveness import LiveRange
+
+#: Room for 100 bytes of pointer tables, 4-byte entries, each table 16-byte aligned.
+ROOM = TableRoom(100, 4, 16)
 
 
 def test_block_count_rounds_up() -> None:
@@ -12,14 +15,14 @@ def test_block_count_rounds_up() -> None:
 
 def test_a_plan_that_fits_gets_no_blocks() -> None:
     ranges = [LiveRange(1, 512, 0, 3), LiveRange(2, 512, 2, 5)]
-    assert place_blocks(ranges, {1: 0, 2: 512}, 1024, 16, {1, 2}, 256, 100) is None
+    assert place_blocks(ranges, {1: 0, 2: 512}, 1024, 16, {1, 2}, 256, ROOM) is None
 
 
 def test_the_overflowing_buffer_fills_two_holes() -> None:
     # 1024 bytes of TCM: a (256 B at 0) and c (256 B at 512) live throughout, leaving holes
     # [256, 512) and [768, 1024); b (512 B) was placed at 1024, beyond the TCM
     ranges = [LiveRange(1, 256, 0, 9), LiveRange(2, 512, 2, 5), LiveRange(3, 256, 0, 9)]
-    placed = place_blocks(ranges, {1: 0, 2: 1024, 3: 512}, 1024, 16, {1, 2, 3}, 256, 100)
+    placed = place_blocks(ranges, {1: 0, 2: 1024, 3: 512}, 1024, 16, {1, 2, 3}, 256, ROOM)
     assert placed == BlockPlacement({1: 0, 3: 512}, {2: (256, 768)}, 256)
     assert placed.footprint_bytes(ranges) == 1024
     blocks = [(r.key, r.size_bytes, offset) for r, offset in placed.block_ranges(ranges)]
@@ -29,14 +32,20 @@ def test_the_overflowing_buffer_fills_two_holes() -> None:
 def test_not_eligible_or_too_many_entries_spills() -> None:
     ranges = [LiveRange(1, 256, 0, 9), LiveRange(2, 512, 2, 5), LiveRange(3, 256, 0, 9)]
     offsets = {1: 0, 2: 1024, 3: 512}
-    assert place_blocks(ranges, offsets, 1024, 16, {1, 3}, 256, 100) is None
-    assert place_blocks(ranges, offsets, 1024, 16, {1, 2, 3}, 256, 1) is None
+    assert place_blocks(ranges, offsets, 1024, 16, {1, 3}, 256, ROOM) is None
+    assert place_blocks(ranges, offsets, 1024, 16, {1, 2, 3}, 256, TableRoom(4, 4, 16)) is None
 
 
 def test_neighbours_become_blocks_when_the_holes_are_too_small() -> None:
     # a at [128, 384) and c at [640, 896) leave one 256 B hole for b's two blocks; a, then c
     # (live with b) become blocks too, and all fit, placed in order of first use
     ranges = [LiveRange(1, 256, 0, 9), LiveRange(2, 512, 2, 5), LiveRange(3, 256, 0, 9)]
-    placed = place_blocks(ranges, {1: 128, 2: 1024, 3: 640}, 1024, 128, {1, 2, 3}, 256, 100)
+    placed = place_blocks(ranges, {1: 128, 2: 1024, 3: 640}, 1024, 128, {1, 2, 3}, 256, ROOM)
     assert placed == BlockPlacement({}, {1: (0,), 3: (256,), 2: (512, 768)}, 256)
-    assert place_blocks(ranges, {1: 128, 2: 1024, 3: 640}, 1024, 128, {1, 2}, 256, 100) is None
+    assert place_blocks(ranges, {1: 128, 2: 1024, 3: 640}, 1024, 128, {1, 2}, 256, ROOM) is None
+
+
+def test_table_room_counts_aligned_tables() -> None:
+    assert ROOM.table_bytes(5) == 32
+    assert ROOM.fits([4, 4, 4, 4, 4, 4])            # 6 tables of 16 bytes
+    assert not ROOM.fits([4, 4, 4, 4, 4, 4, 1])
