@@ -11,10 +11,11 @@ Contract: :func:`place_blocks` takes the live ranges, the planner's offsets, the
 the alignment, which buffers may become block tensors and the block size; it gives a
 :class:`BlockPlacement` (the offsets of the buffers kept whole, below the capacity, and the
 block offsets of each block tensor) or None when the overflowing buffers cannot all be
-stored so (then the scheduler spills, as without block tensors). Nothing else moves:
-buffers the planner placed within the TCM keep their offsets, so a plan that fitted is
-untouched. :func:`fixed_first` gives offsets to start from when a buffer that cannot be
-blocks (a whole-program one, such as the constant pool) overflowed.
+stored so (then the scheduler spills, as without block tensors). The buffers the planner
+placed within the TCM keep their offsets, unless they too must become blocks to make room
+(the largest live with a tensor whose blocks found none); a plan that fits is never
+touched. :func:`fixed_first` gives other offsets to start from (the whole-program buffers,
+which cannot be blocks, in a row first), for when those of the planner gave no placement.
 """
 
 from __future__ import annotations

@@ -1,6 +1,13 @@
 """Block tensors: buffers the planner placed beyond the TCM, stored as blocks in its holes."""
 
-from scheduler.memory.block_tensors import BlockPlacement, TableRoom, block_count, place_blocks
+from scheduler.memory.block_tensors import (
+    BlockPlacement,
+    TableRoom,
+    block_count,
+    block_sizes,
+    fixed_first,
+    place_blocks,
+)
 from scheduler.memory.liveness import LiveRange
 
 #: Room for 100 bytes of pointer tables, 4-byte entries, each table 16-byte aligned.
@@ -49,3 +56,22 @@ def test_table_room_counts_aligned_tables() -> None:
     assert ROOM.table_bytes(5) == 32
     assert ROOM.fits([4, 4, 4, 4, 4, 4])            # 6 tables of 16 bytes
     assert not ROOM.fits([4, 4, 4, 4, 4, 4, 1])
+
+
+def test_a_last_block_is_as_long_as_the_tensor_needs() -> None:
+    assert block_sizes(1000, 256) == [256, 256, 256, 232]
+    assert block_sizes(512, 256) == [256, 256]
+    # b's second block (200 B) fits the 208 B hole at [816, 1024) where a whole one would not
+    ranges = [LiveRange(1, 256, 0, 9), LiveRange(2, 456, 2, 5), LiveRange(3, 304, 0, 9)]
+    placed = place_blocks(ranges, {1: 0, 2: 1024, 3: 512}, 1024, 16, {1, 2, 3}, 256, ROOM)
+    assert placed == BlockPlacement({1: 0, 3: 512}, {2: (256, 816)}, 256)
+
+
+def test_fixed_first_puts_the_whole_program_buffers_in_a_row() -> None:
+    ranges = [LiveRange(1, 100, 0, 9), LiveRange(2, 64, 2, 5), LiveRange(3, 40, 0, 9)]
+
+    def place(rs: list[LiveRange], alignment: int) -> dict[int, int]:
+        assert [r.key for r in rs] == [2]
+        return {2: 0}
+
+    assert fixed_first(ranges, {2}, place, 16) == {1: 0, 3: 112, 2: 160}
