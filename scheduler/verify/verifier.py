@@ -25,7 +25,10 @@
    command list (between control commands), a compute command starts after the
    previous one of its unit is done, a DMA after the previous one of its engine
    started, so after what that one waited for (its data may land later). Loop
-   iterations are assumed to be barriers, as the sequencer runs them.
+   iterations are assumed to be barriers, as the sequencer runs them;
+7. a view of a block tensor walks the table of one of the Program's block tensors, whose
+   pointer-table allocation holds exactly its blocks' offsets (each block is an allocation,
+   checked by 2, 3, 5 and 6 like any other).
 
 Accesses are exact byte sets of the views, not their spans.
 """
@@ -226,6 +229,7 @@ class _Verifier:
     def __init__(self, program: Program):
         self.program = program
         self.containment = _Containment(program)
+        self.tables = block_tables(program)
         self.reach: dict[int, int] = {}       # command id -> bitset of commands ordered before its start
         self.done: dict[int, int] = {}        # command id -> bitset of commands ordered before anyone after it
         sizes = {m: max((a.end_bytes for a in program.allocations if a.memory is m), default=0)
@@ -334,6 +338,8 @@ class _Verifier:
 
     def check_views(self, cmd: Command, views: list[View]) -> None:
         for v in views:
+            if v.blocks is not None and self.tables.get(v.blocks) != v.block_bytes:
+                raise PlanError(f"{_label(cmd)}: view {v} walks no block tensor's pointer table")
             self.containment.check(v, cmd.id, _label(cmd))
 
     def _owners(self) -> dict[MemorySpace, np.ndarray]:
@@ -406,6 +412,21 @@ def _retire_covered(cmd: Command, memory: MemorySpace, ranges: Ranges, records: 
     for rec in records.candidates(memory, ranges, with_reads=True):
         if rec.cmd != cmd.id and lo <= rec.lo and rec.hi <= hi and covered(rec.ranges, ranges):
             rec.alive = False
+
+
+def block_tables(program: Program) -> dict[tuple[int, ...], int]:
+    """Block offsets -> block size of each of the Program's block tensors, after checking that
+    its pointer table (an allocation of its table memory) holds those offsets."""
+    tables = {(a.memory, a.offset_bytes): a for a in program.allocations if a.initial_data is not None}
+    out = {}
+    for t in program.block_tensors:
+        table = tables.get((t.table_memory, t.table_offset_bytes))
+        want = b"".join(offset.to_bytes(t.pointer_bytes, "little") for offset in t.blocks)
+        if table is None or table.initial_data != want:
+            raise PlanError(f"block tensor {t.name}: its pointer table in {t.table_memory.value} at "
+                            f"{t.table_offset_bytes} does not list its {len(t.blocks)} blocks")
+        out[t.blocks] = t.block_bytes
+    return out
 
 
 def verify_program(program: Program) -> None:

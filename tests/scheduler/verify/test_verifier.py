@@ -147,7 +147,7 @@ def test_a_block_on_another_live_allocation_is_caught(blocked):
 
 
 def test_a_view_walking_the_wrong_table_is_caught(blocked):
-    """A reader whose pointer table names another tensor's block reads bytes of another allocation."""
+    """A reader whose table names another tensor's block walks no table the plan has."""
     tensor = blocked.block_tensors[0]
     reader = next(c for c in blocked.commands if isinstance(c, ComputeCommand)
                   and any(v.blocks == tensor.blocks for s in c.steps for v in s.operands if hasattr(v, "blocks")))
@@ -156,5 +156,16 @@ def test_a_view_walking_the_wrong_table_is_caught(blocked):
     operands = tuple(dataclasses.replace(v, blocks=swapped) if getattr(v, "blocks", None) == tensor.blocks else v
                      for v in step.operands)
     bad = _replace(blocked, reader.id, steps=(dataclasses.replace(step, operands=operands), *reader.steps[1:]))
-    with pytest.raises(PlanError, match=rf"command {reader.id} .*: reads tcm byte {swapped[0]} of tcm\[blocks of 256"):
+    with pytest.raises(PlanError, match=rf"command {reader.id} .*: view .* walks no block tensor's pointer table"):
+        verify_program(bad)
+
+
+def test_a_pointer_table_that_does_not_list_the_blocks_is_caught(blocked):
+    tensor = blocked.block_tensors[2]
+    table = next(a for a in blocked.allocations if a.kind == "pointer_table"
+                 and a.offset_bytes == tensor.table_offset_bytes)
+    wrong = dataclasses.replace(table, initial_data=bytes(len(table.initial_data)))
+    bad = dataclasses.replace(blocked, allocations=[wrong if a is table else a for a in blocked.allocations])
+    with pytest.raises(PlanError, match=rf"block tensor {tensor.name}: its pointer table in var_sram at 512 does "
+                                        "not list its 63 blocks"):
         verify_program(bad)
