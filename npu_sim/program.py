@@ -178,8 +178,9 @@ class View:
         dims = "x".join(map(str, self.shape)) or "scalar"
         stride = "" if self.is_contiguous else f" strides={list(self.strides)}"
         where = f"{self.offset_bytes:#x}"
-        if self.blocks is not None:
-            where = f"blocks of {self.block_bytes} at {[hex(b) for b in self.blocks]} +{where}"
+        if self.blocks is not None:   # (its blocks are listed once, by the Program's allocations)
+            first = f"{self.blocks[0]:#x}" if self.blocks else "-"
+            where = f"{len(self.blocks)} blocks of {self.block_bytes} from {first} +{where}"
         return f"{self.memory.value}[{where}] {dims} {self.dtype.name}{stride}"
 
 

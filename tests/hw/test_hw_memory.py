@@ -117,6 +117,7 @@ def test_a_block_tensor_view_scatters_and_gathers_through_its_blocks():
     memory.access(whole).copy_from(memory.access(View(TCM, 64, (2, 4), DType.INT32)))   # and back
     assert memory.access(whole).read().tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert whole.span == (0, 48)
+    assert str(whole) == "tcm[2 blocks of 16 from 0x20 +0x0] 2x4 INT32"
     assert whole.table_entries == (0, 1)
     assert column.table_entries == (0, 1)
 
