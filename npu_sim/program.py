@@ -162,12 +162,23 @@ class View:
         """The same window of the tensor's logical bytes, without its blocks."""
         return View(self.memory, self.offset_bytes, self.shape, self.dtype, self.strides_bytes)
 
+    @_cached_property
+    def block_pieces(self) -> tuple[tuple[int, int], ...]:
+        """Per table entry an access walks, the physical bytes ``[lo, hi)`` of its block from
+        the view's first to its last logical byte (a block tensor's short last block, or a
+        window of a block, only as far as the view reaches)."""
+        if self.blocks is None:
+            return ()
+        lo, hi = self.logical_span
+        bb = self.block_bytes
+        return tuple((self.blocks[i] + max(lo - i * bb, 0), self.blocks[i] + min(hi - i * bb, bb))
+                     for i in self.table_entries)
+
     def _block_span(self) -> tuple[int, int]:
-        entries = self.table_entries
-        if not entries or self.blocks is None:
+        pieces = self.block_pieces
+        if not pieces:
             return 0, 0
-        starts = [self.blocks[i] for i in entries]
-        return min(starts), max(starts) + self.block_bytes
+        return min(lo for lo, _ in pieces), max(hi for _, hi in pieces)
 
     @_cached_property
     def is_contiguous(self) -> bool:

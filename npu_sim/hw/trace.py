@@ -349,7 +349,7 @@ def _block_pieces(views: Sequence[View]) -> Sequence[View]:
         if view.blocks is None:
             out.append(view)
         else:
-            out += [View(view.memory, view.blocks[i], (view.block_bytes,), DType.INT8) for i in view.table_entries]
+            out += [View(view.memory, lo, (hi - lo,), DType.INT8) for lo, hi in view.block_pieces]
     return out
 
 

@@ -16,7 +16,10 @@
    (``schedule(..., spread_tcm=True)``), freed bytes are not handed to a buffer
    first used soon after when the TCM has room for that: live ranges are extended
    by :data:`SPREAD_REUSE_DISTANCES` commands, keeping the longest distance that
-   fits: fewer cycles for more TCM.
+   fits: fewer cycles for more TCM. When the compact placement overflows the TCM although
+   the bytes live at once fit, the buffers it could not place become block tensors in the
+   holes (:mod:`scheduler.memory.block_tensors`, unless ``block_tensors.enabled`` is off),
+   each with a pointer table in the variable SRAM; nothing moves after that.
 4. Views resolved; dependencies from exact byte accesses (:mod:`scheduler.codegen.deps`), without
    those the others or the in-order queues imply (:class:`scheduler.codegen.deps.ImpliedWaits`).
 """

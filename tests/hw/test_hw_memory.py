@@ -128,3 +128,13 @@ def test_a_block_tensor_view_refuses_unwritten_bytes():
     memory.access(View(TCM, 16, (4,), DType.INT8)).write(np.arange(4, dtype=np.int8))
     with pytest.raises(MemoryAccessError, match="element \\[4\\], which was never written"):
         memory.access(view).read()
+
+
+def test_a_short_last_block_may_end_at_the_end_of_the_memory():
+    memory = Memory(TCM, 48)
+    view = View(TCM, 0, (20,), DType.INT8, blocks=(0, 44), block_bytes=16)   # 16 B, then 4 B at 44
+    assert view.block_pieces == ((0, 16), (44, 48)) and view.span == (0, 48)
+    memory.access(view).write(np.arange(20, dtype=np.int8))
+    assert memory.data[44:48].tolist() == [16, 17, 18, 19]
+    window = View(TCM, 10, (8,), DType.INT8, blocks=(0, 44), block_bytes=16)
+    assert window.block_pieces == ((10, 16), (44, 46))
