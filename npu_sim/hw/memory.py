@@ -41,6 +41,8 @@ class Memory:
         self.read_only = read_only   # flash: its initial data is loaded, nothing writes it
         self.data = np.zeros(size_bytes, dtype=np.uint8)
         self.written = np.zeros(size_bytes, dtype=np.bool_)
+        #: where the accesses to this memory's block tensors find their pointer tables (None: none)
+        self.pointer_tables: PointerTables | None = None
         # (offset, shape, dtype, strides) of a view of this memory -> its binding: the view's
         # fields but its memory, hashed and compared in C (a View's own hash and == are Python)
         self._accesses: dict[tuple, ViewAccess] = {}
@@ -214,12 +216,40 @@ class ViewAccess:
             self.known_written = True
 
 
+class PointerTables:
+    """The pointer tables of a memory's block tensors, where the hardware finds them: in the
+    bytes of another memory (the variable SRAM). ``tables`` maps a tensor's block offsets (as
+    the plan lists them) to its table's offset there and its bytes per entry (little-endian)."""
+
+    def __init__(self, memory: Memory, tables: dict[tuple[int, ...], tuple[int, int]]):
+        self.memory, self.tables = memory, tables
+
+    def walk(self, blocks: tuple[int, ...], block_bytes: int, memory_bytes: int) -> tuple[int, ...]:
+        """The block offsets the table of the tensor planned at ``blocks`` holds now (read from
+        the memory's bytes); ``blocks`` itself for a tensor without a table here."""
+        found = self.tables.get(blocks)
+        if found is None:
+            return blocks
+        offset, pointer_bytes = found
+        end = offset + len(blocks) * pointer_bytes
+        if end > self.memory.size_bytes or not self.memory.written[offset:end].all():
+            raise MemoryAccessError(f"the pointer table at {self.memory.space.value}[{offset}:{end}) "
+                                    "was never written")
+        raw = self.memory.data[offset:end].reshape(len(blocks), pointer_bytes).astype(np.int64)
+        entries = (raw << (8 * np.arange(pointer_bytes, dtype=np.int64))).sum(axis=1)
+        if len(entries) and (entries.min() < 0 or entries.max() + block_bytes > memory_bytes):
+            raise MemoryAccessError(f"the pointer table at {self.memory.space.value}[{offset}:{end}) names a "
+                                    f"block outside the memory of {memory_bytes} bytes")
+        return tuple(int(e) for e in entries)
+
+
 class BlockViewAccess(ViewAccess):
     """A view of a block tensor bound to a memory: reads gather its bytes from the blocks its
-    pointer table names, writes scatter them back (``index``: the physical address of each
-    byte of the view, in view order, element bytes last)."""
+    pointer table names, writes scatter them back. The first access walks the table (in the
+    memory's :class:`PointerTables`, else the view's own ``blocks``) and keeps the physical
+    address of each byte of the view (view order, element bytes last)."""
 
-    __slots__ = ("index",)
+    __slots__ = ("addresses", "_index")
 
     def __init__(self, memory: Memory, view: View):   # (not ViewAccess's: no numpy view of its bytes)
         logical = view.logical()
@@ -238,10 +268,20 @@ class BlockViewAccess(ViewAccess):
             extent = [1] * (len(self.shape) + 1)
             extent[axis] = self.shape[axis]
             addresses += np.arange(self.shape[axis], dtype=np.int64).reshape(extent) * stride
-        addresses += np.arange(eb, dtype=np.int64)
-        assert view.blocks is not None
-        self.index = block_byte_index(addresses, view.blocks, view.block_bytes)
+        self.addresses = addresses + np.arange(eb, dtype=np.int64)   # logical
+        self._index: np.ndarray | None = None
         self._typed = None
+
+    @property
+    def index(self) -> np.ndarray:
+        """Physical addresses of the view's bytes, from its pointer table (walked once)."""
+        if self._index is None:
+            view, tables = self.view, self.memory.pointer_tables
+            blocks = view.blocks or ()
+            if tables is not None:
+                blocks = tables.walk(blocks, view.block_bytes, self.memory.size_bytes)
+            self._index = block_byte_index(self.addresses, blocks, view.block_bytes)
+        return self._index
 
     @property
     def raw(self) -> np.ndarray:   # type: ignore[override]

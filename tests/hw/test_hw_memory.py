@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from npu_sim.errors import MemoryAccessError
-from npu_sim.hw.memory import Memory, named
+from npu_sim.hw.memory import Memory, PointerTables, named
 from npu_sim.program import MemorySpace, View
 from npu_sim.tosa.dtype import DType
 
@@ -138,3 +138,25 @@ def test_a_short_last_block_may_end_at_the_end_of_the_memory():
     assert memory.data[44:48].tolist() == [16, 17, 18, 19]
     window = View(TCM, 10, (8,), DType.INT8, blocks=(0, 44), block_bytes=16)
     assert window.block_pieces == ((10, 16), (44, 46))
+
+
+
+def test_a_block_tensor_access_walks_its_pointer_table_in_the_other_memory():
+    tcm, var = Memory(TCM, 64), Memory(MemorySpace.VARIABLE_SRAM, 16)
+    tcm.pointer_tables = PointerTables(var, {(0, 16): (4, 2)})   # table at var[4:8), 2 bytes per entry
+    var.load(4, (48).to_bytes(2, "little") + (32).to_bytes(2, "little"))   # the table says: 48, then 32
+    view = View(TCM, 0, (32,), DType.INT8, blocks=(0, 16), block_bytes=16)
+    tcm.access(view).write(np.arange(32, dtype=np.int8))
+    assert tcm.data[48:64].tolist() == list(range(16)) and tcm.data[32:48].tolist() == list(range(16, 32))
+    assert not tcm.written[:32].any()
+    unlisted = View(TCM, 0, (16,), DType.INT8, blocks=(16,), block_bytes=16)   # no table: its own blocks
+    tcm.access(unlisted).write(np.ones(16, np.int8))
+    assert tcm.data[16:32].tolist() == [1] * 16
+
+
+def test_an_unwritten_pointer_table_is_an_access_error():
+    tcm, var = Memory(TCM, 64), Memory(MemorySpace.VARIABLE_SRAM, 16)
+    tcm.pointer_tables = PointerTables(var, {(0, 16): (0, 4)})
+    view = View(TCM, 0, (32,), DType.INT8, blocks=(0, 16), block_bytes=16)
+    with pytest.raises(MemoryAccessError, match="pointer table at var_sram\\[0:8\\) was never written"):
+        tcm.access(view).write(np.arange(32, dtype=np.int8))
