@@ -224,7 +224,7 @@ class PointerTables:
     def __init__(self, memory: Memory, tables: dict[tuple[int, ...], tuple[int, int]]):
         self.memory, self.tables = memory, tables
 
-    def walk(self, blocks: tuple[int, ...], block_bytes: int, memory_bytes: int) -> tuple[int, ...]:
+    def walk(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
         """The block offsets the table of the tensor planned at ``blocks`` holds now (read from
         the memory's bytes); ``blocks`` itself for a tensor without a table here."""
         found = self.tables.get(blocks)
@@ -237,9 +237,6 @@ class PointerTables:
                                     "was never written")
         raw = self.memory.data[offset:end].reshape(len(blocks), pointer_bytes).astype(np.int64)
         entries = (raw << (8 * np.arange(pointer_bytes, dtype=np.int64))).sum(axis=1)
-        if len(entries) and (entries.min() < 0 or entries.max() + block_bytes > memory_bytes):
-            raise MemoryAccessError(f"the pointer table at {self.memory.space.value}[{offset}:{end}) names a "
-                                    f"block outside the memory of {memory_bytes} bytes")
         return tuple(int(e) for e in entries)
 
 
@@ -279,8 +276,12 @@ class BlockViewAccess(ViewAccess):
             view, tables = self.view, self.memory.pointer_tables
             blocks = view.blocks or ()
             if tables is not None:
-                blocks = tables.walk(blocks, view.block_bytes, self.memory.size_bytes)
-            self._index = block_byte_index(self.addresses, blocks, view.block_bytes)
+                blocks = tables.walk(blocks)
+            index = block_byte_index(self.addresses, blocks, view.block_bytes)
+            if index.size and (index.min() < 0 or index.max() >= self.memory.size_bytes):
+                raise MemoryAccessError(f"the pointer table of {view} names a block outside "
+                                        f"{self.memory.space.value} of {self.memory.size_bytes} bytes")
+            self._index = index
         return self._index
 
     @property

@@ -160,3 +160,16 @@ def test_an_unwritten_pointer_table_is_an_access_error():
     view = View(TCM, 0, (32,), DType.INT8, blocks=(0, 16), block_bytes=16)
     with pytest.raises(MemoryAccessError, match="pointer table at var_sram\\[0:8\\) was never written"):
         tcm.access(view).write(np.arange(32, dtype=np.int8))
+
+
+
+def test_a_pointer_table_naming_a_block_outside_the_memory_is_an_access_error():
+    tcm, var = Memory(TCM, 64), Memory(MemorySpace.VARIABLE_SRAM, 16)
+    tcm.pointer_tables = PointerTables(var, {(0, 16): (0, 1)})
+    var.load(0, bytes([0, 60]))   # the second block would run past the TCM's 64 bytes
+    view = View(TCM, 0, (32,), DType.INT8, blocks=(0, 16), block_bytes=16)
+    with pytest.raises(MemoryAccessError, match="names a block outside tcm of 64 bytes"):
+        tcm.access(view).write(np.arange(32, dtype=np.int8))
+    short = View(TCM, 0, (20,), DType.INT8, blocks=(0, 16), block_bytes=16)   # 4 bytes at 60: inside
+    tcm.access(short).write(np.arange(20, dtype=np.int8))
+    assert tcm.data[60:64].tolist() == [16, 17, 18, 19]
