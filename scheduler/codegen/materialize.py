@@ -216,7 +216,7 @@ def _place_tcm(cmds: list[ACommand], numbering: Numbering, exact: list[LiveRange
     alignment = alignments[0]   # (TCM, variable SRAM)
     offsets = planner.place(exact, alignment)
     compact = footprint(exact, offsets)
-    if compact > capacity:   # (an overflowing plan stays as it is: it names the value to spill)
+    if compact > capacity:   # block tensors, else the overflowing plan stays: it names the value to spill
         blocked = _block_tensors(exact, offsets, tcm, buffers, hw, planner, alignments)
         if blocked is None:
             return offsets, compact, compact
