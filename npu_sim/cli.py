@@ -46,6 +46,8 @@ SPREAD_HELP = ("Use free TCM to avoid reusing freed bytes soon: fewer false depe
                "(fewer cycles) for a larger peak_tcm_bytes.")
 NO_COMPOSITE_HELP = ("Run composites such as LSTM cells op by op instead of as one fused NPU operation "
                      "(to compare the two).")
+NO_BLOCK_TENSORS_HELP = ("Spill what the TCM plan cannot place whole instead of storing it as blocks in the "
+                         "TCM's holes behind a pointer table (the plan without block tensors, for comparison).")
 STRICT_NPU_HELP = ("Refuse an operator the preset's NPU cannot run (exit 2 naming it) instead of running "
                    "it on the host CPU.")
 TIMING_ONLY_HELP = ("The same cycles, bytes and figures without computing the tensors (faster; no outputs/, "
@@ -183,6 +185,7 @@ def run_command(
     html: bool = typer.Option(False, "--html", help="Also write report.html (the run's page; see npu-sim report)."),
     strict_npu: bool = typer.Option(False, "--strict-npu", help=STRICT_NPU_HELP),
     timing_only: bool = typer.Option(False, "--timing-only", help=TIMING_ONLY_HELP),
+    no_block_tensors: bool = typer.Option(False, "--no-block-tensors", help=NO_BLOCK_TENSORS_HELP),
 ) -> None:
     """Simulate GRAPH on the NPU that CONFIG describes; write outputs and a timing report."""
     _commands().run_cmd.run_graph(graph, hw, inputs, out_dir, invocations=invocations, random_seed=random_inputs,
@@ -190,7 +193,7 @@ def run_command(
                                   max_memory=max_memory, timeout_seconds=timeout, max_loop_work_bytes=max_loop_work,
                                   input_shapes=input_shape, allow_unpredictable=allow_unpredictable,
                                   composite_fusion=not no_composite_fusion, html=html, strict_npu=strict_npu,
-                                  timing_only=timing_only)
+                                  timing_only=timing_only, block_tensors=not no_block_tensors)
 
 
 @app.command("plan")
@@ -205,11 +208,13 @@ def plan_command(
     input_shape: list[str] = input_shape_option(),  # noqa: B008 (typer reads the list)
     no_composite_fusion: bool = typer.Option(False, "--no-composite-fusion", help=NO_COMPOSITE_HELP),
     strict_npu: bool = typer.Option(False, "--strict-npu", help=STRICT_NPU_HELP),
+    no_block_tensors: bool = typer.Option(False, "--no-block-tensors", help=NO_BLOCK_TENSORS_HELP),
 ) -> None:
     """Compile GRAPH for CONFIG and print the Program (memory plan + commands) and plan statistics."""
     _commands().run_cmd.plan_graph(graph, hw, as_json, spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level,
                                    timeout_seconds=timeout, input_shapes=input_shape,
-                                   composite_fusion=not no_composite_fusion, strict_npu=strict_npu)
+                                   composite_fusion=not no_composite_fusion, strict_npu=strict_npu,
+                                   block_tensors=not no_block_tensors)
 
 
 @app.command("convert")

@@ -50,3 +50,29 @@ def contiguous_strides(shape: tuple[int, ...], element_bytes: int) -> tuple[int,
 def align_up(value: int, alignment: int) -> int:
     """``value`` rounded up to a multiple of ``alignment`` (unchanged for an alignment of 0 or 1)."""
     return -(-value // alignment) * alignment if alignment > 1 else value
+
+
+def block_ranges(starts: np.ndarray, ends: np.ndarray, blocks: tuple[int, ...],
+                 block_bytes: int) -> np.ndarray:
+    """Logical byte runs ``[starts, ends)`` of a block tensor (seed 002's discontiguous tensor:
+    fixed-size blocks anywhere in one memory, reached through a pointer table) as physical
+    ``(k, 2)`` runs: each run cut at the block boundaries, each piece moved to its block's
+    offset ``blocks[logical // block_bytes]``. Sorted by physical start, not merged."""
+    pieces = []
+    for lo, hi in zip(starts.tolist(), ends.tolist()):
+        while lo < hi:
+            index, within = divmod(lo, block_bytes)
+            take = min(hi - lo, block_bytes - within)
+            start = blocks[index] + within
+            pieces.append((start, start + take))
+            lo += take
+    if not pieces:
+        return np.zeros((0, 2), dtype=np.int64)
+    out = np.array(sorted(pieces), dtype=np.int64)
+    return out
+
+
+def block_byte_index(logical: np.ndarray, blocks: tuple[int, ...], block_bytes: int) -> np.ndarray:
+    """Physical byte addresses of the logical byte addresses ``logical`` of a block tensor."""
+    table = np.asarray(blocks, dtype=np.int64)
+    return table[logical // block_bytes] + logical % block_bytes

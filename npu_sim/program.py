@@ -81,6 +81,11 @@ class View:
     """A typed window of a memory: ``shape`` elements starting at ``offset_bytes``.
 
     ``strides_bytes`` (one per dimension) default to contiguous row-major.
+
+    A view of a block tensor (seed 002: a discontiguous tensor) has ``blocks``, the physical
+    offsets of its fixed-size blocks of ``block_bytes`` bytes (its pointer table); its
+    ``offset_bytes`` and strides then address the tensor's logical bytes, logical byte ``a``
+    lying at ``blocks[a // block_bytes] + a % block_bytes``.
     """
 
     memory: MemorySpace
@@ -88,6 +93,8 @@ class View:
     shape: tuple[int, ...]
     dtype: DType
     strides_bytes: tuple[int, ...] | None = None
+    blocks: tuple[int, ...] | None = None
+    block_bytes: int = 0
 
     def __hash__(self) -> int:
         """The hash of the fields, as the dataclass would compute it, once (views key the
@@ -95,7 +102,7 @@ class View:
         h = self.__dict__.get("_hash")
         if h is None:
             h = self.__dict__["_hash"] = hash((self.memory, self.offset_bytes, self.shape, self.dtype,
-                                              self.strides_bytes))
+                                              self.strides_bytes, self.blocks))
         return h
 
     # Derived geometry is cached on the instance (see _cached_property): Programs hold
@@ -125,7 +132,15 @@ class View:
 
     @_cached_property
     def span(self) -> tuple[int, int]:
-        """[first byte, last byte + 1) touched by the view (empty views span nothing)."""
+        """[first byte, last byte + 1) touched by the view (empty views span nothing; a block
+        tensor's view: the physical bytes from its lowest to its highest touched block)."""
+        if self.blocks is not None:
+            return self._block_span()
+        return self.logical_span
+
+    @_cached_property
+    def logical_span(self) -> tuple[int, int]:
+        """:attr:`span` in the view's own addresses (a block tensor's logical bytes)."""
         if self.element_count == 0:
             return self.offset_bytes, self.offset_bytes
         if self.strides_bytes is None:  # contiguous: the common case, kept cheap
@@ -135,6 +150,37 @@ class View:
         return lo, hi + self.element_bytes
 
     @_cached_property
+    def table_entries(self) -> tuple[int, ...]:
+        """Indices of the pointer-table entries an access walks: the blocks from its first to its
+        last logical byte (none for a view of contiguous bytes)."""
+        if self.blocks is None or self.element_count == 0:
+            return ()
+        lo, hi = self.logical_span
+        return tuple(range(lo // self.block_bytes, (hi - 1) // self.block_bytes + 1))
+
+    def logical(self) -> View:
+        """The same window of the tensor's logical bytes, without its blocks."""
+        return View(self.memory, self.offset_bytes, self.shape, self.dtype, self.strides_bytes)
+
+    @_cached_property
+    def block_pieces(self) -> tuple[tuple[int, int], ...]:
+        """Per table entry an access walks, the physical bytes ``[lo, hi)`` of its block from
+        the view's first to its last logical byte (a block tensor's short last block, or a
+        window of a block, only as far as the view reaches)."""
+        if self.blocks is None:
+            return ()
+        lo, hi = self.logical_span
+        bb = self.block_bytes
+        return tuple((self.blocks[i] + max(lo - i * bb, 0), self.blocks[i] + min(hi - i * bb, bb))
+                     for i in self.table_entries)
+
+    def _block_span(self) -> tuple[int, int]:
+        pieces = self.block_pieces
+        if not pieces:
+            return 0, 0
+        return min(lo for lo, _ in pieces), max(hi for _, hi in pieces)
+
+    @_cached_property
     def is_contiguous(self) -> bool:
         return self.strides_bytes is None or self.strides_bytes == View(
             self.memory, self.offset_bytes, self.shape, self.dtype).strides
@@ -142,7 +188,11 @@ class View:
     def __str__(self) -> str:
         dims = "x".join(map(str, self.shape)) or "scalar"
         stride = "" if self.is_contiguous else f" strides={list(self.strides)}"
-        return f"{self.memory.value}[{self.offset_bytes:#x}] {dims} {self.dtype.name}{stride}"
+        where = f"{self.offset_bytes:#x}"
+        if self.blocks is not None:   # (its blocks are listed once, by the Program's allocations)
+            first = f"{self.blocks[0]:#x}" if self.blocks else "-"
+            where = f"{len(self.blocks)} blocks of {self.block_bytes} from {first} +{where}"
+        return f"{self.memory.value}[{where}] {dims} {self.dtype.name}{stride}"
 
 
 @dataclass(frozen=True)
@@ -160,10 +210,44 @@ class Allocation:
     first_use: int | None = None
     last_use: int | None = None
     initial_data: bytes | None = None
+    #: a block of a block tensor: the tensor's name (its blocks share it; see :class:`BlockTensor`)
+    block_of: str = ""
 
     @property
     def end_bytes(self) -> int:
         return self.offset_bytes + self.size_bytes
+
+
+def block_allocation_name(tensor: str, index: int) -> str:
+    """The name of the allocation of block ``index`` of the block tensor ``tensor``."""
+    return f"{tensor}[block {index}]"
+
+
+def block_tensor_of(allocation_name: str) -> str:
+    """The block tensor an allocation named by :func:`block_allocation_name` belongs to ("" if none)."""
+    head, sep, tail = allocation_name.rpartition("[block ")
+    return head if sep and tail.endswith("]") and tail[:-1].isdigit() else ""
+
+
+@dataclass(frozen=True)
+class BlockTensor:
+    """A tensor stored as fixed-size blocks anywhere in one memory (seed 002's discontiguous
+    tensor): ``blocks`` are the blocks' offsets in ``memory`` (an allocation each, named after
+    the tensor), listed by the pointer table, an allocation of ``table_memory`` whose initial
+    data holds them (``pointer_bytes`` little-endian bytes per entry)."""
+
+    name: str
+    memory: MemorySpace
+    size_bytes: int
+    block_bytes: int
+    blocks: tuple[int, ...]
+    table_memory: MemorySpace
+    table_offset_bytes: int
+    pointer_bytes: int
+
+    @property
+    def table_bytes(self) -> int:
+        return len(self.blocks) * self.pointer_bytes
 
 
 @dataclass(frozen=True)
@@ -379,6 +463,8 @@ class Program:
     #: writes (the constant pool): with several invocations they run once, in a preamble,
     #: and the constants stay resident (see :mod:`npu_sim.simulator`)
     preamble_command_ids: frozenset[int] = frozenset()
+    #: tensors the TCM plan stores as blocks (:mod:`scheduler.memory.block_tensors`)
+    block_tensors: tuple[BlockTensor, ...] = ()
 
     def walk(self) -> Iterator[Command]:
         """Every command, nested ones included, in stream order."""

@@ -19,7 +19,7 @@ import numpy as np
 from npu_sim.budget import check_host_memory, check_npu_capacity, default_host_budget_bytes, empty_tensor
 from npu_sim.errors import InputError, NpuSimError, ProgramError, ScheduleError, SchedulerBugError, SimulationError
 from npu_sim.gc_pause import gc_paused
-from npu_sim.hw.config import HwConfig, load_hw_config
+from npu_sim.hw.config import HwConfig, load_hw_config, with_block_tensors
 from npu_sim.hw.trace import Trace
 from npu_sim.program import Program
 from npu_sim.reference.executor import check_inputs
@@ -70,6 +70,11 @@ def _graph(graph: Graph | str | Path) -> tuple[Graph, str]:
 
 def _hw(hw: HwConfig | str | Path) -> HwConfig:
     return hw if isinstance(hw, HwConfig) else load_hw_config(hw)
+
+
+def _hw_with(hw: HwConfig | str | Path, block_tensors: bool | None) -> HwConfig | str | Path:
+    """``hw``, its block tensors on or off if ``block_tensors`` says (None: as it says)."""
+    return hw if block_tensors is None else with_block_tensors(_hw(hw), block_tensors)
 
 
 def compile_graph(graph: Graph, hw: HwConfig, *, spread_tcm: bool = False,
@@ -214,15 +219,18 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
 def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
              inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray] | None = None,
              invocations: int = 1, *, spread_tcm: bool = False, verify: bool = False,
-             composite_fusion: bool = True, timing_only: bool = False) -> SimulationResult:
+             composite_fusion: bool = True, timing_only: bool = False,
+             block_tensors: bool | None = None) -> SimulationResult:
     """Run ``graph`` on the simulated NPU ``hw`` (a HwConfig, preset name or YAML path).
 
     ``inputs``: input name -> array (or arrays in the graph's input order). With
     ``invocations`` N > 1 each array has a leading axis of length N, invocation k
     uses slice k, variables persist between invocations, and outputs come back
     stacked the same way. ``spread_tcm``, ``verify``, ``composite_fusion``: see
-    :func:`compile_graph`; ``timing_only``: see :func:`simulate_invocations`.
+    :func:`compile_graph`; ``timing_only``: see :func:`simulate_invocations`; ``block_tensors``:
+    True or False overrides ``hw``'s ``block_tensors.enabled`` (False: the plan without them).
     """
+    hw = _hw_with(hw, block_tensors)
     if not isinstance(invocations, int) or isinstance(invocations, bool) or invocations < 1:
         raise InputError(f"invocations must be an integer >= 1, got {invocations!r}")
     graph, label = _graph(graph)

@@ -65,7 +65,7 @@ from npu_sim.hw.config import HwConfig, load_hw_config
 from npu_sim.hw.cost import ComputeCycles, command_mac_pe_cycles, command_macs, command_tcm_bytes
 from npu_sim.hw.ddr import BandwidthChannel
 from npu_sim.hw.dma import DmaModel, DmaOp, TimedDmaOp, channel_bandwidth_bytes_per_cycle, make_descriptor
-from npu_sim.hw.memory import Memory, ViewAccess, named
+from npu_sim.hw.memory import Memory, PointerTables, ViewAccess, named
 from npu_sim.hw.queues import Clock, Dependency, QueuedCommand, Unit, Waiter
 from npu_sim.hw.trace import AllocationIndex, Counters, InvocationRecord, StaticInfo, Trace, TraceRecorder
 from npu_sim.program import (
@@ -147,6 +147,15 @@ def _constant_tcm_bytes(program: Program) -> tuple[int, int] | None:
     if not ranges:
         return None
     return min(r[0] for r in ranges), max(r[1] for r in ranges)
+
+
+def _attach_pointer_tables(program: Program, memories: dict[MemorySpace, Memory]) -> None:
+    """Accesses to a block tensor walk its pointer table in the bytes of the table's memory."""
+    for t in program.block_tensors:
+        tables = memories[t.memory].pointer_tables
+        if tables is None or tables.memory is not memories[t.table_memory]:
+            tables = memories[t.memory].pointer_tables = PointerTables(memories[t.table_memory], {})
+        tables.tables[t.blocks] = (t.table_offset_bytes, t.pointer_bytes)
 
 
 def _where(cmd: Command) -> str:
@@ -269,6 +278,7 @@ class Simulator:
                 raise ProgramError(f"the program plans {size} bytes of {space.value}; "
                                    f"{hw.name or 'the hardware'} has {capacity[space]}")
             memories[space] = Memory(space, size, read_only=space is MemorySpace.DDR and hw.ddr.read_only)
+        _attach_pointer_tables(program, memories)
         return memories
 
     def _compile_block(self, commands: Sequence[Command]) -> list[Node]:

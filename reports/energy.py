@@ -3,7 +3,8 @@
 :func:`energy_breakdown_pj` walks the trace's executed commands: MACs by operand dtype on
 the MAC array, elements through the vector and LUT units, the host CPU's busy cycles (the
 operators the NPU cannot run), bytes read or written in each memory (a DMA reads its source
-and writes its destination; a compute command's TCM bytes), DDR bursts, and static power
+and writes its destination; a compute command's TCM bytes; the pointer-table entries a block
+tensor's accesses read in the variable SRAM), DDR bursts, and static power
 times the run time. :func:`area_breakdown_mm2` sums the parts
 of the config. The figures per event are the config's ``energy`` and ``area`` sections.
 """
@@ -14,7 +15,7 @@ import math
 
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.trace import Trace
-from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace, Program
+from npu_sim.program import Command, ComputeCommand, DmaCommand, MemorySpace, Program, command_views
 
 _MEMORY_KEYS = {MemorySpace.TCM: "tcm", MemorySpace.VARIABLE_SRAM: "variable_sram"}
 
@@ -39,7 +40,17 @@ def _command_energy_pj(program: Program, hw: HwConfig) -> dict[int, list[tuple[s
             elif cmd.unit == "mac_array":
                 dtype = cmd.steps[0].input_types[0].dtype.name.lower()
                 energy[cmd.id] = [("mac_array", e.mac_pj.get(dtype, e.mac_pj.get("int8", 0.0)) * e.scale)]
+        table_bytes = pointer_table_read_bytes(cmd, hw)
+        if table_bytes:
+            energy.setdefault(cmd.id, []).append(("variable_sram", table_bytes * byte_pj["variable_sram"]))
     return energy
+
+
+def pointer_table_read_bytes(cmd: Command, hw: HwConfig) -> int:
+    """Bytes of pointer tables (in the variable SRAM) one execution of ``cmd`` reads: an entry
+    per block its views of block tensors touch."""
+    entries = sum(len(view.table_entries) for view in command_views(cmd) if view.blocks is not None)
+    return entries * hw.block_tensors.pointer_bytes
 
 
 def energy_breakdown_pj(trace: Trace, hw: HwConfig, program: Program | None, total_cycles: int) -> dict[str, float]:

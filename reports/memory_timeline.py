@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from npu_sim.hw.trace import AllocationRecord, InvocationRecord, Trace
-from npu_sim.program import MemorySpace
+from npu_sim.program import MemorySpace, block_tensor_of
 from reports.occupancy import UsedAllocation, occupancy_steps, selected
 from reports.raster_plot import GREY, Canvas, Colour, Panel, blend, font, hex_colour, nice_step
 
@@ -38,6 +38,8 @@ KIND_COLOURS = {
     "variable": "#da8bc3",
 }
 OTHER_COLOUR = "#bcbd22"
+#: The blocks of one block tensor share a colour, the tensors taking these in turn.
+BLOCK_TENSOR_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#17becf", "#e377c2", "#8c564b")
 #: At most this many rectangles get a text label (the largest ones that have room).
 MAX_LABELS = 40
 #: The image (pixels) and its panels: the memory map above the bytes in use, legends on the right.
@@ -174,15 +176,26 @@ def _draw_map(canvas: Canvas, panel: Panel, shown: _Shown) -> None:
     min_width = shown.x_range * 0.002
     rects = [(a.first_cycle, a.offset_bytes, a.first_cycle + max(a.last_cycle - a.first_cycle, min_width),
               a.offset_bytes + a.size_bytes) for a in shown.tcm]
-    fills = {kind: blend(hex_colour(colour), 0.85) for kind, colour in KIND_COLOURS.items()}
-    other = blend(hex_colour(OTHER_COLOUR), 0.85)
-    canvas.rectangles(panel, rects, [fills.get(a.kind, other) for a in shown.tcm],
-                      (0, 0, 0) if len(rects) < MAX_OUTLINED else None)
+    canvas.rectangles(panel, rects, _fills(shown.tcm), (0, 0, 0) if len(rects) < MAX_OUTLINED else None)
     measure, text_height_px = _text_measure()
     for a, text, rotation in _labels(shown.tcm, panel.px_per_x, panel.px_per_y, measure, text_height_px):
         centre = (panel.x((a.first_cycle + a.last_cycle) / 2), panel.y(a.offset_bytes + a.size_bytes / 2))
         canvas.text(centre, text, LABEL_FONT_PX, anchor="mm", vertical=rotation == 90.0)
     canvas.frame(panel)
+
+
+def _fills(records: list[UsedAllocation]) -> list[Colour]:
+    """Each record's fill: its kind's colour, or its block tensor's (one per tensor)."""
+    fills = {kind: blend(hex_colour(colour), 0.85) for kind, colour in KIND_COLOURS.items()}
+    other = blend(hex_colour(OTHER_COLOUR), 0.85)
+    tensors: dict[str, Colour] = {}
+    out = []
+    for a in records:
+        tensor = block_tensor_of(a.name)
+        if tensor and tensor not in tensors:
+            tensors[tensor] = blend(hex_colour(BLOCK_TENSOR_COLOURS[len(tensors) % len(BLOCK_TENSOR_COLOURS)]), 0.85)
+        out.append(tensors[tensor] if tensor else fills.get(a.kind, other))
+    return out
 
 
 def _mark_limits(canvas: Canvas, panel: Panel, shown: _Shown, tcm_size_bytes: int | None) -> None:
@@ -201,10 +214,13 @@ def _label_map(canvas: Canvas, panel: Panel, shown: _Shown, invocations: int, tc
     """Axis, legend of the kinds and title of the memory map."""
     canvas.y_ticks(panel, byte_tick_step(shown.y_max), _kib, FONT_PX)
     canvas.text((22, (panel.box[1] + panel.box[3]) / 2), "TCM offset", FONT_PX, vertical=True)
-    kinds = sorted({a.kind for a in shown.tcm}, key=lambda k: (k not in KIND_COLOURS, k))
-    if kinds:
-        canvas.legend((LEGEND_X, panel.box[1]), [(k, hex_colour(KIND_COLOURS.get(k, OTHER_COLOUR))) for k in kinds],
-                      FONT_PX, title="allocation kind")
+    kinds = sorted({a.kind for a in shown.tcm if not block_tensor_of(a.name)},
+                   key=lambda k: (k not in KIND_COLOURS, k))
+    entries = [(k, hex_colour(KIND_COLOURS.get(k, OTHER_COLOUR))) for k in kinds]
+    if any(block_tensor_of(a.name) for a in shown.tcm):
+        entries.append(("block tensor (a colour each)", hex_colour(BLOCK_TENSOR_COLOURS[0])))
+    if entries:
+        canvas.legend((LEGEND_X, panel.box[1]), entries, FONT_PX, title="allocation kind")
     heading = title or "TCM memory map"
     capacity = f" of {_kib(tcm_size_bytes)}" if tcm_size_bytes else ""
     count = len(shown.invocations)

@@ -16,6 +16,7 @@ from typing import Any
 from npu_sim.hw.compute_units import unit_names
 from npu_sim.hw.config import HwConfig
 from npu_sim.program import ComputeCommand, DmaCommand, OperationStats, PlanStats, Program
+from reports.block_tensors import plan_block_tensors
 from reports.composites import composite_candidates, format_candidates
 from reports.cpu_ops import plan_cpu_ops
 from reports.occupancy import tcm_plan_figures
@@ -36,6 +37,7 @@ def plan_stats(program: Program, hw: HwConfig) -> dict[str, Any]:
         "tcm_size_bytes": hw.tcm.size_bytes,
         "variable_sram_size_bytes": hw.variable_sram.size_bytes,
         "memories": _memories(program),
+        "block_tensors": plan_block_tensors(program),
     }
     facts = program.stats
     if facts is not None:
@@ -119,11 +121,21 @@ def format_plan_stats(stats: Mapping[str, Any]) -> str:
                      f"{human_bytes(stats.get('compulsory_ddr_write_bytes', 0))}")
     spilled = stats.get("spilled_values") or []
     lines.append(f"spilled to DDR: {', '.join(spilled) if spilled else 'nothing'}")
+    lines += _block_tensor_lines(stats.get("block_tensors") or {})
     if "composites" in stats:
         lines += format_candidates(stats["composites"])
     for op in stats.get("cpu_ops") or []:
         lines.append(f"on the host CPU: {op['name']} ({op['op']}, {op['dtype']}): {op['reason']}")
     return "\n".join([*lines, _tiled_operations(stats.get("operations", []))])
+
+
+def _block_tensor_lines(blocks: Mapping[str, Any]) -> list[str]:
+    """A line naming the block tensors, if any."""
+    if not blocks.get("count"):
+        return []
+    names = ", ".join(t["name"] for t in blocks.get("tensors", []))
+    return [f"block tensors: {blocks['count']} ({blocks['blocks']} blocks in the TCM's holes, pointer tables "
+            f"{human_bytes(blocks['pointer_table_bytes'])}): {names}"]
 
 
 def _tiled_operations(operations: list[dict[str, Any]]) -> str:

@@ -44,6 +44,8 @@ Fields (ARCHITECTURE.md lists the required ones):
   per invocation (:mod:`reports.composites`);
 * ``cpu_ops``: the operations on the host CPU, outside the NPU's support (operator, dtype,
   cycles, reason; :mod:`reports.cpu_ops`);
+* ``block_tensors``: the tensors the TCM plan stores as blocks in its holes behind a pointer
+  table (``count``, ``blocks``, ``pointer_table_bytes``; :mod:`reports.block_tensors`);
 * ``preamble_cycles``, ``preamble_ddr_bytes``, ``resident_constant_bytes``: the constants
   loaded into TCM once before the first invocation of a multi-invocation run
   (:mod:`reports.preamble`; not part of ``total_cycles``);
@@ -60,6 +62,7 @@ from typing import Any
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.trace import Trace
 from npu_sim.program import MemorySpace, Program
+from reports.block_tensors import block_tensor_totals
 from reports.composites import fused_composites
 from reports.cpu_ops import cpu_ops
 from reports.energy import energy_area_figures
@@ -133,6 +136,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
     summary["tcm_resident_constant_bytes"] = resident_constant_tcm_bytes(program.allocations) if program else 0
     summary["fused_composites"] = fused_composites(spans, program)
     summary["cpu_ops"] = cpu_ops(spans, program)
+    summary["block_tensors"] = block_tensor_totals(program)
     summary["memories"] = memory_figures(trace, hw, program)
     summary.update(energy_area_figures(trace, hw, program, cycles))
     summary.update(preamble_figures(trace, program))

@@ -169,11 +169,21 @@ def cpu_line(summary: Mapping[str, Any]) -> str:
             f"cycles: {operators} (cpu_ops in summary.json says why)")
 
 
+def block_tensors_line(summary: Mapping[str, Any]) -> str:
+    """One line on the block tensors of the plan, if any."""
+    blocks = summary.get("block_tensors") or {}
+    if not blocks.get("count"):
+        return ""
+    return (f"block tensors: {blocks['count']} stored as {blocks['blocks']} blocks in the TCM's holes instead of "
+            f"spilling (pointer tables {human_bytes(blocks['pointer_table_bytes'])} in the variable SRAM; "
+            "--no-block-tensors to compare)")
+
+
 def report_text(summary: Mapping[str, Any]) -> str:
-    """The table, the totals, the TCM at its peak, the busy line and the host CPU's operators, as
-    ``npu-sim run`` prints them."""
-    lines = [ops_table(summary), totals_line(summary), tcm_peak_line(summary), utilization_line(summary),
-             cpu_line(summary)]
+    """The table, the totals, the TCM at its peak, the block tensors, the busy line and the host
+    CPU's operators, as ``npu-sim run`` prints them."""
+    lines = [ops_table(summary), totals_line(summary), tcm_peak_line(summary), block_tensors_line(summary),
+             utilization_line(summary), cpu_line(summary)]
     return "\n".join(line for line in lines if line)
 
 

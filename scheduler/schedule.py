@@ -38,6 +38,7 @@ from scheduler.codegen.materialize import (
     MemoryPlan,
     Numbering,
     allocations,
+    block_tensors,
     build_commands,
     check_capacity,
     number,
@@ -215,7 +216,8 @@ def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileCont
     placed = allocations(plan)
     program = Program(memory_sizes, placed, commands, inputs, outputs, variables,
                       graph_name=getattr(graph, "name", "") or "",
-                      preamble_command_ids=_constant_pool_loads(commands, placed))
+                      preamble_command_ids=_constant_pool_loads(commands, placed),
+                      block_tensors=block_tensors(plan, hw))
     check_writes(program, hw)
     program.stats = plan_stats(program, cmds, numbering, ctx.records, _evicted_names(ctx), plan,
                                _planner_label(planner), lowered.candidates, lowered.cpu_fallbacks)

@@ -131,6 +131,23 @@ class VariableSramConfig(_Strict):
     bytes_per_cycle: int = Rate
 
 
+class BlockTensorConfig(_Strict):
+    """Discontiguous block tensors (seed 002): a TCM buffer the planner cannot place whole may be
+    stored as blocks in the holes fragmentation leaves, reached through a pointer table in the
+    variable SRAM bank, instead of spilling to DDR."""
+
+    enabled: bool = Field(default=True, description="False: a buffer the TCM plan cannot place whole "
+                          "spills (the plan without block tensors, for comparison)")
+    block_bytes: int = Field(default=256, gt=0, le=1 << 20, description="bytes of one block (rounded up "
+                             "to the TCM alignment); smaller blocks fill smaller holes and need more entries")
+    pointer_bytes: int = Field(default=4, gt=0, le=8, description="bytes of one pointer-table entry "
+                               "(a 32-bit TCM address, as the seed's example assumes)")
+    table_read_cycles_per_entry: int = Field(
+        default=1, ge=0, le=MAX_CYCLES, description="cycles a DMA command or a compute unit spends reading one "
+        "pointer-table entry before it moves the block's bytes (assumption: one variable-SRAM read per "
+        "entry, not hidden behind the transfer)")
+
+
 def _check_rate_table(table: dict[str, int], field: str) -> None:
     for key, value in table.items():
         if key not in RATE_DTYPES:
@@ -452,6 +469,7 @@ class HwConfig(_Strict):
     dma: DmaConfig
     tcm: TcmConfig
     variable_sram: VariableSramConfig
+    block_tensors: BlockTensorConfig = Field(default_factory=BlockTensorConfig)
     mac_array: MacArrayConfig
     vector: VectorConfig
     lut: LutConfig
@@ -486,6 +504,14 @@ class HwConfig(_Strict):
             if kind not in COMPOSITES:
                 raise ValueError(f"composites: unknown composite {kind!r} (known: {', '.join(sorted(COMPOSITES))})")
         return self
+
+
+def with_block_tensors(hw: HwConfig, enabled: bool) -> HwConfig:
+    """``hw`` with block tensors on or off (``--no-block-tensors``, ``block_tensors=False``: the
+    plan without them, for comparison)."""
+    if hw.block_tensors.enabled == enabled:
+        return hw
+    return hw.model_copy(update={"block_tensors": hw.block_tensors.model_copy(update={"enabled": enabled})})
 
 
 # --- loading ------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ The simulator times every compute command with :func:`compute_command_cycles`; t
 scheduler's estimates use the same unit cost functions (:mod:`npu_sim.hw.compute_units`),
 so both agree by construction. Nothing here has state or side effects.
 
-A compute command costs ``setup_cycles + max(body, TCM cycles)`` on its unit: ``body`` is
+A compute command costs ``setup_cycles + max(body, TCM cycles)`` on its unit (plus, for the
+operands of block tensors, the reads of their pointer-table entries): ``body`` is
 the unit's cost of the command's steps (the unit's registry entry), and its operands and
 results cross the TCM ports at ``tcm.bandwidth_bytes_per_cycle`` (a bound that stops a
 tiny-K tile from looking free). A fused composite reading its state from the variable SRAM
@@ -25,7 +26,7 @@ from npu_sim.hw.compute_units.unit import ceil_div
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.ddr import ceil_cycles
 from npu_sim.hw.dma import channel_bandwidth_bytes_per_cycle, dma_timing
-from npu_sim.program import ComputeCommand, DmaCommand, KernelStep, MemorySpace, View
+from npu_sim.program import ComputeCommand, DmaCommand, KernelStep, MemorySpace, View, command_views
 from npu_sim.tosa.ops import Op
 
 
@@ -78,7 +79,15 @@ def compute_command_cycles(hw: HwConfig, command: ComputeCommand) -> int:
     else:
         body = compute_unit.body_cycles(hw, command.steps)
     tcm = tcm_cycles(command_tcm_bytes(command.steps, command.outputs, distinct=bool(command.composite)), hw)
-    return compute_unit.setup_cycles(hw) + max(body, tcm, variable_sram_read_cycles(command, hw))
+    return compute_unit.setup_cycles(hw) + pointer_table_cycles(hw, command_views(command)) + \
+        max(body, tcm, variable_sram_read_cycles(command, hw))
+
+
+def pointer_table_cycles(hw: HwConfig, views: Sequence[View]) -> int:
+    """Cycles reading the pointer-table entries of the block-tensor views among ``views``
+    (``block_tensors.table_read_cycles_per_entry`` each), before the access can start."""
+    entries = sum(len(v.table_entries) for v in views if v.blocks is not None)
+    return entries * hw.block_tensors.table_read_cycles_per_entry
 
 
 def variable_sram_read_cycles(command: ComputeCommand, hw: HwConfig) -> int:

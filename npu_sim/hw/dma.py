@@ -200,6 +200,7 @@ class DmaModel:
         self.burst = ddr.burst_size_bytes
         self.read_latency, self.write_latency = ddr.read_latency_cycles, ddr.write_latency_cycles
         self.setup = hw.dma.setup_cycles
+        self.table_entry_cycles = hw.block_tensors.table_read_cycles_per_entry
         self.outstanding_bytes = hw.dma.max_outstanding_bursts * ddr.burst_size_bytes
         self.burst_cycles = ddr.burst_size_bytes / ddr.bandwidth_bytes_per_cycle
         self.port = {space: float(port_bytes_per_cycle(hw, space)) for space in MemorySpace}
@@ -210,7 +211,7 @@ class DmaModel:
         """Where the copy ``src -> dst`` is arbitrated, the bytes it moves there, its cap and
         latency. ``access_bytes`` > 0: a DDR source is read in accesses of that size, each
         taking a whole burst (:attr:`DmaCommand.access_bytes`)."""
-        if src.strides_bytes is None and dst.strides_bytes is None:
+        if src.strides_bytes is None and dst.strides_bytes is None and src.blocks is None and dst.blocks is None:
             # contiguous copies (most tiles) differ only by size and burst alignment: memoized
             burst = self.burst
             key = (src.memory, dst.memory, src.size_bytes, src.offset_bytes % burst, dst.offset_bytes % burst,
@@ -233,6 +234,8 @@ class DmaModel:
         DDR = MemorySpace.DDR
         s_mem, d_mem = src.memory, dst.memory
         payload = src.size_bytes
+        # a block tensor's side: the descriptor walks its pointer table first, an entry per block
+        setup = self.setup + (len(src.table_entries) + len(dst.table_entries)) * self.table_entry_cycles
         read_burst = ddr_burst_count(src, self.burst) * self.burst if s_mem is DDR else 0
         if access_bytes > 0 and s_mem is DDR:
             read_burst = max(read_burst, -(-payload // access_bytes) * self.burst)
@@ -245,13 +248,13 @@ class DmaModel:
                 cap = min(cap, self.port[s_mem])
             if d_mem is not DDR:
                 cap = min(cap, self.port[d_mem])
-            return DmaTiming(DDR, read_burst + write_burst, cap, self.setup, latency,
+            return DmaTiming(DDR, read_burst + write_burst, cap, setup, latency,
                              payload if s_mem is DDR else 0, payload if d_mem is DDR else 0,
                              read_burst, write_burst)
         channel = MemorySpace.VARIABLE_SRAM if MemorySpace.VARIABLE_SRAM in (s_mem, d_mem) \
             else MemorySpace.TCM
         cap = min(self.port[s_mem], self.port[d_mem])
-        return DmaTiming(channel, payload, cap, self.setup, 0, 0, 0, 0, 0)
+        return DmaTiming(channel, payload, cap, setup, 0, 0, 0, 0, 0)
 
 
 def dma_timing(hw: HwConfig, command: DmaCommand) -> DmaTiming:

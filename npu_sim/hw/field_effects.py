@@ -36,6 +36,7 @@ TIMING_FIELDS = frozenset({
     "dma.max_outstanding_bursts",
     "variable_sram.bytes_per_cycle",
     "shared_compute_pipeline",
+    "block_tensors.table_read_cycles_per_entry",
 })
 #: Sections only energy and area are counted from.
 COST_SECTIONS = frozenset({"energy", "area"})

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from npu_sim.errors import MemoryAccessError
+from npu_sim.memory_layout import block_byte_index
 from npu_sim.program import MemorySpace, View
 from npu_sim.tosa.dtype import DType
 
@@ -40,6 +41,8 @@ class Memory:
         self.read_only = read_only   # flash: its initial data is loaded, nothing writes it
         self.data = np.zeros(size_bytes, dtype=np.uint8)
         self.written = np.zeros(size_bytes, dtype=np.bool_)
+        #: where the accesses to this memory's block tensors find their pointer tables (None: none)
+        self.pointer_tables: PointerTables | None = None
         # (offset, shape, dtype, strides) of a view of this memory -> its binding: the view's
         # fields but its memory, hashed and compared in C (a View's own hash and == are Python)
         self._accesses: dict[tuple, ViewAccess] = {}
@@ -48,6 +51,8 @@ class Memory:
         """``view`` bound to this memory (bounds checked once; equal views share the binding)."""
         if view.memory is not self.space:  # (a view of another memory never shares a binding)
             return ViewAccess(self, view)  # raises
+        if view.blocks is not None:
+            return BlockViewAccess(self, view)
         key = (view.offset_bytes, view.shape, view.dtype, view.strides_bytes)
         try:
             access = self._accesses.get(key)
@@ -209,3 +214,122 @@ class ViewAccess:
         if not self.known_written:
             self.mask[...] = True
             self.known_written = True
+
+
+class PointerTables:
+    """The pointer tables of a memory's block tensors, where the hardware finds them: in the
+    bytes of another memory (the variable SRAM). ``tables`` maps a tensor's block offsets (as
+    the plan lists them) to its table's offset there and its bytes per entry (little-endian)."""
+
+    def __init__(self, memory: Memory, tables: dict[tuple[int, ...], tuple[int, int]]):
+        self.memory, self.tables = memory, tables
+
+    def walk(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
+        """The block offsets the table of the tensor planned at ``blocks`` holds now (read from
+        the memory's bytes); ``blocks`` itself for a tensor without a table here."""
+        found = self.tables.get(blocks)
+        if found is None:
+            return blocks
+        offset, pointer_bytes = found
+        end = offset + len(blocks) * pointer_bytes
+        if end > self.memory.size_bytes or not self.memory.written[offset:end].all():
+            raise MemoryAccessError(f"the pointer table at {self.memory.space.value}[{offset}:{end}) "
+                                    "was never written")
+        raw = self.memory.data[offset:end].reshape(len(blocks), pointer_bytes).astype(np.int64)
+        entries = (raw << (8 * np.arange(pointer_bytes, dtype=np.int64))).sum(axis=1)
+        return tuple(int(e) for e in entries)
+
+
+class BlockViewAccess(ViewAccess):
+    """A view of a block tensor bound to a memory: reads gather its bytes from the blocks its
+    pointer table names, writes scatter them back. The first access walks the table (in the
+    memory's :class:`PointerTables`, else the view's own ``blocks``) and keeps the physical
+    address of each byte of the view (view order, element bytes last)."""
+
+    __slots__ = ("addresses", "_index")
+
+    def __init__(self, memory: Memory, view: View):   # (not ViewAccess's: no numpy view of its bytes)
+        logical = view.logical()
+        lo, hi = view.span
+        if lo < 0 or hi > memory.size_bytes or logical.logical_span[0] < 0 or \
+                logical.logical_span[1] > len(view.blocks or ()) * view.block_bytes:
+            raise MemoryAccessError(f"view {view} spans bytes [{lo}, {hi}) outside "
+                                    f"{memory.space.value} of {memory.size_bytes} bytes or its blocks")
+        self.view, self.memory = view, memory
+        self.dtype, self.shape = view.dtype, tuple(view.shape)
+        self.storage = view.dtype.numpy_dtype
+        self.known_written = False
+        eb = view.element_bytes
+        addresses = np.zeros(self.shape + (eb,), np.int64) + logical.offset_bytes
+        for axis, stride in enumerate(logical.strides):
+            extent = [1] * (len(self.shape) + 1)
+            extent[axis] = self.shape[axis]
+            addresses += np.arange(self.shape[axis], dtype=np.int64).reshape(extent) * stride
+        self.addresses = addresses + np.arange(eb, dtype=np.int64)   # logical
+        self._index: np.ndarray | None = None
+        self._typed = None
+
+    @property
+    def index(self) -> np.ndarray:
+        """Physical addresses of the view's bytes, from its pointer table (walked once)."""
+        if self._index is None:
+            view, tables = self.view, self.memory.pointer_tables
+            blocks = view.blocks or ()
+            if tables is not None:
+                blocks = tables.walk(blocks)
+            index = block_byte_index(self.addresses, blocks, view.block_bytes)
+            if index.size and (index.min() < 0 or index.max() >= self.memory.size_bytes):
+                raise MemoryAccessError(f"the pointer table of {view} names a block outside "
+                                        f"{self.memory.space.value} of {self.memory.size_bytes} bytes")
+            self._index = index
+        return self._index
+
+    @property
+    def raw(self) -> np.ndarray:   # type: ignore[override]
+        """A gathered copy of the view's bytes (view shape, element bytes last)."""
+        return self.memory.data[self.index]
+
+    @property
+    def mask(self) -> np.ndarray:   # type: ignore[override]
+        return self.memory.written[self.index]
+
+    @property
+    def typed(self) -> np.ndarray | None:
+        return None
+
+    def read(self) -> np.ndarray:
+        """A fresh array (storage dtype, view shape) gathered from the blocks."""
+        if not self.known_written:
+            self.check_written()
+        raw = self.raw
+        if self.dtype is DType.INT48:
+            six = raw.reshape(-1, 6)
+            sign = np.where(six[:, 5:6] & 0x80, 0xFF, 0).astype(np.uint8)
+            return np.concatenate([six, sign, sign], axis=1).view("<i8").reshape(self.shape).astype(np.int64)
+        return np.ascontiguousarray(raw).reshape(-1).view(self.storage).reshape(self.shape)
+
+    def write(self, array: np.ndarray) -> None:
+        """Scatter ``array`` (storage dtype, the view's element count) into the blocks."""
+        if self.memory.read_only:
+            self._refuse_write()
+        if array.dtype != self.storage or array.size != self.view.element_count:
+            raise MemoryAccessError(f"writes {array.dtype} {list(array.shape)} into {self.view}")
+        eb = self.view.element_bytes
+        if self.dtype is DType.INT48:
+            data = np.ascontiguousarray(array, dtype="<i8").view(np.uint8).reshape(-1, 8)[:, :6]
+        else:
+            data = np.ascontiguousarray(array).reshape(-1).view(np.uint8).reshape(-1, eb)
+        self._store(data.reshape(self.index.shape))
+
+    def copy_from(self, src: ViewAccess) -> None:
+        """Byte copy ``src`` -> the blocks (a DMA)."""
+        if self.memory.read_only:
+            self._refuse_write()
+        if not src.known_written:
+            src.check_written()
+        self._store(np.asarray(src.raw).reshape(self.index.shape))
+
+    def _store(self, data: np.ndarray) -> None:
+        self.memory.data[self.index] = data
+        self.memory.written[self.index] = True
+        self.known_written = True

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from npu_sim.program import Allocation, Command, DmaCommand, MemorySpace, View, command_views
+from npu_sim.tosa.dtype import DType
 
 
 class CommandRecord(NamedTuple):
@@ -338,6 +339,20 @@ def _segments(ranges: list[tuple[int, int, int]]) -> tuple[list[int], list[tuple
     return bounds, [tuple(s) for s in segments]
 
 
+def _block_pieces(views: Sequence[View]) -> Sequence[View]:
+    """``views`` with each view of a block tensor replaced by the blocks it touches (its span
+    is the hull of its blocks, which may hold other tensors' bytes)."""
+    if all(view.blocks is None for view in views):
+        return views
+    out = []
+    for view in views:
+        if view.blocks is None:
+            out.append(view)
+        else:
+            out += [View(view.memory, lo, (hi - lo,), DType.INT8) for lo, hi in view.block_pieces]
+    return out
+
+
 class AllocationIndex:
     """Which allocations a command's views touch (address overlap, and lifetime covering its id).
 
@@ -416,7 +431,7 @@ class AllocationIndex:
 
     def touched(self, command: Command) -> tuple[int, ...]:
         """Allocations the command's views overlap whose lifetime (command ids) covers it."""
-        views = (command.src, command.dst) if type(command) is DmaCommand else command_views(command)
+        views = _block_pieces((command.src, command.dst) if type(command) is DmaCommand else command_views(command))
         cid = command.id
         by_space = self._by_space
         hits: list[int] = []

@@ -16,7 +16,10 @@
    (``schedule(..., spread_tcm=True)``), freed bytes are not handed to a buffer
    first used soon after when the TCM has room for that: live ranges are extended
    by :data:`SPREAD_REUSE_DISTANCES` commands, keeping the longest distance that
-   fits: fewer cycles for more TCM.
+   fits: fewer cycles for more TCM. When the compact placement overflows the TCM although
+   the bytes live at once fit, the buffers it could not place become block tensors in the
+   holes (:mod:`scheduler.memory.block_tensors`, unless ``block_tensors.enabled`` is off),
+   each with a pointer table in the variable SRAM; nothing moves after that.
 4. Views resolved; dependencies from exact byte accesses (:mod:`scheduler.codegen.deps`), without
    those the others or the in-order queues imply (:class:`scheduler.codegen.deps.ImpliedWaits`).
 """
@@ -31,6 +34,7 @@ from npu_sim.hw.config import HwConfig
 from npu_sim.memory_layout import align_up
 from npu_sim.program import (
     Allocation,
+    BlockTensor,
     Command,
     ComputeCommand,
     CondCommand,
@@ -39,13 +43,22 @@ from npu_sim.program import (
     LoopCommand,
     MemorySpace,
     View,
+    block_allocation_name,
 )
 from scheduler.codegen.deps import AccessTracker, ImpliedWaits
 from scheduler.codegen.implied_order import implied_order
 from scheduler.codegen.stream import ACommand, ACompute, ACond, ADma, ALoop
 from scheduler.memory.allocators import BumpAllocator, Planner, avoid_false_dependencies, footprint
+from scheduler.memory.block_tensors import (
+    POINTER_TABLE_KIND,
+    BlockPlacement,
+    TableRoom,
+    block_sizes,
+    fixed_first,
+    place_blocks,
+)
 from scheduler.memory.buffers import Buffer, BufView
-from scheduler.memory.byte_ranges import ByteSet, view_byte_set
+from scheduler.memory.byte_ranges import ByteSet, view_byte_set, view_ranges
 from scheduler.memory.liveness import LiveRange, max_live_bytes
 
 DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
@@ -180,24 +193,73 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
     tcm = [b for b in buffers.values() if b.memory is TCM and (b.whole_program or b.serial in first_last)]
     ranges = {b.serial: LiveRange(b.serial, b.size_bytes, *((0, last_id) if b.whole_program else first_last[b.serial]))
               for b in tcm}
-    capacity = hw.tcm.size_bytes
     exact = list(ranges.values())
-    offsets = planner.place(exact, tcm_alignment)
-    compact = footprint(exact, offsets)
-    if compact <= capacity:   # (an overflowing plan stays as it is: it names the value to spill)
-        offsets = avoid_false_dependencies(exact, offsets, tcm_alignment,
-                                           implied_order(cmds, numbering.ids))
-        if spread:
-            offsets = _spread(exact, offsets, planner, tcm_alignment, last_id, capacity)
+    offsets, compact, peak = _place_tcm(cmds, numbering, exact, tcm, buffers, hw, planner,
+                                        (tcm_alignment, var_alignment), spread, last_id)
     for b in tcm:
-        b.offset_bytes = offsets[b.serial]
-    peak = footprint(list(ranges.values()), offsets)
-    overflow = sorted((b for b in tcm if b.end_bytes > capacity),
+        b.offset_bytes = offsets.get(b.serial, 0)
+    capacity = hw.tcm.size_bytes
+    overflow = sorted((b for b in tcm if b.blocks is None and b.end_bytes > capacity),
                       key=lambda b: -b.size_bytes)
     _bump_allocate(buffers, ddr_alignment, var_alignment)
     _share_ddr_when_short(buffers, first_last, hw.ddr.size_bytes, planner, ddr_alignment)
     return MemoryPlan(not overflow, peak, max_live_bytes(exact), overflow, ranges, buffers,
                       first_last, compact)
+
+
+def _place_tcm(cmds: list[ACommand], numbering: Numbering, exact: list[LiveRange], tcm: list[Buffer],
+               buffers: dict[int, Buffer], hw: HwConfig, planner: Planner, alignments: tuple[int, int], spread: bool,
+               last_id: int) -> tuple[dict[int, int], int, int]:
+    """TCM offsets (a block tensor's buffer has none: its blocks are its own), the compact
+    footprint and the plan's footprint (see the module doc, step 3)."""
+    capacity = hw.tcm.size_bytes
+    alignment = alignments[0]   # (TCM, variable SRAM)
+    offsets = planner.place(exact, alignment)
+    compact = footprint(exact, offsets)
+    if compact > capacity:   # block tensors, else the overflowing plan stays: it names the value to spill
+        blocked = _block_tensors(exact, offsets, tcm, buffers, hw, planner, alignments)
+        if blocked is None:
+            return offsets, compact, compact
+        _place_tables(buffers, blocked, hw)   # (the blocks fill holes of the compact plan: nothing moves after)
+        compact = blocked.footprint_bytes(exact)
+        return blocked.offsets, compact, compact
+    offsets = avoid_false_dependencies(exact, offsets, alignment, implied_order(cmds, numbering.ids))
+    if spread:
+        offsets = _spread(exact, offsets, planner, alignment, last_id, capacity)
+    return offsets, compact, footprint(exact, offsets)
+
+
+def _block_tensors(exact: list[LiveRange], offsets: dict[int, int], tcm: list[Buffer], buffers: dict[int, Buffer],
+                   hw: HwConfig, planner: Planner, alignments: tuple[int, int]) -> BlockPlacement | None:
+    """The buffers placed beyond the TCM stored as blocks in its holes (None: they spill; see
+    :mod:`scheduler.memory.block_tensors`), their pointer tables within the free variable SRAM."""
+    config = hw.block_tensors
+    if not config.enabled or max_live_bytes(exact) > hw.tcm.size_bytes:
+        return None
+    alignment, var_alignment = alignments   # (TCM, variable SRAM)
+    eligible = {b.serial for b in tcm if not b.whole_program}
+    var_bytes = sum(align_up(b.size_bytes, var_alignment) for b in buffers.values() if b.memory is VAR)
+    room = TableRoom(hw.variable_sram.size_bytes - var_bytes, config.pointer_bytes, var_alignment)
+    block_bytes = align_up(config.block_bytes, alignment)
+    blocked = place_blocks(exact, offsets, hw.tcm.size_bytes, alignment, eligible, block_bytes, room)
+    if blocked is None:   # (the whole-program buffers in a row first, the others placed again above)
+        offsets = fixed_first(exact, eligible, planner.place, alignment)
+        blocked = place_blocks(exact, offsets, hw.tcm.size_bytes, alignment, eligible, block_bytes, room)
+    return blocked
+
+
+def _place_tables(buffers: dict[int, Buffer], blocked: BlockPlacement, hw: HwConfig) -> None:
+    """Each block tensor's blocks, and its pointer table: a variable-SRAM buffer whose initial
+    data lists the blocks' offsets."""
+    pointer_bytes = hw.block_tensors.pointer_bytes
+    for serial, blocks in sorted(blocked.blocks.items()):
+        b = buffers[serial]
+        b.blocks, b.block_bytes = blocks, blocked.block_bytes
+        table = b"".join(offset.to_bytes(pointer_bytes, "little") for offset in blocks)
+        pointer_table = Buffer(f"{b.name}.pointer_table", VAR, len(table), POINTER_TABLE_KIND, table,
+                               whole_program=True)
+        b.pointer_table = pointer_table
+        buffers[pointer_table.serial] = pointer_table
 
 
 def _spread(exact: list[LiveRange], offsets: dict[int, int], planner: Planner, alignment: int, last_id: int,
@@ -272,8 +334,30 @@ def allocations(plan: MemoryPlan) -> list[Allocation]:
         seen[b.name] = count + 1
         name = b.name if count == 0 else f"{b.name}#{count}"
         first, last = (None, None) if b.whole_program else plan.first_last[serial]
+        if b.blocks is not None:   # a block tensor: an allocation per block, named after it
+            out += [Allocation(block_allocation_name(name, k), b.memory, offset, size, b.kind, first, last,
+                               block_of=name)
+                    for k, (offset, size) in enumerate(zip(b.blocks, block_sizes(b.size_bytes, b.block_bytes)))]
+            continue
         out.append(Allocation(name, b.memory, b.placed_offset, b.size_bytes, b.kind, first, last, b.initial_data))
     return out
+
+
+def block_tensors(plan: MemoryPlan, hw: HwConfig) -> tuple[BlockTensor, ...]:
+    """The plan's block tensors, named as their allocations are (first of a name: the name)."""
+    names: dict[str, int] = {}
+    out = []
+    for serial, b in sorted(plan.buffers.items()):
+        if not b.whole_program and serial not in plan.first_last:
+            continue
+        count = names.get(b.name, 0)
+        names[b.name] = count + 1
+        if b.blocks is None or b.pointer_table is None:
+            continue
+        name = b.name if count == 0 else f"{b.name}#{count}"
+        out.append(BlockTensor(name, b.memory, b.size_bytes, b.block_bytes, b.blocks, VAR,
+                               b.pointer_table.placed_offset, hw.block_tensors.pointer_bytes))
+    return tuple(out)
 
 
 def _accesses(views: list[View], cache: dict[View, ByteSet | None]) -> list[tuple[MemorySpace, ByteSet]]:
@@ -283,7 +367,7 @@ def _accesses(views: list[View], cache: dict[View, ByteSet | None]) -> list[tupl
         try:
             byte_set = cache[v]
         except KeyError:
-            byte_set = cache[v] = view_byte_set(v)
+            byte_set = cache[v] = view_byte_set(v) if v.blocks is None else ByteSet.of(view_ranges(v))
         if byte_set is not None:
             out.append((v.memory, byte_set))
     return out

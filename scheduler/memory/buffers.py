@@ -34,6 +34,11 @@ class Buffer:
     op: int | None = None         # tile buffers: live over all commands of this operation (ping-pong)
     offset_bytes: int | None = None
     serial: int = field(default_factory=lambda: next(_ids))
+    #: a block tensor (:mod:`scheduler.memory.block_tensors`): its blocks' offsets (its
+    #: ``offset_bytes`` is then 0: views address its logical bytes)
+    blocks: tuple[int, ...] | None = None
+    block_bytes: int = 0
+    pointer_table: Buffer | None = None   # a block tensor's: the buffer holding its pointer table
 
     @property
     def placed_offset(self) -> int:
@@ -94,6 +99,9 @@ class BufView(NamedTuple):
             raise RuntimeError(f"{self.buffer!r} has no offset yet")
         strides = None if self.strides_bytes is None or self.strides_bytes == contiguous_strides(
             self.shape, element_size_bytes(self.dtype)) else self.strides_bytes
+        if self.buffer.blocks is not None:
+            return View(self.buffer.memory, self.offset_bytes, self.shape, self.dtype, strides,
+                        self.buffer.blocks, self.buffer.block_bytes)
         return View(self.buffer.memory, self.buffer.offset_bytes + self.offset_bytes, self.shape,
                     self.dtype, strides)
 

@@ -17,6 +17,7 @@ from typing import Literal
 
 import numpy as np
 
+from npu_sim.memory_layout import block_ranges
 from npu_sim.program import View
 
 Ranges = np.ndarray  # shape (k, 2), int64, sorted, disjoint, non-adjacent
@@ -48,6 +49,9 @@ def view_ranges(view: View) -> Ranges:
     """The bytes ``view`` touches."""
     if view.element_count == 0:
         return EMPTY
+    if view.blocks is not None:   # a block tensor's: its logical bytes, found in their blocks
+        logical = view_ranges(view.logical())
+        return normalize(block_ranges(logical[:, 0], logical[:, 1], view.blocks, view.block_bytes))
     if view.strides_bytes is None:  # contiguous: one range (the common case)
         lo, hi = view.span
         return np.array([[lo, hi]], dtype=np.int64)

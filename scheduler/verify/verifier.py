@@ -25,7 +25,10 @@
    command list (between control commands), a compute command starts after the
    previous one of its unit is done, a DMA after the previous one of its engine
    started, so after what that one waited for (its data may land later). Loop
-   iterations are assumed to be barriers, as the sequencer runs them.
+   iterations are assumed to be barriers, as the sequencer runs them;
+7. a view of a block tensor walks the table of one of the Program's block tensors, whose
+   pointer-table allocation holds exactly its blocks' offsets (each block is an allocation,
+   checked by 2, 3, 5 and 6 like any other).
 
 Accesses are exact byte sets of the views, not their spans.
 """
@@ -40,6 +43,7 @@ import numpy as np
 
 from npu_sim.errors import ProgramError
 from npu_sim.hw.dma import DMA_PATHS
+from npu_sim.memory_layout import block_ranges
 from npu_sim.program import (
     Allocation,
     Command,
@@ -122,7 +126,23 @@ class _Containment:
         """The allocation holding ``view`` (live at command ``cid``; None: for the whole program)."""
         if view.element_count == 0:
             return None
-        lo, hi = view.span
+        if view.blocks is not None:   # a block tensor's: every piece in one of its blocks
+            pieces = self.pieces(view, cid, where)
+            return pieces[0][0] if pieces else None
+        return self.find_bytes(view, *view.span, cid, where)
+
+    def pieces(self, view: View, cid: int | None, where: str) -> list[tuple[Allocation | None, int, int]]:
+        """``(allocation, start, end)`` of each run of bytes ``view`` touches (a block tensor's:
+        each piece of a run within one block, with that block's allocation)."""
+        if view.blocks is None:
+            a = self.find(view, cid, where)
+            return [(a, int(lo), int(hi)) for lo, hi in view_ranges(view)]
+        logical = view_ranges(view.logical())
+        runs = block_ranges(logical[:, 0], logical[:, 1], view.blocks, view.block_bytes)
+        return [(self.find_bytes(view, int(lo), int(hi), cid, where), int(lo), int(hi)) for lo, hi in runs]
+
+    def find_bytes(self, view: View, lo: int, hi: int, cid: int | None, where: str) -> Allocation:
+        """The allocation holding bytes ``[lo, hi)`` of ``view``'s memory (see :meth:`find`)."""
         allocs = self.by_memory[view.memory]
         k = bisect.bisect_right(self.offsets[view.memory], lo) - 1
         while k >= 0 and allocs[k].offset_bytes >= lo - self.largest[view.memory]:
@@ -209,6 +229,7 @@ class _Verifier:
     def __init__(self, program: Program):
         self.program = program
         self.containment = _Containment(program)
+        self.tables = block_tables(program)
         self.reach: dict[int, int] = {}       # command id -> bitset of commands ordered before its start
         self.done: dict[int, int] = {}        # command id -> bitset of commands ordered before anyone after it
         sizes = {m: max((a.end_bytes for a in program.allocations if a.memory is m), default=0)
@@ -317,6 +338,8 @@ class _Verifier:
 
     def check_views(self, cmd: Command, views: list[View]) -> None:
         for v in views:
+            if v.blocks is not None and self.tables.get(v.blocks) != v.block_bytes:
+                raise PlanError(f"{_label(cmd)}: view {v} walks no block tensor's pointer table")
             self.containment.check(v, cmd.id, _label(cmd))
 
     def _owners(self) -> dict[MemorySpace, np.ndarray]:
@@ -332,12 +355,11 @@ class _Verifier:
     def check_initialised(self, cmd: Command, reads: list[View]) -> None:
         """Every byte read was last written through the allocation it is read through."""
         for v in reads:
-            a = self.containment.find(v, cmd.id, _label(cmd))
-            if a is None:
-                continue
-            mine = self.index[id(a)]
             owner = self.owner[v.memory]
-            for start, end in view_ranges(v):
+            for a, start, end in self.containment.pieces(v, cmd.id, _label(cmd)):
+                if a is None:
+                    continue
+                mine = self.index[id(a)]
                 wrong = np.flatnonzero(owner[start:end] != mine)
                 if not len(wrong):
                     continue
@@ -353,11 +375,9 @@ class _Verifier:
 
     def mark_written(self, cmd: Command, writes: list[View]) -> None:
         for v in writes:
-            a = self.containment.find(v, cmd.id, _label(cmd))
-            if a is None:
-                continue
-            for start, end in view_ranges(v):
-                self.owner[v.memory][start:end] = self.index[id(a)]
+            for a, start, end in self.containment.pieces(v, cmd.id, _label(cmd)):
+                if a is not None:
+                    self.owner[v.memory][start:end] = self.index[id(a)]
 
     def check_order(self, cmd: Command, before: int, reads: list[View], writes: list[View],
                     records: _Records) -> None:
@@ -392,6 +412,21 @@ def _retire_covered(cmd: Command, memory: MemorySpace, ranges: Ranges, records: 
     for rec in records.candidates(memory, ranges, with_reads=True):
         if rec.cmd != cmd.id and lo <= rec.lo and rec.hi <= hi and covered(rec.ranges, ranges):
             rec.alive = False
+
+
+def block_tables(program: Program) -> dict[tuple[int, ...], int]:
+    """Block offsets -> block size of each of the Program's block tensors, after checking that
+    its pointer table (an allocation of its table memory) holds those offsets."""
+    tables = {(a.memory, a.offset_bytes): a for a in program.allocations if a.initial_data is not None}
+    out = {}
+    for t in program.block_tensors:
+        table = tables.get((t.table_memory, t.table_offset_bytes))
+        want = b"".join(offset.to_bytes(t.pointer_bytes, "little") for offset in t.blocks)
+        if table is None or table.initial_data != want:
+            raise PlanError(f"block tensor {t.name}: its pointer table in {t.table_memory.value} at "
+                            f"{t.table_offset_bytes} does not list its {len(t.blocks)} blocks")
+        out[t.blocks] = t.block_bytes
+    return out
 
 
 def verify_program(program: Program) -> None:

@@ -77,3 +77,37 @@ def test_plan_stats_of_a_hand_built_program():
     text = format_plan_stats(stats)
     assert "TCM: peak 96 B of 512 KiB; lower bound 96 B; overhead 0.0%" in text
     assert "spilled to DDR: nothing" in text
+
+
+def test_plan_json_shows_each_block_tensors_table_and_blocks(capsys):
+    """ds_cnn_kws_int16 on tiny with a 36 KiB TCM: 8 tensors stored as blocks (the first four
+    activations of 16,000 B, 63 blocks of 256 B each, the last one 128 B), their tables one
+    after another in the variable SRAM; without block tensors layer_66 spills."""
+    args = ["plan", EXAMPLES / "ds_cnn_kws_int16.tosa", "--hw", EXAMPLES / "tiny_tcm36k.yaml", "--json"]
+    code, out, err = _cli(args, capsys)
+    assert (code, err) == (0, "")
+    stats = json.loads(out)
+    blocks = stats["block_tensors"]
+    assert (blocks["count"], blocks["blocks"], blocks["pointer_table_bytes"]) == (8, 294, 1176)
+    first = blocks["tensors"][0]
+    assert {k: v for k, v in first.items() if k != "block_offsets"} == {
+        "name": "layer_66", "size_bytes": 16000, "block_bytes": 256, "memory": "tcm",
+        "pointer_table": {"memory": "var_sram", "offset_bytes": 0, "size_bytes": 252}}
+    assert len(first["block_offsets"]) == 63 and first["block_offsets"][:4] == [0, 256, 512, 768]
+    assert [t["pointer_table"]["offset_bytes"] for t in blocks["tensors"]] == [0, 256, 512, 768, 1024, 1056, 1088,
+                                                                              1152]
+    assert stats["spilled_values"] == ["layer_81"]
+    assert stats["memories"]["var_sram"]["bytes_by_kind"] == {"pointer_table": 1176}
+    code, out, err = _cli([*args, "--no-block-tensors"], capsys)
+    assert (code, err) == (0, "")
+    stats = json.loads(out)
+    assert stats["block_tensors"] == {"count": 0, "blocks": 0, "pointer_table_bytes": 0, "tensors": []}
+    assert stats["spilled_values"] == ["layer_66", "layer_81"]
+
+
+def test_plan_text_names_the_block_tensors(capsys):
+    code, out, err = _cli(["plan", EXAMPLES / "ds_cnn_kws_int16.tosa", "--hw", EXAMPLES / "tiny_tcm36k.yaml"], capsys)
+    assert (code, err) == (0, "")
+    line = next(line for line in out.splitlines() if line.startswith("block tensors:"))
+    assert line.startswith("block tensors: 8 (294 blocks in the TCM's holes, pointer tables 1.15 KiB): layer_66, ")
+    assert "%layer_66[block 62] = alloc_tensor(tcm, offset=" in out and "size=128, kind=activation)" in out

@@ -19,6 +19,7 @@ from npu_sim.hw.config import (
     preset_names,
     raw_config_dict,
     resolved_config_dict,
+    with_block_tensors,
 )
 from tests.hw.hw_programs import config_dict
 
@@ -186,3 +187,12 @@ def test_mac_array_rate_tables_must_agree():
                                   "pe_cycles_per_mac": {"int16": 4}})
     with pytest.raises(ConfigError, match=r"pe_cycles_per_mac\.int16: 4 disagrees"):
         hw_config_from_dict(data, "test")
+
+
+def test_block_tensors_are_on_by_default_and_switch_off():
+    hw = load_hw_config("tiny")
+    assert (hw.block_tensors.enabled, hw.block_tensors.block_bytes, hw.block_tensors.pointer_bytes,
+            hw.block_tensors.table_read_cycles_per_entry) == (True, 256, 4, 1)
+    off = with_block_tensors(hw, False)
+    assert not off.block_tensors.enabled and off.tcm == hw.tcm
+    assert with_block_tensors(hw, True) is hw

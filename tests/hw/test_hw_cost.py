@@ -92,3 +92,11 @@ def test_units_refuse_what_they_cannot_run():
 def test_fewer_banks_than_ports_limit_the_tcm_bandwidth():
     assert make_hw(tcm={"bank_count": 1, "port_count": 2}).tcm.bandwidth_bytes_per_cycle == 16
     assert make_hw(tcm={"bank_count": 4, "port_count": 2}).tcm.bandwidth_bytes_per_cycle == 32
+
+
+def test_a_compute_command_reads_its_block_tensors_pointer_tables():
+    hw = make_hw(tcm={"port_count": 1, "port_bytes_per_cycle": 4}, block_tensors={"table_read_cycles_per_entry": 2})
+    a = View(TCM, 0, (64,), DType.INT32, blocks=(1024, 2048), block_bytes=128)   # 256 B: two blocks
+    step = add_step(a, i32(TCM, 256, 64), (64,))
+    command = ComputeCommand(0, "vector", (step,), (i32(TCM, 512, 64),))
+    assert compute_command_cycles(hw, command) == 8 + 2 * 2 + (3 * 256) // 4

@@ -131,3 +131,15 @@ def test_a_read_in_short_accesses_pays_a_whole_burst_for_each():
     assert dma_cycles(hw, program.commands[0]) == 10 + 63 * 64 // 16 + 100
     np.testing.assert_array_equal(result.outputs[0]["y"], x)
     assert result.counters.ddr_read_bytes == 1000 and result.counters.ddr_read_burst_bytes == 63 * 64
+
+
+def test_a_dma_to_a_block_tensor_reads_its_pointer_table_first():
+    hw = make_hw(block_tensors={"table_read_cycles_per_entry": 3})  # setup 10, 16 B/cycle, latency 100
+    src = View(DDR, 0, (1000,), DType.INT8)
+    whole = View(TCM, 0, (1000,), DType.INT8)
+    blocks = View(TCM, 0, (1000,), DType.INT8, blocks=(0, 4096, 1024, 2048), block_bytes=256)
+    assert dma_cycles(hw, (src, blocks)) - dma_cycles(hw, (src, whole)) == 4 * 3
+    part = View(TCM, 300, (100,), DType.INT8, blocks=(0, 4096, 1024, 2048), block_bytes=256)
+    assert part.table_entries == (1,)
+    assert dma_cycles(hw, (View(DDR, 0, (100,), DType.INT8), part)) - \
+        dma_cycles(hw, (View(DDR, 0, (100,), DType.INT8), View(TCM, 0, (100,), DType.INT8))) == 3

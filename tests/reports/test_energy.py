@@ -49,3 +49,16 @@ def test_the_host_cpu_s_busy_cycles_count_at_its_energy_per_cycle():
     assert cpu_cycles > 0
     assert s["energy_breakdown_pj"]["cpu"] == pytest.approx(cpu_cycles * 20.0)
     assert simulate(graph, "edge", inputs).summary["energy_breakdown_pj"]["cpu"] == 0.0
+
+
+def test_pointer_table_reads_count_as_variable_sram_bytes():
+    from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace, View
+    from npu_sim.tosa.dtype import DType
+    from reports.energy import pointer_table_read_bytes
+
+    hw = hw_config_from_dict(raw_config_dict("tiny"))
+    blocks = View(MemorySpace.TCM, 200, (600,), DType.INT8, blocks=(0, 512, 1024, 256), block_bytes=256)
+    load = DmaCommand(0, 0, View(MemorySpace.DDR, 0, (600,), DType.INT8), blocks)
+    assert blocks.table_entries == (0, 1, 2, 3)
+    assert pointer_table_read_bytes(load, hw) == 4 * 4
+    assert pointer_table_read_bytes(ComputeCommand(1, "vector", (), ()), hw) == 0

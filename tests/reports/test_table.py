@@ -9,7 +9,15 @@ from rich.console import Console
 
 from npu_sim.hw.config import load_hw_config
 from reports.summary import build_summary
-from reports.table import human_bytes, ops_table, print_report, report_text, tcm_peak_line, totals_line
+from reports.table import (
+    block_tensors_line,
+    human_bytes,
+    ops_table,
+    print_report,
+    report_text,
+    tcm_peak_line,
+    totals_line,
+)
 from tests.reports.synthetic import many_tiles_case, tiny_case
 
 
@@ -133,3 +141,11 @@ def test_a_console_gets_what_console_out_would_write():
             assert ours.getvalue() == theirs.getvalue(), kwargs
             if kwargs.get("record"):
                 assert ours_console.export_text(styles=True) == theirs_console.export_text(styles=True)
+
+
+def test_the_block_tensors_line():
+    assert block_tensors_line({"block_tensors": {"count": 0, "blocks": 0, "pointer_table_bytes": 0}}) == ""
+    assert block_tensors_line({}) == ""
+    line = block_tensors_line({"block_tensors": {"count": 8, "blocks": 294, "pointer_table_bytes": 1176}})
+    assert line == ("block tensors: 8 stored as 294 blocks in the TCM's holes instead of spilling (pointer tables "
+                    "1.15 KiB in the variable SRAM; --no-block-tensors to compare)")

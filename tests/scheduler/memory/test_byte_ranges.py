@@ -130,3 +130,11 @@ def test_lattices_of_tiles_overlap_as_numpy_says():
     assert set_overlaps(s, ByteSet((4, 20, 36), (8, 24, 40))) is False   # channels 4..8 of the same pixels
     assert set_overlaps(s, ByteSet((3, 35), (5, 37))) is True            # phases meet: the exact test decides
     assert ByteSet((0, 10), (4, 12)).lattice() is None                     # runs of different lengths
+
+
+def test_a_block_tensor_view_touches_the_bytes_of_its_blocks():
+    # logical bytes [8, 40) of 16-byte blocks at 64, 0, 32: [72, 80), [0, 16), [32, 40)
+    view = View(MemorySpace.TCM, 8, (32,), DType.INT8, blocks=(64, 0, 32), block_bytes=16)
+    assert view_ranges(view).tolist() == [[0, 16], [32, 40], [72, 80]]
+    column = View(MemorySpace.TCM, 4, (3,), DType.INT16, strides_bytes=(16,), blocks=(64, 0, 32), block_bytes=16)
+    assert view_ranges(column).tolist() == [[4, 6], [36, 38], [68, 70]]

@@ -121,3 +121,51 @@ def test_the_unit_queue_orders_compute_commands(program):
     other = next(u for u in ("vector", "mac_array", "lut") if u != c.unit)
     with pytest.raises(PlanError, match=rf"command {c.id} .* not ordered after"):
         verify_program(_replace(program, c.id, unit=other))
+
+
+@pytest.fixture(scope="module")
+def blocked() -> Program:
+    """ds_cnn_kws_int16 on tiny with a 36 KiB TCM: 8 block tensors."""
+    from npu_sim.hw.config import load_hw_config
+    from npu_sim.tosa.loader import load_graph
+    return schedule(load_graph("examples/ds_cnn_kws_int16.tosa"), load_hw_config("examples/tiny_tcm36k.yaml"))
+
+
+def test_a_plan_with_block_tensors_passes(blocked):
+    assert len(blocked.block_tensors) == 8
+    assert sum(1 for a in blocked.allocations if a.block_of) == 294
+    verify_program(blocked)
+
+
+def test_a_block_on_another_live_allocation_is_caught(blocked):
+    tensor = blocked.block_tensors[0]
+    block = next(a for a in blocked.allocations if a.name == f"{tensor.name}[block 1]")
+    moved = dataclasses.replace(block, offset_bytes=tensor.blocks[0])
+    bad = dataclasses.replace(blocked, allocations=[moved if a is block else a for a in blocked.allocations])
+    with pytest.raises(PlanError, match=rf"allocations {tensor.name}\[block 0\] .* overlap while both live"):
+        verify_program(bad)
+
+
+def test_a_view_walking_the_wrong_table_is_caught(blocked):
+    """A reader whose table names another tensor's block walks no table the plan has."""
+    tensor = blocked.block_tensors[0]
+    reader = next(c for c in blocked.commands if isinstance(c, ComputeCommand)
+                  and any(v.blocks == tensor.blocks for s in c.steps for v in s.operands if hasattr(v, "blocks")))
+    step = reader.steps[0]
+    swapped = (blocked.block_tensors[1].blocks[0], *tensor.blocks[1:])
+    operands = tuple(dataclasses.replace(v, blocks=swapped) if getattr(v, "blocks", None) == tensor.blocks else v
+                     for v in step.operands)
+    bad = _replace(blocked, reader.id, steps=(dataclasses.replace(step, operands=operands), *reader.steps[1:]))
+    with pytest.raises(PlanError, match=rf"command {reader.id} .*: view .* walks no block tensor's pointer table"):
+        verify_program(bad)
+
+
+def test_a_pointer_table_that_does_not_list_the_blocks_is_caught(blocked):
+    tensor = blocked.block_tensors[2]
+    table = next(a for a in blocked.allocations if a.kind == "pointer_table"
+                 and a.offset_bytes == tensor.table_offset_bytes)
+    wrong = dataclasses.replace(table, initial_data=bytes(len(table.initial_data)))
+    bad = dataclasses.replace(blocked, allocations=[wrong if a is table else a for a in blocked.allocations])
+    with pytest.raises(PlanError, match=rf"block tensor {tensor.name}: its pointer table in var_sram at 512 does "
+                                        "not list its 63 blocks"):
+        verify_program(bad)
