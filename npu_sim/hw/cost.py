@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import fields
 
 from npu_sim.errors import ProgramError
-from npu_sim.hw.compute_units import MAC_ARRAY, ComputeUnit, unit
+from npu_sim.hw.compute_units import MAC_ARRAY, VECTOR, ComputeUnit, unit
 from npu_sim.hw.compute_units.composites import composite_body_cycles
 from npu_sim.hw.compute_units.lut import builtin_lookup_cycles
-from npu_sim.hw.compute_units.mac_array import pe_cycles, step_macs
+from npu_sim.hw.compute_units.mac_array import MAC_OPS, pe_cycles, step_macs
 from npu_sim.hw.compute_units.unit import ceil_div
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.ddr import ceil_cycles
@@ -78,7 +78,44 @@ def compute_command_cycles(hw: HwConfig, command: ComputeCommand) -> int:
     else:
         body = compute_unit.body_cycles(hw, command.steps)
     tcm = tcm_cycles(command_tcm_bytes(command.steps, command.outputs, distinct=bool(command.composite)), hw)
-    return compute_unit.setup_cycles(hw) + max(body, tcm, variable_sram_read_cycles(command, hw))
+    return (compute_unit.setup_cycles(hw) + block_latency_cycles(hw, command)
+            + max(body, tcm, variable_sram_read_cycles(command, hw)))
+
+
+def block_latency_cycles(hw: HwConfig, command: ComputeCommand) -> int:
+    """The TCM latencies a MAC-array operation exposes: its first tile waits ``tcm.read_latency_cycles``
+    for its first input block, its last tile ``tcm.write_latency_cycles`` for its last output block
+    (a whole operation in one command pays both). Vela's Ethos-U cost model charges a convolution,
+    fully connected or pooling operation run on its own (scheduled First and Last) its IFM memory's
+    read latency and its OFM memory's write latency (regor ethos_u85_performance.cpp,
+    EstimateMacOpCycles: MinimumIfmCycles, MinimumOfmCycles); its elementwise operations amortise
+    them over their blocks (EstimateElementwiseCycles). A vector operation starting with one of
+    ``vector.block_latency_ops`` runs on the pooling path (a RESCALE, a CLAMP on the U85) and pays
+    them too."""
+    read, write = hw.tcm.read_latency_cycles, hw.tcm.write_latency_cycles
+    if not (read or write) or command.composite or not command.steps:
+        return 0
+    if command.unit == MAC_ARRAY.name:
+        step = next((s for s in command.steps if s.op in MAC_OPS), None)
+    elif command.unit == VECTOR.name and command.steps[0].op.name in hw.vector.block_latency_ops:
+        step = command.steps[0]
+    else:
+        step = None
+    if step is None:
+        return 0
+    first, last = tile_position(step)
+    return (read if first else 0) + (write if last else 0)
+
+
+def tile_position(step: KernelStep) -> tuple[bool, bool]:
+    """Whether ``step`` computes its operation's first tile (its region starts at the origin) and
+    its last (the region ends where the output does); a step without a region is both."""
+    if step.out_region is None or not step.output_types:
+        return True, True
+    shape = step.output_types[0].shape
+    first = all(start == 0 for start, _ in step.out_region)
+    last = all(stop == dim for (_, stop), dim in zip(step.out_region, shape))
+    return first, last
 
 
 def variable_sram_read_cycles(command: ComputeCommand, hw: HwConfig) -> int:
@@ -130,6 +167,7 @@ class ComputeCycles:
             return compute_command_cycles(self.hw, command)
         key = (tuple([getattr(command, name) for name in _SHAPE_FIELDS]),
                tuple([_step_key(step) for step in command.steps]),
+               tuple([tile_position(step) for step in command.steps]),
                tuple([(v.memory, v.shape, v.dtype, v.strides_bytes) for v in command.outputs]))
         cycles = self.known.get(key)
         if cycles is None:
