@@ -104,6 +104,10 @@ class TcmConfig(_Strict):
     write_latency_cycles: int = Field(
         0, ge=0, le=1 << 16, description="cycles an operation on the MAC array waits for the last block of "
         "its output to reach the TCM (its memory's write latency, paid once per operation: by its last tile)")
+    in_place_ddr_feature_maps: bool = Field(
+        default=False, description="an operation reading a copy of part of a graph input (a SLICE of it: an "
+        "LSTM's time step) waits the DDR's read latency for its first block instead of the TCM's, as an NPU "
+        "reading it where it lives, the DDR, at every use (the copy ahead into the TCM notwithstanding)")
     constant_stream_slack_fraction: float | None = Field(
         default=None, ge=0.0, le=1.0, description="None: small constants stay in a TCM pool for the whole "
         "run and an operation's weights load in whatever tiles run fastest (whole tensors where the TCM has "

@@ -91,20 +91,30 @@ def block_latency_cycles(hw: HwConfig, command: ComputeCommand) -> int:
     EstimateMacOpCycles: MinimumIfmCycles, MinimumOfmCycles); its elementwise operations amortise
     them over their blocks (EstimateElementwiseCycles). A vector operation starting with one of
     ``vector.block_latency_ops`` runs on the pooling path (a RESCALE, a CLAMP on the U85) and pays
-    them too."""
+    them too. With ``tcm.in_place_ddr_feature_maps`` an operation reading a copy of part of a graph
+    input (``reads_ddr_home``: an LSTM's time step) pays the DDR's read latency instead: Vela's NPU
+    reads it where it lives, the DRAM on Dedicated_Sram (faststorage_allocator.cpp moves only
+    intermediate feature maps into the SRAM), where our DMA copies it ahead."""
     read, write = hw.tcm.read_latency_cycles, hw.tcm.write_latency_cycles
-    if not (read or write) or command.composite or not command.steps:
-        return 0
-    if command.unit == MAC_ARRAY.name:
-        step = next((s for s in command.steps if s.op in MAC_OPS), None)
-    elif command.unit == VECTOR.name and command.steps[0].op.name in hw.vector.block_latency_ops:
-        step = command.steps[0]
-    else:
-        step = None
+    step = _block_step(hw, command) if (read or write) else None
     if step is None:
         return 0
     first, last = tile_position(step)
+    if hw.tcm.in_place_ddr_feature_maps and command.reads_ddr_home:
+        read = hw.ddr.read_latency_cycles
     return (read if first else 0) + (write if last else 0)
+
+
+def _block_step(hw: HwConfig, command: ComputeCommand) -> KernelStep | None:
+    """The step whose tile position sets a command's block latencies: its MAC step on the array, its
+    first step on the vector unit where that is one of ``vector.block_latency_ops`` (else None)."""
+    if command.composite or not command.steps:
+        return None
+    if command.unit == MAC_ARRAY.name:
+        return next((s for s in command.steps if s.op in MAC_OPS), None)
+    if command.unit == VECTOR.name and command.steps[0].op.name in hw.vector.block_latency_ops:
+        return command.steps[0]
+    return None
 
 
 def tile_position(step: KernelStep) -> tuple[bool, bool]:
