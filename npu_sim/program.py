@@ -322,6 +322,9 @@ class ComputeCommand:
     #: the function a lookup's table holds (SIGMOID, TANH): a LUT unit that computes it built in
     #: loads no table (``lut.builtin_functions``)
     lut_function: str = ""
+    #: the operation reads a copy of part of a graph input, whose home is the DDR (an LSTM's time
+    #: step; ``tcm.in_place_ddr_feature_maps``)
+    reads_ddr_home: bool = False
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,17 @@ class TcmConfig(_Strict):
         default=True, description="a constant several operations read (an unrolled recurrent cell's "
         "weights, a loop body's) is copied into the TCM once and kept there; False: every operation "
         "streams it from its home again, as Vela's schedules do")
+    read_latency_cycles: int = Field(
+        0, ge=0, le=1 << 16, description="cycles an operation on the MAC array waits for the first block of "
+        "its input from the TCM before it starts (its memory's read latency, paid once per operation: by "
+        "its first tile)")
+    write_latency_cycles: int = Field(
+        0, ge=0, le=1 << 16, description="cycles an operation on the MAC array waits for the last block of "
+        "its output to reach the TCM (its memory's write latency, paid once per operation: by its last tile)")
+    in_place_ddr_feature_maps: bool = Field(
+        default=False, description="an operation reading a copy of part of a graph input (a SLICE of it: an "
+        "LSTM's time step) waits the DDR's read latency for its first block instead of the TCM's, as an NPU "
+        "reading it where it lives, the DDR, at every use (the copy ahead into the TCM notwithstanding)")
     constant_stream_slack_fraction: float | None = Field(
         default=None, ge=0.0, le=1.0, description="None: small constants stay in a TCM pool for the whole "
         "run and an operation's weights load in whatever tiles run fastest (whole tensors where the TCM has "
@@ -276,6 +287,10 @@ class VectorConfig(_Strict):
         1, ge=1, le=1024, description="elementwise work rounds the output's last dimension up to a multiple of this")
     max_chained_ops: int = Field(
         8, ge=1, le=64, description="most elementwise operators one vector operation chains (1: none)")
+    block_latency_ops: list[str] = Field(
+        default_factory=list, description="operators a vector operation starting with one of them runs on "
+        "the NPU's pooling path, paying the TCM latencies (tcm.read_latency_cycles, write_latency_cycles) "
+        "as the MAC array's operations do")
     rescale_micro_block: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
         default_factory=list, max_length=3,
         description="[H, W, C] a RESCALE's output is processed in (rounded up to; with rescale_int* kinds)")

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from dataclasses import fields
 
 from npu_sim.errors import ProgramError
-from npu_sim.hw.compute_units import MAC_ARRAY, ComputeUnit, unit
+from npu_sim.hw.compute_units import MAC_ARRAY, VECTOR, ComputeUnit, unit
 from npu_sim.hw.compute_units.composites import composite_body_cycles
 from npu_sim.hw.compute_units.lut import builtin_lookup_cycles
-from npu_sim.hw.compute_units.mac_array import pe_cycles, step_macs
+from npu_sim.hw.compute_units.mac_array import MAC_OPS, pe_cycles, step_macs
 from npu_sim.hw.compute_units.unit import ceil_div
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.ddr import ceil_cycles
@@ -79,8 +79,8 @@ def compute_command_cycles(hw: HwConfig, command: ComputeCommand) -> int:
     else:
         body = compute_unit.body_cycles(hw, command.steps)
     tcm = tcm_cycles(command_tcm_bytes(command.steps, command.outputs, distinct=bool(command.composite)), hw)
-    return compute_unit.setup_cycles(hw) + pointer_table_cycles(hw, command_views(command)) + \
-        max(body, tcm, variable_sram_read_cycles(command, hw))
+    return (compute_unit.setup_cycles(hw) + pointer_table_cycles(hw, command_views(command))
+            + block_latency_cycles(hw, command) + max(body, tcm, variable_sram_read_cycles(command, hw)))
 
 
 def pointer_table_cycles(hw: HwConfig, views: Sequence[View]) -> int:
@@ -88,6 +88,52 @@ def pointer_table_cycles(hw: HwConfig, views: Sequence[View]) -> int:
     (``block_tensors.table_read_cycles_per_entry`` each), before the access can start."""
     entries = sum(len(v.table_entries) for v in views if v.blocks is not None)
     return entries * hw.block_tensors.table_read_cycles_per_entry
+
+
+def block_latency_cycles(hw: HwConfig, command: ComputeCommand) -> int:
+    """The TCM latencies a MAC-array operation exposes: its first tile waits ``tcm.read_latency_cycles``
+    for its first input block, its last tile ``tcm.write_latency_cycles`` for its last output block
+    (a whole operation in one command pays both). Vela's Ethos-U cost model charges a convolution,
+    fully connected or pooling operation run on its own (scheduled First and Last) its IFM memory's
+    read latency and its OFM memory's write latency (regor ethos_u85_performance.cpp,
+    EstimateMacOpCycles: MinimumIfmCycles, MinimumOfmCycles); its elementwise operations amortise
+    them over their blocks (EstimateElementwiseCycles). A vector operation starting with one of
+    ``vector.block_latency_ops`` runs on the pooling path (a RESCALE, a CLAMP on the U85) and pays
+    them too. With ``tcm.in_place_ddr_feature_maps`` an operation reading a copy of part of a graph
+    input (``reads_ddr_home``: an LSTM's time step) pays the DDR's read latency instead: Vela's NPU
+    reads it where it lives, the DRAM on Dedicated_Sram (faststorage_allocator.cpp moves only
+    intermediate feature maps into the SRAM), where our DMA copies it ahead."""
+    read, write = hw.tcm.read_latency_cycles, hw.tcm.write_latency_cycles
+    step = _block_step(hw, command) if (read or write) else None
+    if step is None:
+        return 0
+    first, last = tile_position(step)
+    if hw.tcm.in_place_ddr_feature_maps and command.reads_ddr_home:
+        read = hw.ddr.read_latency_cycles
+    return (read if first else 0) + (write if last else 0)
+
+
+def _block_step(hw: HwConfig, command: ComputeCommand) -> KernelStep | None:
+    """The step whose tile position sets a command's block latencies: its MAC step on the array, its
+    first step on the vector unit where that is one of ``vector.block_latency_ops`` (else None)."""
+    if command.composite or not command.steps:
+        return None
+    if command.unit == MAC_ARRAY.name:
+        return next((s for s in command.steps if s.op in MAC_OPS), None)
+    if command.unit == VECTOR.name and command.steps[0].op.name in hw.vector.block_latency_ops:
+        return command.steps[0]
+    return None
+
+
+def tile_position(step: KernelStep) -> tuple[bool, bool]:
+    """Whether ``step`` computes its operation's first tile (its region starts at the origin) and
+    its last (the region ends where the output does); a step without a region is both."""
+    if step.out_region is None or not step.output_types:
+        return True, True
+    shape = step.output_types[0].shape
+    first = all(start == 0 for start, _ in step.out_region)
+    last = all(stop == dim for (_, stop), dim in zip(step.out_region, shape))
+    return first, last
 
 
 def variable_sram_read_cycles(command: ComputeCommand, hw: HwConfig) -> int:
@@ -139,6 +185,7 @@ class ComputeCycles:
             return compute_command_cycles(self.hw, command)
         key = (tuple([getattr(command, name) for name in _SHAPE_FIELDS]),
                tuple([_step_key(step) for step in command.steps]),
+               tuple([tile_position(step) for step in command.steps]),
                tuple([(v.memory, v.shape, v.dtype, v.strides_bytes) for v in command.outputs]))
         cycles = self.known.get(key)
         if cycles is None:

@@ -116,6 +116,7 @@ class _BlockCompiler:
         self.buffers: dict[str, Buffer] = {}
         self.placed: dict[str, Placement] = {}   # place() results
         self.pool_chunks: Callable[[int], list[ACommand]] | None = None   # main block: constant pool loads
+        self.copy_producers: dict[str, NpuOp] | None = None   # value -> the COPY operation writing it
 
     # -- values
     def root(self, key: str) -> str:
@@ -165,6 +166,24 @@ class _BlockCompiler:
         src, dst = op.sources[0], op.outputs[0]
         return self.place(src).shifted(_slice_offset_bytes(op, self.ctx.values[src]), self.ctx.values[dst].type) \
             if op.slice_offset_elements is not None else self.place(src)
+
+    def _copied_graph_input(self, key: str) -> bool:
+        """Whether value ``key`` is a copy of part of a graph input made in this block (a SLICE of
+        it: an LSTM's time step), a feature map Vela's NPU reads where it lives, the DDR, at every
+        use; we copy it into the TCM ahead (the latency of a whole graph input, loaded or staged
+        before the first operation, is already on the way)."""
+        if self.copy_producers is None:
+            self.copy_producers = {out: op for op in self.block.ops if op.kind is OpKind.COPY for out in op.outputs}
+        sliced = False
+        for _ in range(len(self.block.ops) + 1):
+            kind = self.ctx.values[key].kind
+            if kind is ValueKind.INPUT:
+                return sliced
+            producer = self.copy_producers.get(key)
+            if kind is not ValueKind.INTERMEDIATE or producer is None or not producer.sources:
+                return False
+            key, sliced = producer.sources[0], sliced or producer.slice_offset_elements is not None
+        return False
 
     def make_alias(self, i: int, op: NpuOp) -> None:
         """COPY operation ``i`` moves nothing: its result is (a slice of) its source's bytes."""
@@ -291,7 +310,12 @@ class _BlockCompiler:
         if op.kind is OpKind.COMPUTE:
             plan = result.plans[i]
             rec = ctx.record(op, self.block.name, plan)
-            return own + ctx.emitter.compute(op, plan, self.place, ctx.tiler.tiling(op).windows, rec)
+            cmds = ctx.emitter.compute(op, plan, self.place, ctx.tiler.tiling(op).windows, rec)
+            if any(self._copied_graph_input(k) for k in op.inputs):
+                for c in cmds:
+                    if isinstance(c, ACompute):
+                        c.reads_ddr_home = True
+            return own + cmds
         rec = ctx.record(op, self.block.name)
         if op.kind is OpKind.COPY:
             return own + ctx.emitter.copy(self.copy_source(op), self.place(op.outputs[0]), op.name, rec, budget,

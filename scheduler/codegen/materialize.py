@@ -450,7 +450,8 @@ class _CommandBuilder:
         if barrier is not None:
             deps.add(barrier)
         return ComputeCommand(cid, cmd.unit, tuple(steps), outputs, implied.reduce(cid, deps, cmd.unit),
-                              cmd.name, cmd.macs, cmd.output_steps, cmd.composite, cmd.lut_function)
+                              cmd.name, cmd.macs, cmd.output_steps, cmd.composite, cmd.lut_function,
+                              cmd.reads_ddr_home)
 
     def control(self, cid: int, cmd: ACond | ALoop, deps: tuple[int, ...]) -> CondCommand | LoopCommand:
         condition = self.resolve(cmd.condition)

@@ -52,6 +52,7 @@ class ACompute:
     output_steps: tuple[int, ...] = ()   # see ComputeCommand
     composite: str = ""
     lut_function: str = ""               # see ComputeCommand
+    reads_ddr_home: bool = False         # see ComputeCommand
 
 
 @dataclass

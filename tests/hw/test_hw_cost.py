@@ -100,3 +100,37 @@ def test_a_compute_command_reads_its_block_tensors_pointer_tables():
     step = add_step(a, i32(TCM, 256, 64), (64,))
     command = ComputeCommand(0, "vector", (step,), (i32(TCM, 512, 64),))
     assert compute_command_cycles(hw, command) == 8 + 2 * 2 + (3 * 256) // 4
+
+
+def test_mac_array_operations_pay_the_tcm_latencies_once():
+    """``tcm.read_latency_cycles`` on an operation's first tile, ``write_latency_cycles`` on its last
+    (Vela's MinimumIfmCycles / MinimumOfmCycles of an operation scheduled First / Last)."""
+    plain = make_hw()
+    hw = make_hw(tcm={"read_latency_cycles": 32, "write_latency_cycles": 20})
+    out = (View(TCM, 0, (1, 4, 4, 16), DType.INT32),)
+
+    def cycles(config, region=None, **fields):
+        return compute_command_cycles(config, ComputeCommand(0, "mac_array", (conv_step(region),), out, **fields))
+
+    assert cycles(hw) == cycles(plain) + 32 + 20   # the whole operation in one command
+    rows = [((0, 1), (0, 2), (0, 4), (0, 16)), ((0, 1), (2, 4), (0, 4), (0, 16))]
+    assert cycles(hw, rows[0]) == cycles(plain, rows[0]) + 32   # first tile
+    assert cycles(hw, rows[1]) == cycles(plain, rows[1]) + 20   # last tile
+    middle = ((0, 1), (1, 2), (0, 4), (0, 16))
+    assert cycles(hw, middle) == cycles(plain, middle)
+    # a copy of part of a graph input: read where it lives, with the DDR's latency
+    assert cycles(hw, reads_ddr_home=True) == cycles(hw)   # the flag alone changes nothing
+    in_place = make_hw(tcm={"read_latency_cycles": 32, "write_latency_cycles": 20,
+                            "in_place_ddr_feature_maps": True})
+    assert cycles(in_place, reads_ddr_home=True) == cycles(plain) + in_place.ddr.read_latency_cycles + 20 \
+        and cycles(in_place) == cycles(hw)
+
+
+def test_vector_operations_on_the_pooling_path_pay_the_tcm_latencies():
+    latency = {"read_latency_cycles": 32, "write_latency_cycles": 32}
+    step = add_step(i32(TCM, 0, 64), i32(TCM, 256, 64), (64,))
+    command = ComputeCommand(0, "vector", (step,), (i32(TCM, 512, 64),))
+    plain, hw = make_hw(), make_hw(tcm=latency)
+    assert compute_command_cycles(hw, command) == compute_command_cycles(plain, command)  # elementwise: none
+    pooled = make_hw(tcm=latency, vector={**hw.vector.model_dump(), "block_latency_ops": ["ADD"]})
+    assert compute_command_cycles(pooled, command) == compute_command_cycles(plain, command) + 64

@@ -358,3 +358,19 @@ def test_scheduling_and_simulating_leave_no_reference_cycles():
     finally:
         if was_enabled:
             gc.enable()
+
+
+def test_operations_reading_a_slice_of_a_graph_input_read_the_ddr():
+    """A convolution over a SLICE of a graph input (an LSTM's time step) reads a feature map whose home
+    is the DDR (``reads_ddr_home``: Vela's NPU reads it there at every use, tcm.in_place_ddr_feature_maps);
+    one over the whole input (loaded, or staged, before it) does not."""
+    from tests.scheduler.graphs import conv_block
+    b = GraphBuilder()
+    x = b.input("x", (1, 2, 1, 16), DType.INT8)
+    step = b.op(Op.SLICE, [x, b.const_shape(None, [0, 1, 0, 0]), b.const_shape(None, [1, 1, 1, 16])],
+                (1, 1, 1, 16), DType.INT8)
+    b.output(conv_block(b, step, 16, kernel=1, pad=0, seed=1), conv_block(b, x, 16, kernel=1, pad=0, seed=2))
+    program, _ = check_end_to_end(b.build(), machine("ethos-u85-256"))
+    convs = {c.name: c.reads_ddr_home for c in program.walk() if getattr(c, "steps", None)
+             and c.steps[0].op is Op.CONV2D}
+    assert sorted(convs.values()) == [False, True], convs
