@@ -186,7 +186,7 @@ class ComputeCycles:
         key = (tuple([getattr(command, name) for name in _SHAPE_FIELDS]),
                tuple([_step_key(step) for step in command.steps]),
                tuple([tile_position(step) for step in command.steps]),
-               tuple([(v.memory, v.shape, v.dtype, v.strides_bytes) for v in command.outputs]))
+               tuple([_view_key(v) for v in command.outputs]))
         cycles = self.known.get(key)
         if cycles is None:
             cycles = self.known[key] = compute_command_cycles(self.hw, command)
@@ -203,5 +203,11 @@ def _step_key(step: KernelStep) -> tuple:
     types, tile extents and its operands' memories, shapes, types and strides."""
     region = None if step.out_region is None else tuple([b - a for a, b in step.out_region])
     return (step.op, id(step.attribute), step.input_types, step.output_types, region,
-            tuple([(o.memory, o.shape, o.dtype, o.strides_bytes) if isinstance(o, View) else o
-                   for o in step.operands]))
+            tuple([_view_key(o) if isinstance(o, View) else o for o in step.operands]))
+
+
+def _view_key(view: View) -> tuple:
+    """What a view's cost reads: its memory, shape, type, strides and, for a block tensor's view,
+    how many pointer-table entries it walks (which depends on where it starts in its blocks)."""
+    entries = len(view.table_entries) if view.blocks is not None else 0
+    return (view.memory, view.shape, view.dtype, view.strides_bytes, entries)
