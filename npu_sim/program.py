@@ -325,6 +325,10 @@ class ComputeCommand:
     #: the operation reads a copy of part of a graph input, whose home is the DDR (an LSTM's time
     #: step; ``tcm.in_place_ddr_feature_maps``)
     reads_ddr_home: bool = False
+    #: the operation reads (writes) an LSTM cell's state, which the NPU keeps in the DDR
+    #: (``tcm.ddr_recurrent_state``)
+    reads_ddr_state: bool = False
+    writes_ddr_state: bool = False
 
 
 @dataclass(frozen=True)

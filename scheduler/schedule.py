@@ -111,7 +111,8 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     are loaded before it starts, where op by op their tiles would stream)."""
     progress.stage("lowering the graph")
     share = RESIDENT_TCM_SHARE if resident_constants else 1 / 2
-    lowered = lower(graph, rules_for(rules, hw), max_composite_bytes=int(hw.tcm.size_bytes * share))
+    lowered = lower(graph, rules_for(rules, hw), max_composite_bytes=int(hw.tcm.size_bytes * share),
+                    find_recurrent_state=hw.tcm.ddr_recurrent_state)
     fold_constants(lowered)
     assign_units(lowered, hw)
     lowered.cpu_fallbacks = assign_cpu_fallbacks(lowered, hw)
@@ -137,7 +138,8 @@ def _compile(graph: Graph, lowered: LoweredGraph, fixed: Fixed, hw: HwConfig, pl
     for attempt in range(MAX_ATTEMPTS):
         ctx = CompileContext(values, fixed.placements, fixed.const_ddr, tiler,
                              Emitter(hw, tcm_alignment), tcm_alignment,
-                             DEFAULT_MAX_ITERATIONS, evicted=set(evicted))
+                             DEFAULT_MAX_ITERATIONS, evicted=set(evicted),
+                             recurrent_state=frozenset(lowered.recurrent_state))
         progress.stage("compiling operations" + (f" (attempt {attempt + 1})" if attempt else ""), operations,
                        ctx.records.__len__)
         try:

@@ -108,6 +108,11 @@ class TcmConfig(_Strict):
         default=False, description="an operation reading a copy of part of a graph input (a SLICE of it: an "
         "LSTM's time step) waits the DDR's read latency for its first block instead of the TCM's, as an NPU "
         "reading it where it lives, the DDR, at every use (the copy ahead into the TCM notwithstanding)")
+    ddr_recurrent_state: bool = Field(
+        default=False, description="an LSTM cell's state (h and c) lives in the DDR, where the NPU reads and "
+        "writes it at every time step: an operation reading it (a recurrent product, the forget product) waits "
+        "the DDR's read latency for its first block instead of the TCM's, one writing it (c', h') the DDR's write "
+        "latency for its last (where the operation pays block latencies at all: tcm.read_latency_cycles)")
     constant_stream_slack_fraction: float | None = Field(
         default=None, ge=0.0, le=1.0, description="None: small constants stay in a TCM pool for the whole "
         "run and an operation's weights load in whatever tiles run fastest (whole tensors where the TCM has "

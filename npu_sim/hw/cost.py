@@ -110,6 +110,10 @@ def block_latency_cycles(hw: HwConfig, command: ComputeCommand) -> int:
     first, last = tile_position(step)
     if hw.tcm.in_place_ddr_feature_maps and command.reads_ddr_home:
         read = hw.ddr.read_latency_cycles
+    if hw.tcm.ddr_recurrent_state and command.reads_ddr_state:
+        read = hw.ddr.read_latency_cycles
+    if hw.tcm.ddr_recurrent_state and command.writes_ddr_state:
+        write = hw.ddr.write_latency_cycles
     return (read if first else 0) + (write if last else 0)
 
 

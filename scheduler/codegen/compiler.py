@@ -82,6 +82,8 @@ class CompileContext:
     evicted: set[str] = field(default_factory=set)
     records: list[OpRecord] = field(default_factory=list)
     group_buffers: dict[int, str] = field(default_factory=dict)   # buffer serial -> group root
+    #: the LSTM cells' state values, kept in the DDR (``tcm.ddr_recurrent_state``)
+    recurrent_state: frozenset[str] = frozenset()
 
     def const_lookup(self, key: str) -> np.ndarray | None:
         value = self.values.get(key)
@@ -311,10 +313,7 @@ class _BlockCompiler:
             plan = result.plans[i]
             rec = ctx.record(op, self.block.name, plan)
             cmds = ctx.emitter.compute(op, plan, self.place, ctx.tiler.tiling(op).windows, rec)
-            if any(self._copied_graph_input(k) for k in op.inputs):
-                for c in cmds:
-                    if isinstance(c, ACompute):
-                        c.reads_ddr_home = True
+            self._mark_ddr_operands(op, cmds)
             return own + cmds
         rec = ctx.record(op, self.block.name)
         if op.kind is OpKind.COPY:
@@ -328,6 +327,18 @@ class _BlockCompiler:
             if live_roots:
                 raise NeedRoom(live_roots, exc) from None
             raise
+
+    def _mark_ddr_operands(self, op: NpuOp, cmds: list[ACommand]) -> None:
+        """Mark the commands of compute operation ``op`` that read a value whose home is the DDR
+        (a copied slice of a graph input) or read or write an LSTM cell's state kept there."""
+        home = any(self._copied_graph_input(k) for k in op.inputs)
+        state_in = any(k in self.ctx.recurrent_state for k in op.inputs)
+        state_out = any(k in self.ctx.recurrent_state for k in op.outputs)
+        for c in cmds:
+            if isinstance(c, ACompute):
+                c.reads_ddr_home |= home
+                c.reads_ddr_state |= state_in
+                c.writes_ddr_state |= state_out
 
     def _hoist(self, i: int, op: NpuOp, own: list[ACommand], done: list[_Emitted], result: ResidencyResult,
                extra: dict[int, int]) -> list[ACommand]:

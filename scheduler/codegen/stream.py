@@ -53,6 +53,8 @@ class ACompute:
     composite: str = ""
     lut_function: str = ""               # see ComputeCommand
     reads_ddr_home: bool = False         # see ComputeCommand
+    reads_ddr_state: bool = False        # see ComputeCommand
+    writes_ddr_state: bool = False       # see ComputeCommand
 
 
 @dataclass

@@ -186,3 +186,6 @@ class LoweredGraph:
     candidates: list[CompositeCandidate] = field(default_factory=list)
     #: operations moved to the host CPU (outside the NPU's support), with the reason
     cpu_fallbacks: list[CpuFallback] = field(default_factory=list)
+    #: value keys of the LSTM cells' state (h and c, into and out of each cell) where the
+    #: hardware keeps it in the DDR (``tcm.ddr_recurrent_state``; else empty)
+    recurrent_state: set[str] = field(default_factory=set)

@@ -134,6 +134,7 @@ class CellMatch:
     indices: list[int]
     facts: CompositeFacts
     late_inputs: tuple[str, ...] = ()   # the step input x (the state is there first)
+    state_inputs: tuple[str, ...] = ()  # the previous state the cell reads (h, c), where known
 
 
 def gate_split(g: CellGraph, z: str, anchor: int, parts: int) -> tuple[list[str], int] | None:

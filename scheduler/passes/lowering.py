@@ -49,7 +49,9 @@ from scheduler.ir.npu_ops import (
     Value,
     ValueKind,
 )
-from scheduler.passes.fusion import DEFAULT_RULES, FusedGroup, FusionRule, fuse_block
+from scheduler.passes import lstm_cell
+from scheduler.passes.cell_graph import NoMatch
+from scheduler.passes.fusion import DEFAULT_RULES, FusedGroup, FusionContext, FusionRule, fuse_block
 
 
 def variable_key(tensor: Tensor) -> str:
@@ -59,10 +61,13 @@ def variable_key(tensor: Tensor) -> str:
 class _Lowerer:
     """Lowers the blocks of one graph, declaring their values as it goes."""
 
-    def __init__(self, graph: Graph, rules: Sequence[FusionRule], max_composite_bytes: int | None = None):
+    def __init__(self, graph: Graph, rules: Sequence[FusionRule], max_composite_bytes: int | None = None,
+                 find_recurrent_state: bool = False):
         self.graph = graph
         self.rules = rules
         self.max_composite_bytes = max_composite_bytes
+        self.find_recurrent_state = find_recurrent_state
+        self.recurrent_state: set[str] = set()
         self.values: dict[str, Value] = {}
         self.temp_count = 0
         self.candidates: list[CompositeCandidate] = []
@@ -105,6 +110,8 @@ class _Lowerer:
         ops: list[NpuOp] = []
         fusion = fuse_block(block, self.rules, self.max_composite_bytes)
         self.candidates += fusion.candidates
+        if self.find_recurrent_state:
+            self.recurrent_state |= {self.key(block, n, main) for n in recurrent_state(block)}
         for group in fusion.groups:
             operators = [block.operators[i] for i in group.indices]
             if group.composite is not None:
@@ -423,11 +430,35 @@ def _slice_bounds(block: Block, operator: Operator) -> tuple[tuple[int, ...], li
 
 
 def lower(graph: Graph, rules: tuple[FusionRule, ...] = DEFAULT_RULES,
-          max_composite_bytes: int | None = None) -> LoweredGraph:
+          max_composite_bytes: int | None = None, find_recurrent_state: bool = False) -> LoweredGraph:
     """Fuse and lower every block reachable from the main block (a composite whose tensors
-    take more than ``max_composite_bytes`` stays op by op)."""
+    take more than ``max_composite_bytes`` stays op by op). ``find_recurrent_state``: note the
+    state values of the LSTM cells run op by op (``LoweredGraph.recurrent_state``)."""
     support.check_graph(graph)
-    lowerer = _Lowerer(graph, rules, max_composite_bytes)
+    lowerer = _Lowerer(graph, rules, max_composite_bytes, find_recurrent_state)
     main = lowerer.lower_block(graph.main, True, 0)
     read_outputs_through_tcm(main, lowerer)
-    return LoweredGraph(main, lowerer.values, set(main.outputs), lowerer.candidates)
+    return LoweredGraph(main, lowerer.values, set(main.outputs), lowerer.candidates,
+                        recurrent_state=lowerer.recurrent_state)
+
+
+def recurrent_state(block: Block) -> set[str]:
+    """The tensors of ``block`` that carry an LSTM cell's state (h and c) into or out of a cell
+    the LSTM-cell matcher recognises (:mod:`scheduler.passes.lstm_cell`), fused or not, where the
+    cell computes each gate with products of its own: TFLite's fused LSTM as npu-sim legalizes it
+    and Vela lowers it (regor compiler/lstm.cpp: its state in persistent tensors). A converted
+    Keras LSTM (gates split from one product) passes its state from step to step as any other
+    intermediate, and so does Vela."""
+    ctx = FusionContext.of(block)
+    graph = ctx.cell_graph()
+    state: set[str] = set()
+    for index, operator in enumerate(block.operators):
+        if operator.op is not Op.ADD:   # the anchor of a cell with gates of their own
+            continue
+        try:
+            found = lstm_cell.match_cell(graph, index, None)
+        except NoMatch:
+            continue
+        if found is not None:
+            state |= {*found.state_inputs, *found.facts.outputs}
+    return state

@@ -118,7 +118,7 @@ def match_cell(g: CellGraph, index: int, max_working_bytes: int | None) -> CellM
     # the state arrives first when it is read from a variable or given: the recurrent product
     # may then run while x is loaded (not when the previous cell computes it)
     early_state = x != h_prev and all(is_given(g, t) for t in (h_prev, c_prev))
-    return CellMatch(sorted(members), facts, (x,) if early_state else ())
+    return CellMatch(sorted(members), facts, (x,) if early_state else (), (h_prev, c_prev))
 
 
 def _preactivation(g: CellGraph, preactivations: list[str], hidden: int) -> tuple[list[int], str, str, int]:

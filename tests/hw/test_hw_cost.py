@@ -124,6 +124,12 @@ def test_mac_array_operations_pay_the_tcm_latencies_once():
                             "in_place_ddr_feature_maps": True})
     assert cycles(in_place, reads_ddr_home=True) == cycles(plain) + in_place.ddr.read_latency_cycles + 20 \
         and cycles(in_place) == cycles(hw)
+    # an LSTM's state kept in the DDR: read with its read latency, written with its write latency
+    assert cycles(hw, reads_ddr_state=True, writes_ddr_state=True) == cycles(hw)   # the flags alone: nothing
+    state = make_hw(tcm={"read_latency_cycles": 32, "write_latency_cycles": 20, "ddr_recurrent_state": True})
+    assert cycles(state, reads_ddr_state=True) == cycles(plain) + state.ddr.read_latency_cycles + 20
+    assert cycles(state, writes_ddr_state=True) == cycles(plain) + 32 + state.ddr.write_latency_cycles
+    assert cycles(state, rows[1], reads_ddr_state=True) == cycles(hw, rows[1])   # not its first tile
 
 
 def test_vector_operations_on_the_pooling_path_pay_the_tcm_latencies():

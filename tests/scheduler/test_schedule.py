@@ -374,3 +374,23 @@ def test_operations_reading_a_slice_of_a_graph_input_read_the_ddr():
     convs = {c.name: c.reads_ddr_home for c in program.walk() if getattr(c, "steps", None)
              and c.steps[0].op is Op.CONV2D}
     assert sorted(convs.values()) == [False, True], convs
+
+
+def test_a_fused_lstms_state_is_read_and_written_in_the_ddr():
+    """On a preset keeping an LSTM's state in the DDR (``tcm.ddr_recurrent_state``: Vela's persistent
+    state tensors), the operations reading a fused TFLite LSTM's h and c carry ``reads_ddr_state``
+    (the recurrent products among the convolutions, not the step input's) and those writing them
+    ``writes_ddr_state``; bit for bit as before. A converted Keras LSTM (gates split from one
+    product) keeps its state as an intermediate."""
+    from pathlib import Path
+    data = Path(__file__).resolve().parents[1] / "data" / "tflite" / "lstm_int8.tflite"
+    program, _ = check_end_to_end(load_graph(data), machine("ethos-u85-256"))
+    computes = [c for c in program.walk() if getattr(c, "steps", None)]
+    convs = [c for c in computes if c.steps[0].op is Op.CONV2D]
+    readers = [c for c in convs if c.reads_ddr_state]
+    assert readers and len(readers) < len(convs) and not any(c.reads_ddr_home for c in readers)
+    assert any(c.writes_ddr_state for c in computes)
+    keras = load_graph(Path(__file__).resolve().parents[2] / "examples" / "lstm_step64_int8.tosa")
+    keras_program = schedule(keras, machine("ethos-u85-256"))
+    assert not any(getattr(c, "reads_ddr_state", False) or getattr(c, "writes_ddr_state", False)
+                   for c in keras_program.walk())
