@@ -23,6 +23,7 @@ from npu_sim.errors import ConfigError
 from npu_sim.hw.op_support import PROFILES
 from npu_sim.paths import check_regular_file
 from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ops import Op
 
 PRESET_DIR = Path(__file__).with_name("presets")
 
@@ -327,7 +328,15 @@ class VectorConfig(_Strict):
         if unknown:
             raise ValueError(f"scaled_ops: {', '.join(sorted(unknown))} cannot be scaled "
                              f"(known: {', '.join(SCALED_OPS)})")
+        _check_operator_names("block_latency_ops", self.block_latency_ops)
         return self
+
+
+def _check_operator_names(field: str, names: list[str]) -> None:
+    """ValueError naming ``field`` if a name in ``names`` is no TOSA operator."""
+    unknown = sorted(set(names) - set(Op.__members__))
+    if unknown:
+        raise ValueError(f"{field}: {', '.join(unknown)} is no TOSA operator")
 
 
 class LutConfig(_Strict):

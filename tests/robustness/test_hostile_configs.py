@@ -42,6 +42,16 @@ from tests.robustness.hostile import add_graph, npu_sim, save
     (b"extends: edge\nlut: {table_source_latency_cycles: -1}\n", "lut.table_source_latency_cycles"),
     (b"extends: edge\nmac_array: {weight_decode_weights_per_cycle: -8}\n",
      "mac_array.weight_decode_weights_per_cycle"),
+    # this session's fields
+    (b"extends: edge\nvector: {block_latency_ops: [FOO]}\n", "vector.block_latency_ops: FOO is no TOSA operator"),
+    (b"extends: edge\ntcm: {read_latency_cycles: -1}\n", "tcm.read_latency_cycles"),
+    (b"extends: edge\ntcm: {write_latency_cycles: 70000}\n", "tcm.write_latency_cycles"),
+    (b"extends: edge\ntcm: {ddr_recurrent_state: maybe}\n", "tcm.ddr_recurrent_state"),
+    (b"extends: edge\ntcm: {in_place_ddr_feature_maps: 3}\n", "tcm.in_place_ddr_feature_maps"),
+    (b"extends: edge\ntcm: {constant_stream_slack_fraction: 2}\n", "tcm.constant_stream_slack_fraction"),
+    (b"extends: edge\nblock_tensors: {table_read_cycles_per_entry: -3}\n",
+     "block_tensors.table_read_cycles_per_entry"),
+    (b"extends: edge\nenergy: {cpu_cycle_pj: -1}\n", "energy.cpu_cycle_pj"),
 ])
 def test_a_bad_config_is_refused_naming_the_field(tmp_path, text, message):
     (tmp_path / "bad.yaml").write_bytes(text)
