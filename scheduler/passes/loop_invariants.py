@@ -58,7 +58,7 @@ def hoist_loop_invariants(graph: Graph) -> Graph:
     if not any(op.op is Op.WHILE_LOOP for block in graph.blocks() for op in block.operators):
         return graph
     result = graph.copy()
-    references = Counter(name for block in result.blocks() for op in block.operators
+    references = Counter(id(result.block(name)) for block in result.blocks() for op in block.operators
                          if op.op in (Op.WHILE_LOOP, Op.COND_IF) for name in _branch_names(op))
     changed = False
     for block in list(result.blocks()):
@@ -75,10 +75,11 @@ def _branch_names(op: Operator) -> tuple[str, ...]:
     return attribute.then_graph, attribute.else_graph
 
 
-def _hoist_from(graph: Graph, block: Block, loop: Operator, references: Counter[str]) -> bool:
-    """Move ``loop``'s invariant work into ``block``; False when nothing may move."""
+def _hoist_from(graph: Graph, block: Block, loop: Operator, references: Counter[int]) -> bool:
+    """Move ``loop``'s invariant work into ``block``; False when nothing may move. (Blocks are
+    counted by identity: an attribute may name a block or the region holding it.)"""
     cond, body = (graph.block(name) for name in _branch_names(loop))
-    if references[cond.name] != 1 or references[body.name] != 1 or cond is body:
+    if references[id(cond)] != 1 or references[id(body)] != 1 or cond is body:
         return False   # a block shared by several loops: moving work out would change the others
     hoist = _invariant_work(body)
     if hoist is None or not _runs_at_least_once(block, loop, cond):
