@@ -53,6 +53,7 @@ from scheduler.memory.fixed_placements import (
     Fixed,
     fixed_placements,
     pool_item_max_bytes,
+    streams_constants,
     tcm_pool_allocation,
 )
 from scheduler.memory.liveness import LiveRange
@@ -74,6 +75,7 @@ from scheduler.passes.ordering import order_blocks
 from scheduler.passes.staging import stage
 from scheduler.passes.tiling import Tiler
 from scheduler.passes.unit_choice import assign_units
+from scheduler.passes.weight_streams import private_weight_streams
 from scheduler.plan_stats import plan_stats
 
 MAX_ATTEMPTS = 64
@@ -117,6 +119,8 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     assign_units(lowered, hw)
     lowered.cpu_fallbacks = assign_cpu_fallbacks(lowered, hw)
     keep = hw.tcm.keep_reused_constants   # (else no constant is above the threshold: none is staged)
+    if hw.tcm.packed_weight_streams and not keep and streams_constants(hw, resident_constants):
+        private_weight_streams(lowered, pool_item_max_bytes(hw, resident_constants))
     stage(lowered, pool_item_max_bytes(hw, resident_constants) if keep else sys.maxsize, on_chip_kinds(hw))
     order_blocks(lowered, hw)
     return lowered

@@ -124,6 +124,13 @@ class TcmConfig(_Strict):
         "plan (Vela's weight buffering, regor scheduler.cpp ProposeWeightBuffering: double-buffered "
         "weight slices of OFM-block depth, just deep enough to hide the next slice's transfer). "
         "Several invocations (-n N) keep the resident pool, loaded once")
+    packed_weight_streams: bool = Field(
+        default=False, description="with streamed constants (constant_stream_slack_fraction) and "
+        "keep_reused_constants false: each operation's small weights and per-channel parameters (bias, "
+        "multipliers, shifts), copied per operation where several share them, load as one stream "
+        "(one DMA of the pool's chunk, rounded to whole bursts once) before it, as Vela's weight "
+        "encoder packs them (regor: one encoded weight-and-scale stream per operation, 10 bytes of "
+        "scale a channel); False: one DMA per tensor, each rounded to whole bursts")
 
     @model_validator(mode="after")
     def _check(self) -> TcmConfig:

@@ -22,10 +22,10 @@ from npu_sim.hw.compute_units.mac_array import MAC_OPS
 from npu_sim.hw.config import HwConfig
 from npu_sim.memory_layout import align_up, memory_bytes
 from npu_sim.program import Allocation, MemorySpace
-from npu_sim.tosa.ops import Op
 from scheduler.ir.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind, Value, ValueKind
 from scheduler.memory.buffers import Buffer, Placement
 from scheduler.memory.roles import home_memory
+from scheduler.passes.weight_streams import weights_and_parameters
 
 DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
 
@@ -258,7 +258,7 @@ def _pool_layout(lowered: LoweredGraph, hw: HwConfig,
     tables = tables_read_in_place(lowered.main)
     in_loops = loop_operands(lowered.main) if hw.tcm.keep_reused_constants else set()
     if not hw.tcm.keep_reused_constants:   # weights stream from their home at every use
-        tables |= weight_operands(lowered.main)
+        tables |= weight_operands(lowered.main, packed=hw.tcm.packed_weight_streams)
     for index, op in enumerate(lowered.main.ops):
         for key in op_compute_operands(op):
             value = lowered.values[key]
@@ -273,41 +273,29 @@ def _pool_layout(lowered: LoweredGraph, hw: HwConfig,
     return pooled, first_use, size
 
 
-def weight_operands(block: LoweredBlock) -> set[str]:
+def weight_operands(block: LoweredBlock, *, packed: bool = False) -> set[str]:
     """What a matrix product streams from its home at every use, in ``block`` and its nested
     blocks: its weights (operand 1 of a MAC step), and with weights that several operations
-    read, the per-channel parameters that go with them: the bias and the multipliers and shifts
-    of a per-channel RESCALE fused with the product (Vela encodes every output channel's bias
-    and scale into the weight stream, 10 bytes a channel, so an unrolled LSTM reads them again
-    at each step). Scalars (zero points) are not streamed."""
-    weights: set[str] = set()
+    read, the per-channel parameters that go with them: the bias and the multipliers and shifts of a per-channel
+    RESCALE fused with the product (Vela encodes every output channel's bias and scale into the
+    weight stream, 10 bytes a channel, so an unrolled LSTM reads them again at each step).
+    ``packed`` (``tcm.packed_weight_streams``): only the weights several operations read; those of
+    one reader (small shared ones are copied per reader first, :mod:`scheduler.passes.weight_streams`)
+    may go to the streamed pool with their parameters: one load before their operation. Scalars
+    (zero points) are not streamed."""
     readers: dict[str, int] = {}
     parameters_of: dict[str, set[str]] = {}
     for sub in block.walk_blocks():
         for op in sub.ops:
             if not any(step.op in MAC_OPS for step in op.steps):
                 continue
-            op_weights, parameters = _weights_and_parameters(op)
+            op_weights, parameters = weights_and_parameters(op)
             for key in op_weights:
                 readers[key] = readers.get(key, 0) + 1
                 parameters_of.setdefault(key, set()).update(parameters - op_weights)
-            weights |= op_weights
-    reused = [parameters_of[key] for key, count in readers.items() if count > 1]
-    return weights.union(*reused)
-
-
-def _weights_and_parameters(op: NpuOp) -> tuple[set[str], set[str]]:
-    """The weights of ``op``'s MAC steps and its per-channel parameters (operands 1 and 2 of
-    a MAC step or a per-channel RESCALE with more than one element)."""
-    weights: set[str] = set()
-    parameters: set[str] = set()
-    for step in op.steps:
-        if step.op in MAC_OPS and len(step.operands) > 1 and isinstance(step.operands[1], str):
-            weights.add(step.operands[1])
-        if step.op in MAC_OPS or step.op is Op.RESCALE and bool(step.attribute.per_channel):
-            parameters |= {operand for j, operand in enumerate(step.operands[1:3], start=1)
-                           if isinstance(operand, str) and step.input_types[j].element_count > 1}
-    return weights, parameters
+    reused = [key for key, count in readers.items() if count > 1]
+    streamed = set(reused) if packed else set(readers)
+    return streamed.union(*[parameters_of[key] for key in reused])
 
 
 def loop_operands(block: LoweredBlock) -> set[str]:
