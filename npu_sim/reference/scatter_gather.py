@@ -14,11 +14,12 @@ may land in the k range), so every tile checks the REQUIREs of its rows.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
 
-from npu_sim.reference.kernel_api import KernelArgs, Region, register
+from npu_sim.reference.kernel_api import BoundKernel, KernelArgs, Region, register
 from npu_sim.reference.kernel_util import output_region, read_window
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
@@ -61,7 +62,22 @@ def _gather_window(attribute: Attribute, input_types: Sequence[TensorType],
     return [((n0, n1), (0, k), (c0, c1)), ((n0, n1), (w0, w1))]
 
 
-@register(Op.GATHER, window=_gather_window)
+def _bind_gather(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel | None:
+    """GATHER whose type checks have passed: the lookup is left, and the REQUIRE on the index
+    values (an index out of range runs the kernel, which raises its error). A loop body's
+    GATHER of its time step from the whole sequence runs at every iteration."""
+    k, c = args.input_types[0].shape[1], args.input_types[0].shape[2]
+    storage = args.output_types[0].dtype.numpy_dtype
+
+    def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
+        indices = np.asarray(inputs[1]).astype(np.int64)
+        if not indices.size or c > 0 and not bool(np.all((indices >= 0) & (indices < k))):
+            return gather(dataclasses.replace(args, inputs=list(inputs)))
+        return [np.array(np.take_along_axis(np.asarray(inputs[0]), indices[:, :, None], axis=1), dtype=storage)]
+    return run
+
+
+@register(Op.GATHER, window=_gather_window, bind=_bind_gather)
 def gather(args: KernelArgs) -> list[np.ndarray]:
     """output[n, w, c] = values[n, indices[n, w], c]."""
     values_t, indices_t = args.input_types

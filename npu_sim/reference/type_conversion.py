@@ -57,7 +57,28 @@ CAST_TYPES: frozenset[tuple[DType, DType]] = frozenset(
 
 
 # --------------------------------------------------------------------------- CAST
-@register(Op.CAST, window=same_window)
+def _bind_cast(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel | None:
+    """CAST to an integer type from an integer or float one: its checks have passed; only the
+    rounding (ties to even), saturation and wrapping are left (a recurrent cell's quantize
+    chains run it at every time step). Casts to float and from or to BOOL stay unbound."""
+    in_t, out_t = args.input_types[0].dtype, args.output_types[0].dtype
+    if out_t is DType.BOOL or in_t is DType.BOOL or is_float(out_t):
+        return None
+    out_type = args.output_types[0]
+    shape, storage = tuple(out_type.shape), out_t.numpy_dtype
+    if is_float(in_t):
+        lo, hi = signed_range(out_t)
+
+        def rounded(inputs: list[np.ndarray]) -> list[np.ndarray]:
+            r = np.rint(np.asarray(inputs[0], dtype=np.float64))
+            r = np.where(np.isnan(r), 0.0, np.clip(r, lo, hi))
+            return [r.astype(storage).reshape(shape)]
+        return rounded
+    bits = out_t.bits
+    return lambda inputs: [wrap(np.asarray(inputs[0]).astype(np.int64), bits).astype(storage).reshape(shape)]
+
+
+@register(Op.CAST, window=same_window, bind=_bind_cast)
 def cast(args: KernelArgs) -> list[np.ndarray]:
     in_t, out_t = args.input_types[0].dtype, args.output_types[0].dtype
     args.require((in_t, out_t) in CAST_TYPES, f"CAST from {in_t.name} to {out_t.name} is not supported")

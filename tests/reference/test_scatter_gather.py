@@ -10,7 +10,7 @@ from npu_sim.reference.scatter_gather import SUPPORTED_DTYPES
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op
-from tests.kernel_testing import assert_same_bits, ours_tiled, random_tiles, run_ours, window_volume
+from tests.kernel_testing import assert_same_bits, ours_tiled, random_tiles, run_bound, run_ours, window_volume
 from tests.oracle import Operand, run_op
 from tests.value_gen import random_bits
 
@@ -48,6 +48,27 @@ def test_matches_reference_model_bit_for_bit(op, dtype):
         (actual,) = run_ours(op, operands, None, [out_type])
         # The reference model canonicalises NaN payloads of wide float types.
         assert_same_bits(actual, expected, nan_equal=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda v: v.name)
+def test_bound_gather_matches_reference_model(dtype):
+    """Bound after a first call (a loop body's GATHER runs at every iteration): the same bits."""
+    rng = np.random.default_rng(500 + int(dtype))
+    operands, out_type = gather_case(dtype, rng)
+    (values, indices) = operands
+    again = Operand(rng.integers(0, values.value.shape[1], size=indices.value.shape).astype(np.int32), I32)
+    (expected,) = run_op(Op.GATHER, [values, again], None, [out_type])
+    (actual,) = run_bound(Op.GATHER, [values, again], None, [out_type], first=operands)
+    assert_same_bits(actual, expected, nan_equal=True)
+
+
+@pytest.mark.parametrize("bad", [-1, 4])
+def test_a_bound_gather_still_requires_indices_in_range(bad):
+    values = Operand(np.zeros((1, 4, 2), np.int8), DType.INT8)
+    out = [TensorType((1, 2, 2), DType.INT8)]
+    with pytest.raises(TosaRuntimeError, match="out of range"):
+        run_bound(Op.GATHER, [values, Operand(np.array([[0, bad]], np.int32), I32)], None, out,
+                  first=[values, Operand(np.array([[0, 1]], np.int32), I32)])
 
 
 def test_scatter_keeps_unwritten_values_and_payloads():

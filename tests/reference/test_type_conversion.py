@@ -58,6 +58,17 @@ def test_cast_matches_reference(in_t, out_t):
                      nan_equal=True)
 
 
+@pytest.mark.parametrize("in_t,out_t", CAST_PAIRS, ids=lambda t: t.name)
+def test_bound_cast_matches_reference(in_t, out_t):
+    """Bound (later invocations, a recurrent cell's every step): the reference model's bits."""
+    rng = _rng("bound cast", in_t, out_t)
+    first, x = (Operand(_cast_input(in_t, out_t, rng), in_t) for _ in range(2))
+    outs = [TensorType(SHAPE, out_t)]
+    ours = run_bound(Op.CAST, [x], None, outs, first=[first])[0]
+    assert_same_bits(ours, run_op(Op.CAST, [x], None, outs)[0], f"CAST {in_t.name}->{out_t.name}",
+                     nan_equal=True)
+
+
 def test_cast_rounding_and_saturation_values():
     x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 1e10, -1e10, np.inf, -np.inf, 127.49], np.float32)
     out = run_ours(Op.CAST, [Operand(x, DType.FP32)], None, [TensorType((10,), I8)])[0]
