@@ -49,6 +49,7 @@ from scheduler.ir.npu_ops import LoweredGraph, ValueKind
 from scheduler.memory.allocators import BestOfGreedy, Planner
 from scheduler.memory.fixed_placements import (
     POOL_BUFFER_NAME,
+    POOL_ITEM_MAX_BYTES,
     RESIDENT_TCM_SHARE,
     Fixed,
     fixed_placements,
@@ -64,6 +65,7 @@ from scheduler.memory.roles import (
     on_chip_kinds,
     whole_program_tcm_bytes,
 )
+from scheduler.passes.constant_merging import merge_identical_constants
 from scheduler.passes.cpu_fallback import assign_cpu_fallbacks
 from scheduler.passes.empty_tensors import drop_empty_tensors
 from scheduler.passes.float_round_trips import integer_data_movement
@@ -115,7 +117,10 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     share = RESIDENT_TCM_SHARE if resident_constants else 1 / 2
     lowered = lower(graph, rules_for(rules, hw), max_composite_bytes=int(hw.tcm.size_bytes * share),
                     find_recurrent_state=hw.tcm.ddr_recurrent_state)
+    graph_constants = {k for k, v in lowered.values.items() if v.kind is ValueKind.CONSTANT}
     fold_constants(lowered)
+    folded = {k for k, v in lowered.values.items() if v.kind is ValueKind.CONSTANT} - graph_constants
+    merge_identical_constants(lowered, POOL_ITEM_MAX_BYTES, folded)
     assign_units(lowered, hw)
     lowered.cpu_fallbacks = assign_cpu_fallbacks(lowered, hw)
     keep = hw.tcm.keep_reused_constants   # (else no constant is above the threshold: none is staged)

@@ -22,7 +22,8 @@ from collections import Counter
 
 from npu_sim.hw.compute_units.mac_array import MAC_OPS
 from npu_sim.tosa.ops import Op
-from scheduler.ir.npu_ops import LoweredGraph, NpuOp, OpKind, Step, ValueKind
+from scheduler.ir.npu_ops import LoweredGraph, NpuOp, OpKind, ValueKind
+from scheduler.passes.constant_merging import renamed_step
 
 
 def weights_and_parameters(op: NpuOp) -> tuple[set[str], set[str]]:
@@ -53,7 +54,7 @@ def private_weight_streams(lowered: LoweredGraph, item_max_bytes: int) -> int:
         renamed = {key: f"{key}@{op.name}" for key in sorted(shared)}
         for key, copy in renamed.items():
             lowered.values[copy] = dataclasses.replace(lowered.values[key], key=copy)
-        op.steps = tuple(_renamed_step(step, renamed) for step in op.steps)
+        op.steps = tuple(renamed_step(step, renamed) for step in op.steps)
         copies += len(renamed)
     return copies
 
@@ -68,10 +69,3 @@ def _copyable(lowered: LoweredGraph, key: str, item_max_bytes: int) -> bool:
     value = lowered.values[key]
     return value.kind is ValueKind.CONSTANT and 0 < value.size_bytes <= item_max_bytes \
         and key not in lowered.output_keys
-
-
-def _renamed_step(step: Step, renamed: dict[str, str]) -> Step:
-    if not any(isinstance(o, str) and o in renamed for o in step.operands):
-        return step
-    operands = tuple(renamed.get(o, o) if isinstance(o, str) else o for o in step.operands)
-    return dataclasses.replace(step, operands=operands)

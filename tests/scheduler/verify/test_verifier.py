@@ -35,8 +35,9 @@ def test_missing_dependency_is_caught(program):
 def test_overlapping_allocations_are_caught(program):
     tcm = sorted((a for a in program.allocations if a.memory is MemorySpace.TCM and a.first_use is not None),
                  key=lambda a: a.first_use)
+    size = program.memory_sizes[MemorySpace.TCM]
     a, b = next((x, y) for x in tcm for y in tcm if x is not y and x.offset_bytes != y.offset_bytes
-                and x.first_use <= y.last_use and y.first_use <= x.last_use)
+                and x.first_use <= y.last_use and y.first_use <= x.last_use and x.offset_bytes + y.size_bytes <= size)
     moved = dataclasses.replace(b, offset_bytes=a.offset_bytes)
     bad = dataclasses.replace(program, allocations=[moved if x is b else x for x in program.allocations])
     with pytest.raises(PlanError, match="overlap while both live"):
