@@ -126,9 +126,19 @@ def _conv(facts: OpFacts) -> str | None:
     stride = tuple(getattr(facts.attribute, "stride", ()) or ())
     if facts.op is Op.TRANSPOSE_CONV2D:
         return None if stride in ((1, 1), (2, 2)) else f"stride {stride}, needs (1, 1) or (2, 2)"
-    if any(not 1 <= s <= 3 for s in stride[-2:]):
+    if any(not 1 <= s <= 3 for s in _effective_stride(facts, stride[-2:])):
         return f"stride {stride}, each 1..3"
     return None
+
+
+def _effective_stride(facts: OpFacts, stride: tuple[int, ...]) -> tuple[int, ...]:
+    """The (height, width) stride the NPU is given: 1 along an output dimension of one element,
+    where the stride moves nothing (regor graphir_optimiser.cpp, ResetKernelAttributes; a global
+    8x8 average pool of stride 8 runs on the NPU)."""
+    shape = facts.output_types[0].shape if facts.output_types else ()
+    if len(shape) < 3 or len(stride) != 2:
+        return stride
+    return tuple(1 if n == 1 else s for s, n in zip(stride, shape[-3:-1]))
 
 
 def _kernel_hw(facts: OpFacts) -> tuple[int, int] | None:
@@ -145,7 +155,7 @@ def _pool(facts: OpFacts) -> str | None:
     if facts.in_dtype() not in (DType.INT8, DType.INT16) or facts.out_dtype != facts.in_dtype():
         return f"{_name(facts.in_dtype())} to {_name(facts.out_dtype)}, needs int8 or int16 kept"
     stride = tuple(getattr(facts.attribute, "stride", ()) or ())
-    if any(not 1 <= s <= 3 for s in stride):
+    if any(not 1 <= s <= 3 for s in _effective_stride(facts, stride)):
         return f"stride {stride}, each 1..3"
     kernel = tuple(getattr(facts.attribute, "kernel", ()) or ())
     padded = any(getattr(facts.attribute, "pad", ()) or ())

@@ -90,3 +90,16 @@ def test_the_u55_resizes_by_powers_of_two_up_to_8(scale, supported):
     facts = _facts(Op.RESIZE, (DType.INT8, DType.SHAPE, DType.SHAPE, DType.SHAPE), DType.INT8,
                    constants=(None, np.array(scale), None, None), mode="NEAREST")
     assert (unsupported_reason("ethos-u55", facts) is None) == supported
+
+
+def test_a_stride_over_an_output_of_one_element_is_no_stride():
+    """regor resets the stride along an output dimension of one element to 1: a global 8x8
+    average pool of stride 8 (ResNet-8's head) runs on the U55; an 8x8 one with two outputs a row
+    keeps its stride 8 and runs on the CPU."""
+    def pool(out_hw: int) -> OpFacts:
+        return OpFacts(Op.AVG_POOL2D, make_attribute(Op.AVG_POOL2D, kernel=(8, 8), stride=(8, 8), pad=(0, 0, 0, 0)),
+                       (TensorType((1, 8 * out_hw, 8 * out_hw, 64), DType.INT8), TensorType((1,), DType.INT8),
+                        TensorType((1,), DType.INT8)), (TensorType((1, out_hw, out_hw, 64), DType.INT8),))
+    assert unsupported_reason("ethos-u55", pool(1)) is None
+    assert unsupported_reason("ethos-u55", pool(2)) == \
+        "AVG_POOL2D: stride (8, 8), each 1..3 (Vela 5.2 SUPPORTED_OPS.md, Ethos-U55/U65 TOSA)"
