@@ -41,7 +41,14 @@ def _identity_window(attribute: Attribute, input_types: Sequence[TensorType],
     return [tuple(out_region)]
 
 
-@register(Op.IDENTITY, window=_identity_window)
+def _bind_identity(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel:
+    """IDENTITY whose checks have passed: only the copy is left (a WHILE loop carries its state
+    with one at every iteration)."""
+    storage = args.output_types[0].dtype.numpy_dtype
+    return lambda inputs: [np.array(inputs[0], dtype=storage, copy=True)]
+
+
+@register(Op.IDENTITY, window=_identity_window, bind=_bind_identity)
 def identity(args: KernelArgs) -> list[np.ndarray]:
     """output = input1."""
     dtype = check_dtype(args, IDENTITY_DTYPES)

@@ -287,20 +287,29 @@ def logical(args: KernelArgs) -> list[np.ndarray]:
     return [as_output(args, _LOGICAL[args.op](np.asarray(a, bool), np.asarray(b, bool)))]
 
 
-@register(Op.MAXIMUM, Op.MINIMUM, window=broadcast_window)
-def maximum_minimum(args: KernelArgs) -> list[np.ndarray]:
-    """MAXIMUM / MINIMUM; nan_mode PROPAGATE gives NaN, IGNORE the non-NaN operand."""
-    dtype, a, b = _binary(args, _I32_FP)
-    mode = nan_mode_of(args)
+def _extreme_checks(args: KernelArgs) -> DType:
+    return _binary_checks(args, _I32_FP, None)
+
+
+def _extreme_values(args: KernelArgs, dtype: DType, operands: list[np.ndarray]) -> np.ndarray:
+    """MAXIMUM / MINIMUM of checked operands: a fresh array."""
+    a, b = operands[0], operands[1]
     is_max = args.op == Op.MAXIMUM
     if dtype is DType.INT32:
-        return [as_output(args, (np.maximum if is_max else np.minimum)(a, b))]
+        return (np.maximum if is_max else np.minimum)(a, b)
     fn: np.ufunc
-    if mode == NanPropagationMode.PROPAGATE:
+    if nan_mode_of(args) == NanPropagationMode.PROPAGATE:
         fn = np.maximum if is_max else np.minimum
     else:
         fn = np.fmax if is_max else np.fmin
-    return [as_output(args, fn(_f32(a), _f32(b)))]  # exact: fp32 holds fp16/bf16 values
+    return fn(_f32(a), _f32(b))  # exact: fp32 holds fp16/bf16 values
+
+
+@register(Op.MAXIMUM, Op.MINIMUM, window=broadcast_window, bind=bind_values(_extreme_checks, _extreme_values))
+def maximum_minimum(args: KernelArgs) -> list[np.ndarray]:
+    """MAXIMUM / MINIMUM; nan_mode PROPAGATE gives NaN, IGNORE the non-NaN operand (bound:
+    the checks once; a recurrent cell's saturating quantize runs them at every step)."""
+    return [as_output(args, _extreme_values(args, _extreme_checks(args), args.inputs))]
 
 
 @register(Op.POW, window=broadcast_window)

@@ -13,6 +13,7 @@ from tests.kernel_testing import (
     assert_same_bits,
     ours_tiled,
     random_tiles,
+    run_bound,
     run_ours,
     shape_operand,
     window_volume,
@@ -138,6 +139,19 @@ def test_matches_reference_model_bit_for_bit(op, dtype):
         # fp16/bf16/fp32 in wider types internally and canonicalises NaN payloads, so
         # there a NaN only has to stay a NaN; test_nan_payloads_survive checks ours.
         assert_same_bits(actual, expected, nan_equal=True)
+
+
+@pytest.mark.parametrize("dtype", IDENTITY_DTYPES, ids=lambda v: v.name)
+def test_bound_identity_matches_reference_model(dtype):
+    """Bound after a first call (a WHILE loop's carries run it at every iteration)."""
+    rng = np.random.default_rng(_seed(Op.IDENTITY, dtype, 7))
+    op, operands, attribute, out_type = identity_case(dtype, rng)
+    value = rng.integers(-(1 << 47), 1 << 47, size=out_type.shape, dtype=np.int64) if dtype is DType.INT48 \
+        else random_bits(dtype, out_type.shape, rng)
+    again = [Operand(value, dtype)]
+    (expected,) = run_op(op, again, attribute, [out_type])
+    (actual,) = run_bound(op, again, attribute, [out_type], first=operands)
+    assert_same_bits(actual, expected, nan_equal=True)
 
 
 @pytest.mark.parametrize("op", list(BUILDERS), ids=lambda v: v.name)
