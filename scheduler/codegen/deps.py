@@ -32,7 +32,8 @@ SpaceT = TypeVar("SpaceT", bound=Hashable)
 
 class _Record:
     """Accesses to some bytes of one memory: the command that wrote them, or the commands that
-    read them (reads of the very same byte set share a record), and the index pages it is on."""
+    read them (reads of the very same byte set share a record), and the index pages it is on
+    (every page it has a byte on; after a write took some of its bytes, maybe a few more)."""
 
     __slots__ = ("cmds", "bytes", "write", "alive", "lo", "hi", "starts", "ends", "single", "pages")
 
@@ -195,7 +196,12 @@ def _overwrite(index: dict[int, dict[_Record, None]], rec: _Record, written: Byt
         for page in rec.pages:
             del index[page][rec]
         return
-    pages = rest.pages(page_bytes)
+    if len(rest.starts) == 1:
+        pages = rest.pages(page_bytes)
+    else:   # the record's pages within the rest's span: a few more than it touches, which the
+        # scans skip by its bounds and runs, without listing the pages of many runs again
+        first, last = rest.lo // page_bytes, (rest.hi - 1) // page_bytes
+        pages = {page for page in rec.pages if first <= page <= last}
     for page in rec.pages - pages:
         del index[page][rec]
     rec.hold(rest, pages)

@@ -48,14 +48,28 @@ def _first_fit(order: list[LiveRange], alignment: int, best_fit: bool = False) -
     return _scored_first_fit(order, alignment, best_fit, 0, None, live_together(order))[1]
 
 
-Neighbours = dict[int, list[tuple[int, int]]]
+class Neighbours:
+    """Per range, the ranges live at some same command (:func:`live_together`), by dense index
+    (the ranges sorted by start): first fit reads their offsets from a list, not a dict."""
+
+    __slots__ = ("keys", "index", "sizes", "near")
+
+    def __init__(self, ranges: Sequence[LiveRange]) -> None:
+        order = sorted(ranges, key=lambda r: (r.start, r.key))
+        self.keys = [r.key for r in order]
+        self.index = {key: i for i, key in enumerate(self.keys)}
+        self.sizes = [r.size_bytes for r in order]
+        self.near = _live_together(order)
+
+    def keys_near(self, key: int) -> list[int]:
+        """The keys of the ranges live with range ``key``."""
+        keys = self.keys
+        return [keys[j] for j in self.near[self.index[key]]]
 
 
 def live_together(ranges: Sequence[LiveRange]) -> Neighbours:
-    """Per range key, ``(key, size_bytes)`` of every other range live at some same command."""
-    order = sorted(ranges, key=lambda r: (r.start, r.key))
-    return {r.key: [(order[j].key, order[j].size_bytes) for j in found]
-            for r, found in zip(order, _live_together(order))}
+    """Per range, every other range live at some same command."""
+    return Neighbours(ranges)
 
 
 def _scored_first_fit(order: list[LiveRange], alignment: int, best_fit: bool, bound: int,
@@ -66,11 +80,14 @@ def _scored_first_fit(order: list[LiveRange], alignment: int, best_fit: bool, bo
 
     Each range looks only at its ``neighbours`` (:func:`live_together`) placed so far, by
     offset (ranges on the same offset in either order give the same gaps)."""
+    index, sizes, near = neighbours.index, neighbours.sizes, neighbours.near
+    placed_at = [-1] * len(sizes)   # offset by dense index; -1: not placed yet
     offsets: dict[int, int] = {}
     top = excess = 0
     for count, r in enumerate(order, 1):
         size = r.size_bytes
-        placed = [(lo, lo + other) for key, other in neighbours[r.key] if (lo := offsets.get(key)) is not None]
+        i = index[r.key]
+        placed = [(lo, lo + sizes[j]) for j in near[i] if (lo := placed_at[j]) >= 0]
         placed.sort()
         offset, chosen, gap_size = 0, None, None
         for lo, hi in placed:
@@ -83,7 +100,7 @@ def _scored_first_fit(order: list[LiveRange], alignment: int, best_fit: bool, bo
                 offset = -(-hi // alignment) * alignment if alignment > 1 else hi
         if best_fit and chosen is not None:
             offset = chosen
-        offsets[r.key] = offset
+        placed_at[i] = offsets[r.key] = offset
         top = max(top, offset + size)
         excess += max(0, offset + size - bound)
         if limit is not None and (top, excess) >= limit:
@@ -204,7 +221,7 @@ def _climb(current: list[LiveRange], offsets: dict[int, int], score: tuple[int, 
                   key=lambda i: (-ends[current[i].key], i))
     position = {r.key: i for i, r in enumerate(current)}
     for i in high:
-        for j in sorted(j for key, _ in neighbours[current[i].key] if (j := position[key]) < i):
+        for j in sorted(j for key in neighbours.keys_near(current[i].key) if (j := position[key]) < i):
             candidate = current[:j] + [current[i]] + current[j:i] + current[i + 1:]
             candidate_score, candidate_offsets = run(candidate, score)
             if candidate_offsets:   # complete, so below ``score``
