@@ -7,9 +7,10 @@
     -> fixed placements: inputs, outputs and constants in DDR; small constants in a
        TCM pool loaded chunk by chunk before their first reader; variables in the
        variable SRAM                                  memory/fixed_placements
-    -> per block: aliasing, residency + tiling, cascading, emission, prefetch hoisting
-                                                      codegen/compiler (passes/residency,
-                                                      tiling, cascade; codegen/emit)
+    -> per block: aliasing, striped chains, residency + tiling, cascading, emission,
+       prefetch hoisting                              codegen/compiler (passes/stripes,
+                                                      residency, tiling, cascade;
+                                                      codegen/emit, stripe_emit)
     -> numbering, liveness, TCM planner, DDR / variable SRAM bump allocation
                                                       codegen/materialize (memory/)
     -> dependencies from exact byte accesses         codegen/deps (memory/byte_ranges)
@@ -222,7 +223,8 @@ def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileCont
                       block_tensors=block_tensors(plan, hw))
     check_writes(program, hw)
     program.stats = plan_stats(program, cmds, numbering, ctx.records, _evicted_names(ctx), plan,
-                               _planner_label(planner), lowered.candidates, lowered.cpu_fallbacks)
+                               _planner_label(planner), lowered.candidates, lowered.cpu_fallbacks, ctx.striped,
+                               ctx.rolling_whole)
     return program
 
 

@@ -52,6 +52,8 @@ from tests.robustness.hostile import add_graph, npu_sim, save
     (b"extends: edge\nblock_tensors: {table_read_cycles_per_entry: -3}\n",
      "block_tensors.table_read_cycles_per_entry"),
     (b"extends: edge\nenergy: {cpu_cycle_pj: -1}\n", "energy.cpu_cycle_pj"),
+    (b"extends: edge\nstripes: {slack_fraction: 2}\n", "stripes.slack_fraction"),
+    (b"extends: edge\nstripes: {optimise: speed}\n", "stripes.optimise"),
 ])
 def test_a_bad_config_is_refused_naming_the_field(tmp_path, text, message):
     (tmp_path / "bad.yaml").write_bytes(text)
