@@ -46,6 +46,8 @@ from scheduler.passes.windows import region_size
 MAX_CHAIN_OPS = 6
 #: Stripe heights tried, in rows of the chain's last output.
 STRIPE_ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+#: Most stripes a chain runs in (lower stripes of a tall map cost setups and search time).
+MAX_STRIPES = 64
 #: Most peaks the search attacks in one block.
 MAX_PEAKS = 32
 H = 1   # the row dimension of an NHWC map
@@ -143,9 +145,18 @@ class _ChainPlanner:
         self.hw: HwConfig = tiler.hw
         self.alignment = alignment
         self.ok = [stripable(op, tiler) for op in ops]
+        self._chains: dict[tuple[int, int, int], StripedChain | None] = {}   # (first, last, rows): the peaks share
+
+    def stripes(self, first: int, last: int, rows: int) -> StripedChain | None:
+        """The chain ``first``..``last`` in stripes of ``rows`` rows (see :meth:`_stripes`; each
+        evaluated once)."""
+        key = (first, last, rows)
+        if key not in self._chains:
+            self._chains[key] = self._stripes(first, last, rows)
+        return self._chains[key]
 
     # -- one chain, one stripe height
-    def stripes(self, first: int, last: int, rows: int) -> StripedChain | None:
+    def _stripes(self, first: int, last: int, rows: int) -> StripedChain | None:
         """The chain ``first``..``last`` in stripes of ``rows`` rows of its last output, or None
         when it cannot be (a window of an internal value not whole across its width and
         channels, rows that would have to come back) or has nothing to roll."""
@@ -162,7 +173,7 @@ class _ChainPlanner:
         regions = self._walk_back(first, last, edges, produced, set(rolling_keys), reads, ends_of)
         if regions is None:
             return None
-        rolling = {key: self._rolling(key, reads[key], ends_of[key]) for key in rolling_keys}
+        rolling = {key: self._rolling(key, ops[produced[key]], reads[key], ends_of[key]) for key in rolling_keys}
         if not _saves(rolling):
             return None
         buffers = {key: b for key, b in rolling.items() if b is not None}
@@ -236,9 +247,10 @@ class _ChainPlanner:
             done = end
         return tuple(out)
 
-    def _rolling(self, key: str, reads: list[list[tuple[int, int]]], ends: list[int]) -> RollingBuffer | None:
-        """The rolling buffer of internal value ``key`` (None if its readers would need a row
-        back that an earlier stripe let go)."""
+    def _rolling(self, key: str, producer: NpuOp, reads: list[list[tuple[int, int]]], ends: list[int]
+                 ) -> RollingBuffer | None:
+        """The rolling buffer of internal value ``key`` (``producer``'s output; None if its readers
+        would need a row back that an earlier stripe let go)."""
         count = len(ends)
         rows = ends[-1]
         needed = [rows] * count   # the first row a stripe from s on still reads
@@ -254,9 +266,9 @@ class _ChainPlanner:
             bases.append(base)
             previous_end, previous_base = ends[s], base
         height = max(e - b for b, e in zip(bases, ends))
-        size = self.values.sizes[key]
-        row_bytes = size // rows if rows else size
-        return RollingBuffer(key, height, row_bytes, size, tuple(bases), tuple(ends))
+        type_ = producer.output_type(0)
+        row_bytes = math.prod(type_.shape[H + 1:]) * element_size_bytes(type_.dtype)   # (batch 1)
+        return RollingBuffer(key, height, row_bytes, rows * row_bytes, tuple(bases), tuple(ends))
 
     def _cycles(self, first: int, last: int, regions: dict[int, tuple[Region | None, ...]],
                 rolling: dict[str, RollingBuffer]) -> tuple[float, float]:
@@ -290,20 +302,25 @@ class _ChainPlanner:
         return total
 
     # -- the search
-    def best(self, first: int, last: int, slack: float | None, ceiling_bytes: int | None = None
-             ) -> StripedChain | None:
+    def best(self, first: int, last: int, slack: float | None) -> StripedChain | None:
         """The chain ``first``..``last`` in the stripes that need the fewest bytes (with
-        ``slack``: among those whose estimated cycles stay within it), or None; with
-        ``ceiling_bytes``, in those with the fewest estimated cycles among the ones that need
-        no more bytes than that."""
+        ``slack``: among those whose estimated cycles stay within it; ties: fewer cycles), or
+        None. Heights go up from one row; taller stripes need more bytes, so the search stops at
+        the first that needs more than a stripe height that fits."""
         height = output_rows(self.ops[last])
-        chains = [self.stripes(first, last, rows) for rows in STRIPE_ROWS if rows < height]
-        fitting = [c for c in chains if c is not None
-                   and (slack is None or c.est_cycles <= c.whole_cycles * (1 + slack))
-                   and (ceiling_bytes is None or c.peak_bytes <= ceiling_bytes)]
-        if ceiling_bytes is not None:
-            return min(fitting, key=lambda c: (c.est_cycles, c.peak_bytes), default=None)
-        return min(fitting, key=lambda c: (c.peak_bytes, c.est_cycles), default=None)
+        best: StripedChain | None = None
+        for rows in STRIPE_ROWS:
+            if rows >= height:
+                break
+            chain = self.stripes(first, last, rows) if -(-height // rows) <= MAX_STRIPES else None
+            if chain is None:
+                continue
+            if best is not None and chain.peak_bytes > best.peak_bytes:
+                break
+            if (slack is None or chain.est_cycles <= chain.whole_cycles * (1 + slack)) and \
+                    (best is None or (chain.peak_bytes, chain.est_cycles) < (best.peak_bytes, best.est_cycles)):
+                best = chain
+        return best
 
 
 def _saves(rolling: dict[str, RollingBuffer | None]) -> bool:
@@ -397,20 +414,13 @@ def find_chains(ops: Sequence[NpuOp], tiler: Tiler, values: ChainValues, in_tcm:
         for j in chain.ops:
             taken[j] = True
             live[j] = chain.peak_bytes
-    return _cheapest(planner, chains, max(live, default=0), slack)
+    return _needed(chains, max(live, default=0))
 
 
-def _cheapest(planner: _ChainPlanner, chains: list[StripedChain], peak_bytes: int,
-              slack: float | None) -> list[StripedChain]:
-    """``chains`` (by their first operation) as cheap as the block's peak, ``peak_bytes``, lets
-    them be: a chain whose operations run whole stay below it is dropped, the others take the
-    stripes with the fewest estimated cycles that stay below it (taller ones: fewer setups)."""
-    kept = []
-    for chain in sorted(chains, key=lambda c: c.first):
-        if chain.whole_peak_bytes <= peak_bytes:
-            continue
-        kept.append(chain)
-    return kept
+def _needed(chains: list[StripedChain], peak_bytes: int) -> list[StripedChain]:
+    """``chains`` by their first operation, without those whose operations run whole stay at or
+    below the block's peak with the others striped, ``peak_bytes`` (they would cost for nothing)."""
+    return [c for c in sorted(chains, key=lambda c: c.first) if c.whole_peak_bytes > peak_bytes]
 
 
 def _best_around(planner: _ChainPlanner, peak: int, taken: list[bool], live_bytes: int,

@@ -123,6 +123,20 @@ def test_a_strided_chain_on_the_u55_is_bit_exact():
     assert len(_tcm(program, "stripe")) == 3
 
 
+def test_rows_of_odd_bytes_roll_bit_exact():
+    """Rows of 5 x 3 int8 bytes: the rolling buffer's rows are the value's rows, not its aligned
+    whole size over its height."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 9, 5, 3), DType.INT8)
+    y = conv_block(b, x, 3, seed=8)
+    y = conv_block(b, y, 3, depthwise=True, seed=9)
+    b.output(conv_block(b, y, 3, kernel=1, pad=0, seed=10))
+    (chain,), _ = _chains(b.build(), _striping())
+    assert [(k, r.rows, r.row_bytes, r.whole_bytes) for k, r in chain.rolling.items()] == [
+        ("clamp_9", 3, 15, 135), ("clamp_19", 1, 15, 135)]
+    check_end_to_end(b.build(), _striping())
+
+
 def test_halo_chunks_never_overlap_their_source():
     assert halo_chunks(2, 4) == [(0, 2)]
     assert halo_chunks(5, 2) == [(0, 2), (2, 2), (4, 1)]
