@@ -37,8 +37,10 @@ from npu_sim.hw.compute_units import VECTOR
 from npu_sim.hw.config import HwConfig
 from npu_sim.memory_layout import align_up, element_size_bytes
 from npu_sim.reference.kernel_api import Region
+from npu_sim.tosa.ir import TensorType
+from npu_sim.tosa.ops import Op, make_attribute
 from scheduler import cost_model
-from scheduler.ir.npu_ops import NpuOp, OpKind
+from scheduler.ir.npu_ops import NpuOp, OpKind, Step
 from scheduler.passes.tiling import TilePlan, Tiler, TilingProblem
 from scheduler.passes.windows import region_size
 
@@ -177,9 +179,7 @@ class _ChainPlanner:
         if not _saves(rolling):
             return None
         buffers = {key: b for key, b in rolling.items() if b is not None}
-        est, whole = self._cycles(first, last, regions, buffers)
-        chain = StripedChain(first, last, rows, count, regions, buffers, est, whole, 0)
-        return self._with_plans(chain)
+        return self._with_plans(StripedChain(first, last, rows, count, regions, buffers, 0.0, 0.0, 0))
 
     def _with_plans(self, chain: StripedChain) -> StripedChain:
         """``chain`` with its operations' plans, the staged inputs it streams and its peak bytes."""
@@ -193,7 +193,9 @@ class _ChainPlanner:
         plans = {j: chain_plan(self.ops[j], chain.regions[j], in_tcm, self.tiler, self.alignment) for j in chain.ops}
         peak = self._live_across(first, last, chain.rolling, streamed) + \
             sum(p.working_set_bytes for p in plans.values())
-        return dataclasses.replace(chain, peak_bytes=peak, plans=plans, streamed=streamed)
+        est, whole = self._cycles(chain, plans, streamed)
+        return dataclasses.replace(chain, peak_bytes=peak, plans=plans, streamed=streamed, est_cycles=est,
+                                   whole_cycles=whole)
 
     def _may_stream(self, key: str, copy: int, first: int, last: int) -> bool:
         """True if the chain ``first``..``last`` is the only reader of staged input ``key``."""
@@ -270,23 +272,21 @@ class _ChainPlanner:
         row_bytes = math.prod(type_.shape[H + 1:]) * element_size_bytes(type_.dtype)   # (batch 1)
         return RollingBuffer(key, height, row_bytes, rows * row_bytes, tuple(bases), tuple(ends))
 
-    def _cycles(self, first: int, last: int, regions: dict[int, tuple[Region | None, ...]],
-                rolling: dict[str, RollingBuffer]) -> tuple[float, float]:
-        """Estimated cycles of the chain striped (every stripe's command with its setup, and the
-        halo copies on the vector unit) and of its operations run whole."""
+    def _cycles(self, chain: StripedChain, plans: dict[int, TilePlan], streamed: tuple[str, ...]
+                ) -> tuple[float, float]:
+        """Estimated cycles of the chain striped (its operations' stripe plans, loads and stores
+        included, and the halo copies on the vector unit) and of its operations run whole (the
+        tiler's fastest plans, and the copies staging the inputs the chain streams instead)."""
         hw = self.hw
-        striped = whole = 0.0
-        for j in range(first, last + 1):
-            op = self.ops[j]
-            tiling = self.tiler.tiling(op)
-            setup = cost_model.unit_setup_cycles(hw, op.unit)
-            whole += tiling.compute_cycles(hw, tuple((0, n) for n in tiling.out_shape)) + setup
-            striped += sum(tiling.compute_cycles(hw, r) + setup for r in regions[j] if r is not None)
+        striped = sum(plan.est_cycles for plan in plans.values())
+        whole = sum(self.tiler.best_estimate(self.ops[j], self.in_tcm) for j in chain.ops)
+        whole += sum(cost_model.dma_issue_cycles(hw, self.values.sizes[key]) for key in streamed)
         copy_setup = cost_model.unit_setup_cycles(hw, VECTOR.name)
-        for buffer in rolling.values():
+        for key, buffer in chain.rolling.items():
+            type_ = self.ops[_producer(self.ops, chain, key)].output_type(0)
             for s in range(len(buffer.bases)):
-                for rows in halo_chunks(*buffer.kept_rows(s)):
-                    striped += copy_setup + cost_model.tcm_cycles(hw, 2 * rows[1] * buffer.row_bytes)
+                for _, rows in halo_chunks(*buffer.kept_rows(s)):
+                    striped += copy_setup + halo_copy_cycles(hw, type_, rows)
         return striped, whole
 
     def _live_across(self, first: int, last: int, rolling: dict[str, RollingBuffer], streamed: tuple[str, ...]) -> int:
@@ -346,6 +346,20 @@ def _whole_but_rows(window: Region, shape: tuple[int, ...]) -> bool:
     return len(window) == 4 == len(shape) and all(window[d] == (0, shape[d]) for d in (0, 2, 3))
 
 
+def _producer(ops: Sequence[NpuOp], chain: StripedChain, key: str) -> int:
+    return next(j for j in chain.ops if ops[j].outputs[0] == key)
+
+
+def halo_copy_cycles(hw: HwConfig, type_: TensorType, rows: int) -> float:
+    """The vector unit's cycles copying ``rows`` rows of an NHWC map of ``type_`` within the TCM
+    (an IDENTITY, as :meth:`scheduler.codegen.emit.Emitter.copy` makes it; setup excluded)."""
+    slab = TensorType(tuple(rows if d == H else n for d, n in enumerate(type_.shape)), type_.dtype)
+    step = Step(Op.IDENTITY, make_attribute(Op.IDENTITY), ("halo",), (slab,), (slab,), "halo")
+    region = tuple((0, n) for n in slab.shape)
+    size = slab.element_count * element_size_bytes(slab.dtype)
+    return max(cost_model.command_cycles(hw, VECTOR.name, [step], [region]), cost_model.tcm_cycles(hw, 2 * size))
+
+
 def halo_chunks(kept: int, shift: int) -> list[tuple[int, int]]:
     """``(from row, rows)`` of each copy moving ``kept`` rows up by ``shift`` rows, in chunks of
     at most ``shift`` rows (a chunk's source and destination never overlap), first to last."""
@@ -358,31 +372,43 @@ def chain_plan(op: NpuOp, regions: Sequence[Region | None], in_tcm: Callable[[st
                alignment: int) -> TilePlan:
     """The tile plan of one operation of a chain: a tile per stripe, each streamed operand in
     buffers as large as its largest window (two when the windows move), each output not in the
-    TCM in two buffers as large as its largest stripe."""
+    TCM in two buffers as large as its largest stripe; its cycles as the tiler estimates a tile
+    loop (the operands that do not move loaded once, the others per stripe, the stores)."""
     problem = TilingProblem(op, in_tcm, tiler.const_lookup, tiler.hw, alignment)
     tiling = tiler.tiling(op)
-    largest: dict[tuple[int, int], int] = {slot: 0 for slot, _ in problem.slots()}
-    windows: dict[tuple[int, int], set[Region]] = {slot: set() for slot in largest}
-    out_rows, cycles = 0, 0.0
-    setup = cost_model.unit_setup_cycles(tiler.hw, op.unit)
-    for region in regions:
-        if region is None:
-            continue
-        tiles = tiling.windows(region)
-        for slot in largest:
-            window = tiles[slot[0]].windows[slot[1]]
-            windows[slot].add(window)
-            largest[slot] = max(largest[slot], region_size(window))
-        out_rows = max(out_rows, region[H][1] - region[H][0])
-        cycles += tiling.compute_cycles(tiler.hw, region) + setup
-    slot_bytes = {slot: align_up(max(1, n) * _element_bytes(op, slot), alignment) for slot, n in largest.items()}
-    slot_buffers = {slot: 2 if len(windows[slot]) > 1 else 1 for slot in largest}
-    shape = tiling.out_shape
-    tile = tuple(out_rows if d == H else n for d, n in enumerate(shape))
+    stripes = [region for region in regions if region is not None]
+    windows = {slot: [tiling.windows(r)[slot[0]].windows[slot[1]] for r in stripes] for slot, _ in problem.slots()}
+    moving = {slot for slot, seen in windows.items() if len(set(seen)) > 1}
+    slot_bytes = {slot: _largest_window_bytes(op, slot, seen, alignment) for slot, seen in windows.items()}
+    slot_buffers = {slot: 2 if slot in moving else 1 for slot in windows}
+    out_rows = max([1] + [r[H][1] - r[H][0] for r in stripes])
+    tile = tuple(out_rows if d == H else n for d, n in enumerate(tiling.out_shape))
+    outputs = problem.streamed_outputs()
     output_bytes = {k: align_up(math.prod(tile) * element_size_bytes(op.output_type(k).dtype), alignment)
-                    for k in problem.streamed_outputs()}
+                    for k in outputs}
     working_set = sum(slot_bytes[s] * slot_buffers[s] for s in slot_bytes) + 2 * sum(output_bytes.values())
-    return TilePlan(shape, tile, (H,), slot_bytes, slot_buffers, output_bytes, 2, working_set, cycles, 0)
+    est, moved = _loop_estimate(op, tiler, stripes, windows, moving, outputs)
+    return TilePlan(tiling.out_shape, tile, (H,), slot_bytes, slot_buffers, output_bytes, 2, working_set, est, moved)
+
+
+def _largest_window_bytes(op: NpuOp, slot: tuple[int, int], windows: list[Region], alignment: int) -> int:
+    return align_up(max([1] + [region_size(w) for w in windows]) * _element_bytes(op, slot), alignment)
+
+
+def _loop_estimate(op: NpuOp, tiler: Tiler, stripes: list[Region], windows: dict[tuple[int, int], list[Region]],
+                   moving: set[tuple[int, int]], outputs: list[int]) -> tuple[float, int]:
+    """Estimated cycles of ``op``'s stripes as a tile loop (:func:`scheduler.cost_model.tile_loop_cycles`),
+    and the bytes its DMAs move."""
+    invariant = [region_size(seen[0]) * _element_bytes(op, slot) for slot, seen in windows.items()
+                 if slot not in moving and seen]
+    varying = sum(region_size(w) * _element_bytes(op, slot) for slot in moving for w in windows[slot])
+    stored = sum(region_size(r) for r in stripes) * sum(element_size_bytes(op.output_type(k).dtype) for k in outputs)
+    count = max(1, len(stripes))
+    setup = cost_model.unit_setup_cycles(tiler.hw, op.unit)
+    compute = sum(tiler.tiling(op).compute_cycles(tiler.hw, r) + setup for r in stripes)
+    est = cost_model.tile_loop_cycles(tiler.hw, invariant, varying, len(moving) * count, stored,
+                                      len(outputs) * count, compute / count, count)
+    return est, int(sum(invariant) + varying + stored)
 
 
 def _element_bytes(op: NpuOp, slot: tuple[int, int]) -> int:

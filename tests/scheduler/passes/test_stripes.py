@@ -71,7 +71,8 @@ def test_a_chain_runs_in_stripes_bit_exact_in_a_quarter_of_the_tcm():
     # the bound of the same schedule with its rolling buffers whole
     assert striped.stats.tcm_lower_bound_unstriped_bytes == 21824
     (chain,) = striped.stats.striped_chains
-    assert (chain.stripe_rows, chain.stripe_count, chain.est_cycles, chain.whole_est_cycles) == (1, 24, 13889.0, 7608.0)
+    assert (chain.stripe_rows, chain.stripe_count, round(chain.est_cycles, 1), chain.whole_est_cycles) == (
+        1, 24, 14307.5, 8566.0)
     assert [(b.value, b.rows, b.size_bytes, b.whole_bytes) for b in chain.buffers] == [
         ("clamp_9", 3, 1152, 9216), ("clamp_19", 1, 384, 9216)]
 
@@ -90,7 +91,8 @@ def test_the_chain_its_stripes_and_rolling_buffers():
     assert chain.regions[1][-1] is None   # the conv is done a stripe ahead
     assert chain.regions[3][-1] == ((0, 1), (23, 24), (0, 24), (0, 8))
     assert (chain.peak_bytes, chain.whole_peak_bytes, chain.streamed) == (3072, 18432, ("x@tcm",))
-    assert (chain.est_cycles, chain.whole_cycles) == (13889.0, 7608.0)
+    # the cost model's tile loops, loads and stores included, and the halo copies
+    assert (round(chain.est_cycles, 1), chain.whole_cycles) == (14307.5, 8566.0)
 
 
 def test_stripes_are_off_on_the_generic_presets_and_on_with_optimise_size():
@@ -106,9 +108,9 @@ def test_stripes_are_off_on_the_generic_presets_and_on_with_optimise_size():
 def test_performance_takes_a_chain_only_within_its_cycle_slack():
     assert _chains(_chain_graph(), _striping("performance", 0.0))[0] == []
     (chain,), program = _chains(_chain_graph(), _striping("performance", 0.25))
-    # the fewest bytes within 25% of the operations run whole: 4 rows a stripe, not 1
-    assert (chain.stripe_rows, chain.est_cycles, chain.whole_cycles) == (4, 8968.0, 7608.0)
-    assert _tcm(program, "stripe") == [("clamp_19", 1536), ("clamp_9", 2304)]
+    # the fewest bytes within 25% of the operations run whole: 3 rows a stripe, not 1
+    assert (chain.stripe_rows, chain.est_cycles, chain.whole_cycles) == (3, 9793.0, 8566.0)
+    assert _tcm(program, "stripe") == [("clamp_19", 1152), ("clamp_9", 1920)]
 
 
 def test_a_strided_chain_on_the_u55_is_bit_exact():
