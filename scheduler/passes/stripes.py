@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from npu_sim.hw.compute_units import VECTOR
+from npu_sim.hw.compute_units import CPU, VECTOR
 from npu_sim.hw.config import HwConfig
 from npu_sim.memory_layout import align_up, element_size_bytes
 from npu_sim.reference.kernel_api import Region
@@ -135,7 +135,7 @@ def stripable(op: NpuOp, tiler: Tiler) -> bool:
     """An operation a chain may hold: one compute operation with one NHWC output of batch 1 and
     two rows or more, which the tiler can split (not a composite, not on the host CPU)."""
     return op.kind is OpKind.COMPUTE and op.composite is None and len(op.outputs) == 1 and \
-        op.unit != "cpu" and output_rows(op) >= 2 and tiler.tiling(op).tileable
+        op.unit != CPU.name and output_rows(op) >= 2 and tiler.tiling(op).tileable
 
 
 class _ChainPlanner:

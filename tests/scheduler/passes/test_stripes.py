@@ -3,6 +3,7 @@ rolling buffers, bit for bit the operations run whole."""
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from npu_sim.errors import ConfigError
@@ -10,11 +11,12 @@ from npu_sim.hw.config import deep_merge, hw_config_from_dict, load_hw_config, w
 from npu_sim.program import ComputeCommand, MemorySpace
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ops import Op
 from scheduler.codegen import compiler
 from scheduler.passes.stripes import RollingBuffer, halo_chunks
 from scheduler.schedule import schedule
 from scheduler.verify import PlanError, verify_program
-from tests.scheduler.graphs import check_end_to_end, conv_block, machine
+from tests.scheduler.graphs import check_end_to_end, conv_block, machine, random_inputs
 
 
 def _chain_graph(size: int = 24):
@@ -137,6 +139,34 @@ def test_rows_of_odd_bytes_roll_bit_exact():
     assert [(k, r.rows, r.row_bytes, r.whole_bytes) for k, r in chain.rolling.items()] == [
         ("clamp_9", 3, 15, 135), ("clamp_19", 1, 15, 135)]
     check_end_to_end(b.build(), _striping())
+
+
+def _chain(b, x):
+    y = conv_block(b, x, 16, seed=11)
+    y = conv_block(b, y, 16, depthwise=True, seed=12)
+    return conv_block(b, y, 8, kernel=1, pad=0, seed=13)
+
+
+def test_chains_in_a_branch_and_a_loop_body_are_bit_exact():
+    """A COND_IF branch and a WHILE_LOOP body are blocks like the main one: their chains run in
+    stripes too (the loop's rolling buffers live within an iteration)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 8), DType.INT8)
+    c = b.input("c", (1,), DType.BOOL)
+    (y,) = b.cond_if(c, [x], lambda bb, v: _chain(bb, v), lambda bb, v: bb.op(Op.IDENTITY, [v]))
+    def body(bb, i, v):
+        return [bb.op(Op.ADD, [i, bb.const(None, np.array([1], np.int32))]), _chain(bb, v)]
+
+    def cond(bb, i, v):
+        return bb.op(Op.GREATER, [bb.const(None, np.array([2], np.int32)), i])
+
+    _, z = b.while_loop([b.const(None, np.array([0], np.int32)), y], cond, body)
+    b.output(z)
+    graph, hw = b.build(), _striping()
+    chains, program = _chains(graph, hw)
+    assert len(_tcm(program, "stripe")) == 4   # two in the branch, two in the body
+    inputs = [{"x": random_inputs(graph)["x"], "c": np.array([flag])} for flag in (True, False)]
+    check_end_to_end(graph, hw, inputs=inputs)
 
 
 def test_halo_chunks_never_overlap_their_source():
