@@ -4,6 +4,7 @@
     -> constant folding -> unit choice -> CPU fallback (what the NPU cannot run)
     -> staging                                        passes/
     -> operation order: list scheduling per block     passes/ordering
+       (with stripes on, feature maps' producers sunk to their readers: passes/sinking)
     -> fixed placements: inputs, outputs and constants in DDR; small constants in a
        TCM pool loaded chunk by chunk before their first reader; variables in the
        variable SRAM                                  memory/fixed_placements
@@ -72,6 +73,7 @@ from scheduler.passes.fusion import DEFAULT_RULES, FusionRule, rules_for
 from scheduler.passes.loop_invariants import hoist_loop_invariants
 from scheduler.passes.lowering import lower
 from scheduler.passes.ordering import order_blocks
+from scheduler.passes.sinking import sink_feature_maps
 from scheduler.passes.staging import stage
 from scheduler.passes.tiling import Tiler
 from scheduler.passes.unit_choice import assign_units
@@ -120,6 +122,8 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     keep = hw.tcm.keep_reused_constants   # (else no constant is above the threshold: none is staged)
     stage(lowered, pool_item_max_bytes(hw, resident_constants) if keep else sys.maxsize, on_chip_kinds(hw))
     order_blocks(lowered, hw)
+    if hw.stripes.enabled:   # (the peak TCM is what the planner then minimises)
+        sink_feature_maps(lowered)
     return lowered
 
 
