@@ -18,10 +18,14 @@ the tiler can split (:class:`scheduler.passes.tiling.OpTiling`), not fused compo
 Starting at the operation where the most bytes are live (the block's peak), the chain of at
 most :data:`MAX_CHAIN_OPS` operations around it, and the stripe height, that lower the bytes
 live there the most are chosen; then the next peak, until a peak is inside a chain or no chain
-lowers it. ``stripes.optimise: performance`` takes a chain only when its estimated cycles (the
-cost model's, for every stripe of every operation, with the halo copies) stay within
-``stripes.slack_fraction`` of the operations run whole, and then its smallest stripes within
-that; ``size`` takes the smallest stripes whatever they cost (Vela's ``--optimise Size``).
+lowers it; a chain whose operations run whole stay below the final peak is dropped. A graph
+input staged into the TCM for the chain alone is not: the chain's first operation reads the rows
+each stripe needs where the input lives. ``stripes.optimise: performance`` takes a chain only
+when its estimated cycles (each operation's stripes as the tiler estimates a tile loop, loads
+and stores included, and the halo copies at the vector unit's rate) stay within
+``stripes.slack_fraction`` of its operations run whole (the tiler's fastest plans, and the copy
+staging the input), and then its smallest stripes within that; ``size`` takes the smallest
+stripes whatever they cost (Vela's ``--optimise Size``).
 """
 
 from __future__ import annotations

@@ -203,3 +203,8 @@ def test_a_bad_optimise_is_refused(tmp_path):
     (tmp_path / "bad.yaml").write_text("extends: tiny\nstripes: {optimise: speed}\n")
     with pytest.raises(ConfigError, match="stripes.optimise"):
         load_hw_config(tmp_path / "bad.yaml")
+
+
+def test_the_same_graph_gets_the_same_striped_plan():
+    first, second = schedule(_chain_graph(), _striping()), schedule(_chain_graph(), _striping())
+    assert first.listing() == second.listing() and first.stats == second.stats
