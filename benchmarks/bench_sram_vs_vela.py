@@ -14,6 +14,12 @@ the matched preset, one invocation, inputs ``random_inputs(seed=0)``. Per pair:
   ``tcm.constant_stream_slack_fraction``);
 * ``resident_pool_peak_tcm_bytes``: npu-sim's peak on the same preset with the resident constant
   pool and whole weights (``tcm.constant_stream_slack_fraction: null``), what streaming saves;
+* ``unstriped_peak_tcm_bytes`` and ``unstriped_cycles``: the same preset without striped chains
+  (``stripes.slack_fraction: null``: every operation on whole activation maps), what the stripes
+  save and cost; ``size_peak_tcm_bytes`` and ``size_cycles``: with ``stripes.optimise: size``
+  (``--optimise size``: the stripes that need the fewest bytes, whatever they cost);
+  ``striped_chains`` and ``tcm_lower_bound_unstriped_bytes`` (the plan's bound with its rolling
+  buffers whole);
 * our cycles over Vela's ``cycles_total`` beside it, goal 0.8-1.25 (streaming costs DMA time);
 * the three largest tensors in the TCM at its peak (what to shrink, split or stream).
 
@@ -65,13 +71,23 @@ def resident_pool_preset(preset: str) -> HwConfig:
     return hw_config_from_dict(data, f"{preset} (resident pool)")
 
 
+def stripes_preset(preset: str, optimise: str, slack: float | None) -> HwConfig:
+    """``preset`` with its ``stripes`` section set (slack None, performance: no stripes)."""
+    data = deep_merge(load_hw_config(preset).model_dump(mode="json"),
+                      {"stripes": {"optimise": optimise, "slack_fraction": slack}})
+    return hw_config_from_dict(data, f"{preset} (stripes: {optimise}, {slack})")
+
+
 def run_ours(path: Path, preset: str) -> dict[str, Any]:
-    """Our peak TCM and its parts, cycles, and the peak with the resident pool, on ``preset``."""
+    """Our peak TCM and its parts, cycles, and the peak with the resident pool, without stripes
+    and with the fewest-bytes stripes, on ``preset``."""
     try:
         graph = npu_sim.load_graph(path)
         inputs = random_inputs(graph, seed=0)
         summary = npu_sim.simulate(graph, preset, inputs).summary
         pooled = npu_sim.simulate(graph, resident_pool_preset(preset), inputs).summary
+        unstriped = npu_sim.simulate(graph, stripes_preset(preset, "performance", None), inputs).summary
+        size = npu_sim.simulate(graph, stripes_preset(preset, "size", None), inputs).summary
     except Exception as exc:  # our own rejection, reported like vela's
         return {"accepted": False, "reason": f"{type(exc).__name__}: {exc}"}
     peak = summary["tcm_peak"]
@@ -83,7 +99,12 @@ def run_ours(path: Path, preset: str) -> dict[str, Any]:
             "top_tensors": [{"name": t["name"], "kind": t["kind"], "size_bytes": t["size_bytes"]}
                             for t in peak["tensors"][:TOP_TENSORS]],
             "resident_pool_peak_tcm_bytes": int(pooled["peak_tcm_bytes"]),
-            "resident_pool_cycles": int(pooled["total_cycles"])}
+            "resident_pool_cycles": int(pooled["total_cycles"]),
+            "striped_chains": int(summary["stripes"]["count"]),
+            "tcm_lower_bound_unstriped_bytes": int(summary["tcm_lower_bound_unstriped_bytes"]),
+            "unstriped_peak_tcm_bytes": int(unstriped["peak_tcm_bytes"]),
+            "unstriped_cycles": int(unstriped["total_cycles"]),
+            "size_peak_tcm_bytes": int(size["peak_tcm_bytes"]), "size_cycles": int(size["total_cycles"])}
 
 
 def compare(path: Path, match: Match, vela: Path, work: Path) -> dict[str, Any]:
@@ -97,6 +118,9 @@ def compare(path: Path, match: Match, vela: Path, work: Path) -> dict[str, Any]:
         v["sram_memory_used_bytes"] = int(round(sram))
         row["sram_ratio"] = o["peak_tcm_bytes"] / sram if sram else None
         row["cycle_ratio"] = o["cycles"] / v["cycles_total"] if v["cycles_total"] else None
+        row["unstriped_sram_ratio"] = o["unstriped_peak_tcm_bytes"] / sram if sram else None
+        row["size_sram_ratio"] = o["size_peak_tcm_bytes"] / sram if sram else None
+        row["size_cycle_ratio"] = o["size_cycles"] / v["cycles_total"] if v["cycles_total"] else None
     return row
 
 
@@ -126,13 +150,15 @@ def compared_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
         top = ", ".join(f"{t['name'][:32]} {_kib(t['size_bytes'])}" for t in o["top_tensors"])
         out.append([r["model"], r["accelerator"], _kib(v["sram_memory_used_bytes"]), _kib(o["peak_tcm_bytes"]),
                     r["sram_ratio"], goal_mark(r["sram_ratio"], SRAM_GOAL), _kib(o["tcm_lower_bound_bytes"]),
-                    _constant_percent(o), _kib(o["resident_pool_peak_tcm_bytes"]), r["cycle_ratio"],
-                    _cycle_mark(r["cycle_ratio"]), top])
+                    _constant_percent(o), _kib(o["resident_pool_peak_tcm_bytes"]),
+                    _kib(o["unstriped_peak_tcm_bytes"]), o["striped_chains"], r["cycle_ratio"],
+                    _cycle_mark(r["cycle_ratio"]), r["size_sram_ratio"], r["size_cycle_ratio"], top])
     return out
 
 
 HEADERS = ["model", "accelerator", "vela SRAM KiB", "npu-sim peak KiB", "ratio", "goal", "lower bound KiB",
-           "constants at peak %", "resident pool KiB", "cycles ratio", "goal", "largest at the peak (KiB)"]
+           "constants at peak %", "resident pool KiB", "unstriped KiB", "chains", "cycles ratio", "goal",
+           "size: ratio", "size: cycles ratio", "largest at the peak (KiB)"]
 
 
 def main(argv: list[str] | None = None) -> int:

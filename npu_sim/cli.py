@@ -16,6 +16,7 @@ import sys
 # the cores). One thread, unless the user chose otherwise. Set before numpy is imported.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from enum import Enum  # noqa: E402
 from pathlib import Path  # noqa: E402
 from types import ModuleType  # noqa: E402
 from typing import Any  # noqa: E402
@@ -48,6 +49,10 @@ NO_COMPOSITE_HELP = ("Run composites such as LSTM cells op by op instead of as o
                      "(to compare the two).")
 NO_BLOCK_TENSORS_HELP = ("Spill what the TCM plan cannot place whole instead of storing it as blocks in the "
                          "TCM's holes behind a pointer table (the plan without block tensors, for comparison).")
+OPTIMISE_HELP = ("size: run chains of operations in horizontal stripes wherever that lowers the peak TCM, in "
+                 "the stripes needing the fewest bytes, whatever they cost (Vela's --optimise Size); "
+                 "performance: only where the config's stripes.slack_fraction allows (default: the config's "
+                 "stripes.optimise).")
 STRICT_NPU_HELP = ("Refuse an operator the preset's NPU cannot run (exit 2 naming it) instead of running "
                    "it on the host CPU.")
 TIMING_ONLY_HELP = ("The same cycles, bytes and figures without computing the tensors (faster; no outputs/, "
@@ -99,6 +104,18 @@ def _commands() -> ModuleType:
     import npu_sim.commands
 
     return npu_sim.commands
+
+
+class Optimise(str, Enum):
+    """``--optimise``: what the planner favours (HwConfig ``stripes.optimise``)."""
+
+    performance = "performance"
+    size = "size"
+
+
+def optimise_option() -> Any:
+    """``--optimise size|performance`` (None: as the config says)."""
+    return typer.Option(None, "--optimise", help=OPTIMISE_HELP, case_sensitive=False)
 
 
 def tosa_level_option() -> Any:
@@ -186,6 +203,7 @@ def run_command(
     strict_npu: bool = typer.Option(False, "--strict-npu", help=STRICT_NPU_HELP),
     timing_only: bool = typer.Option(False, "--timing-only", help=TIMING_ONLY_HELP),
     no_block_tensors: bool = typer.Option(False, "--no-block-tensors", help=NO_BLOCK_TENSORS_HELP),
+    optimise: Optimise | None = optimise_option(),  # noqa: B008 (typer reads the option)
 ) -> None:
     """Simulate GRAPH on the NPU that CONFIG describes; write outputs and a timing report."""
     _commands().run_cmd.run_graph(graph, hw, inputs, out_dir, invocations=invocations, random_seed=random_inputs,
@@ -193,7 +211,8 @@ def run_command(
                                   max_memory=max_memory, timeout_seconds=timeout, max_loop_work_bytes=max_loop_work,
                                   input_shapes=input_shape, allow_unpredictable=allow_unpredictable,
                                   composite_fusion=not no_composite_fusion, html=html, strict_npu=strict_npu,
-                                  timing_only=timing_only, block_tensors=not no_block_tensors)
+                                  timing_only=timing_only, block_tensors=not no_block_tensors,
+                                  optimise=optimise.value if optimise else None)
 
 
 @app.command("plan")
@@ -209,12 +228,14 @@ def plan_command(
     no_composite_fusion: bool = typer.Option(False, "--no-composite-fusion", help=NO_COMPOSITE_HELP),
     strict_npu: bool = typer.Option(False, "--strict-npu", help=STRICT_NPU_HELP),
     no_block_tensors: bool = typer.Option(False, "--no-block-tensors", help=NO_BLOCK_TENSORS_HELP),
+    optimise: Optimise | None = optimise_option(),  # noqa: B008 (typer reads the option)
 ) -> None:
     """Compile GRAPH for CONFIG and print the Program (memory plan + commands) and plan statistics."""
     _commands().run_cmd.plan_graph(graph, hw, as_json, spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level,
                                    timeout_seconds=timeout, input_shapes=input_shape,
                                    composite_fusion=not no_composite_fusion, strict_npu=strict_npu,
-                                   block_tensors=not no_block_tensors)
+                                   block_tensors=not no_block_tensors,
+                                   optimise=optimise.value if optimise else None)
 
 
 @app.command("convert")

@@ -206,7 +206,7 @@ class Allocation:
     memory: MemorySpace
     offset_bytes: int
     size_bytes: int
-    kind: str = "activation"  # input | output | constant | activation | spill | variable | tile
+    kind: str = "activation"  # input | output | constant | activation | stripe | spill | variable | tile
     first_use: int | None = None
     last_use: int | None = None
     initial_data: bytes | None = None
@@ -417,12 +417,37 @@ class CpuFallback:
 
 
 @dataclass(frozen=True)
+class RollingBufferStats:
+    """A striped chain's intermediate kept a few rows at a time, for reports."""
+
+    value: str                               # the tensor's name
+    rows: int                                # rows the buffer holds
+    size_bytes: int                          # its bytes
+    whole_bytes: int                         # the whole tensor's bytes
+
+
+@dataclass(frozen=True)
+class StripedChainStats:
+    """Operations run stripe by stripe (a cascade), for reports: the scheduler's estimate of
+    their cycles striped and whole, and the rolling buffers that replace whole intermediates."""
+
+    operations: tuple[str, ...]              # the NPU operations' names, in order
+    stripe_rows: int                         # rows of the last operation's output per stripe
+    stripe_count: int
+    buffers: tuple[RollingBufferStats, ...]
+    est_cycles: float
+    whole_est_cycles: float
+
+
+@dataclass(frozen=True)
 class PlanStats:
     """Facts of a compiled plan that the summary and the reports read, computed by the scheduler.
 
     TCM: ``peak_tcm_bytes`` (the plan's footprint), ``tcm_compact_bytes`` (the footprint of
     the planner's placement of the exact live ranges, which the plan may spread wider),
-    ``tcm_lower_bound_bytes`` (most bytes live at once: no planner can do better).
+    ``tcm_lower_bound_bytes`` (most bytes live at once: no planner can do better; with striped
+    chains, the bound of the striped schedule, ``tcm_lower_bound_unstriped_bytes`` that of its
+    rolling buffers taken whole).
     DDR: ``compulsory_*`` (inputs and constants read, outputs written, once each) and
     ``planned_*`` (what the DMA commands move, loop bodies once). Then the operations and
     which operation each command serves. Figures of later plan features (fused composites,
@@ -445,6 +470,10 @@ class PlanStats:
     command_count: int = 0
     composite_candidates: tuple[CompositeCandidate, ...] = ()   # composites looked at, fused or not
     cpu_fallbacks: tuple[CpuFallback, ...] = ()   # operations moved to the host CPU
+    striped_chains: tuple[StripedChainStats, ...] = ()   # operations run in stripes
+    #: the most bytes live at once were the striped chains' rolling buffers whole tensors
+    #: (over the same lifetimes): the bound of this schedule without its stripes
+    tcm_lower_bound_unstriped_bytes: int = 0
 
     @property
     def compulsory_ddr_bytes(self) -> int:

@@ -33,6 +33,7 @@ KIND_COLOURS = {
     "output": "#dd8452",
     "constant": "#8c8c8c",
     "activation": "#55a868",
+    "stripe": "#8fd175",
     "tile": "#8172b3",
     "spill": "#c44e52",
     "variable": "#da8bc3",

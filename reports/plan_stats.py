@@ -20,6 +20,7 @@ from reports.block_tensors import plan_block_tensors
 from reports.composites import composite_candidates, format_candidates
 from reports.cpu_ops import plan_cpu_ops
 from reports.occupancy import tcm_plan_figures
+from reports.stripes import striped_chain_figures, striped_chain_lines
 from reports.table import human_bytes
 
 
@@ -38,6 +39,7 @@ def plan_stats(program: Program, hw: HwConfig) -> dict[str, Any]:
         "variable_sram_size_bytes": hw.variable_sram.size_bytes,
         "memories": _memories(program),
         "block_tensors": plan_block_tensors(program),
+        "stripes": striped_chain_figures(program),
     }
     facts = program.stats
     if facts is not None:
@@ -122,6 +124,7 @@ def format_plan_stats(stats: Mapping[str, Any]) -> str:
     spilled = stats.get("spilled_values") or []
     lines.append(f"spilled to DDR: {', '.join(spilled) if spilled else 'nothing'}")
     lines += _block_tensor_lines(stats.get("block_tensors") or {})
+    lines += striped_chain_lines(stats.get("stripes") or {})
     if "composites" in stats:
         lines += format_candidates(stats["composites"])
     for op in stats.get("cpu_ops") or []:

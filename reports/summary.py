@@ -46,6 +46,10 @@ Fields (ARCHITECTURE.md lists the required ones):
   cycles, reason; :mod:`reports.cpu_ops`);
 * ``block_tensors``: the tensors the TCM plan stores as blocks in its holes behind a pointer
   table (``count``, ``blocks``, ``pointer_table_bytes``; :mod:`reports.block_tensors`);
+* ``stripes``: the chains of operations run in horizontal stripes, their rolling buffers
+  and the whole tensors those replace (:mod:`reports.stripes`);
+  ``tcm_lower_bound_unstriped_bytes``: the lower bound were those buffers whole tensors (the
+  bound of the schedule without its stripes; ``tcm_lower_bound_bytes`` is the striped one's);
 * ``preamble_cycles``, ``preamble_ddr_bytes``, ``resident_constant_bytes``: the constants
   loaded into TCM once before the first invocation of a multi-invocation run
   (:mod:`reports.preamble`; not part of ``total_cycles``);
@@ -71,6 +75,7 @@ from reports.occupancy import occupancy_steps, peak, tcm_plan_figures
 from reports.operations import BOUNDS, OperationSpan, bound_of, command_setup_cycles, operation_spans, shares
 from reports.peak_tensors import resident_constant_tcm_bytes, tcm_peak
 from reports.preamble import preamble_figures
+from reports.stripes import striped_chain_figures
 
 
 def total_cycles(trace: Trace) -> int:
@@ -137,6 +142,8 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
     summary["fused_composites"] = fused_composites(spans, program)
     summary["cpu_ops"] = cpu_ops(spans, program)
     summary["block_tensors"] = block_tensor_totals(program)
+    summary["stripes"] = striped_chain_figures(program)
+    summary["tcm_lower_bound_unstriped_bytes"] = summary["stripes"]["tcm_lower_bound_unstriped_bytes"] or tcm_bound
     summary["memories"] = memory_figures(trace, hw, program)
     summary.update(energy_area_figures(trace, hw, program, cycles))
     summary.update(preamble_figures(trace, program))

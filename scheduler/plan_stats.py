@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from npu_sim.hw.compute_units.mac_array import MAC_OPS
 from npu_sim.program import (
@@ -21,19 +21,25 @@ from npu_sim.program import (
     OperationStats,
     PlanStats,
     Program,
+    StripedChainStats,
     View,
 )
 from scheduler.codegen.materialize import MemoryPlan, Numbering, walk
 from scheduler.codegen.stream import ACommand, OpRecord
 from scheduler.memory.fixed_placements import tcm_pool_allocation
+from scheduler.memory.liveness import LiveRange, max_live_bytes
 
 DDR = MemorySpace.DDR
 
 
 def plan_stats(program: Program, cmds: list[ACommand], numbering: Numbering, records: list[OpRecord],
                evicted: list[str], plan: MemoryPlan, planner: str,
-               candidates: Sequence[CompositeCandidate] = (), cpu_fallbacks: Sequence[CpuFallback] = ()) -> PlanStats:
-    """The figures of ``program`` (compiled from ``cmds``; ``records``: one per NPU operation)."""
+               candidates: Sequence[CompositeCandidate] = (), cpu_fallbacks: Sequence[CpuFallback] = (),
+               striped: Sequence[StripedChainStats] = (), rolling_whole: Mapping[int, int] | None = None
+               ) -> PlanStats:
+    """The figures of ``program`` (compiled from ``cmds``; ``records``: one per NPU operation;
+    ``striped``: its chains run in stripes, ``rolling_whole``: their rolling buffers' whole bytes
+    by buffer serial)."""
     command_op: dict[int, int] = {numbering.ids[id(a)]: a.op for a in walk(cmds)}
     planned_read, planned_write = planned_ddr_bytes(program)
     compulsory_read, compulsory_write = compulsory_ddr_bytes(program)
@@ -55,7 +61,18 @@ def plan_stats(program: Program, cmds: list[ACommand], numbering: Numbering, rec
         command_count=numbering.count,
         composite_candidates=tuple(candidates),
         cpu_fallbacks=tuple(cpu_fallbacks),
+        striped_chains=tuple(striped),
+        tcm_lower_bound_unstriped_bytes=unstriped_lower_bound(plan, rolling_whole or {}),
     )
+
+
+def unstriped_lower_bound(plan: MemoryPlan, rolling_whole: Mapping[int, int]) -> int:
+    """The most TCM bytes live at once were each rolling buffer (by serial in ``rolling_whole``)
+    its whole tensor over the same lifetime: the plan's bound without its stripes."""
+    if not rolling_whole:
+        return plan.tcm_lower_bound_bytes
+    return max_live_bytes([LiveRange(r.key, rolling_whole.get(r.key, r.size_bytes), r.start, r.end)
+                           for r in plan.ranges.values()])
 
 
 def operations(records: list[OpRecord], command_op: dict[int, int], macs: dict[int, int]

@@ -4,12 +4,14 @@
     -> constant folding -> unit choice -> CPU fallback (what the NPU cannot run)
     -> staging                                        passes/
     -> operation order: list scheduling per block     passes/ordering
+       (with stripes on, feature maps' producers sunk to their readers: passes/sinking)
     -> fixed placements: inputs, outputs and constants in DDR; small constants in a
        TCM pool loaded chunk by chunk before their first reader; variables in the
        variable SRAM                                  memory/fixed_placements
-    -> per block: aliasing, residency + tiling, cascading, emission, prefetch hoisting
-                                                      codegen/compiler (passes/residency,
-                                                      tiling, cascade; codegen/emit)
+    -> per block: aliasing, striped chains, residency + tiling, cascading, emission,
+       prefetch hoisting                              codegen/compiler (passes/stripes,
+                                                      residency, tiling, cascade;
+                                                      codegen/emit, stripe_emit)
     -> numbering, liveness, TCM planner, DDR / variable SRAM bump allocation
                                                       codegen/materialize (memory/)
     -> dependencies from exact byte accesses         codegen/deps (memory/byte_ranges)
@@ -74,6 +76,7 @@ from scheduler.passes.fusion import DEFAULT_RULES, FusionRule, rules_for
 from scheduler.passes.loop_invariants import hoist_loop_invariants
 from scheduler.passes.lowering import lower
 from scheduler.passes.ordering import order_blocks
+from scheduler.passes.sinking import sink_feature_maps
 from scheduler.passes.staging import stage
 from scheduler.passes.tiling import Tiler
 from scheduler.passes.unit_choice import assign_units
@@ -128,6 +131,8 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
         private_weight_streams(lowered, pool_item_max_bytes(hw, resident_constants))
     stage(lowered, pool_item_max_bytes(hw, resident_constants) if keep else sys.maxsize, on_chip_kinds(hw))
     order_blocks(lowered, hw)
+    if hw.stripes.enabled:   # (the peak TCM is what the planner then minimises)
+        sink_feature_maps(lowered)
     return lowered
 
 
@@ -231,7 +236,8 @@ def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileCont
                       block_tensors=block_tensors(plan, hw))
     check_writes(program, hw)
     program.stats = plan_stats(program, cmds, numbering, ctx.records, _evicted_names(ctx), plan,
-                               _planner_label(planner), lowered.candidates, lowered.cpu_fallbacks)
+                               _planner_label(planner), lowered.candidates, lowered.cpu_fallbacks, ctx.striped,
+                               ctx.rolling_whole)
     return program
 
 

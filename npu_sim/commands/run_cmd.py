@@ -32,7 +32,7 @@ from npu_sim.commands.job_graph import load_job_graph
 from npu_sim.commands.tosa_status import tosa_status_figures, warn_if_unpredictable
 from npu_sim.errors import InputError
 from npu_sim.gc_pause import gc_paused
-from npu_sim.hw.config import HwConfig, load_hw_config, with_block_tensors
+from npu_sim.hw.config import HwConfig, load_hw_config, with_block_tensors, with_optimise
 from npu_sim.inputs import load_inputs, output_file_names
 from npu_sim.paths import check_output_dir, staged_output
 from npu_sim.reference.unpredictable import allowing_unpredictable
@@ -57,17 +57,20 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
                    tosa_level: str = "8K", max_memory_bytes: int | None = None,
                    input_shapes: list[str] | None = None, allow_unpredictable: bool = False,
                    composite_fusion: bool = True, html: bool = False, strict_npu: bool = False,
-                   timing_only: bool = False, block_tensors: bool = True) -> dict[str, Any]:
+                   timing_only: bool = False, block_tensors: bool = True,
+                   optimise: str | None = None) -> dict[str, Any]:
     """Do what ``npu-sim run`` does; returns the summary written to ``summary.json``.
 
     Everything that can be checked before the work is: ``-o``, the config, the graph, the
     NPU's and the host's memory budgets, the inputs. The files are written all at once.
     ``timing_only`` (``--timing-only``): the same figures without computing a value, so no
-    ``outputs/`` (see :func:`npu_sim.simulation.simulate_invocations`)."""
+    ``outputs/`` (see :func:`npu_sim.simulation.simulate_invocations`); ``optimise``
+    (``--optimise``): the config's ``stripes.optimise`` overridden (None: as it says)."""
     if invocations is not None and invocations < 1:
         raise InputError(f"-n must be at least 1, got {invocations}")
     check_output_dir(out_dir)
-    hw = with_block_tensors(with_strict_npu(load_hw_config(hw_config), strict_npu), block_tensors)
+    hw = with_optimise(with_block_tensors(with_strict_npu(load_hw_config(hw_config), strict_npu), block_tensors),
+                       optimise)
     progress.stage("reading the graph")
     graph = load_job_graph(graph_path, tosa_level, input_specs, invocations, input_shapes)
     budget = max_memory_bytes or default_host_budget_bytes()
@@ -137,9 +140,11 @@ def summary_json(summary: dict[str, Any]) -> str:
 def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False,
               verify: bool = False, tosa_level: str = "8K",
               input_shapes: list[str] | None = None, composite_fusion: bool = True,
-              strict_npu: bool = False, block_tensors: bool = True) -> tuple[str, dict[str, Any]]:
+              strict_npu: bool = False, block_tensors: bool = True,
+              optimise: str | None = None) -> tuple[str, dict[str, Any]]:
     """The Program listing and the memory-plan statistics of ``npu-sim plan``."""
-    hw = with_block_tensors(with_strict_npu(load_hw_config(hw_config), strict_npu), block_tensors)
+    hw = with_optimise(with_block_tensors(with_strict_npu(load_hw_config(hw_config), strict_npu), block_tensors),
+                       optimise)
     graph = load_job_graph(graph_path, tosa_level, input_shape_specs=input_shapes)
     program = compile_graph(graph, hw, spread_tcm=spread_tcm, verify=verify, composite_fusion=composite_fusion)
     stats = plan_stats(program, hw)
@@ -153,7 +158,8 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
               timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
               max_loop_work_bytes: int = DEFAULT_LOOP_WORK_BYTES, input_shapes: list[str] | None = None,
               allow_unpredictable: bool = False, composite_fusion: bool = True, html: bool = False,
-              strict_npu: bool = False, timing_only: bool = False, block_tensors: bool = True) -> None:
+              strict_npu: bool = False, timing_only: bool = False, block_tensors: bool = True,
+              optimise: str | None = None) -> None:
     """``npu-sim run``: simulate, write the outputs and reports, print the per-operation table."""
     max_memory_bytes = None if max_memory is None else parse_size_bytes(max_memory)
     # (the collector stays paused to the end: its first passes after the simulation's pause
@@ -164,7 +170,7 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
                                  tosa_level=tosa_level, max_memory_bytes=max_memory_bytes,
                                  input_shapes=input_shapes, allow_unpredictable=allow_unpredictable,
                                  composite_fusion=composite_fusion, html=html, strict_npu=strict_npu,
-                                 timing_only=timing_only, block_tensors=block_tensors)
+                                 timing_only=timing_only, block_tensors=block_tensors, optimise=optimise)
     warn_if_unpredictable(summary)
     print_report(summary)
     out_dir = Path(out_dir)
@@ -179,13 +185,13 @@ def plan_graph(graph_path: str, hw_config: str, as_json: bool, *, spread_tcm: bo
                verify: bool = False, tosa_level: str = "8K",
                timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
                input_shapes: list[str] | None = None, composite_fusion: bool = True,
-               strict_npu: bool = False, block_tensors: bool = True) -> None:
+               strict_npu: bool = False, block_tensors: bool = True, optimise: str | None = None) -> None:
     """``npu-sim plan``: print the Program listing and the plan statistics (or only these, as JSON)."""
     with job_limits(timeout_seconds), progress.showing():
         listing, stats = plan_text(graph_path, hw_config, spread_tcm=spread_tcm, verify=verify,
                                    tosa_level=tosa_level, input_shapes=input_shapes,
                                    composite_fusion=composite_fusion, strict_npu=strict_npu,
-                                   block_tensors=block_tensors)
+                                   block_tensors=block_tensors, optimise=optimise)
     if as_json:
         typer.echo(json.dumps(stats, indent=2))
         return

@@ -172,6 +172,26 @@ class BlockTensorConfig(_Strict):
         "entry, not hidden behind the transfer)")
 
 
+class StripesConfig(_Strict):
+    """Cascaded stripes (:mod:`scheduler.passes.stripes`): a chain of spatial operations runs in
+    horizontal stripes, its intermediates in rolling buffers of a few rows instead of whole
+    activation maps (Vela's cascading, MCUNetV2's patch-based inference)."""
+
+    optimise: Literal["performance", "size"] = Field(
+        default="performance", description="performance: a chain runs in stripes only where it lowers the "
+        "block's peak TCM and its estimated cycles stay within slack_fraction of the whole-tensor plan's "
+        "(never with slack_fraction null); size: wherever it lowers the peak, in the stripes that need the "
+        "fewest bytes, whatever they cost (Vela's --optimise Size)")
+    slack_fraction: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="with optimise performance, the estimated cycles a striped "
+        "chain may cost over the operations run whole, as a fraction of theirs (null: no stripes)")
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the planner looks for striped chains at all."""
+        return self.optimise == "size" or self.slack_fraction is not None
+
+
 def _check_rate_table(table: dict[str, int], field: str) -> None:
     for key, value in table.items():
         if key not in RATE_DTYPES:
@@ -506,6 +526,7 @@ class HwConfig(_Strict):
     tcm: TcmConfig
     variable_sram: VariableSramConfig
     block_tensors: BlockTensorConfig = Field(default_factory=BlockTensorConfig)
+    stripes: StripesConfig = Field(default_factory=StripesConfig)
     mac_array: MacArrayConfig
     vector: VectorConfig
     lut: LutConfig
@@ -548,6 +569,15 @@ def with_block_tensors(hw: HwConfig, enabled: bool) -> HwConfig:
     if hw.block_tensors.enabled == enabled:
         return hw
     return hw.model_copy(update={"block_tensors": hw.block_tensors.model_copy(update={"enabled": enabled})})
+
+
+def with_optimise(hw: HwConfig, optimise: str | None) -> HwConfig:
+    """``hw`` with its planner optimising for ``optimise`` (``--optimise size|performance``;
+    None: as the config says)."""
+    if optimise is None or hw.stripes.optimise == optimise:
+        return hw
+    stripes = StripesConfig.model_validate({**hw.stripes.model_dump(), "optimise": optimise})
+    return hw.model_copy(update={"stripes": stripes})
 
 
 # --- loading ------------------------------------------------------------------------------

@@ -28,17 +28,19 @@ import numpy as np
 
 from npu_sim.errors import ScheduleError
 from npu_sim.memory_layout import align_up, element_size_bytes
-from npu_sim.program import MemorySpace
+from npu_sim.program import MemorySpace, RollingBufferStats, StripedChainStats
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from scheduler.codegen.emit import Emitter, staging_need_bytes
 from scheduler.codegen.stream import ACommand, ACompute, ACond, ADma, ALoop, OpRecord
+from scheduler.codegen.stripe_emit import emit_chain
 from scheduler.cost_model import dma_issue_cycles
 from scheduler.ir.npu_ops import LoweredBlock, NpuOp, OpKind, Value, ValueKind
 from scheduler.memory.buffers import Buffer, Placement
 from scheduler.memory.fixed_placements import Fixed
 from scheduler.passes.cascade import follow_producers
 from scheduler.passes.residency import Group, ResidencyResult, decide
+from scheduler.passes.stripes import ChainValues, StripedChain, chain_plan, find_chains
 from scheduler.passes.tiling import TilePlan, Tiler
 
 DDR, TCM = MemorySpace.DDR, MemorySpace.TCM
@@ -48,6 +50,7 @@ DDR, TCM = MemorySpace.DDR, MemorySpace.TCM
 #: (the first tiles start after the first band).
 STAGING_BANDS = 4
 STAGING_BAND_BYTES = 8192
+
 @dataclass
 class _Emitted:
     """One operation's commands; ``hoisted`` loads of later operations go in after its own loads."""
@@ -57,6 +60,7 @@ class _Emitted:
     commands: list
     cut: int
     hoisted: list = field(default_factory=list)
+    chain: bool = False   # a striped chain: later loads do not move into it (its tiles fill its room)
 
 
 class NeedRoom(Exception):
@@ -84,6 +88,8 @@ class CompileContext:
     group_buffers: dict[int, str] = field(default_factory=dict)   # buffer serial -> group root
     #: the LSTM cells' state values, kept in the DDR (``tcm.ddr_recurrent_state``)
     recurrent_state: frozenset[str] = frozenset()
+    striped: list[StripedChainStats] = field(default_factory=list)   # chains run in stripes, for reports
+    rolling_whole: dict[int, int] = field(default_factory=dict)   # rolling buffer serial -> whole bytes
 
     def const_lookup(self, key: str) -> np.ndarray | None:
         value = self.values.get(key)
@@ -115,6 +121,7 @@ class _BlockCompiler:
         self.alias_offset: dict[str, int] = {}   # bytes into the aliased value (SLICE)
         self.skip: set[int] = set()
         self.cascades: dict[int, list[int]] = {}   # consumer op index -> producer tile each tile waits for
+        self.chains: list[StripedChain] = []        # operations run in stripes (passes/stripes.py)
         self.buffers: dict[str, Buffer] = {}
         self.placed: dict[str, Placement] = {}   # place() results
         self.pool_chunks: Callable[[int], list[ACommand]] | None = None   # main block: constant pool loads
@@ -249,27 +256,82 @@ class _BlockCompiler:
             dst_mem = TCM if in_tcm(dst) else self._static_memory(dst)
             return staging_need_bytes(src_mem, dst_mem, self.ctx.values[dst].size_bytes, self.ctx.alignment)
 
-        result = decide(ops, eligible, root_of, self.capacity, self.ctx.tiler, fixed_tcm, copy_need)
+        result = self._striped_residency(eligible, root_of, fixed_tcm, copy_need)
 
         def in_tcm(key: str) -> bool:
             r = root_of(key)
             return r in result.resident if r is not None else fixed_tcm(key)
 
-        self.cascades = follow_producers(ops, result.plans, self.ctx.tiler, in_tcm,
-                                         [self.capacity - live for live in result.live_bytes])
+        self._cascade_and_stripe(result, in_tcm)
         for i, op in enumerate(ops):   # staged inputs that did not fit: read the input where it is
             if op.kind is OpKind.COPY and op.staged and self.root(op.outputs[0]) not in result.resident:
                 groups.pop(self.root(op.outputs[0]), None)
                 self.make_alias(i, op)
+        rolling = {key for chain in self.chains for key in chain.rolling}
         for root, group in groups.items():
             memory = TCM if root in result.resident else DDR
-            kind = "activation" if memory is TCM else "spill"
-            buffer = Buffer(root, memory, group.size_bytes, kind=kind)
+            buffer = Buffer(root, memory, group.size_bytes, kind=_buffer_kind(memory, root in rolling))
             self.buffers[root] = buffer
+            if root in rolling:
+                self.ctx.rolling_whole[buffer.serial] = align_up(self.ctx.values[root].size_bytes, self.ctx.alignment)
             if memory is TCM:
                 self.ctx.group_buffers[buffer.serial] = root
         self.placed.clear()
         return self.emit(result)
+
+    def _chain_stats(self, chain: StripedChain) -> StripedChainStats:
+        values, ops = self.ctx.values, self.block.ops
+        buffers = tuple(RollingBufferStats(values[key].name, b.rows, b.size_bytes, b.whole_bytes)
+                        for key, b in chain.rolling.items())
+        return StripedChainStats(tuple(ops[i].name for i in chain.ops), chain.stripe_rows, chain.stripe_count,
+                                 buffers, chain.est_cycles, chain.whole_cycles)
+
+    def _cascade_and_stripe(self, result: ResidencyResult, in_tcm: Callable[[str], bool]) -> None:
+        """Pairs that cascade (:mod:`scheduler.passes.cascade`, outside the striped chains) and the
+        striped chains' plans with their operands where residency left them."""
+        ops = self.block.ops
+        chained = {i for chain in self.chains for i in chain.ops}
+        plans = {i: plan for i, plan in result.plans.items() if i not in chained}
+        self.cascades = follow_producers(ops, plans, self.ctx.tiler, in_tcm,
+                                         [self.capacity - live for live in result.live_bytes])
+        result.plans.update(plans)
+        for chain in self.chains:
+            self.ctx.striped.append(self._chain_stats(chain))
+            for i in chain.ops:
+                result.plans[i] = chain.plans[i] = chain_plan(ops[i], chain.regions[i], in_tcm, self.ctx.tiler,
+                                                               self.ctx.alignment)
+
+    def _striped_residency(self, eligible: dict[str, Group], root_of: Callable[[str], str | None],
+                           fixed_tcm: Callable[[str], bool],
+                           copy_need: Callable[[int, Callable[[str], bool]], int]) -> ResidencyResult:
+        """Residency with the block's striped chains (:mod:`scheduler.passes.stripes`): their
+        internal values take the bytes of their rolling buffers; a chain one of whose internal
+        values would not stay in the TCM runs op by op after all."""
+        ops, ctx = self.block.ops, self.ctx
+        values = self._chain_values(eligible)
+        whole = dict(values.sizes)
+        self.chains = find_chains(ops, ctx.tiler, values, lambda key: root_of(key) is not None or fixed_tcm(key),
+                                  ctx.alignment)
+        while True:
+            _size_groups(eligible, whole, self.chains, ctx.alignment)
+            streamed = {key for chain in self.chains for key in chain.streamed}   # (read where the input lives)
+            planned = {r: g for r, g in eligible.items() if r not in streamed}
+            result = decide(ops, planned, _except(root_of, streamed), self.capacity, ctx.tiler, fixed_tcm, copy_need)
+            kept = [c for c in self.chains if all(k in result.resident for k in c.rolling)]
+            if len(kept) == len(self.chains):
+                return result
+            self.chains = kept
+
+    def _chain_values(self, eligible: dict[str, Group]) -> ChainValues:
+        """What the stripes' search needs of the block's groups: their bytes and users, which may
+        roll (not aliased), and the staged graph inputs with the copy staging each."""
+        aliased = {self.root(k) for k in self.alias}
+        staged = {self.root(op.outputs[0]): i for i, op in enumerate(self.block.ops)
+                  if op.kind is OpKind.COPY and op.staged}
+        return ChainValues({r: g.size_bytes for r, g in eligible.items()},
+                           {r: set(g.users) for r, g in eligible.items()},
+                           lambda key: key in eligible and key not in aliased,
+                           {k: i for k, i in staged.items() if k in eligible})
 
     def _static_memory(self, key: str) -> MemorySpace:
         r = self.root(key)
@@ -291,8 +353,14 @@ class _BlockCompiler:
         """
         done: list[_Emitted] = []
         extra: dict[int, int] = {}   # op index -> bytes of later operations' buffers hoisted over it
+        heads = {chain.first: chain for chain in self.chains}
+        chained = {i for chain in self.chains for i in chain.ops}
         for i, op in enumerate(self.block.ops):
-            if i in self.skip:
+            if i in self.skip or (i in chained and i not in heads):
+                continue
+            if i in heads:
+                own = self._hoist(i, op, self.chain_commands(heads[i], result), done, result, extra)
+                done.append(_Emitted(i, op.kind, own, _load_cut(own), chain=True))
                 continue
             own = self._hoist(i, op, self.operation_commands(i, op, result), done, result, extra)
             if not self._follow_producer(i, own, done):
@@ -327,6 +395,22 @@ class _BlockCompiler:
             if live_roots:
                 raise NeedRoom(live_roots, exc) from None
             raise
+
+    def chain_commands(self, chain: StripedChain, result: ResidencyResult) -> list[ACommand]:
+        """A striped chain's commands (:mod:`scheduler.codegen.stripe_emit`), after the
+        constant-pool chunks of all its operations."""
+        ctx, ops = self.ctx, self.block.ops
+        loads: list[ACommand] = []
+        records = {}
+        for i in chain.ops:
+            if self.pool_chunks is not None:
+                loads += self.pool_chunks(i)
+            records[i] = ctx.record(ops[i], self.block.name, chain.plans[i])
+        cmds, own = emit_chain(chain, ops, ctx.emitter, ctx.tiler, self.place, records,
+                               self.capacity - result.live_bytes[chain.first])
+        for i in chain.ops:
+            self._mark_ddr_operands(ops[i], own[i])
+        return loads + cmds
 
     def _mark_ddr_operands(self, op: NpuOp, cmds: list[ACommand]) -> None:
         """Mark the commands of compute operation ``op`` that read a value whose home is the DDR
@@ -374,8 +458,10 @@ class _BlockCompiler:
         return max(1, min(STAGING_BANDS, size // STAGING_BAND_BYTES))
 
     def _ws(self, i: int, result: ResidencyResult) -> int:
-        plan = result.plans.get(i)
-        return plan.working_set_bytes if plan is not None else 0
+        """Operation ``i``'s tile buffers (a striped chain's first: the whole chain's)."""
+        chain = next((c for c in self.chains if c.first == i), None)
+        ops = chain.ops if chain is not None else (i,)
+        return sum(plan.working_set_bytes for j in ops for plan in (result.plans.get(j),) if plan is not None)
 
     def _hoist_target(self, i: int, done: list[_Emitted], result: ResidencyResult, extra: dict[int, int],
                       loads: list[ADma]) -> _Emitted | None:
@@ -387,7 +473,7 @@ class _BlockCompiler:
         target = None
         lookback = hw.dma.prefetch_operations
         for e in reversed(done[max(0, len(done) - lookback):]):
-            if e.kind not in (OpKind.COMPUTE, OpKind.COPY):
+            if e.kind not in (OpKind.COMPUTE, OpKind.COPY) or e.chain:
                 break
             if result.live_bytes[e.index] + self._ws(e.index, result) + extra.get(e.index, 0) + ws > self.capacity:
                 break
@@ -541,6 +627,31 @@ class _LoopBuffers:
     condition: Placement
     fresh: list[Placement | None]
     reserved_bytes: int
+
+
+def _size_groups(groups: dict[str, Group], whole: dict[str, int], chains: list[StripedChain], alignment: int) -> None:
+    """Each group at its ``whole`` bytes, those of the ``chains``' rolling values at their buffers'."""
+    for root, group in groups.items():
+        group.size_bytes = whole[root]
+    for chain in chains:
+        for key, buffer in chain.rolling.items():
+            groups[key].size_bytes = max(alignment, align_up(buffer.size_bytes, alignment))
+
+
+def _except(root_of: Callable[[str], str | None], left_out: set[str]) -> Callable[[str], str | None]:
+    """``root_of`` with the groups ``left_out`` not planned (None)."""
+    def root(key: str) -> str | None:
+        r = root_of(key)
+        return r if r not in left_out else None
+    return root
+
+
+def _buffer_kind(memory: MemorySpace, rolling: bool) -> str:
+    """The allocation kind of a group's buffer: a spill in the DDR, a striped chain's rolling
+    buffer, or a whole activation."""
+    if memory is not TCM:
+        return "spill"
+    return "stripe" if rolling else "activation"
 
 
 def _slice_offset_bytes(op: NpuOp, source: Value) -> int:

@@ -85,10 +85,16 @@ class Emitter:
     def compute(self, op: NpuOp, plan: TilePlan, place: Callable[[str], Placement],
                 windows: Callable[[Region], list[StepTile]], op_index: int) -> list[ACommand]:
         """Commands of a compute operation; ``windows(region)`` gives the chain's tiles."""
-        emission = _OperationEmission(self, op, plan, place, op_index)
+        emission = self.operation(op, plan, place, op_index)
         for t, region in enumerate(plan.tiles()):
             emission.tile(t, windows(region) if emission.tiled else whole_tile(op.steps))
         return emission.cmds
+
+    def operation(self, op: NpuOp, plan: TilePlan, place: Callable[[str], Placement],
+                  op_index: int) -> OperationEmission:
+        """The emission of compute operation ``op``, tile by tile as the caller gives them (a
+        striped chain interleaves the tiles of its operations)."""
+        return OperationEmission(self, op, plan, place, op_index)
 
     # -- copies
     def copy(self, src: Placement, dst: Placement, name: str, op_index: int,
@@ -154,7 +160,7 @@ def staging_need_bytes(src: MemorySpace, dst: MemorySpace, size_bytes: int, alig
     return min(2 * alignment, align_up(size_bytes, alignment))
 
 
-class _OperationEmission:
+class OperationEmission:
     """The commands of one compute operation, tile by tile, and the tile buffers they use:
     ping-pong buffers per streamed operand (what each holds, which is next) and per output
     not resident in TCM."""

@@ -28,7 +28,7 @@ class Buffer:
     name: str
     memory: MemorySpace
     size_bytes: int
-    kind: str = "activation"  # input | output | constant | activation | spill | variable | tile
+    kind: str = "activation"  # input | output | constant | activation | stripe | spill | variable | tile
     initial_data: bytes | None = None
     whole_program: bool = False   # live for the whole program (its lifetime is not computed)
     op: int | None = None         # tile buffers: live over all commands of this operation (ping-pong)

@@ -111,3 +111,25 @@ def test_plan_text_names_the_block_tensors(capsys):
     line = next(line for line in out.splitlines() if line.startswith("block tensors:"))
     assert line.startswith("block tensors: 8 (294 blocks in the TCM's holes, pointer tables 1.15 KiB): layer_66, ")
     assert "%layer_66[block 62] = alloc_tensor(tcm, offset=" in out and "size=128, kind=activation)" in out
+
+
+def test_optimise_size_runs_mobilenet_v3s_first_layers_in_stripes(capsys):
+    args = ["plan", EXAMPLES / "mobilenet_v3_small_int8.tosa", "--hw", "ethos-u85-256", "--json"]
+    code, out, err = _cli([*args, "--optimise", "size"], capsys)
+    assert (code, err) == (0, "")
+    stats = json.loads(out)
+    assert (stats["peak_tcm_bytes"], stats["tcm_lower_bound_bytes"]) == (20304, 20304)
+    stripes = stats["stripes"]
+    assert (stripes["count"], stripes["rolling_bytes"], stripes["rolling_whole_bytes"]) == (2, 7968, 102528)
+    first = stripes["chains"][0]
+    assert first["operations"][1] == "TABLE(layer_276)"
+    assert (first["stripe_rows"], first["stripe_count"]) == (1, 24)
+    assert [(b["value"], b["rows"], b["size_bytes"]) for b in first["rolling_buffers"]] == [
+        ("layer_275", 3, 2304), ("layer_276", 3, 2304)]
+    # the preset's own choice: stripes within 5% of the cycles, fewer of them, taller
+    code, out, err = _cli(args, capsys)
+    stats = json.loads(out)
+    assert (stats["peak_tcm_bytes"], stats["stripes"]["count"], stats["stripes"]["chains"][0]["stripe_rows"]) == (
+        45936, 1, 6)
+    code, out, err = _cli([*args[:-1], "--optimise", "fast"], capsys)
+    assert code == 2 and "--optimise" in err

@@ -523,3 +523,19 @@ def test_simulate_api_switches_block_tensors_off():
     assert _bits(on.outputs["TosaOutput_0"]) == _bits(off.outputs["TosaOutput_0"]) == _bits(want)
     assert (on.summary["block_tensors"]["count"], off.summary["block_tensors"]["count"]) == (8, 0)
     assert (on.summary["ddr_write_bytes"], off.summary["ddr_write_bytes"]) == (32024, 48024)
+
+
+def test_optimise_size_runs_in_stripes_with_the_same_outputs(tmp_path, capsys):
+    """MobileNetV3-Small on ethos-u85-256: the preset's stripes (within 5% of the cycles) and the
+    fewest-bytes ones (--optimise size) give exec's bits, in less than half the TCM of whole maps."""
+    graph = EXAMPLES / "mobilenet_v3_small_int8.tosa"
+    code, _, err = _cli(["exec", graph, "--random-inputs", "3", "-o", tmp_path / "exec"], capsys)
+    assert (code, err) == (0, "")
+    figures = {}
+    for name, extra in (("preset", []), ("size", ["--optimise", "size"])):
+        code, _, err = _cli(["run", graph, "--hw", "ethos-u85-256", "--random-inputs", "3", "--verify", *extra,
+                             "-o", tmp_path / name], capsys)
+        assert (code, err) == (0, ""), err
+        s = _check_same_outputs(tmp_path / name, tmp_path / "exec")
+        figures[name] = (s["stripes"]["count"], s["peak_tcm_bytes"], s["tcm_lower_bound_unstriped_bytes"])
+    assert figures == {"preset": (1, 45936, 99696), "size": (2, 20304, 88176)}

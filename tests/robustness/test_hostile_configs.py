@@ -53,6 +53,8 @@ from tests.robustness.hostile import add_graph, npu_sim, save
      "block_tensors.table_read_cycles_per_entry"),
     (b"extends: edge\nenergy: {cpu_cycle_pj: -1}\n", "energy.cpu_cycle_pj"),
     (b"extends: edge\ntcm: {packed_weight_streams: maybe}\n", "tcm.packed_weight_streams"),
+    (b"extends: edge\nstripes: {slack_fraction: 2}\n", "stripes.slack_fraction"),
+    (b"extends: edge\nstripes: {optimise: speed}\n", "stripes.optimise"),
 ])
 def test_a_bad_config_is_refused_naming_the_field(tmp_path, text, message):
     (tmp_path / "bad.yaml").write_bytes(text)
