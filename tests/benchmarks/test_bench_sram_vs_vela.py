@@ -43,12 +43,12 @@ def test_rows_of_compared_pairs_only():
 
 
 def test_mobilenet_v3_on_the_u85_runs_its_first_layers_in_stripes():
-    """102,576 bytes of TCM on whole activation maps (Vela: 46,448), 45,936 in stripes, 20,304 in
+    """102,496 bytes of TCM on whole activation maps (Vela: 46,448), 45,856 in stripes, 22,192 in
     the fewest-bytes stripes; the stripes cost no cycles here (2% fewer: the input's rows stream
     from the DRAM under the chain instead of a staged copy before it), the fewest-bytes ones 5%."""
     ours = run_ours(EXAMPLES / "mobilenet_v3_small_int8.tosa", "ethos-u85-256")
     assert (ours["unstriped_peak_tcm_bytes"], ours["peak_tcm_bytes"], ours["size_peak_tcm_bytes"]) == (
-        102576, 45936, 20304)
-    assert (ours["unstriped_cycles"], ours["cycles"], ours["size_cycles"]) == (346448, 340764, 364195)
-    assert (ours["striped_chains"], ours["tcm_lower_bound_unstriped_bytes"]) == (1, 99696)
+        102496, 45856, 22192)
+    assert (ours["unstriped_cycles"], ours["cycles"], ours["size_cycles"]) == (346409, 340607, 363022)
+    assert (ours["striped_chains"], ours["tcm_lower_bound_unstriped_bytes"]) == (1, 99616)
     assert ours["by_kind"]["stripe"] == 19968
