@@ -11,8 +11,9 @@ Anything not declared otherwise changes the schedule: a new field is safe before
 declared. The scheduler's cost model reads the DDR's bandwidth, latencies and bursts, the
 DMA setup and every unit's rates (tile shapes and the operation order are chosen on them),
 so those change the schedule too; what does not is the clock (the scheduler counts cycles),
-the DMA's outstanding-burst limit, the variable SRAM's port and whether the compute units
-share one pipeline.
+the DMA's outstanding-burst limit and the variable SRAM's port. Whether the compute units share
+one pipeline changes the schedule (a striped chain then reads a staged input from its TCM copy:
+:mod:`scheduler.passes.stripes`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ TIMING_FIELDS = frozenset({
     "clock_hz",
     "dma.max_outstanding_bursts",
     "variable_sram.bytes_per_cycle",
-    "shared_compute_pipeline",
     "block_tensors.table_read_cycles_per_entry",
 })
 #: Sections only energy and area are counted from.
