@@ -20,6 +20,7 @@ their own value.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 import numpy as np
 
@@ -31,24 +32,41 @@ def merge_identical_constants(lowered: LoweredGraph, small_bytes: int, folded: s
     that one instead, and drop the copy, for constants of at most ``small_bytes`` and those in
     ``folded`` (made by constant folding: such a copy may also merge into a larger graph constant);
     returns the number of constants merged away."""
-    kept: dict[tuple[object, ...], list[str]] = {}
+    by_type: dict[tuple[object, ...], list[str]] = {}   # only constants sharing a type can be equal
+    for key, value in lowered.values.items():
+        if value.kind is ValueKind.CONSTANT and value.data is not None and key not in lowered.output_keys:
+            by_type.setdefault((value.type.dtype, tuple(value.type.shape)), []).append(key)
+
+    def mergeable(key: str) -> bool:   # (the others are only kept, for mergeable ones to merge into)
+        return lowered.values[key].size_bytes <= small_bytes or key in folded
+
     merged: dict[str, str] = {}
-    for key, value in list(lowered.values.items()):
-        if value.kind is not ValueKind.CONSTANT or value.data is None or key in lowered.output_keys:
-            continue
-        signature = (value.type.dtype, tuple(value.type.shape), _digest(value.data))
-        mergeable = value.size_bytes <= small_bytes or key in folded   # (others are only kept)
-        same = next((k for k in kept.get(signature, []) if _equal(lowered.values[k], value)), None) \
-            if mergeable else None
-        if same is None:
-            kept.setdefault(signature, []).append(key)
-        else:
-            merged[key] = same
+    for keys in by_type.values():
+        if len(keys) > 1 and any(mergeable(k) for k in keys[1:]):
+            merged.update(_merged_among(lowered, keys, mergeable))
     if merged:
         _rename(lowered.main, merged)
         for key in merged:
             del lowered.values[key]
     return len(merged)
+
+
+def _merged_among(lowered: LoweredGraph, keys: list[str], mergeable: Callable[[str], bool]) -> dict[str, str]:
+    """Of constants ``keys`` (one type, in graph order), each ``mergeable`` one equal to an
+    earlier one -> that one."""
+    kept: dict[bytes, list[str]] = {}
+    merged: dict[str, str] = {}
+    for key in keys:
+        value = lowered.values[key]
+        assert value.data is not None
+        digest = _digest(value.data)
+        same = next((k for k in kept.get(digest, []) if _equal(lowered.values[k], value)), None) \
+            if mergeable(key) else None
+        if same is None:
+            kept.setdefault(digest, []).append(key)
+        else:
+            merged[key] = same
+    return merged
 
 
 def _digest(data: np.ndarray) -> bytes:
