@@ -62,6 +62,11 @@ def _gather_window(attribute: Attribute, input_types: Sequence[TensorType],
     return [((n0, n1), (0, k), (c0, c1)), ((n0, n1), (w0, w1))]
 
 
+def _lookup(values: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """output[n, w, c] = values[n, indices[n, w], c] (indices in range)."""
+    return np.take_along_axis(values, indices[:, :, None], axis=1)
+
+
 def _bind_gather(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel | None:
     """GATHER whose type checks have passed: the lookup is left, and the REQUIRE on the index
     values (an index out of range runs the kernel, which raises its error). A loop body's
@@ -73,7 +78,7 @@ def _bind_gather(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) ->
         indices = np.asarray(inputs[1]).astype(np.int64)
         if not indices.size or c > 0 and not bool(np.all((indices >= 0) & (indices < k))):
             return gather(dataclasses.replace(args, inputs=list(inputs)))
-        return [np.array(np.take_along_axis(np.asarray(inputs[0]), indices[:, :, None], axis=1), dtype=storage)]
+        return [np.array(_lookup(np.asarray(inputs[0]), indices), dtype=storage)]
     return run
 
 
@@ -90,7 +95,7 @@ def gather(args: KernelArgs) -> list[np.ndarray]:
     indices = read_window(args, 1, indices_region).astype(np.int64)
     if c > 0:  # the REQUIRE sits inside the loop over c
         _require_in_range(args, indices, k)
-    out = np.take_along_axis(values, indices[:, :, None], axis=1) if indices.size else \
+    out = _lookup(values, indices) if indices.size else \
         np.empty(tuple(b - a for a, b in region), dtype=values.dtype)
     return [np.array(out, dtype=out_t.dtype.numpy_dtype)]
 

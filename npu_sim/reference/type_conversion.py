@@ -67,15 +67,17 @@ def _bind_cast(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> B
     out_type = args.output_types[0]
     shape, storage = tuple(out_type.shape), out_t.numpy_dtype
     if is_float(in_t):
-        lo, hi = signed_range(out_t)
-
-        def rounded(inputs: list[np.ndarray]) -> list[np.ndarray]:
-            r = np.rint(np.asarray(inputs[0], dtype=np.float64))
-            r = np.where(np.isnan(r), 0.0, np.clip(r, lo, hi))
-            return [r.astype(storage).reshape(shape)]
-        return rounded
+        return lambda inputs: [_float_to_int(inputs[0], out_t).astype(storage).reshape(shape)]
     bits = out_t.bits
     return lambda inputs: [wrap(np.asarray(inputs[0]).astype(np.int64), bits).astype(storage).reshape(shape)]
+
+
+def _float_to_int(x: np.ndarray, out_t: DType) -> np.ndarray:
+    """round_to_nearest_int (ties to even), clipped to ``out_t``; NaN is unpredictable (we give 0)."""
+    lo, hi = signed_range(out_t)
+    with np.errstate(invalid="ignore"):
+        r = np.rint(np.asarray(x).astype(np.float64))
+        return np.where(np.isnan(r), 0.0, np.clip(r, lo, hi))
 
 
 @register(Op.CAST, window=same_window, bind=_bind_cast)
@@ -93,12 +95,7 @@ def cast(args: KernelArgs) -> list[np.ndarray]:
     if in_t is DType.BOOL:
         return [as_output(args, x.astype(np.int64))]
     if is_float(in_t):
-        # round_to_nearest_int (ties to even), clip to out_t; NaN is unpredictable (we give 0).
-        lo, hi = signed_range(out_t)
-        with np.errstate(invalid="ignore"):
-            r = np.rint(x.astype(np.float64))
-            r = np.where(np.isnan(r), 0.0, np.clip(r, lo, hi))
-        return [as_output(args, r.astype(np.int64))]
+        return [as_output(args, _float_to_int(x, out_t).astype(np.int64))]
     return [as_output(args, wrap(x.astype(np.int64), out_t.bits))]  # sign_extend or truncate
 
 
