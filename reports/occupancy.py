@@ -84,6 +84,12 @@ def occupancy_steps(allocations: Iterable[AllocationRecord], memory: MemorySpace
                        else (a.first_cycle, a.last_cycle, a.offset_bytes, a.size_bytes) for a in records)
 
 
+def spilled_bytes(allocations: Iterable[AllocationRecord]) -> int:
+    """The bytes the plan spilled to the DDR: each spill buffer's bytes, once per invocation that
+    used it (what the spills store; their peak of space is :func:`occupancy_steps`' peak)."""
+    return sum(a.size_bytes for a in selected(allocations, MemorySpace.DDR, ("spill",)))
+
+
 def peak(values: list[int]) -> int:
     return max(values, default=0)
 

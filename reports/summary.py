@@ -24,6 +24,8 @@ Fields (ARCHITECTURE.md lists the required ones):
   their bytes by kind (``by_kind``: activation, tile, constant ...; :mod:`reports.peak_tensors`);
   ``tcm_resident_constant_bytes``: the TCM constants hold for the whole run (the resident
   constant pool; 0 where constants stream through buffers around their readers);
+* ``ddr_spill_bytes``: the bytes the plan spilled to the DDR (each spilled buffer's bytes, per
+  invocation that used it); ``ddr_spill_space_bytes``: the most DDR bytes spills held at once;
 * ``ops``: one row per NPU operation and invocation (see :mod:`reports.operations`):
   its ``cycles`` are its work (the cycles in which one of its commands kept a unit busy),
   ``span_cycles`` its first start to its last end, ``busy_intervals`` per unit (the
@@ -71,7 +73,7 @@ from reports.composites import fused_composites
 from reports.cpu_ops import cpu_ops
 from reports.energy import energy_area_figures
 from reports.memory_traffic import memory_figures
-from reports.occupancy import occupancy_steps, peak, tcm_plan_figures
+from reports.occupancy import occupancy_steps, peak, spilled_bytes, tcm_plan_figures
 from reports.operations import BOUNDS, OperationSpan, bound_of, command_setup_cycles, operation_spans, shares
 from reports.peak_tensors import resident_constant_tcm_bytes, tcm_peak
 from reports.preamble import preamble_figures
@@ -128,8 +130,9 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
         "peak_live_tcm_bytes": peak(tcm_steps[1]),
         "variable_sram_bytes": peak(occupancy_steps(trace.allocations, MemorySpace.VARIABLE_SRAM,
                                                     span=span)[1]),
-        "ddr_spill_bytes": peak(occupancy_steps(trace.allocations, MemorySpace.DDR,
-                                                kinds=("spill",))[1]),
+        "ddr_spill_bytes": spilled_bytes(trace.allocations),
+        "ddr_spill_space_bytes": peak(occupancy_steps(trace.allocations, MemorySpace.DDR,
+                                                      kinds=("spill",))[1]),
         "utilization": counters.utilization(cycles),
         "busy_cycles": dict(counters.busy_cycles),
         "command_counts": dict(counters.command_counts),

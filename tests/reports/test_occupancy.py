@@ -5,7 +5,7 @@ from __future__ import annotations
 from npu_sim.hw.trace import AllocationRecord
 from npu_sim.program import Allocation, DmaCommand, MemorySpace, Program, View
 from npu_sim.tosa.dtype import DType
-from reports.occupancy import footprint_bytes, occupancy_steps, planned_live_bytes_bound
+from reports.occupancy import footprint_bytes, occupancy_steps, planned_live_bytes_bound, spilled_bytes
 from tests.reports.synthetic import many_tiles_case, tiny_case
 
 
@@ -59,3 +59,14 @@ def test_planned_bound_follows_stream_order_not_ids():
     assert planned_live_bytes_bound(program, MemorySpace.TCM, include=lambda k: k == "tile") == 140
     assert footprint_bytes(program, MemorySpace.TCM) == 308
     assert footprint_bytes(program, MemorySpace.DDR) == 1000
+
+
+def test_spilled_bytes_count_every_spill_once_per_invocation_that_used_it():
+    """Two spills sharing their DDR bytes at different times both count (the space they held at
+    once does not); an unused spill and a DDR constant do not."""
+    records = [AllocationRecord("s1", "ddr", 0, 4096, "spill", inv, 100 * inv, 100 * inv + 40) for inv in range(2)]
+    records += [AllocationRecord("s2", "ddr", 0, 1024, "spill", 0, 50, 90),
+                AllocationRecord("never", "ddr", 8192, 512, "spill", 0, None, None),
+                AllocationRecord("w", "ddr", 9000, 777, "constant", 0, 0, 10)]
+    assert spilled_bytes(records) == 2 * 4096 + 1024
+    assert max(occupancy_steps(records, "ddr", kinds=("spill",))[1]) == 4096
