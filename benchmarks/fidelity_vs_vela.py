@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Layer-by-layer fidelity of npu-sim's cycles against Vela 5.2's performance estimate.
 
-For every ``.tosa`` in ``examples/`` (and ``benchmarks/models/``) and each Ethos-U accelerator,
+For every ``.tosa`` and ``.tflite`` in ``examples/`` (and ``.tosa`` in ``benchmarks/models/``)
+and each Ethos-U accelerator (Vela compiles each file as it is: a ``.tflite`` through its TFLite
+reader, which npu-sim follows with ``npu_support.source_operators``),
 runs vela with that accelerator's default system config and memory mode and
 ``--verbose-performance`` (its ``<net>_per-layer.csv``), and npu-sim on the matched preset.
 Prints Vela's per-layer cycles with the bound it implies (memory when an access-cycle column
@@ -232,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         print("skipped: vela not found (pip install .[calibrate], or give --vela PATH)")
         return 0
     models = options.models or sorted((ROOT / "examples").glob("*.tosa")) + sorted(
-        (HERE / "models").glob("*.tosa"))
+        (ROOT / "examples").glob("*.tflite")) + sorted((HERE / "models").glob("*.tosa"))
     rows = []
     with tempfile.TemporaryDirectory(prefix="npu-sim-fidelity-") as tmp:
         for path in models:

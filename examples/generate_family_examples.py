@@ -14,6 +14,10 @@
 * ``unet_int8.tosa``: a small U-Net on 64x64x1: two encoder stages, a TRANSPOSE_CONV2D and a
   nearest-neighbour RESIZE upsampling with skip concatenations.
 
+Each is written as the ``.tflite`` too (what Vela compiles in ``benchmarks/fidelity_vs_vela.py``'s
+.tflite rows, and what npu-sim reads with each operator's TFLite source: see
+``npu_support.source_operators``).
+
 Run with the TensorFlow venv: ``python examples/generate_family_examples.py --tosa-opt PATH``
 (``--only NAME ...`` for some of them).
 """
@@ -139,7 +143,9 @@ def make(out_dir: Path, tools, stem: str) -> Path:
     model, shape = build()
     rng = np.random.default_rng(base.SEED + 500)
     rep = [rng.uniform(-1.0, 1.0, size=shape).astype(np.float32) for _ in range(8)]
-    path, mlir = base._tflite_to_tosa(_to_tflite(model, rep, int16), out_dir, stem, *tools)
+    tflite = _to_tflite(model, rep, int16)
+    (out_dir / f"{stem}.tflite").write_bytes(tflite)   # what Vela compiles for the .tflite comparison
+    path, mlir = base._tflite_to_tosa(tflite, out_dir, stem, *tools)
     print(f"  {path.name}: {path.stat().st_size} bytes, tosa ops: {', '.join(base._tosa_ops_in_mlir(mlir))}")
     return path
 

@@ -288,6 +288,9 @@ class KernelStep(Generic[OperandT]):
     out_region: Region | None = None
     input_offsets: tuple[tuple[int, ...], ...] | None = None
     name: str = ""
+    #: the source operator the step comes from (a .tflite operator's location; "" if unknown):
+    #: steps of one source operator may run as one NPU operation (``npu_support.source_operators``)
+    origin: str = ""
 
 
 #: The LUT unit's own units name (``ComputeCommand.unit``).

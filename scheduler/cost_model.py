@@ -23,7 +23,7 @@ from scheduler.ir.npu_ops import Step
 def _kernel_step(step: Step, out_region: Region | None) -> KernelStep:
     """``step`` as the hardware model's cost functions take it: types and region, no views."""
     return KernelStep(step.op, step.attribute, (), tuple(step.input_types), tuple(step.output_types),
-                      out_region=out_region)
+                      out_region=out_region, origin=step.origin)
 
 
 def step_macs(step: Step, out_region: Region | None = None) -> int:

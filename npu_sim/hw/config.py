@@ -453,6 +453,12 @@ class NpuSupportConfig(_Strict):
     profile: str = Field(default="all", description="all (every operator on the NPU), ethos-u55, ethos-u65 or "
                          "ethos-u85 (Vela 5.2's TOSA support for that NPU)")
     strict: bool = Field(default=False, description="an operator outside the profile is an error, not a CPU fallback")
+    source_operators: bool = Field(
+        default=False, description="compile a .tflite as Vela's TFLite reader does: the RESCALEs and "
+        "CLAMP that one TFLite operator became around its elementwise operation or transposed "
+        "convolution (known by the converter's locations) run in that operation's output unit, one "
+        "NPU operation (regor's TFLite front end maps each operator to one NPU operation; the "
+        "Ethos-U output unit scales the IFMs of an ADD/SUB and the OFM); no effect on TOSA input")
 
     @model_validator(mode="after")
     def _check(self) -> NpuSupportConfig:

@@ -23,7 +23,15 @@ from npu_sim.errors import GraphValidationError, TosaFormatError, UnknownOperato
 from npu_sim.tosa.builder import BlockBuilder, GraphBuilder
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import Block, Graph, Operator, Region, Tensor
-from npu_sim.tosa.mlir_text import MlirType, Scanner, TypedValue, dense_array, parse_resources
+from npu_sim.tosa.mlir_text import (
+    MlirType,
+    Scanner,
+    TypedValue,
+    dense_array,
+    location_aliases,
+    location_name,
+    parse_resources,
+)
 from npu_sim.tosa.ops import Op, attribute_class, op_from_name
 
 if TYPE_CHECKING:
@@ -77,6 +85,7 @@ class _Reader:
     def __init__(self, text: str, source: str, legalizer: Legalizer | None = None):
         self.legalizer = legalizer
         self.foreign_seen: dict[str, int] = {}
+        text, self.location_aliases = location_aliases(text)
         self.scanner = Scanner(text, source)
         self.source = source
         self.resources = parse_resources(text)
@@ -362,10 +371,12 @@ class _Reader:
             result_types = self.types_after_colon(s)
             if s.accept("->"):
                 result_types = s.type_list()
-        self.emit(state, short, operands, attrs, results, result_types)
+        body = s.trailing_location()
+        location = location_name(body, self.location_aliases) if body is not None else ""
+        self.emit(state, short, operands, attrs, results, result_types, location)
 
     def emit(self, state: _BlockState, short: str, operands: list[str], attrs: dict[str, Any],
-             results: list[str], result_types: list[MlirType]) -> None:
+             results: list[str], result_types: list[MlirType], location: str = "") -> None:
         where = f"{self.source}: {results[0] if results else short}"
         try:
             op = op_from_name(short)
@@ -386,7 +397,7 @@ class _Reader:
             state.values[ssa] = name
             outputs.append(name)
         attribute = _attribute(op, attrs, where)
-        state.block.operators.append(Operator(op, inputs, outputs, attribute))
+        state.block.operators.append(Operator(op, inputs, outputs, attribute, location))
 
     def layer_name(self, state: _BlockState, ssa: str) -> str:
         """``layer_K`` for the result of the block's K-th operator with results (``layer_K_I``

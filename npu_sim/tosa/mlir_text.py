@@ -18,6 +18,10 @@ from npu_sim.errors import TosaFormatError
 from npu_sim.tosa.dtype import DType
 
 _SPACE = re.compile(r"(?:\s+|//[^\n]*|loc\((?:[^()]|\([^()]*\))*\))+")
+_LOCATION = re.compile(r"[ \t]*loc\(")
+_LOCATION_ALIAS = re.compile(r"^(#loc[\w.$-]*)[ \t]*=[ \t]*loc\((.*)\)[ \t]*$", re.M)
+_NAME_LOCATION = re.compile(r'"((?:[^"\\]|\\.)*)"\s*\(')
+_ALIAS_USE = re.compile(r"#loc[\w.$-]*")
 _IDENT = re.compile(r"[A-Za-z_][\w.$-]*")
 _VALUE = re.compile(r"%[\w.$-]+(?::\d+)?(?:#\d+)?")
 _SYMBOL = re.compile(r'@(?:"(?:[^"\\]|\\.)*"|[\w.$-]+)')
@@ -110,6 +114,15 @@ class Scanner:
 
     def ident(self) -> str:
         return self.read(_IDENT, "a name")
+
+    def trailing_location(self) -> str | None:
+        """The body of a ``loc(...)`` right after the cursor (spaces between allowed), read past;
+        None if there is none (the scanner otherwise skips locations as spaces)."""
+        match = _LOCATION.match(self.text, self.pos)
+        if match is None:
+            return None
+        self.pos = match.end() - 1
+        return self.balanced("(", ")")
 
     def value_name(self) -> str:
         return self.read(_VALUE, "a %value")
@@ -377,3 +390,34 @@ def parse_resources(text: str) -> dict[str, bytes]:
         return {}
     return {name: bytes.fromhex(blob) for name, blob in
             re.findall(r'([\w.$-]+)\s*:\s*"0x([0-9A-Fa-f]*)"', text[start:])}
+
+
+# --- source locations --------------------------------------------------------------------
+
+def location_aliases(text: str) -> tuple[str, dict[str, str]]:
+    """``text`` without its ``#locN = loc(...)`` definitions (each line left empty, so line numbers
+    hold), and those definitions: alias -> the body of its ``loc(...)``."""
+    aliases = {m.group(1): m.group(2) for m in _LOCATION_ALIAS.finditer(text)}
+    if not aliases:
+        return text, {}
+    return _LOCATION_ALIAS.sub("", text), aliases
+
+
+def location_name(body: str, aliases: dict[str, str]) -> str:
+    """The name a location body gives (``"model/dense/MatMul"(#loc)`` -> ``model/dense/MatMul``),
+    through aliases and the first part of a ``fused[...]`` one; "" for a file position or
+    ``unknown``."""
+    for _ in range(8):   # aliases name aliases: a chain this deep is a damaged file
+        body = body.strip()
+        alias = _ALIAS_USE.fullmatch(body)
+        if alias is None and body.startswith("fused"):
+            first = _ALIAS_USE.search(body)
+            named = _NAME_LOCATION.search(body)
+            if named is not None and (first is None or named.start() < first.start()):
+                return _unquote(f'"{named.group(1)}"')
+            alias = first
+        if alias is None:
+            named = _NAME_LOCATION.match(body)
+            return _unquote(f'"{named.group(1)}"') if named is not None else ""
+        body = aliases.get(alias.group(0), "")
+    return ""

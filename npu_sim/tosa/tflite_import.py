@@ -20,6 +20,7 @@ from pathlib import Path
 
 from npu_sim import conversion_cache
 from npu_sim.errors import TosaFormatError, UnsupportedFeatureError
+from npu_sim.tosa.mlir_text import location_aliases
 from npu_sim.tosa.tflite import row_update
 from npu_sim.tosa.tflite.legalize import LEGALIZED
 
@@ -38,9 +39,14 @@ def cache_dir() -> Path:
     return conversion_cache.cache_dir()
 
 
+#: What the cache keys also hash: the form the converter writes (its locations name each
+#: operator's TFLite source operator, :mod:`scheduler.passes.source_operators`).
+CONVERSION_FORMAT = b"\0text+locations"
+
+
 def tflite_to_mlir(data: bytes, source: str, use_cache: bool = True) -> str:
     """The TOSA MLIR text of a ``.tflite`` model (from the cache when it was converted before)."""
-    key = hashlib.sha256(data).hexdigest()
+    key = hashlib.sha256(data + CONVERSION_FORMAT).hexdigest()
     text = conversion_cache.lookup("tflite", key, "mlir") if use_cache else None
     if text is not None:
         if "func.func" in text:   # else a conversion that went wrong: do it again
@@ -71,6 +77,7 @@ _PLACEHOLDERS = {"tfl.no_value", "tfl.pseudo_const", "tfl.pseudo_qconst"}
 
 def _refuse_foreign_operators(text: str, data: bytes, source: str) -> None:
     """Refuse a conversion that left TFLite operators in the graph, naming the one to fix."""
+    text = location_aliases(text)[0]   # (a location may be named after an operator: loc("tfl.slice"))
     found = [op for op in dict.fromkeys(re.findall(r'"?(tfl\.[a-z_0-9]+)"?\(|= "?(tfl\.[a-z_0-9]+)', text))]
     names = [a or b for a, b in found if (a or b) not in _PLACEHOLDERS and (a or b) not in LEGALIZED]
     if not names and "ui8" in text:
@@ -123,12 +130,13 @@ def _convert(data: bytes, source: str) -> str:
         try:
             with _quiet_stderr(Path(work) / "converter.log"):   # its C++ logs would break the one-line error
                 converter.tflite_flatbuffer_to_tosa_mlir(str(model), sink, converter.TosaConverterOutputFormat.Text,
-                                                         converter.TosaConverterDebugInfo.Disabled)
+                                                         converter.TosaConverterDebugInfo.Enable)
         except Exception as exc:   # the converter raises RuntimeError, ValueError, ... with its reason
             reason = " ".join(str(exc).split())[:300] or type(exc).__name__
             raise TosaFormatError(f"{source}: the TFLite converter cannot read it ({reason}; "
                                   "a truncated or damaged .tflite?)") from None
-    text = sink.getvalue().decode("utf-8", errors="replace")
+    # (the file locations name the temporary copy: the same model converts to the same text)
+    text = sink.getvalue().decode("utf-8", errors="replace").replace(str(model), "model.tflite")
     if "func.func" not in text:
         raise TosaFormatError(f"{source}: the TFLite converter found no model in it (a truncated or damaged .tflite?)")
     return text

@@ -191,7 +191,7 @@ class OperationEmission:
                 step.op, step.attribute, operands, step.input_types, step.output_types,
                 out_region=tile.out_region if tiled else None,
                 input_offsets=tuple([tuple([a for a, _ in w]) for w in tile.windows]) if tiled else None,
-                name=step.name))
+                name=step.name, origin=step.origin))
         outputs, stores = self.outputs(t, tiles[-1].out_region)
         macs = sum([step_macs(s, tile.out_region if tiled else None) for s, tile in zip(op.steps, tiles)])
         self.cmds.append(ACompute(op.unit, steps, outputs, op.name, self.op_index, macs, op.output_steps,

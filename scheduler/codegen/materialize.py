@@ -444,7 +444,7 @@ class _CommandBuilder:
             operands = tuple([self.resolve(o) if isinstance(o, BufView) else o for o in step.operands])
             reads += [o for o in operands if isinstance(o, View)]
             steps.append(KernelStep(step.op, step.attribute, operands, step.input_types, step.output_types,
-                                    step.out_region, step.input_offsets, step.name))
+                                    step.out_region, step.input_offsets, step.name, step.origin))
         outputs = tuple([self.resolve(v) for v in cmd.outputs])
         deps = tracker.access(cid, _accesses(reads, self.cache), _accesses(list(outputs), self.cache))
         if barrier is not None:

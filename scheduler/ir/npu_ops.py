@@ -78,6 +78,7 @@ class Step:
     input_types: tuple[TensorType, ...]
     output_types: tuple[TensorType, ...]
     name: str
+    origin: str = ""   # the source operator it comes from (see KernelStep.origin)
 
 
 class OpKind(str, Enum):

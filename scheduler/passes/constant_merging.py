@@ -19,6 +19,7 @@ their own value.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable
 
@@ -98,5 +99,4 @@ def _rename_op(op: NpuOp, merged: dict[str, str]) -> None:
 def renamed_step(step: Step, renamed: dict[str, str]) -> Step:
     """``step`` reading ``renamed[key]`` wherever it read ``key`` (itself if nothing changes)."""
     operands = tuple(renamed.get(o, o) if isinstance(o, str) else o for o in step.operands)
-    return step if operands == step.operands else Step(step.op, step.attribute, operands, step.input_types,
-                                                       step.output_types, step.name)
+    return step if operands == step.operands else dataclasses.replace(step, operands=operands)

@@ -45,7 +45,7 @@ from npu_sim.tosa.ops import Op
 from scheduler.passes import gru_cell, lstm_cell
 from scheduler.passes.cell_edges import with_edges
 from scheduler.passes.cell_graph import CellGraph, CellMatch, NoMatch
-from scheduler.passes.rescale_folding import RescaleFoldRule
+from scheduler.passes.rescale_folding import SOURCE_RULE, RescaleFoldRule
 from scheduler.passes.table_lookup import lookup_function, match_lookup
 
 
@@ -310,33 +310,38 @@ class ElementwiseRule:
 def rules_for(rules: Sequence[FusionRule], hw: HwConfig) -> tuple[FusionRule, ...]:
     """``rules`` as ``hw`` can apply them: the composites it has, the epilogue operators its
     MAC array's output pipeline applies, the elementwise chains its vector unit runs."""
-    adapted: list[FusionRule] = []
-    for rule in rules:
-        if rule in COMPOSITE_RULES and rule.name not in hw.composites:
-            continue
-        if isinstance(rule, ReductionPrologueRule) and not hw.vector.transpose_reductions:
-            continue
-        if isinstance(rule, EpilogueRule):
-            rule = dataclasses.replace(rule, epilogues=frozenset(Op[name] for name in hw.mac_array.epilogue_ops),
-                                       max_length=1 + hw.mac_array.max_epilogue_ops,
-                                       widens=hw.mac_array.epilogue_widens,
-                                       anchors=rule.anchors - (set() if hw.mac_array.transpose_conv_epilogue
-                                                               else {Op.TRANSPOSE_CONV2D}))
-        elif isinstance(rule, RescaleFoldRule):
-            if not hw.vector.scaled_ops:
-                continue
-            rule = dataclasses.replace(rule, anchors=frozenset(Op[name] for name in hw.vector.scaled_ops))
-        elif isinstance(rule, ElementwiseRule):   # (what the NPU cannot run is no link: it goes to the CPU)
-            rule = dataclasses.replace(rule, max_length=hw.vector.max_chained_ops,
-                                       members=rule.members & (npu_operators(hw.npu_support.profile) or rule.members))
-        adapted.append(rule)
-    return tuple(adapted)
+    adapted = (_adapted(rule, hw) for rule in rules)
+    return tuple(rule for rule in adapted if rule is not None)
+
+
+def _adapted(rule: FusionRule, hw: HwConfig) -> FusionRule | None:
+    """``rule`` as ``hw`` applies it, or None where ``hw`` has nothing it would fuse."""
+    if rule in COMPOSITE_RULES and rule.name not in hw.composites:
+        return None
+    if isinstance(rule, ReductionPrologueRule) and not hw.vector.transpose_reductions:
+        return None
+    if rule is SOURCE_RULE:
+        return rule if hw.npu_support.source_operators else None
+    if isinstance(rule, EpilogueRule):
+        return dataclasses.replace(rule, epilogues=frozenset(Op[name] for name in hw.mac_array.epilogue_ops),
+                                   max_length=1 + hw.mac_array.max_epilogue_ops,
+                                   widens=hw.mac_array.epilogue_widens,
+                                   anchors=rule.anchors - (set() if hw.mac_array.transpose_conv_epilogue
+                                                           else {Op.TRANSPOSE_CONV2D}))
+    if isinstance(rule, RescaleFoldRule):
+        if not hw.vector.scaled_ops:
+            return None
+        return dataclasses.replace(rule, anchors=frozenset(Op[name] for name in hw.vector.scaled_ops))
+    if isinstance(rule, ElementwiseRule):   # (what the NPU cannot run is no link: it goes to the CPU)
+        return dataclasses.replace(rule, max_length=hw.vector.max_chained_ops,
+                                   members=rule.members & (npu_operators(hw.npu_support.profile) or rule.members))
+    return rule
 
 
 #: Rules that fuse composites (left out by ``--no-composite-fusion``).
 COMPOSITE_RULES: tuple[FusionRule, ...] = (CellRule(lstm_cell.KIND, lstm_cell.match_cell),
                                            CellRule(gru_cell.KIND, gru_cell.match_gru))
-DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, TableLookupRule(), EpilogueRule(),
+DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, TableLookupRule(), SOURCE_RULE, EpilogueRule(),
                                          ReductionPrologueRule(), ElementwiseRule(), RescaleFoldRule())
 #: The default rules without the composites.
 CHAIN_RULES: tuple[FusionRule, ...] = tuple(r for r in DEFAULT_RULES if r not in COMPOSITE_RULES)

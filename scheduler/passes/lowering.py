@@ -190,7 +190,8 @@ class _Lowerer:
                               for n in operator.inputs])
             steps.append(Step(operator.op, operator.attribute, operands,
                               tuple([block.tensor(n).type for n in operator.inputs]),
-                              tuple([block.tensor(n).type for n in operator.outputs]), operator.name))
+                              tuple([block.tensor(n).type for n in operator.outputs]), operator.name,
+                              operator.location))
             if index + 1 < len(operators) and operator.outputs:
                 produced[operator.outputs[0]] = index
         first, last = operators[0], operators[-1]

@@ -8,6 +8,18 @@ an output scale into one of 8/16-bit data) runs them as one operation on the nar
 int32 intermediates never exist, and the rescales cost nothing of their own
 (:func:`npu_sim.hw.compute_units.vector.rescale_folds`). This rule groups them where the
 elementwise chains of :mod:`scheduler.passes.fusion` did not already.
+
+Source operators (``npu_support.source_operators``): Vela compiles a .tflite itself, its TFLite
+reader mapping each operator to one NPU operation, and the Ethos-U output unit applies the input
+scales of an ADD/SUB and the output scale of any operation. So the RESCALEs (and CLAMP) that
+one TFLite operator became around its elementwise operation or transposed convolution are no
+operations of their own there, while on the TOSA of the same model regor runs an ADD's RESCALEs
+apart (27 of them cost a 4-step Keras LSTM 9,090 of its 24,788 cycles on the U85, against 16,832
+cycles for the .tflite). The converter's locations say which TFLite operator each TOSA operator
+came from (:attr:`npu_sim.tosa.ir.Operator.location`): :data:`SOURCE_RULE` groups an anchor with
+the RESCALEs and CLAMP of its own location, which the vector unit folds the same way (a
+transposed convolution takes them as its epilogue). Graphs without locations (TOSA input) are
+untouched.
 """
 
 from __future__ import annotations
@@ -15,55 +27,73 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from npu_sim.hw.compute_units.vector import SOURCE_SCALED_OPS
 from npu_sim.reference.kernel_api import INPUT_WINDOWS
 from npu_sim.tosa.ops import Op
 
 if TYPE_CHECKING:
+    from npu_sim.tosa.ir import Operator
     from scheduler.passes.fusion import FusionContext
 
 
 @dataclass(frozen=True)
 class RescaleFoldRule:
     """An operator of ``anchors``, the RESCALEs only it reads, the RESCALE that alone reads its
-    result and a CLAMP on that: one operation."""
+    result and a CLAMP on that: one operation. ``by_location``: only operators of the anchor's
+    own (non-empty) location join, and an anchor of ``epilogue_anchors`` takes only the RESCALE
+    and CLAMP after it."""
 
     name: str = "rescale_fold"
     anchors: frozenset[Op] = frozenset()
+    by_location: bool = False
+    epilogue_anchors: frozenset[Op] = frozenset()
 
     def match(self, index: int, ctx: FusionContext) -> list[int] | None:
         anchor = ctx.block.operators[index]
-        if anchor.op not in self.anchors or len(anchor.outputs) != 1 or not self._free(index, ctx):
+        if anchor.op not in self.anchors | self.epilogue_anchors or len(anchor.outputs) != 1 \
+                or not self._free(index, ctx) or (self.by_location and not anchor.location):
             return None
-        group = sorted({index, *self._inputs(index, ctx), *self._outputs(index, ctx)})
+        inputs = [] if anchor.op in self.epilogue_anchors else self._inputs(index, ctx)
+        group = sorted({index, *inputs, *self._outputs(index, ctx)})
         return group if len(group) > 1 else None
 
     def _inputs(self, index: int, ctx: FusionContext) -> list[int]:
         """The RESCALEs producing the anchor's operands that only it reads."""
-        found = []
-        for name in ctx.block.operators[index].inputs:
+        anchor, found = ctx.block.operators[index], []
+        for name in anchor.inputs:
             producer = ctx.producer.get(name)
-            if producer is not None and producer < index and self._joins(producer, Op.RESCALE, ctx) \
+            if producer is not None and producer < index and self._joins(producer, Op.RESCALE, anchor, ctx) \
                     and ctx.sole_consumer(name) == index:
                 found.append(producer)
         return found
 
     def _outputs(self, index: int, ctx: FusionContext) -> list[int]:
-        """The RESCALE alone reading the anchor's result, and a CLAMP alone reading that's."""
+        """The RESCALE alone reading the anchor's result (of its shape), and a CLAMP alone reading that's."""
         block, found, last = ctx.block, [], index
+        anchor = block.operators[index]
         for op in (Op.RESCALE, Op.CLAMP):
             result = block.operators[last].outputs[0]
             nxt = ctx.sole_consumer(result)
-            if nxt is None or nxt <= last or not self._joins(nxt, op, ctx) or block.operators[nxt].inputs[0] != result:
+            if nxt is None or nxt <= last or not self._joins(nxt, op, anchor, ctx) \
+                    or block.operators[nxt].inputs[0] != result \
+                    or block.tensor(block.operators[nxt].outputs[0]).shape != block.tensor(result).shape:
                 break
             found.append(nxt)
             last = nxt
         return found
 
-    def _joins(self, index: int, op: Op, ctx: FusionContext) -> bool:
+    def _joins(self, index: int, op: Op, anchor: Operator, ctx: FusionContext) -> bool:
         operator = ctx.block.operators[index]
-        return operator.op is op and len(operator.outputs) == 1 and self._free(index, ctx)
+        return operator.op is op and len(operator.outputs) == 1 and self._free(index, ctx) \
+            and (not self.by_location or operator.location == anchor.location)
 
     @staticmethod
     def _free(index: int, ctx: FusionContext) -> bool:
         operator = ctx.block.operators[index]
         return index not in ctx.claimed and not ctx.reads_variable(operator) and operator.op in INPUT_WINDOWS
+
+
+#: The rule of source operators (see the module doc): elementwise anchors take their input and
+#: output RESCALEs, a transposed convolution its output RESCALE and CLAMP.
+SOURCE_RULE = RescaleFoldRule(name="source_operator", by_location=True, anchors=SOURCE_SCALED_OPS,
+                              epilogue_anchors=frozenset({Op.TRANSPOSE_CONV2D}))

@@ -197,3 +197,43 @@ def test_lstm_variants_npu_sim_does_not_legalize_are_refused_by_name(operand, va
     with pytest.raises(UnsupportedFeatureError) as caught:
         read_mlir(text.replace(line, patched), "lstm.mlir", Legalizer(None, "lstm.mlir"))
     assert f"an LSTM with {variant}" in str(caught.value) and "\n" not in str(caught.value)
+
+
+LOCATED = '''module {
+  func.func @main(%arg0: tensor<1x4xi32>) -> tensor<1x4xi32> {
+    %0 = "tosa.const"() <{values = dense<1> : tensor<1x4xi32>}> : () -> tensor<1x4xi32> loc(#loc1)
+    %1 = tosa.add %arg0, %0 : (tensor<1x4xi32>, tensor<1x4xi32>) -> tensor<1x4xi32> loc(#loc3)
+    %2 = tosa.sub %1, %0 : (tensor<1x4xi32>, tensor<1x4xi32>) -> tensor<1x4xi32> loc("inline/sub"("m.tflite":0:0))
+    %3 = tosa.maximum %2, %0 : (tensor<1x4xi32>, tensor<1x4xi32>) -> tensor<1x4xi32> loc(#loc4)
+    return %3 : tensor<1x4xi32> loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc("m.tflite":0:0)
+#loc1 = loc(unknown)
+#loc2 = loc("model/add"(#loc))
+#loc3 = loc(#loc2)
+#loc4 = loc(fused[#loc2, "model/max"(#loc)])
+'''
+
+
+def test_operators_keep_the_source_location_the_converter_gives_them():
+    """``loc(...)`` after an operation names its source operator, through ``#loc`` aliases (defined
+    after the module), inline, or the first of a fused location; file positions and ``unknown``
+    name nothing."""
+    graph = read_mlir(LOCATED, "m.mlir")
+    assert [(op.op.name, op.location) for op in graph.main.operators] == [
+        ("CONST", ""), ("ADD", "model/add"), ("SUB", "inline/sub"), ("MAXIMUM", "model/add")]
+    x = np.arange(4, dtype=np.int32).reshape(1, 4)
+    assert np.array_equal(next(iter(execute(graph, [x]).values())), np.maximum(x, 1))
+
+
+def test_a_tflite_model_reads_with_the_tflite_operator_of_each_tosa_operator():
+    """A .tflite's operators carry the TFLite tensor their operator wrote (the converter's debug
+    locations): the RESCALEs of a quantized ADD share the ADD's."""
+    graph = load_graph(Path(__file__).resolve().parents[1] / "data" / "tflite" / "lstm_stateful_int8.tflite")
+    by_location: dict[str, list[str]] = {}
+    for op in graph.main.operators:
+        by_location.setdefault(op.location, []).append(op.op.name)
+    adds = {loc: [o for o in ops if o != "CONST"] for loc, ops in by_location.items() if "ADD" in ops and loc}
+    assert len(adds) == 12 and all(ops.count("ADD") == 1 and ops.count("RESCALE") >= 3 for ops in adds.values())
+    assert "lstm_stateful/lstm/lstm_cell/add_7" in adds

@@ -223,23 +223,35 @@ def folded_prologue(hw: HwConfig, steps: Sequence[KernelStep], index: int) -> Ke
     return rescale
 
 
+#: Elementwise operators whose input and output RESCALEs of their own source operator the output
+#: unit applies where a preset compiles as Vela's TFLite reader (``npu_support.source_operators``).
+SOURCE_SCALED_OPS = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.MAXIMUM, Op.MINIMUM})
+
+
 def rescale_folds(hw: HwConfig, steps: Sequence[KernelStep]) -> tuple[set[int], dict[int, KernelStep]]:
     """Where the output unit scales an elementwise operation's operands itself
     (``vector.scaled_ops``; Vela's GraphIrOptimiser::FuseRescale): the indices of the steps that
     cost nothing of their own (a RESCALE whose only reader is a scaled step, the RESCALE that
     alone reads that step's result, and a CLAMP on it, an activation of the same pass), and each
-    scaled step as the unit runs it: its inputs and output of those far ends' types."""
+    scaled step as the unit runs it: its inputs and output of those far ends' types. With
+    ``npu_support.source_operators`` an operator of :data:`SOURCE_SCALED_OPS` is scaled too, by
+    the RESCALEs and CLAMP of its own source operator (:attr:`KernelStep.origin`)."""
     scaled_ops = {Op[name] for name in hw.vector.scaled_ops}
-    if not scaled_ops:
+    by_source = hw.npu_support.source_operators
+    if not scaled_ops and not by_source:
         return set(), {}
     uses = _reader_counts(steps)
     folded: set[int] = set()
     scaled: dict[int, KernelStep] = {}
     for i, step in enumerate(steps):
-        if step.op not in scaled_ops:
+        if step.op in scaled_ops:
+            origin = None   # any RESCALE it alone reads, or alone reading it
+        elif by_source and step.origin and step.op in SOURCE_SCALED_OPS:
+            origin = step.origin
+        else:
             continue
-        inputs = _folded_inputs(steps, i, uses)
-        outputs = _folded_outputs(steps, i, uses)
+        inputs = _folded_inputs(steps, i, uses, origin)
+        outputs = _folded_outputs(steps, i, uses, origin)
         folded.update(inputs)
         folded.update(outputs)
         if inputs or outputs:
@@ -259,18 +271,23 @@ def _reader_counts(steps: Sequence[KernelStep]) -> list[int]:
     return uses
 
 
-def _folded_inputs(steps: Sequence[KernelStep], index: int, uses: list[int]) -> dict[int, int]:
-    """Operand position -> the RESCALE step that step ``index`` alone reads there."""
+def _folded_inputs(steps: Sequence[KernelStep], index: int, uses: list[int], origin: str | None) -> dict[int, int]:
+    """Operand position -> the RESCALE step that step ``index`` alone reads there (of ``origin``
+    unless None)."""
     return {k: operand for k, operand in enumerate(steps[index].operands)
             if isinstance(operand, int) and 0 <= operand < index and steps[operand].op is Op.RESCALE
-            and uses[operand] == 1 and k < len(steps[index].input_types)}
+            and uses[operand] == 1 and k < len(steps[index].input_types)
+            and (origin is None or steps[operand].origin == origin)}
 
 
-def _folded_outputs(steps: Sequence[KernelStep], index: int, uses: list[int]) -> list[int]:
-    """The RESCALE alone reading step ``index``'s result, and a CLAMP alone reading that's."""
+def _folded_outputs(steps: Sequence[KernelStep], index: int, uses: list[int], origin: str | None) -> list[int]:
+    """The RESCALE alone reading step ``index``'s result, and a CLAMP alone reading that's (of
+    ``origin`` unless None)."""
     chain, last = [], index
     for op in (Op.RESCALE, Op.CLAMP):
         nxt = _sole_reader(steps, last, uses, op)
+        if nxt is not None and origin is not None and steps[nxt].origin != origin:
+            break
         if nxt is not None:
             chain.append(nxt)
             last = nxt

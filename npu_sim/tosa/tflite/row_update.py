@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import re
 
+#: An operation's line may end in its source location (the converter's debug information).
+_LOC = r"(?:\s+loc\(.*\))?$"
 _SLICE = re.compile(r'^\s*(%[\w]+) = "tfl\.slice"\((%[\w#]+), (%[\w#]+), (%[\w#]+)\) : '
-                    r'\(tensor<([^>]+)>, tensor<\d+xi32>, tensor<\d+xi32>\) -> tensor<[^>]+>$')
+                    r'\(tensor<([^>]+)>, tensor<\d+xi32>, tensor<\d+xi32>\) -> tensor<[^>]+>' + _LOC)
 _CONCAT3 = re.compile(r'^(\s*)(%[\w]+) = tosa\.concat (%[\w#]+), (%[\w#]+), (%[\w#]+) \{axis = 0 : i32\} : '
-                      r'\(tensor<[^>]+>, tensor<([^>]+)>, tensor<[^>]+>\) -> tensor<([^>]+)>$')
+                      r'\(tensor<[^>]+>, tensor<([^>]+)>, tensor<[^>]+>\) -> tensor<([^>]+)>' + _LOC)
 _CONCAT2 = re.compile(r'^\s*(%[\w]+) = tosa\.concat (%[\w#]+), (%[\w#]+) \{axis = 0 : i32\} : '
-                      r'\(tensor<1xi32>, tensor<\d+xi32>\) -> tensor<\d+xi32>$')
+                      r'\(tensor<1xi32>, tensor<\d+xi32>\) -> tensor<\d+xi32>' + _LOC)
 _ZEROS = re.compile(r'^\s*(%[\w]+) = "tosa\.const"\(\) <\{values = dense<0> : tensor<\d+xi32>\}> : ')
 
 
