@@ -54,9 +54,16 @@ def _wide_table(step: KernelStep) -> bool:
 
 
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
+    """A lookup's elements, and its table's load on the operation's first tile only: the LUT
+    memory keeps the table over the tiles of one operation (Vela loads it once per operation)."""
     if step.op in INDEX_OPS:
         return 0
-    return lookup_cycles(hw, step) + table_load_cycles(hw, step)
+    return lookup_cycles(hw, step) + (table_load_cycles(hw, step) if first_tile(step) else 0)
+
+
+def first_tile(step: KernelStep) -> bool:
+    """True for a whole step or the tile at the origin of its output (tiles run from there)."""
+    return step.out_region is None or all(start == 0 for start, _ in step.out_region)
 
 
 def lookup_cycles(hw: HwConfig, step: KernelStep) -> int:

@@ -28,7 +28,8 @@ def _quantized_add(locations=(ADD,) * 5):
     wide_y = _rescale(b, y, out_dtype=DType.INT32, multiplier=1_518_500_250, shift=10, izp=-5)
     total = b.op(Op.ADD, [wide_x, wide_y])
     narrow = _rescale(b, total, out_dtype=DType.INT8, multiplier=1_300_000_000, shift=42, ozp=-2)
-    b.output(b.op(Op.CLAMP, [narrow], min_val=np.int8(-2).tobytes(), max_val=np.int8(127).tobytes(), nan_mode="PROPAGATE"))
+    b.output(b.op(Op.CLAMP, [narrow], min_val=np.int8(-2).tobytes(), max_val=np.int8(127).tobytes(),
+                  nan_mode="PROPAGATE"))
     graph = b.build()
     chain = [op for op in graph.main.operators if op.op in (Op.RESCALE, Op.ADD, Op.CLAMP)]
     for op, location in zip(chain, locations, strict=True):
