@@ -299,7 +299,9 @@ class MacArrayConfig(_Strict):
 
 
 #: Kinds of elementwise work with a cycles-per-element figure (VectorConfig.cycles_per_element).
-ELEMENTWISE_KINDS = ("unary_int32", "binary_int32", "mul_int32", "mul", "add", "other",
+#: ``source_mean``: per input element of a TFLite MEAN compiled as Vela's TFLite reader does (one
+#: depthwise pass; :mod:`scheduler.passes.source_means`).
+ELEMENTWISE_KINDS = ("unary_int32", "binary_int32", "mul_int32", "mul", "add", "other", "source_mean",
                      "rescale_int8", "rescale_int16", "rescale_int32", "reduce_minmax_int32")
 
 
@@ -388,6 +390,10 @@ class LutConfig(_Strict):
     wide_cycles_per_element: float = Field(
         default=0.0, ge=0, le=1 << 10, description="cycles per element of a lookup in a 16-bit table "
         "(0 = as an 8-bit one)")
+    chained_elementwise: bool = Field(
+        default=False, description="an elementwise operation (with the RESCALEs it folds) that alone reads "
+        "a TABLE's result, of its shape, runs chained in the lookup's operation at no cost of its own "
+        "(the Ethos-U85 chains elementwise operations onto an operation: regor EthosU85OpGroup::Chain)")
 
 
 class CpuConfig(_Strict):

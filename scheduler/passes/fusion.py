@@ -45,7 +45,9 @@ from npu_sim.tosa.ops import Op
 from scheduler.passes import gru_cell, lstm_cell
 from scheduler.passes.cell_edges import with_edges
 from scheduler.passes.cell_graph import CellGraph, CellMatch, NoMatch
+from scheduler.passes.chaining import LookupChainRule
 from scheduler.passes.rescale_folding import SOURCE_RULE, RescaleFoldRule
+from scheduler.passes.source_means import SourceMeanRule
 from scheduler.passes.table_lookup import lookup_function, match_lookup
 
 
@@ -314,14 +316,28 @@ def rules_for(rules: Sequence[FusionRule], hw: HwConfig) -> tuple[FusionRule, ..
     return tuple(rule for rule in adapted if rule is not None)
 
 
+def _applies(rule: FusionRule, hw: HwConfig) -> bool:
+    """False for a rule ``hw`` has no use for: a composite it has no datapath for, the hardware
+    mechanisms it lacks."""
+    if rule in COMPOSITE_RULES:
+        return rule.name in hw.composites
+    if isinstance(rule, ReductionPrologueRule):
+        return hw.vector.transpose_reductions
+    if rule is SOURCE_RULE:
+        return hw.npu_support.source_operators
+    if isinstance(rule, SourceMeanRule):
+        return hw.npu_support.source_operators and "source_mean" in hw.vector.cycles_per_element
+    if isinstance(rule, LookupChainRule):
+        return hw.lut.chained_elementwise
+    return True
+
+
 def _adapted(rule: FusionRule, hw: HwConfig) -> FusionRule | None:
     """``rule`` as ``hw`` applies it, or None where ``hw`` has nothing it would fuse."""
-    if rule in COMPOSITE_RULES and rule.name not in hw.composites:
-        return None
-    if isinstance(rule, ReductionPrologueRule) and not hw.vector.transpose_reductions:
+    if not _applies(rule, hw):
         return None
     if rule is SOURCE_RULE:
-        return rule if hw.npu_support.source_operators else None
+        return rule
     if isinstance(rule, EpilogueRule):
         return dataclasses.replace(rule, epilogues=frozenset(Op[name] for name in hw.mac_array.epilogue_ops),
                                    max_length=1 + hw.mac_array.max_epilogue_ops,
@@ -341,7 +357,8 @@ def _adapted(rule: FusionRule, hw: HwConfig) -> FusionRule | None:
 #: Rules that fuse composites (left out by ``--no-composite-fusion``).
 COMPOSITE_RULES: tuple[FusionRule, ...] = (CellRule(lstm_cell.KIND, lstm_cell.match_cell),
                                            CellRule(gru_cell.KIND, gru_cell.match_gru))
-DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, TableLookupRule(), SOURCE_RULE, EpilogueRule(),
+DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, TableLookupRule(), LookupChainRule(), SOURCE_RULE,
+                                         SourceMeanRule(), EpilogueRule(),
                                          ReductionPrologueRule(), ElementwiseRule(), RescaleFoldRule())
 #: The default rules without the composites.
 CHAIN_RULES: tuple[FusionRule, ...] = tuple(r for r in DEFAULT_RULES if r not in COMPOSITE_RULES)

@@ -58,13 +58,17 @@ class RescaleFoldRule:
         return group if len(group) > 1 else None
 
     def _inputs(self, index: int, ctx: FusionContext) -> list[int]:
-        """The RESCALEs producing the anchor's operands that only it reads."""
+        """The RESCALEs producing the anchor's operands that only it reads; ``by_location``, the
+        chain of them each alone reading the one before (TFLite's ADD scales an input in two)."""
         anchor, found = ctx.block.operators[index], []
         for name in anchor.inputs:
-            producer = ctx.producer.get(name)
-            if producer is not None and producer < index and self._joins(producer, Op.RESCALE, anchor, ctx) \
-                    and ctx.sole_consumer(name) == index:
+            reader = index
+            while (producer := ctx.producer.get(name)) is not None and producer < reader \
+                    and self._joins(producer, Op.RESCALE, anchor, ctx) and ctx.sole_consumer(name) == reader:
                 found.append(producer)
+                if not self.by_location:
+                    break
+                name, reader = ctx.block.operators[producer].inputs[0], producer
         return found
 
     def _outputs(self, index: int, ctx: FusionContext) -> list[int]:

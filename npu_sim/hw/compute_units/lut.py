@@ -55,8 +55,10 @@ def _wide_table(step: KernelStep) -> bool:
 
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
     """A lookup's elements, and its table's load on the operation's first tile only: the LUT
-    memory keeps the table over the tiles of one operation (Vela loads it once per operation)."""
-    if step.op in INDEX_OPS:
+    memory keeps the table over the tiles of one operation (Vela loads it once per operation).
+    A lookup's index arithmetic and the elementwise steps chained after it
+    (:mod:`scheduler.passes.chaining`) cost nothing of their own."""
+    if step.op not in LUT_OPS and step.op not in LOOKUP_OPS:
         return 0
     return lookup_cycles(hw, step) + (table_load_cycles(hw, step) if first_tile(step) else 0)
 

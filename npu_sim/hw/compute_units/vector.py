@@ -244,21 +244,29 @@ def rescale_folds(hw: HwConfig, steps: Sequence[KernelStep]) -> tuple[set[int], 
     folded: set[int] = set()
     scaled: dict[int, KernelStep] = {}
     for i, step in enumerate(steps):
-        if step.op in scaled_ops:
-            origin = None   # any RESCALE it alone reads, or alone reading it
-        elif by_source and step.origin and step.op in SOURCE_SCALED_OPS:
-            origin = step.origin
-        else:
+        scaled_by = _scaled_by(step, scaled_ops, by_source)
+        if scaled_by is False:
             continue
+        origin = None if scaled_by is True else str(scaled_by)
         inputs = _folded_inputs(steps, i, uses, origin)
         outputs = _folded_outputs(steps, i, uses, origin)
-        folded.update(inputs)
+        folded.update(index for chain in inputs.values() for index in chain)
         folded.update(outputs)
         if inputs or outputs:
-            ins = [steps[inputs[k]].input_types[0] if k in inputs else t for k, t in enumerate(step.input_types)]
+            ins = [steps[inputs[k][0]].input_types[0] if k in inputs else t for k, t in enumerate(step.input_types)]
             outs = [steps[outputs[-1]].output_types[0], *step.output_types[1:]] if outputs else list(step.output_types)
             scaled[i] = dataclasses.replace(step, input_types=tuple(ins), output_types=tuple(outs))
     return folded, scaled
+
+
+def _scaled_by(step: KernelStep, scaled_ops: set[Op], by_source: bool) -> bool | str:
+    """Whether the output unit scales ``step``: True by any RESCALE around it (``scaled_ops``),
+    its origin by the RESCALEs of its own source operator, False not at all."""
+    if step.op in scaled_ops:
+        return True
+    if by_source and step.origin and step.op in SOURCE_SCALED_OPS:
+        return step.origin
+    return False
 
 
 def _reader_counts(steps: Sequence[KernelStep]) -> list[int]:
@@ -271,13 +279,30 @@ def _reader_counts(steps: Sequence[KernelStep]) -> list[int]:
     return uses
 
 
-def _folded_inputs(steps: Sequence[KernelStep], index: int, uses: list[int], origin: str | None) -> dict[int, int]:
-    """Operand position -> the RESCALE step that step ``index`` alone reads there (of ``origin``
+def _folded_inputs(steps: Sequence[KernelStep], index: int, uses: list[int],
+                   origin: str | None) -> dict[int, list[int]]:
+    """Operand position -> the RESCALE step that step ``index`` alone reads there, the far end
+    first; with ``origin``, the chain of RESCALEs of that origin each alone reading the one
+    before (TFLite's ADD scales an input in two: widened, then scaled)."""
+    found: dict[int, list[int]] = {}
+    for k, operand in enumerate(steps[index].operands[:len(steps[index].input_types)]):
+        chain: list[int] = []
+        while _folded_rescale(steps, operand, index if not chain else chain[0], uses, origin):
+            chain.insert(0, operand)
+            if origin is None:
+                break
+            operand = steps[operand].operands[0] if steps[operand].operands else None
+        if chain:
+            found[k] = chain
+    return found
+
+
+def _folded_rescale(steps: Sequence[KernelStep], operand: object, reader: int, uses: list[int],
+                    origin: str | None) -> bool:
+    """True if ``operand`` is a RESCALE step before ``reader`` that only it reads (of ``origin``
     unless None)."""
-    return {k: operand for k, operand in enumerate(steps[index].operands)
-            if isinstance(operand, int) and 0 <= operand < index and steps[operand].op is Op.RESCALE
-            and uses[operand] == 1 and k < len(steps[index].input_types)
-            and (origin is None or steps[operand].origin == origin)}
+    return isinstance(operand, int) and 0 <= operand < reader and steps[operand].op is Op.RESCALE \
+        and uses[operand] == 1 and (origin is None or steps[operand].origin == origin)
 
 
 def _folded_outputs(steps: Sequence[KernelStep], index: int, uses: list[int], origin: str | None) -> list[int]:
@@ -308,6 +333,9 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     the sum's transpose reads the narrow values, and the zero point is subtracted from each
     result (an int32 elementwise pass); nor do the rescales the output unit folds into an
     elementwise operation (:func:`rescale_folds`), which runs at the rate of the narrow data."""
+    mean = source_mean_cycles(hw, steps)
+    if mean is not None:
+        return mean
     folded = {id(p) for i in range(len(steps)) if (p := folded_prologue(hw, steps, i)) is not None}
     scaling, scaled = rescale_folds(hw, steps)
     total = 0
@@ -321,6 +349,22 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
             continue
         total += lowered_sum_cycles(hw, step, prologue.input_types[0].dtype.bits) + zero_point_cycles(hw, step)
     return total
+
+
+def source_mean_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | None:
+    """A TFLite MEAN compiled as Vela's TFLite reader does (:mod:`scheduler.passes.source_means`):
+    ``vector.cycles_per_element.source_mean`` per element its first sum reads (of the tile: the
+    widening RESCALE's output before it); None for other steps (no sum, steps of several source
+    operators, or no such rate)."""
+    rate = hw.vector.cycles_per_element.get("source_mean")
+    if rate is None or not hw.npu_support.source_operators or not steps or not steps[0].origin:
+        return None
+    if any(step.origin != steps[0].origin for step in steps):
+        return None
+    if not any(step.op is Op.REDUCE_SUM for step in steps):
+        return None
+    first = steps[0]
+    return math.ceil((reduced_elements(first) if first.op is Op.REDUCE_SUM else out_elements(first)) * rate)
 
 
 def zero_point_cycles(hw: HwConfig, step: KernelStep) -> int:

@@ -1,0 +1,54 @@
+"""Chaining: on the Ethos-U85 a swish's MUL runs in its sigmoid lookup's operation and costs no
+pass of its own; presets without chaining keep it apart."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import npu_sim
+from npu_sim.hw.config import load_hw_config
+from npu_sim.tosa.builder import GraphBuilder
+from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ops import Op
+from scheduler.passes.fusion import DEFAULT_RULES, fuse, rules_for
+from tests.scheduler.graphs import _rescale
+
+
+def _swish():
+    """``x * sigmoid(x)`` as TOSA writes a quantized TFLite swish: an int8 TABLE, both MUL
+    operands widened to int32 (unit scale: zero points only), the MUL and a RESCALE back."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 32), DType.INT8)
+    table = b.const(None, np.arange(-128, 128, dtype=np.int8), DType.INT8)
+    sigmoid = b.op(Op.TABLE, [x, table])
+    wide_s = _rescale(b, sigmoid, out_dtype=DType.INT32, multiplier=1 << 30, shift=30, izp=-128)
+    wide_x = _rescale(b, x, out_dtype=DType.INT32, multiplier=1 << 30, shift=30, izp=5)
+    product = b.op(Op.MUL, [wide_s, wide_x, b.const(None, np.array([0], dtype=np.int8), DType.INT8)])
+    b.output(_rescale(b, product, out_dtype=DType.INT8, multiplier=1_500_000_000, shift=40, ozp=3))
+    return b.build()
+
+
+def _groups(graph, preset):
+    block = graph.main
+    rules = rules_for(DEFAULT_RULES, load_hw_config(preset))
+    return [[block.operators[i].op.name for i in g] for g in fuse(block, rules=rules)]
+
+
+def test_the_u85_chains_the_mul_onto_the_lookup_and_the_u55_does_not():
+    assert ["TABLE", "RESCALE", "RESCALE", "MUL", "RESCALE"] in _groups(_swish(), "ethos-u85-256")
+    assert ["TABLE"] in _groups(_swish(), "ethos-u55-256")
+
+
+def test_the_chained_mul_costs_nothing_and_keeps_the_bits():
+    graph = _swish()
+    x = np.random.default_rng(2).integers(-128, 128, (1, 16, 16, 32), dtype=np.int8)
+    (want,) = npu_sim.execute(graph, {"x": x}).values()
+    run = npu_sim.simulate(graph, "ethos-u85-256", {"x": x})
+    (got,) = run.outputs.values()
+    assert np.array_equal(got, want)
+    (lookup,) = [o for o in run.summary["ops"] if o["unit"] == "lut"]
+    assert lookup["op"] == "TABLE+RESCALE+RESCALE+MUL+RESCALE"
+    # 8,192 lookups at 0.5 cycles, the table's load once (500 cycles of latency and 256 B at 12 B a
+    # cycle) and the commands' setups; nothing for the MUL, and no vector operation
+    assert lookup["tile_count"] == 8 and run.summary["busy_cycles"]["lut"] == 4096 + 522 + 8 * 8
+    assert run.summary["busy_cycles"]["vector"] == 0
