@@ -246,6 +246,11 @@ class MacArrayConfig(_Strict):
     transpose_conv_epilogue: bool = Field(
         default=True, description="a TRANSPOSE_CONV2D's output pipeline applies its epilogue; False: it writes "
         "its int32 sums and their RESCALE is an operation of its own")
+    matmul_by_columns: bool = Field(
+        default=False, description="a MATMUL of two feature maps runs column by column of its output: a MUL of "
+        "the first operand by that column of the second, to int32 (the vector's mul_int32 rate), and a sum "
+        "over the depth, cols results a cycle (the Ethos-U55/U65 have no such matrix product: regor "
+        "EthosU55Performance::EstimateMatMulCycles)")
     channel_parameter_read_cycles: float = Field(
         0.0, ge=0, le=1 << 16, description="cycles per output channel a convolution spends reading its scales "
         "and biases, once per OFM block (a stream beside the MAC work, see ofm_block_elements)")

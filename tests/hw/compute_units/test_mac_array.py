@@ -205,3 +205,18 @@ def test_a_depthwise_convolution_of_int16_takes_twice_the_int8_time():
                         (TensorType((1, 25, 5, 64), dtype), TensorType(weights, DType.INT8)),
                         (TensorType((1, 25, 5, 64), DType.INT32),)) for dtype in (DType.INT8, DType.INT16)]
     assert [mac_array.depthwise_floor_cycles(u55, s) for s in steps] == [72_000 // 16, 72_000 * 2 // 16]
+
+
+def test_a_matmul_by_columns_is_a_mul_and_a_depth_sum_per_output_column():
+    """The U55 has no product of two feature maps (mac_array.matmul_by_columns): attention's
+    [1, 49, 32] x [1, 32, 49] is 49 columns of a MUL over A's 1,568 elements to int32 (0.5 cycles
+    each) and a depth sum (16 results a cycle); the edge NPU's array takes 49 x 49 x 32 MACs."""
+    a, b, out = (TensorType((1, 49, 32), DType.INT8), TensorType((1, 32, 49), DType.INT8),
+                 TensorType((1, 49, 49), DType.INT32))
+    zero = TensorType((1,), DType.INT8)
+    step = KernelStep(Op.MATMUL, make_attribute(Op.MATMUL), (), (a, b, zero, zero), (out,))
+    u55 = load_hw_config("ethos-u55-256")
+    assert mac_array.step_cycles(u55, step) == 49 * (784 + 98)
+    edge = load_hw_config("edge")
+    assert not edge.mac_array.matmul_by_columns
+    assert mac_array.step_cycles(edge, step) < mac_array.step_cycles(u55, step) // 10
