@@ -50,6 +50,6 @@ def test_mobilenet_v3_on_the_u85_runs_its_first_layers_in_stripes():
     ours = run_ours(EXAMPLES / "mobilenet_v3_small_int8.tosa", "ethos-u85-256")
     assert (ours["unstriped_peak_tcm_bytes"], ours["peak_tcm_bytes"], ours["size_peak_tcm_bytes"]) == (
         102496, 51808, 22192)
-    assert (ours["unstriped_cycles"], ours["cycles"], ours["size_cycles"]) == (312911, 307484, 320393)
+    assert (ours["unstriped_cycles"], ours["cycles"], ours["size_cycles"]) == (333753, 328326, 341235)
     assert (ours["striped_chains"], ours["tcm_lower_bound_unstriped_bytes"]) == (1, 111712)
     assert ours["by_kind"]["stripe"] == 13824

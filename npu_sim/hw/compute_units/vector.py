@@ -354,10 +354,10 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
 def source_mean_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | None:
     """A TFLite MEAN compiled as Vela's TFLite reader does (:mod:`scheduler.passes.source_means`):
     ``vector.cycles_per_element.source_mean`` per element its first sum reads (of the tile: the
-    widening RESCALE's output before it); None for other steps (no sum, steps of several source
-    operators, or no such rate)."""
+    widening RESCALE's output before it); None for other steps (no sum, a lone step, steps of
+    several source operators, or no such rate)."""
     rate = hw.vector.cycles_per_element.get("source_mean")
-    if rate is None or not hw.npu_support.source_operators or not steps or not steps[0].origin:
+    if rate is None or not hw.npu_support.source_operators or len(steps) < 2 or not steps[0].origin:
         return None
     if any(step.origin != steps[0].origin for step in steps):
         return None

@@ -57,3 +57,19 @@ def test_the_mean_costs_its_rate_per_input_element_with_the_reference_bits():
     # location, Vela's TOSA path: a transpose per sum, more than twice as long
     assert cycles["located"] == 20808 + 8 + 64
     assert cycles["plain"] > 2 * cycles["located"]
+
+
+def test_a_lone_sum_of_a_location_keeps_the_transposed_cost():
+    """A REDUCE_SUM alone in its operation (a TOSA graph's file position as its location, as
+    tosa-opt writes one per operator) is no TFLite MEAN: the rate applies to a MEAN's group only."""
+    from npu_sim.hw.compute_units.vector import body_cycles, source_mean_cycles
+    from npu_sim.program import KernelStep
+    from npu_sim.tosa.ir import TensorType
+    from npu_sim.tosa.ops import make_attribute
+
+    step = KernelStep(Op.REDUCE_SUM, make_attribute(Op.REDUCE_SUM, axis=1), (),
+                      (TensorType((1, 16, 16, 64), DType.INT32),), (TensorType((1, 1, 16, 64), DType.INT32),),
+                      origin='loc("model.mlir":12:10)')
+    u85 = load_hw_config("ethos-u85-256")
+    assert source_mean_cycles(u85, [step]) is None
+    assert body_cycles(u85, [step]) > 2 * 16384 * 1.27
