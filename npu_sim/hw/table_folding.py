@@ -11,10 +11,12 @@ on every pair of values, then looked up per element. Steps whose results only su
 read are no longer run.
 
 A step folds when it is elementwise the same way at every position: RESCALE with one scale
-(``per_channel`` false), ADD, SUB and MUL of operands of the output's shape (no
-broadcast), TABLE and CLAMP; every other operand (scales, zero points, MUL's shift, the
-table) a constant of the command (its bytes never change once loaded, see
-:class:`npu_sim.hw.compute.ComputeOp`). The tables hold the kernels' own results for every
+(``per_channel`` false), ADD, SUB, MUL, MAXIMUM and MINIMUM of operands of the output's
+shape or of one-element constants (a zero point, a scale: the same at every position),
+TABLE, CLAMP and CAST; every other operand (scales, zero points, MUL's shift, the table) a
+constant of the command (its bytes never change once loaded, see
+:class:`npu_sim.hw.compute.ComputeOp`). The chain's result may be of any type (a
+dequantize, CAST to float, SUB and MUL, gives a table of floats). The tables hold the kernels' own results for every
 combination, so a lookup gives their bits; and a combination the kernels reject (a REQUIRE
 some values break) makes the whole command keep its steps, so every error is still raised
 as the kernel raises it. Nothing folds in a run that goes on past REQUIREs
@@ -41,7 +43,8 @@ PlanEntry = tuple[int, Callable[[list[np.ndarray]], list[np.ndarray]], tuple[Fee
 
 #: The operators that fold: the positions of their data operands (the others must be constants).
 _DATA_OPERANDS: dict[Op, tuple[int, ...]] = {
-    Op.RESCALE: (0,), Op.ADD: (0, 1), Op.SUB: (0, 1), Op.MUL: (0, 1), Op.TABLE: (0,), Op.CLAMP: (0,),
+    Op.RESCALE: (0,), Op.ADD: (0, 1), Op.SUB: (0, 1), Op.MUL: (0, 1), Op.MAXIMUM: (0, 1), Op.MINIMUM: (0, 1),
+    Op.TABLE: (0,), Op.CLAMP: (0,), Op.CAST: (0,),
 }
 #: Most leaves a table may have (two int8 values: 65,536 entries).
 MAX_LEAVES = 2
@@ -56,10 +59,12 @@ def _data_operands(step: Any) -> tuple[int, ...] | None:
         return None
     if step.op is Op.RESCALE and step.attribute.per_channel:
         return None
-    shape = step.output_types[0].shape
-    if any(step.input_types[p].shape != shape for p in positions):
-        return None
     return positions
+
+
+def _fixed(feed: Feed) -> bool:
+    """A data operand the same at every position: a one-element constant (broadcast)."""
+    return feed[0] == 2 and np.size(feed[1]) == 1
 
 
 #: A way to compute a step from leaves: (its leaves in first-use order, the folded steps between).
@@ -76,14 +81,15 @@ def _candidates(index: int, step: Any, feeds: Sequence[Feed], folded: list[list[
     if positions is None:
         return []
     options: list[list[Candidate]] = []
+    shape = step.output_types[0].shape
     for p, feed in enumerate(feeds):
         kind, source = feed
-        if p not in positions:
+        if p not in positions or _fixed(feed):
             if kind != 2:
                 return []     # a scale, zero point, shift or table that is not a constant
             continue
-        if kind == 2:
-            return []         # a constant tensor operand may differ from element to element
+        if kind == 2 or step.input_types[p].shape != shape:
+            return []         # a constant tensor operand may differ from element to element; a broadcast
         ways: list[Candidate] = list(folded[source]) if kind == 1 else []
         if step.input_types[p].dtype is DType.INT8:
             ways.append(((feed,), frozenset()))
@@ -144,7 +150,12 @@ def _table(root: int, way: Candidate, steps: Sequence[Any], feeds: Sequence[Sequ
     for j in sorted(cone):
         step = steps[j]
         inputs, types = [], list(step.input_types)
+        data = _DATA_OPERANDS[step.op]
         for p, (kind, source) in enumerate(feeds[j]):
+            if kind == 2 and p in data:   # a one-element constant, of the rank of the other operands
+                types[p] = TensorType((1,), types[p].dtype)
+                inputs.append(np.reshape(source, (1,)))
+                continue
             if kind == 2:
                 inputs.append(source)
                 continue
