@@ -392,7 +392,8 @@ class Simulator:
         progress.stage("simulating commands", len(self.all_nodes) * len(invocations_inputs),
                        self.recorder.raw.__len__)
         driver = self.env.process(self._drive(list(invocations_inputs), outputs))
-        self.env.run()
+        with np.errstate(all="ignore"):   # once for every compute command (bound kernels run so)
+            self.env.run()
         if driver.is_alive:
             raise SimulationDeadlock(self._deadlock_message())
         units = [u.name for u in self.dma_units] + list(unit_names())

@@ -234,27 +234,25 @@ class ComputeOp(QueuedCommand):
                                   output_steps)
 
     def _execute_bound(self) -> None:
-        """Every step bound and checked in an earlier run: a straight loop, numpy's warnings off
-        once for all of it (as the executor runs bound kernels); a bound kernel's results keep
-        the shapes and dtypes checked before."""
+        """Every step bound and checked in an earlier run: a straight loop (numpy's warnings are
+        off for the whole simulation, as the executor runs bound kernels: the simulator's
+        ``run``); a bound kernel's results keep the shapes and dtypes checked before."""
         if self.plan is not None:
             self._execute_plan(self.plan)
             return
         results: list[list] = []
-        with np.errstate(all="ignore"):
-            for bound, feeds in zip(self.bound, self.feeds):
-                assert bound is not None and feeds is not None
-                results.append(bound([source.read() if kind == 0 else results[source][0] if kind == 1 else source
-                                      for kind, source in feeds]))
+        for bound, feeds in zip(self.bound, self.feeds):
+            assert bound is not None and feeds is not None
+            results.append(bound([source.read() if kind == 0 else results[source][0] if kind == 1 else source
+                                  for kind, source in feeds]))
         self._write_outputs(results)
 
     def _execute_plan(self, plan: list[PlanEntry]) -> None:
         """The steps a folding plan runs (the others' results are no longer read)."""
         results: list[Any] = [None] * len(self.steps)
-        with np.errstate(all="ignore"):
-            for index, run, feeds in plan:
-                results[index] = run([source.read() if kind == 0 else results[source][0] if kind == 1 else source
-                                      for kind, source in feeds])
+        for index, run, feeds in plan:
+            results[index] = run([source.read() if kind == 0 else results[source][0] if kind == 1 else source
+                                  for kind, source in feeds])
         self._write_outputs(results)
 
     def _write_outputs(self, results: list[list]) -> None:

@@ -330,13 +330,23 @@ def power(args: KernelArgs) -> list[np.ndarray]:
 _COMPARE = {Op.EQUAL: np.equal, Op.GREATER: np.greater, Op.GREATER_EQUAL: np.greater_equal}
 
 
-@register(*_COMPARE, window=broadcast_window)
-def compare(args: KernelArgs) -> list[np.ndarray]:
-    """EQUAL / GREATER / GREATER_EQUAL to bool; any NaN operand gives false."""
-    dtype, a, b = _binary(args, _I32_FP, DType.BOOL)
+def _compare_checks(args: KernelArgs) -> DType:
+    return _binary_checks(args, _I32_FP, DType.BOOL)
+
+
+def _compare_values(args: KernelArgs, dtype: DType, operands: list[np.ndarray]) -> np.ndarray:
+    """EQUAL / GREATER / GREATER_EQUAL of checked operands: a fresh bool array."""
+    a, b = operands[0], operands[1]
     if dtype in FP_TYPES:
         a, b = _f32(a), _f32(b)  # exact; numpy comparisons with NaN are false
-    return [as_output(args, _COMPARE[args.op](a, b))]
+    return _COMPARE[args.op](a, b)
+
+
+@register(*_COMPARE, window=broadcast_window, bind=bind_values(_compare_checks, _compare_values))
+def compare(args: KernelArgs) -> list[np.ndarray]:
+    """EQUAL / GREATER / GREATER_EQUAL to bool; any NaN operand gives false (bound: the checks
+    once; a WHILE loop's condition runs at every iteration)."""
+    return [as_output(args, _compare_values(args, _compare_checks(args), args.inputs))]
 
 
 # --------------------------------------------------------------------------- ternary

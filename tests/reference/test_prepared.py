@@ -145,6 +145,23 @@ def test_bound_floating_point_kernels_give_inf_and_nan_without_warnings():
     assert out[0] == np.inf and np.isnan(out[1]) and out[2] == 3
 
 
+@pytest.mark.parametrize("op", [Op.EQUAL, Op.GREATER, Op.GREATER_EQUAL])
+def test_bound_comparisons_give_the_first_bits_nan_false_and_broadcast(op):
+    b = GraphBuilder()
+    x, y = b.input("x", (4,), FP32), b.input("y", (1,), FP32)
+    i, j = b.input("i", (), I32), b.input("j", (), I32)
+    b.output(b.op(op, [x, y], name="f"))
+    b.output(b.op(op, [i, j], name="n"))
+    graph = b.build()
+    runs = [{"x": np.array([1, 2, np.nan, -np.inf], np.float32), "y": np.array([2], np.float32),
+             "i": np.array(k, np.int32), "j": np.array(1, np.int32)} for k in (0, 1, 2, 1)]
+    for inputs in runs:
+        out = execute(graph, inputs)
+        expected = {Op.EQUAL: np.equal, Op.GREATER: np.greater, Op.GREATER_EQUAL: np.greater_equal}[op]
+        np.testing.assert_array_equal(out["f"], expected(inputs["x"], inputs["y"]))
+        assert out["n"].dtype == np.bool_ and out["n"].shape == () and out["n"] == expected(inputs["i"], inputs["j"])
+
+
 # --- the cache of prepared graphs --------------------------------------------------------
 def _scale_graph() -> Graph:
     b = GraphBuilder()
