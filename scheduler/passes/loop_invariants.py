@@ -25,16 +25,21 @@ A scheduler pass: ``npu-sim exec`` and ``npu-sim convert`` keep the graph as it 
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from dataclasses import dataclass
 
-from npu_sim.tosa.ir import Block, Graph, Operator
+import numpy as np
+
+from npu_sim.errors import NpuSimError
+from npu_sim.reference.session import execute
+from npu_sim.tosa.ir import Block, Graph, Operator, Region
 from npu_sim.tosa.ops import Op
-from scheduler.passes.loops import CONSTANT_PRODUCERS, drop_unread_constants, own_loops, runs_at_least_once
 
 #: operators never moved: state, control flow, opaque ones, and constants (which stay where
 #: they are and are copied to the enclosing block when a moved operator reads them)
 _PINNED = frozenset({Op.VARIABLE, Op.VARIABLE_READ, Op.VARIABLE_WRITE, Op.COND_IF, Op.WHILE_LOOP,
                      Op.CUSTOM, Op.CONST, Op.CONST_SHAPE})
+_CONSTANT_PRODUCERS = (Op.CONST, Op.CONST_SHAPE)
 _MARK = ".hoisted."
 
 
@@ -53,18 +58,39 @@ def hoist_loop_invariants(graph: Graph) -> Graph:
     if not any(op.op is Op.WHILE_LOOP for block in graph.blocks() for op in block.operators):
         return graph
     result = graph.copy()
+    references = Counter(id(result.block(name)) for block in result.blocks() for op in block.operators
+                         if op.op in (Op.WHILE_LOOP, Op.COND_IF) for name in _branch_names(op))
     changed = False
-    for block, loop, cond, body in own_loops(result):   # (a block shared by several loops: not changed)
-        hoist = _invariant_work(body)
-        if hoist is not None and runs_at_least_once(block, loop, cond):
-            _move(block, loop, cond, body, hoist)
-            changed = True
+    for block in list(result.blocks()):
+        for op in list(block.operators):
+            if op.op is Op.WHILE_LOOP and _hoist_from(result, block, op, references):
+                changed = True
     return result if changed else graph
+
+
+def _branch_names(op: Operator) -> tuple[str, ...]:
+    attribute = op.attribute
+    if op.op is Op.WHILE_LOOP:
+        return attribute.cond_graph, attribute.body_graph
+    return attribute.then_graph, attribute.else_graph
+
+
+def _hoist_from(graph: Graph, block: Block, loop: Operator, references: Counter[int]) -> bool:
+    """Move ``loop``'s invariant work into ``block``; False when nothing may move. (Blocks are
+    counted by identity: an attribute may name a block or the region holding it.)"""
+    cond, body = (graph.block(name) for name in _branch_names(loop))
+    if references[id(cond)] != 1 or references[id(body)] != 1 or cond is body:
+        return False   # a block shared by several loops: moving work out would change the others
+    hoist = _invariant_work(body)
+    if hoist is None or not _runs_at_least_once(block, loop, cond):
+        return False
+    _move(block, loop, cond, body, hoist)
+    return True
 
 
 def _invariant_work(body: Block) -> _Hoist | None:
     """The body's operators computed from invariant values and constants only, or None."""
-    constants: dict[str, Operator] = {out: op for op in body.operators if op.op in CONSTANT_PRODUCERS
+    constants: dict[str, Operator] = {out: op for op in body.operators if op.op in _CONSTANT_PRODUCERS
                                       for out in op.outputs}
     moved = _movable(body, constants)
     frontier = _frontier(body, moved)
@@ -95,6 +121,30 @@ def _frontier(body: Block, moved: list[Operator]) -> list[str]:
     read_by_rest = {name for op in body.operators if id(op) not in moved_ids for name in op.inputs}
     return [name for name in dict.fromkeys(out for op in moved for out in op.outputs)
             if name in read_by_rest or name in body.outputs]
+
+
+def _runs_at_least_once(block: Block, loop: Operator, cond: Block) -> bool:
+    """True if the condition is true on the loop's initial values (all constants it reads)."""
+    if any(op.op in (Op.VARIABLE_READ, Op.VARIABLE, Op.WHILE_LOOP, Op.COND_IF, Op.CUSTOM)
+           for op in cond.operators):
+        return False
+    read = {name for op in cond.operators for name in op.inputs} | set(cond.outputs)
+    inputs: dict[str, np.ndarray] = {}
+    for k, name in enumerate(cond.inputs):
+        tensor = cond.tensor(name)
+        if name not in read:
+            inputs[name] = np.zeros(tensor.shape, tensor.dtype.numpy_dtype)
+            continue
+        outer = block.tensors.get(loop.inputs[k])
+        if outer is None or outer.data is None or outer.variable:
+            return False
+        inputs[name] = np.asarray(outer.data)
+    probe = Graph(regions=[Region("main", [dataclasses.replace(cond, name="main")])])
+    try:
+        result = execute(probe, inputs)
+    except (NpuSimError, ValueError, TypeError):
+        return False
+    return bool(np.asarray(result[cond.outputs[0]]).reshape(-1)[0])
 
 
 def _move(block: Block, loop: Operator, cond: Block, body: Block, hoist: _Hoist) -> None:
@@ -137,4 +187,15 @@ def _strip_body(body: Block, hoist: _Hoist) -> None:
         for name in op.outputs:
             if name not in hoist.frontier:
                 body.tensors.pop(name, None)
-    drop_unread_constants(body)
+    _drop_unread_constants(body)
+
+
+def _drop_unread_constants(body: Block) -> None:
+    """Take out the body's constants that nothing reads any more (only moved operators did)."""
+    read = {name for op in body.operators for name in op.inputs} | set(body.outputs)
+    dead = [op for op in body.operators if op.op in _CONSTANT_PRODUCERS and not set(op.outputs) & read]
+    dead_ids = {id(op) for op in dead}
+    body.operators = [op for op in body.operators if id(op) not in dead_ids]
+    for op in dead:
+        for name in op.outputs:
+            body.tensors.pop(name, None)
