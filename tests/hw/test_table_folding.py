@@ -9,6 +9,7 @@ import pytest
 
 import npu_sim.simulator as simulator_module
 from npu_sim.api import load_graph, load_hw_config
+from npu_sim.errors import TosaRuntimeError
 from npu_sim.hw.table_folding import fold_plan
 from npu_sim.inputs import load_inputs
 from npu_sim.program import KernelStep
@@ -217,6 +218,50 @@ def test_a_constant_that_differs_from_element_to_element_does_not_fold():
     leaves = {id(a): np.random.default_rng(5).integers(-128, 128, SHAPE).astype(np.int8)}
     plan = fold_plan(steps, _bound(steps, feeds, leaves), feeds, (2,))
     assert plan is None or 1 in [index for index, _, _ in plan]   # the ADD still runs
+
+
+def _quantize_chain(x):
+    """fp32 ``x`` in memory -> MUL by a scale -> CAST to int32 -> ADD a zero point -> MAXIMUM,
+    MINIMUM -> CAST to int8: a float state's saturating quantize, as a converter writes it."""
+    parts = [_unary(Op.MUL, (0, x), DType.FP32, DType.FP32, constant=1 / 0.0234),
+             _unary(Op.CAST, (1, 0), DType.FP32, DType.INT32),
+             _unary(Op.ADD, (1, 1), DType.INT32, DType.INT32, constant=-3),
+             _unary(Op.MAXIMUM, (1, 2), DType.INT32, DType.INT32, constant=-128),
+             _unary(Op.MINIMUM, (1, 3), DType.INT32, DType.INT32, constant=127),
+             _unary(Op.CAST, (1, 4), DType.INT32, DType.INT8)]
+    return [p[0] for p in parts], [p[1] for p in parts]
+
+
+def test_a_quantize_of_floats_from_memory_is_remembered_per_value_with_the_kernels_bits():
+    """Too many float values for a table: one entry remembers each value's result (a stream
+    feeds it few: an earlier dequantize's), and values it has not seen run the kernels."""
+    x = _Memory()
+    steps, feeds = _quantize_chain(x)
+    rng = np.random.default_rng(6)
+    dequantized = ((np.arange(-128, 128) + 3) * 0.0234).astype(np.float32)
+    odd = np.array([np.nan, np.inf, -0.0, 0.0, 1e30, -1e5, 0.0117, -0.0117], np.float32)
+
+    def values(pool: np.ndarray) -> dict[int, np.ndarray]:
+        return {id(x): rng.choice(pool, size=SHAPE).astype(np.float32)}
+
+    plan = fold_plan(steps, _bound(steps, feeds, values(dequantized)), feeds, (5,))
+    assert plan is not None and [(index, len(step_feeds)) for index, _, step_feeds in plan] == [(5, 1)]
+    for k in range(200):
+        leaves = values(dequantized if k % 10 else odd)
+        expected = _run_steps(steps, feeds, leaves)[5]
+        got = _run_plan(plan, leaves, len(steps))[5]
+        assert got is not None and got.dtype == expected.dtype and np.array_equal(got, expected), k
+    breaking = {id(x): np.full(SHAPE, -np.inf, np.float32)}   # saturates to int32's least: the ADD overflows
+    with pytest.raises(TosaRuntimeError, match="apply_add_s"):
+        _run_plan(plan, breaking, len(steps))
+
+
+def test_a_short_chain_over_floats_from_memory_runs_as_it_is():
+    x = _Memory()
+    steps, feeds = _quantize_chain(x)
+    steps, feeds = steps[:2], feeds[:2]   # MUL, CAST: a lookup would not be cheaper
+    leaves = {id(x): np.ones(SHAPE, np.float32)}
+    assert fold_plan(steps, _bound(steps, feeds, leaves), feeds, (1,)) is None
 
 
 def test_nothing_folds_in_a_run_going_on_past_requires():
