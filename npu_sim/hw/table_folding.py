@@ -209,7 +209,7 @@ def _chain(root: int, way: Candidate, bound: Sequence[Callable[[list[np.ndarray]
 
 def _look_up(table: np.ndarray) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
     if table.ndim == 1:
-        return lambda leaves: [table[leaves[0].view(np.uint8)]]
+        return lambda leaves: [table.take(leaves[0].view(np.uint8))]
     return lambda leaves: [table[leaves[0].view(np.uint8), leaves[1].view(np.uint8)]]
 
 

@@ -44,9 +44,8 @@ class ValueMemo:
             if keys.size >= MAX_ENTRIES:   # a stream of ever new values: not worth looking up
                 return [self.compute(tensor)]
             at = np.searchsorted(keys, bits)
-            np.minimum(at, keys.size - 1, out=at)
-            if (keys[at] == bits).all():
-                return [values[at].reshape(tensor.shape)]
+            if (keys.take(at, mode="clip") == bits).all():   # (past the last key: clipped, not equal)
+                return [values.take(at).reshape(tensor.shape)]
         result = self.compute(tensor)
         self._learn(bits, result)
         return [result]
