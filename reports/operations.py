@@ -233,51 +233,60 @@ def operation_spans(commands: Iterable[CommandRecord], program: Program | None =
     operations of their own, of invocation :data:`PREAMBLE`."""
     by_command, infos = command_operations(program)
     preamble = program.preamble_command_ids if program is not None and preamble_end_cycle else frozenset()
-    groups: dict[tuple[int, str], list[CommandRecord]] = {}
+    preamble_groups: dict[tuple[int, str], list[CommandRecord]] = {}
+    by_invocation: dict[int, list[CommandRecord]] = {}
     for record in commands:
-        name = by_command.get(record.id) or fallback_operation_name(record)
-        in_preamble = record.id in preamble and record.start_cycle < preamble_end_cycle
-        key = (PREAMBLE if in_preamble else record.invocation, name)
-        group = groups.get(key)
-        if group is None:
-            groups[key] = [record]
+        if record.id in preamble and record.start_cycle < preamble_end_cycle:
+            _add(preamble_groups, (PREAMBLE, _operation(record, by_command)), record)
         else:
-            group.append(record)
-    spans = _spans(groups, infos, setup_cycles)
+            _add(by_invocation, record.invocation, record)
+    spans = [_span(name, invocation, records, infos.get(name), setup_cycles)
+             for (invocation, name), records in preamble_groups.items()]
+    spans += _invocation_spans(by_invocation, by_command, infos, setup_cycles)
     spans.sort(key=lambda s: (s.invocation, s.start_cycle, s.end_cycle, s.name))
     return spans
 
 
-def _spans(groups: dict[tuple[int, str], list[CommandRecord]], infos: dict[str, OperationStats],
-           setup_cycles: SetupCycles | None) -> list[OperationSpan]:
-    """One span per (invocation, operation) group. An invocation whose commands ran exactly as
-    an earlier one's, only later (a long stream's steady state), gets that one's spans moved
-    in time: the same figures, without a pass over each record."""
-    by_invocation: dict[int, list[tuple[str, list[CommandRecord]]]] = {}
-    for (invocation, name), records in groups.items():
-        by_invocation.setdefault(invocation, []).append((name, records))
+def _operation(record: CommandRecord, by_command: dict[int, str]) -> str:
+    return by_command.get(record.id) or fallback_operation_name(record)
+
+
+def _add(groups: dict[Any, list[CommandRecord]], key: Any, record: CommandRecord) -> None:
+    group = groups.get(key)
+    if group is None:
+        groups[key] = [record]
+    else:
+        group.append(record)
+
+
+def _invocation_spans(by_invocation: dict[int, list[CommandRecord]], by_command: dict[int, str],
+                      infos: dict[str, OperationStats], setup_cycles: SetupCycles | None) -> list[OperationSpan]:
+    """One span per (invocation, operation). An invocation whose commands ran exactly as an
+    earlier one's, only later (a long stream's steady state), gets that one's spans moved in
+    time: the same figures, without grouping or summing its records."""
     seen: dict[tuple[Any, ...], tuple[int, list[OperationSpan]]] = {}
     spans: list[OperationSpan] = []
-    for invocation, members in by_invocation.items():
-        base = min(r.start_cycle for _, records in members for r in records)
-        key = _timing_key(members, base) if invocation != PREAMBLE else None
-        known = seen.get(key) if key is not None else None
+    for invocation, records in by_invocation.items():
+        base = min(r.start_cycle for r in records)
+        key = _timing_key(records, base)
+        known = seen.get(key)
         if known is not None:
             spans += [span.shifted(invocation, base - known[0]) for span in known[1]]
             continue
-        ran = [_span(name, invocation, records, infos.get(name), setup_cycles) for name, records in members]
-        if key is not None:
-            seen[key] = (base, ran)
+        groups: dict[str, list[CommandRecord]] = {}
+        for record in records:
+            _add(groups, _operation(record, by_command), record)
+        ran = [_span(name, invocation, group, infos.get(name), setup_cycles) for name, group in groups.items()]
+        seen[key] = (base, ran)
         spans += ran
     return spans
 
 
-def _timing_key(members: list[tuple[str, list[CommandRecord]]], base: int) -> tuple[Any, ...]:
-    """What an invocation's spans are computed from, its times relative to ``base``: two
-    invocations of one key have the same spans, moved in time."""
-    return tuple((name, tuple((r[:5], r[8:12], r.start_cycle - base, r.end_cycle - base,
-                               None if r.busy_end_cycle is None else r.busy_end_cycle - base) for r in records))
-                 for name, records in members)
+def _timing_key(records: list[CommandRecord], base: int) -> tuple[Any, ...]:
+    """What an invocation's spans are computed from (its records, which name their operations),
+    its times relative to ``base``: two invocations of one key have the same spans, moved in time."""
+    return tuple((r[:5], r[8:12], r.start_cycle - base, r.end_cycle - base,
+                  None if r.busy_end_cycle is None else r.busy_end_cycle - base) for r in records)
 
 
 def command_setup_cycles(hw: HwConfig) -> SetupCycles:
