@@ -157,7 +157,7 @@ class ComputeOp(QueuedCommand):
     """A compute command compiled for one machine (``steps``/``outputs`` from :func:`compile_compute`)."""
 
     __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound", "constant_tcm", "all_bound", "feeds",
-                 "fold", "plan", "memo")
+                 "fold", "plan", "memo", "copy_from")
 
     def __init__(self, command: ComputeCommand, unit: Unit, machine: Machine,
                  steps: list[CompiledStep], outputs: list[ViewAccess], cycles: int, macs: int,
@@ -184,6 +184,9 @@ class ComputeOp(QueuedCommand):
         self.plan: list[PlanEntry] | None = None
         #: with ``fold``, a command reading a few bytes: its results by those bytes (None: none)
         self.memo: ResultMemo | None = None
+        #: with ``fold``, an IDENTITY of one operand read from memory: that operand (its bytes are
+        #: copied to the output, no kernel run; None: not such a command)
+        self.copy_from: ViewAccess | None = None
 
     def start(self) -> None:
         env = self.machine.env
@@ -235,7 +238,8 @@ class ComputeOp(QueuedCommand):
             output_steps = self.command.output_steps or (len(self.steps) - 1,)
             self.plan = fold_plan([cs.step for cs in self.steps], self.bound, self.feeds,  # type: ignore[arg-type]
                                   output_steps)
-            self.memo = ResultMemo.of(self.feeds)  # type: ignore[arg-type]
+            self.copy_from = _identity_source(self.steps, self.feeds, self.outputs)
+            self.memo = None if self.copy_from is not None else ResultMemo.of(self.feeds)  # type: ignore[arg-type]
 
     def _execute_bound(self) -> None:
         """Every step bound and checked in an earlier run: a straight loop (numpy's warnings are
@@ -243,6 +247,9 @@ class ComputeOp(QueuedCommand):
         ``run``); a bound kernel's results keep the shapes and dtypes checked before."""
         memo = self.memo
         if memo is None:
+            if self.copy_from is not None:
+                self.outputs[0].write(self.copy_from.read())
+                return
             self._store(self._produced(self._bound_results()))
             return
         key = memo.key()
@@ -339,6 +346,22 @@ class TimedComputeOp(ComputeOp):
 
     def _end(self, _event: object) -> None:
         self.machine.finish(self)
+
+
+def _identity_source(steps: list[CompiledStep], feeds: list[Any], outputs: list[ViewAccess]) -> ViewAccess | None:
+    """The operand an IDENTITY command copies from memory to its one output (of its storage
+    type and element count), None for any other command."""
+    if len(steps) != 1 or steps[0].step.op is not Op.IDENTITY or len(outputs) != 1:
+        return None
+    step_feeds = feeds[0]
+    if not step_feeds or len(step_feeds) != 1:
+        return None
+    kind, source = step_feeds[0]
+    if kind != 0 or not isinstance(source, ViewAccess):
+        return None
+    out = outputs[0]
+    same = source.storage == out.storage and source.view.element_count == out.view.element_count
+    return source if same else None
 
 
 def _whole_tensors(cs: CompiledStep, inputs: list[np.ndarray]) -> bool:

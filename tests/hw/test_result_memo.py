@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+import npu_sim.hw.compute as compute_module
 import npu_sim.hw.result_memo as result_memo
 import npu_sim.simulator as simulator_module
 from npu_sim.api import load_graph, load_hw_config
@@ -58,8 +59,9 @@ def test_wide_operands_and_runs_going_on_past_requires_are_not_remembered(monkey
 
 
 def test_a_long_stream_of_a_loop_gives_the_reference_outputs(monkeypatch):
-    """while_loop_int32: its condition and counter commands remembered from the second
-    invocation on (FOLD_MIN_INVOCATIONS lowered), every output the reference executor's."""
+    """while_loop_int32: its condition and counter commands remembered, its carries (IDENTITY)
+    plain copies, from the second invocation on (FOLD_MIN_INVOCATIONS lowered), every output
+    the reference executor's."""
     graph, hw = load_graph(EXAMPLES / "while_loop_int32.tosa"), load_hw_config("edge")
     program = compile_graph(graph, hw, resident_constants=True)
     inputs = load_inputs(graph, [], invocations=6, random_seed=7).invocations
@@ -67,9 +69,14 @@ def test_a_long_stream_of_a_loop_gives_the_reference_outputs(monkeypatch):
     remember = ResultMemo.remember
     monkeypatch.setattr(ResultMemo, "remember", lambda self, key, produced: kept.append(key) or
                         remember(self, key, produced))
+    copies: list[object] = []
+    identity_source = compute_module._identity_source
+    monkeypatch.setattr(compute_module, "_identity_source",
+                        lambda *args: (copies.append(source := identity_source(*args)), source)[1])
     monkeypatch.setattr(simulator_module, "FOLD_MIN_INVOCATIONS", 2)
     result = simulate_program(program, hw, inputs)
     assert kept   # some commands were remembered
+    assert any(copies)   # and the loop's carries copied without a kernel
     session = Session(graph)
     for got, x in zip(result.outputs, inputs):
         want = session.invoke(x)
