@@ -77,7 +77,11 @@ def _bind_gather(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) ->
 
     def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
         indices = np.asarray(inputs[1])
-        if not indices.size or not (k > indices.max() and indices.min() >= 0):   # (the kernel decides)
+        if indices.size == 1:   # (a loop's time step: one index, compared as an int)
+            in_range = 0 <= int(indices.reshape(-1)[0]) < k
+        else:
+            in_range = bool(indices.size) and k > indices.max() and indices.min() >= 0
+        if not in_range:   # (the kernel decides: it raises the REQUIRE, or returns nothing)
             return gather(dataclasses.replace(args, inputs=list(inputs)))
         return [np.asarray(inputs[0])[rows, indices].astype(storage, copy=False)]
     return run
