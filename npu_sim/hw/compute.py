@@ -244,7 +244,9 @@ class ComputeOp(QueuedCommand):
     def _execute_bound(self) -> None:
         """Every step bound and checked in an earlier run: a straight loop (numpy's warnings are
         off for the whole simulation, as the executor runs bound kernels: the simulator's
-        ``run``); a bound kernel's results keep the shapes and dtypes checked before."""
+        ``run``); a bound kernel's results keep the shapes and dtypes checked before. In a long
+        stream, an IDENTITY copies its operand's bytes and a command reading a few bytes
+        writes the results remembered for them (:mod:`npu_sim.hw.result_memo`)."""
         memo = self.memo
         if memo is None:
             if self.copy_from is not None:

@@ -101,6 +101,8 @@ def _candidates(index: int, step: Any, feeds: Sequence[Feed], folded: list[list[
         if not ways:
             return []
         options.append(ways)
+    if not options:
+        return []             # constants only: nothing to look up by
     found: list[Candidate] = [((), frozenset([index]), False)]
     for ways in options:
         found = [merged for known in found for way in ways

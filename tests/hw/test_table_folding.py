@@ -207,6 +207,18 @@ def test_a_dequantize_to_float_and_a_saturating_narrowing_fold_with_the_kernels_
             assert np.array_equal(got[i].view(np.uint8), expected[i].view(np.uint8))   # the bits, -0.0 too
 
 
+def test_steps_of_one_element_constants_only_run_as_they_are():
+    """MAXIMUM of two broadcast constants, then CAST: no operand to look them up by."""
+    one = (1, 1)
+    attribute = make_attribute(Op.MAXIMUM)
+    maximum = KernelStep(Op.MAXIMUM, attribute, (0, 0), (TensorType(one, DType.INT32), TensorType(one, DType.INT32)),
+                         (TensorType(one, DType.INT32),))
+    cast = KernelStep(Op.CAST, make_attribute(Op.CAST), (0,), (TensorType(one, DType.INT32),),
+                      (TensorType(one, DType.INT8),))
+    steps, feeds = [maximum, cast], [(_const([[5]], DType.INT32), _const([[7]], DType.INT32)), ((1, 0),)]
+    assert fold_plan(steps, _bound(steps, feeds, {}), feeds, (1,)) is None
+
+
 def test_a_constant_that_differs_from_element_to_element_does_not_fold():
     a = _Memory()
     bias = np.arange(SHAPE[-1], dtype=np.int32).reshape(SHAPE)
