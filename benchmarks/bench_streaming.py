@@ -11,7 +11,9 @@ of the long run (``wall_seconds`` of its summary.json: schedule, simulate, summa
 are reported beside it. Goal: at most 1 ms per extra invocation.
 
 Models: the stateful int8 LSTM converted from Keras (tests/data/tflite/lstm_stateful_int8.tflite,
-the graph of examples/lstm_stateful_int8.tosa) and the one-step int8 LSTM example
+the graph of examples/lstm_stateful_int8.tosa), the same kind of LSTM as TFLite writes it
+without unrolling, a WHILE loop over the time steps with its state in resource variables
+(tests/data/tflite/lstm_stateful_loop_int8.tflite), and the one-step int8 LSTM example
 (examples/lstm_step64_int8.tosa).
 
 Usage: python benchmarks/bench_streaming.py [--long N] [--repeats R] [--graphs NAME ...] [--out DIR].
@@ -40,6 +42,7 @@ NPU_SIM = [sys.executable, "-m", "npu_sim.cli"]
 GOAL_SECONDS = 1e-3
 MODELS = {
     "lstm_stateful_int8": ROOT / "tests" / "data" / "tflite" / "lstm_stateful_int8.tflite",
+    "lstm_stateful_loop_int8": ROOT / "tests" / "data" / "tflite" / "lstm_stateful_loop_int8.tflite",
     "lstm_step64_int8": ROOT / "examples" / "lstm_step64_int8.tosa",
 }
 

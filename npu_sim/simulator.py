@@ -57,7 +57,7 @@ import simpy
 
 import npu_sim.reference  # noqa: F401  (registers the kernels the compute units run)
 from npu_sim import progress
-from npu_sim.errors import InputError, ProgramError, SimulationDeadlock, SimulationError
+from npu_sim.errors import InputError, MemoryAccessError, ProgramError, SimulationDeadlock, SimulationError
 from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.compute import ComputeOp, TimedComputeOp, compile_compute, no_binding
 from npu_sim.hw.compute_units import unit_names
@@ -392,7 +392,8 @@ class Simulator:
         progress.stage("simulating commands", len(self.all_nodes) * len(invocations_inputs),
                        self.recorder.raw.__len__)
         driver = self.env.process(self._drive(list(invocations_inputs), outputs))
-        self.env.run()
+        with np.errstate(all="ignore"):   # once for every compute command (bound kernels run so)
+            self.env.run()
         if driver.is_alive:
             raise SimulationDeadlock(self._deadlock_message())
         units = [u.name for u in self.dma_units] + list(unit_names())
@@ -529,8 +530,10 @@ class Simulator:
 
     @staticmethod
     def _condition(node: _Control) -> bool:
-        with named(f"{node.label} condition"):
+        try:   # (as ``named`` does, without making the name at every iteration)
             values = node.condition.read()
+        except MemoryAccessError as exc:
+            raise MemoryAccessError(f"{node.label} condition: {exc}") from None
         return bool(values.reshape(-1)[0]) if values.size else False
 
     def _mark_done(self, node: QueuedCommand | _Control) -> None:

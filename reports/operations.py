@@ -55,6 +55,9 @@ def bound_of(parts: dict[str, int]) -> str:
     return best
 
 
+#: The values of an operation's row that are containers (a copied row gets copies of them).
+_ROW_CONTAINERS = ("bound_shares", "graph_ops", "unit_busy_cycles", "tile_shape")
+
 #: A command's setup cycles (part of its busy cycles), given the hardware.
 SetupCycles = Callable[[CommandRecord], int]
 
@@ -83,6 +86,9 @@ class OperationSpan:
     latency_cycles: int = 0  # its DMAs' data latency (issued to landed; outside busy cycles)
     #: unit -> the cycles its commands occupied that unit, as sorted disjoint ``(start, end)``
     busy_intervals: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    #: the span this one is :meth:`shifted` from (None: computed from its own records)
+    moved_from: OperationSpan | None = field(default=None, repr=False, compare=False)
+    _base_row: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def span_cycles(self) -> int:
@@ -94,6 +100,8 @@ class OperationSpan:
         """Its work: the cycles in which at least one of its commands occupied its unit. Never
         more than its span, nor than its commands' busy cycles summed; the gaps of an operation
         whose commands are issued lazily (the constant pool's loads) are not its work."""
+        if self.moved_from is not None:
+            return self.moved_from.cycles
         return sum(end - start for start, end in merged(
             [i for intervals in self.busy_intervals.values() for i in intervals]))
 
@@ -113,9 +121,31 @@ class OperationSpan:
 
     def as_dict(self, *, busy_intervals: bool = False) -> dict[str, Any]:
         """Its row of summary.json's ``ops`` (``busy_intervals``: with each unit's busy
-        intervals, which the run page's Gantt draws)."""
+        intervals, which the run page's Gantt draws). A span :meth:`shifted` from another
+        copies that one's row, its times moved."""
+        original = self.moved_from
+        if original is None:
+            row = self._row()
+        else:
+            row = dict(original.base_row())
+            for key in _ROW_CONTAINERS:
+                if key in row:
+                    row[key] = row[key].copy()
+            row.update(invocation=self.invocation, start_cycle=self.start_cycle, end_cycle=self.end_cycle)
+        if busy_intervals:
+            row["busy_intervals"] = {u: [list(i) for i in spans] for u, spans in self.busy_intervals.items()}
+        return row
+
+    def base_row(self) -> dict[str, Any]:
+        """Its row without busy intervals, computed once (read only: the rows of the spans
+        shifted from it are copied from it)."""
+        if self._base_row is None:
+            self._base_row = self._row()
+        return self._base_row
+
+    def _row(self) -> dict[str, Any]:
         parts = self.bound_cycles
-        row = {
+        return {
             "name": self.name,
             "op": self.op,
             "unit": self.unit,
@@ -137,9 +167,17 @@ class OperationSpan:
             "unit_busy_cycles": dict(self.units),
             **(self._tiling() if self.plan else {}),
         }
-        if busy_intervals:
-            row["busy_intervals"] = {u: [list(i) for i in spans] for u, spans in self.busy_intervals.items()}
-        return row
+
+    def shifted(self, invocation: int, delta: int) -> OperationSpan:
+        """This operation as it ran again in ``invocation``, ``delta`` cycles later (its
+        commands' times moved by ``delta``, every other figure the same)."""
+        return OperationSpan(self.name, self.op, self.unit, invocation, self.start_cycle + delta,
+                             self.end_cycle + delta, self.macs, self.ddr_read_bytes, self.ddr_write_bytes,
+                             self.compute_cycles, self.dma_cycles, self.compute_commands, self.dma_commands,
+                             dict(self.units), self.plan, self.setup_cycles, self.compute_setup_cycles,
+                             self.latency_cycles,
+                             {u: [(a + delta, b + delta) for a, b in i] for u, i in self.busy_intervals.items()},
+                             self.moved_from or self)
 
     def _tiling(self) -> dict[str, Any]:
         """The scheduler's tiling facts, as the summary rows carry them."""
@@ -195,20 +233,60 @@ def operation_spans(commands: Iterable[CommandRecord], program: Program | None =
     operations of their own, of invocation :data:`PREAMBLE`."""
     by_command, infos = command_operations(program)
     preamble = program.preamble_command_ids if program is not None and preamble_end_cycle else frozenset()
-    groups: dict[tuple[int, str], list[CommandRecord]] = {}
+    preamble_groups: dict[tuple[int, str], list[CommandRecord]] = {}
+    by_invocation: dict[int, list[CommandRecord]] = {}
     for record in commands:
-        name = by_command.get(record.id) or fallback_operation_name(record)
-        in_preamble = record.id in preamble and record.start_cycle < preamble_end_cycle
-        key = (PREAMBLE if in_preamble else record.invocation, name)
-        group = groups.get(key)
-        if group is None:
-            groups[key] = [record]
+        if record.id in preamble and record.start_cycle < preamble_end_cycle:
+            _add(preamble_groups, (PREAMBLE, _operation(record, by_command)), record)
         else:
-            group.append(record)
+            _add(by_invocation, record.invocation, record)
     spans = [_span(name, invocation, records, infos.get(name), setup_cycles)
-             for (invocation, name), records in groups.items()]
+             for (invocation, name), records in preamble_groups.items()]
+    spans += _invocation_spans(by_invocation, by_command, infos, setup_cycles)
     spans.sort(key=lambda s: (s.invocation, s.start_cycle, s.end_cycle, s.name))
     return spans
+
+
+def _operation(record: CommandRecord, by_command: dict[int, str]) -> str:
+    return by_command.get(record.id) or fallback_operation_name(record)
+
+
+def _add(groups: dict[Any, list[CommandRecord]], key: Any, record: CommandRecord) -> None:
+    group = groups.get(key)
+    if group is None:
+        groups[key] = [record]
+    else:
+        group.append(record)
+
+
+def _invocation_spans(by_invocation: dict[int, list[CommandRecord]], by_command: dict[int, str],
+                      infos: dict[str, OperationStats], setup_cycles: SetupCycles | None) -> list[OperationSpan]:
+    """One span per (invocation, operation). An invocation whose commands ran exactly as an
+    earlier one's, only later (a long stream's steady state), gets that one's spans moved in
+    time: the same figures, without grouping or summing its records."""
+    seen: dict[tuple[Any, ...], tuple[int, list[OperationSpan]]] = {}
+    spans: list[OperationSpan] = []
+    for invocation, records in by_invocation.items():
+        base = min(r.start_cycle for r in records)
+        key = _timing_key(records, base)
+        known = seen.get(key)
+        if known is not None:
+            spans += [span.shifted(invocation, base - known[0]) for span in known[1]]
+            continue
+        groups: dict[str, list[CommandRecord]] = {}
+        for record in records:
+            _add(groups, _operation(record, by_command), record)
+        ran = [_span(name, invocation, group, infos.get(name), setup_cycles) for name, group in groups.items()]
+        seen[key] = (base, ran)
+        spans += ran
+    return spans
+
+
+def _timing_key(records: list[CommandRecord], base: int) -> tuple[Any, ...]:
+    """What an invocation's spans are computed from (its records, which name their operations),
+    its times relative to ``base``: two invocations of one key have the same spans, moved in time."""
+    return tuple((r[:5], r[8:12], r.start_cycle - base, r.end_cycle - base,
+                  None if r.busy_end_cycle is None else r.busy_end_cycle - base) for r in records)
 
 
 def command_setup_cycles(hw: HwConfig) -> SetupCycles:

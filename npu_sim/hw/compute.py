@@ -32,6 +32,7 @@ import numpy as np
 from npu_sim.errors import MemoryAccessError, ProgramError, SimulationError, TosaRuntimeError
 from npu_sim.hw.memory import Memory, ViewAccess
 from npu_sim.hw.queues import Machine, QueuedCommand, Unit
+from npu_sim.hw.result_memo import ResultMemo
 from npu_sim.hw.table_folding import PlanEntry, fold_plan
 from npu_sim.program import ComputeCommand, KernelStep, MemorySpace, View, reads_table_in_place
 from npu_sim.reference.custom import custom_implementation
@@ -156,7 +157,7 @@ class ComputeOp(QueuedCommand):
     """A compute command compiled for one machine (``steps``/``outputs`` from :func:`compile_compute`)."""
 
     __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound", "constant_tcm", "all_bound", "feeds",
-                 "fold", "plan")
+                 "fold", "plan", "memo", "copy_from")
 
     def __init__(self, command: ComputeCommand, unit: Unit, machine: Machine,
                  steps: list[CompiledStep], outputs: list[ViewAccess], cycles: int, macs: int,
@@ -181,6 +182,11 @@ class ComputeOp(QueuedCommand):
         #: path: :mod:`npu_sim.hw.table_folding`); the plan it gave, None: the steps as they are
         self.fold = False
         self.plan: list[PlanEntry] | None = None
+        #: with ``fold``, a command reading a few bytes: its results by those bytes (None: none)
+        self.memo: ResultMemo | None = None
+        #: with ``fold``, an IDENTITY of one operand read from memory: that operand (its bytes are
+        #: copied to the output, no kernel run; None: not such a command)
+        self.copy_from: ViewAccess | None = None
 
     def start(self) -> None:
         env = self.machine.env
@@ -232,33 +238,61 @@ class ComputeOp(QueuedCommand):
             output_steps = self.command.output_steps or (len(self.steps) - 1,)
             self.plan = fold_plan([cs.step for cs in self.steps], self.bound, self.feeds,  # type: ignore[arg-type]
                                   output_steps)
+            self.copy_from = _identity_source(self.steps, self.feeds, self.outputs)
+            self.memo = None if self.copy_from is not None else ResultMemo.of(self.feeds)  # type: ignore[arg-type]
 
     def _execute_bound(self) -> None:
-        """Every step bound and checked in an earlier run: a straight loop, numpy's warnings off
-        once for all of it (as the executor runs bound kernels); a bound kernel's results keep
-        the shapes and dtypes checked before."""
-        if self.plan is not None:
-            self._execute_plan(self.plan)
+        """Every step bound and checked in an earlier run: a straight loop (numpy's warnings are
+        off for the whole simulation, as the executor runs bound kernels: the simulator's
+        ``run``); a bound kernel's results keep the shapes and dtypes checked before. In a long
+        stream, an IDENTITY copies its operand's bytes and a command reading a few bytes
+        writes the results remembered for them (:mod:`npu_sim.hw.result_memo`)."""
+        memo = self.memo
+        if memo is None:
+            if self.copy_from is not None:
+                self.outputs[0].write(self.copy_from.read())
+                return
+            self._store(self._produced(self._bound_results()))
             return
-        results: list[list] = []
-        with np.errstate(all="ignore"):
-            for bound, feeds in zip(self.bound, self.feeds):
-                assert bound is not None and feeds is not None
-                results.append(bound([source.read() if kind == 0 else results[source][0] if kind == 1 else source
-                                      for kind, source in feeds]))
-        self._write_outputs(results)
+        key = memo.key()
+        produced = memo.results.get(key)
+        if produced is None:
+            produced = self._produced(self._bound_results())
+            if not memo.remember(key, produced):
+                self.memo = None
+        self._store(produced)
 
-    def _execute_plan(self, plan: list[PlanEntry]) -> None:
+    def _bound_results(self) -> list[Any]:
+        """Each step's results, by the bound kernels (a folding plan: the steps it runs)."""
+        plan = self.plan
+        if plan is not None:
+            return self._plan_results(plan)
+        results: list[list] = []
+        for bound, feeds in zip(self.bound, self.feeds):
+            assert bound is not None and feeds is not None
+            results.append(bound([source.read() if kind == 0 else results[source][0] if kind == 1 else source
+                                  for kind, source in feeds]))
+        return results
+
+    def _plan_results(self, plan: list[PlanEntry]) -> list[Any]:
         """The steps a folding plan runs (the others' results are no longer read)."""
         results: list[Any] = [None] * len(self.steps)
-        with np.errstate(all="ignore"):
-            for index, run, feeds in plan:
-                results[index] = run([source.read() if kind == 0 else results[source][0] if kind == 1 else source
-                                      for kind, source in feeds])
-        self._write_outputs(results)
+        for index, run, feeds in plan:
+            results[index] = run([source.read() if kind == 0 else results[source][0] if kind == 1 else source
+                                  for kind, source in feeds])
+        return results
 
     def _write_outputs(self, results: list[list]) -> None:
         """Write the last step's results (a composite: output 0 of each of its output steps)."""
+        self._store(self._produced(results))
+
+    def _store(self, produced: list[np.ndarray]) -> None:
+        for access, array in zip(self.outputs, produced):
+            access.write(array)
+
+    def _produced(self, results: list[list]) -> list[np.ndarray]:
+        """The arrays the command writes, checked against its outputs: the last step's results
+        (a composite: output 0 of each of its output steps)."""
         output_steps = self.command.output_steps
         if output_steps:
             produced = [results[s][0] for s in output_steps]
@@ -271,7 +305,7 @@ class ComputeOp(QueuedCommand):
             if array.shape != access.shape or array.dtype != access.storage:
                 step = output_steps[k] if output_steps else len(self.steps) - 1
                 self._fail(step, f"output {k} is {_describe(array)}, but the command writes it to {access.view}")
-            access.write(array)
+        return list(produced)
 
     def _constants(self, cs: CompiledStep, inputs: list[np.ndarray]) -> list[np.ndarray | None]:
         """Operand values that stay fixed (read from the constant bytes), None for the others."""
@@ -314,6 +348,22 @@ class TimedComputeOp(ComputeOp):
 
     def _end(self, _event: object) -> None:
         self.machine.finish(self)
+
+
+def _identity_source(steps: list[CompiledStep], feeds: list[Any], outputs: list[ViewAccess]) -> ViewAccess | None:
+    """The operand an IDENTITY command copies from memory to its one output (of its storage
+    type and element count), None for any other command."""
+    if len(steps) != 1 or steps[0].step.op is not Op.IDENTITY or len(outputs) != 1:
+        return None
+    step_feeds = feeds[0]
+    if not step_feeds or len(step_feeds) != 1:
+        return None
+    kind, source = step_feeds[0]
+    if kind != 0 or not isinstance(source, ViewAccess):
+        return None
+    out = outputs[0]
+    same = source.storage == out.storage and source.view.element_count == out.view.element_count
+    return source if same else None
 
 
 def _whole_tensors(cs: CompiledStep, inputs: list[np.ndarray]) -> bool:

@@ -11,10 +11,16 @@ on every pair of values, then looked up per element. Steps whose results only su
 read are no longer run.
 
 A step folds when it is elementwise the same way at every position: RESCALE with one scale
-(``per_channel`` false), ADD, SUB and MUL of operands of the output's shape (no
-broadcast), TABLE and CLAMP; every other operand (scales, zero points, MUL's shift, the
-table) a constant of the command (its bytes never change once loaded, see
-:class:`npu_sim.hw.compute.ComputeOp`). The tables hold the kernels' own results for every
+(``per_channel`` false), ADD, SUB, MUL, MAXIMUM and MINIMUM of operands of the output's
+shape or of one-element constants (a zero point, a scale: the same at every position),
+TABLE, CLAMP and CAST; every other operand (scales, zero points, MUL's shift, the table) a
+constant of the command (its bytes never change once loaded, see
+:class:`npu_sim.hw.compute.ComputeOp`). The chain's result may be of any type (a
+dequantize, CAST to float, SUB and MUL, gives a table of floats). A chain of at least
+:data:`MEMO_MIN_STEPS` steps over one wider operand read from memory (2 or 4 bytes an
+element: a float state's quantize steps) is looked up in a table filled as the stream runs
+(:class:`npu_sim.hw.value_memo.ValueMemo`: the chain's kernels run on every tensor with an
+element value not seen before). The tables hold the kernels' own results for every
 combination, so a lookup gives their bits; and a combination the kernels reject (a REQUIRE
 some values break) makes the whole command keep its steps, so every error is still raised
 as the kernel raises it. Nothing folds in a run that goes on past REQUIREs
@@ -28,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from npu_sim.hw.value_memo import UNSIGNED, ValueMemo
 from npu_sim.reference.kernel_api import KernelArgs, run_kernel
 from npu_sim.reference.unpredictable import active_log
 from npu_sim.tosa.dtype import DType
@@ -41,7 +48,8 @@ PlanEntry = tuple[int, Callable[[list[np.ndarray]], list[np.ndarray]], tuple[Fee
 
 #: The operators that fold: the positions of their data operands (the others must be constants).
 _DATA_OPERANDS: dict[Op, tuple[int, ...]] = {
-    Op.RESCALE: (0,), Op.ADD: (0, 1), Op.SUB: (0, 1), Op.MUL: (0, 1), Op.TABLE: (0,), Op.CLAMP: (0,),
+    Op.RESCALE: (0,), Op.ADD: (0, 1), Op.SUB: (0, 1), Op.MUL: (0, 1), Op.MAXIMUM: (0, 1), Op.MINIMUM: (0, 1),
+    Op.TABLE: (0,), Op.CLAMP: (0,), Op.CAST: (0,),
 }
 #: Most leaves a table may have (two int8 values: 65,536 entries).
 MAX_LEAVES = 2
@@ -56,54 +64,72 @@ def _data_operands(step: Any) -> tuple[int, ...] | None:
         return None
     if step.op is Op.RESCALE and step.attribute.per_channel:
         return None
-    shape = step.output_types[0].shape
-    if any(step.input_types[p].shape != shape for p in positions):
-        return None
     return positions
 
 
-#: A way to compute a step from leaves: (its leaves in first-use order, the folded steps between).
-Candidate = tuple[tuple[Feed, ...], frozenset[int]]
+def _fixed(feed: Feed) -> bool:
+    """A data operand the same at every position: a one-element constant (broadcast)."""
+    return feed[0] == 2 and np.size(feed[1]) == 1
+
+
+#: A way to compute a step from leaves: (its leaves in first-use order, the folded steps between,
+#: whether its one leaf is wider than int8: a memo, see :mod:`npu_sim.hw.value_memo`).
+Candidate = tuple[tuple[Feed, ...], frozenset[int], bool]
+#: Fewest steps a memo replaces (a lookup costs about what two or three bound steps do).
+MEMO_MIN_STEPS = 3
 #: Most ways kept per step (each a choice of where to cut the chain).
 _MAX_CANDIDATES = 6
 
 
 def _candidates(index: int, step: Any, feeds: Sequence[Feed], folded: list[list[Candidate]]) -> list[Candidate]:
-    """The ways a step's value may be computed from at most two int8 leaves (none: it does not fold).
-    An operand computed by a folded step is reached through one of that step's ways, or is a
-    leaf itself when int8 (the chain is cut there)."""
+    """The ways a step's value may be computed from at most two int8 leaves or one wider one read
+    from memory (none: it does not fold). An operand computed by a folded step is reached
+    through one of that step's ways, or is a leaf itself when int8 (the chain is cut there)."""
     positions = _data_operands(step)
     if positions is None:
         return []
     options: list[list[Candidate]] = []
+    shape = step.output_types[0].shape
     for p, feed in enumerate(feeds):
-        kind, source = feed
-        if p not in positions:
-            if kind != 2:
+        if p not in positions or _fixed(feed):
+            if feed[0] != 2:
                 return []     # a scale, zero point, shift or table that is not a constant
             continue
-        if kind == 2:
-            return []         # a constant tensor operand may differ from element to element
-        ways: list[Candidate] = list(folded[source]) if kind == 1 else []
-        if step.input_types[p].dtype is DType.INT8:
-            ways.append(((feed,), frozenset()))
+        if feed[0] == 2 or step.input_types[p].shape != shape:
+            return []         # a constant tensor operand may differ from element to element; a broadcast
+        ways = _operand_ways(feed, step.input_types[p].dtype, folded)
         if not ways:
             return []
         options.append(ways)
-    found: list[Candidate] = [((), frozenset([index]))]
+    if not options:
+        return []             # constants only: nothing to look up by
+    found: list[Candidate] = [((), frozenset([index]), False)]
     for ways in options:
         found = [merged for known in found for way in ways
                  if (merged := _merge(known, way)) is not None][:_MAX_CANDIDATES]
     return found
 
 
+def _operand_ways(feed: Feed, dtype: DType, folded: list[list[Candidate]]) -> list[Candidate]:
+    """The ways a data operand is reached: through its folded step's ways, or as a leaf (int8;
+    a wider one read from memory: a memo)."""
+    kind, source = feed
+    ways: list[Candidate] = list(folded[source]) if kind == 1 else []
+    if dtype is DType.INT8:
+        ways.append(((feed,), frozenset(), False))
+    elif kind == 0 and dtype.numpy_dtype.itemsize in UNSIGNED:
+        ways.append(((feed,), frozenset(), True))
+    return ways
+
+
 def _merge(a: Candidate, b: Candidate) -> Candidate | None:
-    """Both ways at once, if that needs at most two leaves and no leaf is computed in the chain."""
+    """Both ways at once, if that needs at most two int8 leaves (or one wider one) and no leaf is
+    computed in the chain."""
     leaves = list(a[0]) + [leaf for leaf in b[0] if not any(_same(leaf, known) for known in a[0])]
-    cone = a[1] | b[1]
-    if len(leaves) > MAX_LEAVES or any(kind == 1 and source in cone for kind, source in leaves):
+    cone, memo = a[1] | b[1], a[2] or b[2]
+    if len(leaves) > (1 if memo else MAX_LEAVES) or any(kind == 1 and source in cone for kind, source in leaves):
         return None
-    return tuple(leaves), cone
+    return tuple(leaves), cone, memo
 
 
 def _same(a: Feed, b: Feed) -> bool:
@@ -121,9 +147,10 @@ def _choose(count: int, outputs: Sequence[int], feeds: Sequence[Sequence[Feed]],
     for i in range(count - 1, -1, -1):
         if not live[i]:
             continue
-        if folded[i]:
-            way = min(folded[i], key=lambda c: (sum(1 for kind, source in c[0] if kind == 1 and not live[source]
-                                                    and folded[source]), len(c[1]) == 1, len(c[0])))
+        ways = [c for c in folded[i] if not c[2] or len(c[1]) >= MEMO_MIN_STEPS]
+        if ways:
+            way = min(ways, key=lambda c: (sum(1 for kind, source in c[0] if kind == 1 and not live[source]
+                                               and folded[source]), c[2], len(c[1]) == 1, len(c[0])))
             chosen[i] = way
             reads: Sequence[Feed] = way[0]
         else:
@@ -137,14 +164,19 @@ def _choose(count: int, outputs: Sequence[int], feeds: Sequence[Sequence[Feed]],
 def _table(root: int, way: Candidate, steps: Sequence[Any], feeds: Sequence[Sequence[Feed]]) -> np.ndarray:
     """The root's results for every combination of its leaves' values (by their bits), computed
     by the kernels of its chain; raises what a kernel raises on some combination."""
-    leaves, cone = way
+    leaves, cone, _ = way
     grids = [_BY_BITS] if len(leaves) == 1 else [np.repeat(_BY_BITS, 256), np.tile(_BY_BITS, 256)]
     size = grids[0].size
     values: dict[int, np.ndarray] = {}
     for j in sorted(cone):
         step = steps[j]
         inputs, types = [], list(step.input_types)
+        data = _DATA_OPERANDS[step.op]
         for p, (kind, source) in enumerate(feeds[j]):
+            if kind == 2 and p in data:   # a one-element constant, of the rank of the other operands
+                types[p] = TensorType((1,), types[p].dtype)
+                inputs.append(np.reshape(source, (1,)))
+                continue
             if kind == 2:
                 inputs.append(source)
                 continue
@@ -162,9 +194,24 @@ def _table(root: int, way: Candidate, steps: Sequence[Any], feeds: Sequence[Sequ
     return table if len(leaves) == 1 else table.reshape(256, 256)
 
 
+def _chain(root: int, way: Candidate, bound: Sequence[Callable[[list[np.ndarray]], list[np.ndarray]]],
+           feeds: Sequence[Sequence[Feed]]) -> Callable[[np.ndarray], np.ndarray]:
+    """The root's result from the value of the way's one leaf, by the bound kernels of its chain."""
+    cone = sorted(way[1])
+
+    def run(leaf: np.ndarray) -> np.ndarray:
+        values: dict[int, np.ndarray] = {}
+        for j in cone:
+            values[j] = bound[j]([source if kind == 2 else values[source] if kind == 1 and source in values
+                                  else leaf for kind, source in feeds[j]])[0]
+        return values[root]
+
+    return run
+
+
 def _look_up(table: np.ndarray) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
     if table.ndim == 1:
-        return lambda leaves: [table[leaves[0].view(np.uint8)]]
+        return lambda leaves: [table.take(leaves[0].view(np.uint8))]
     return lambda leaves: [table[leaves[0].view(np.uint8), leaves[1].view(np.uint8)]]
 
 
@@ -190,6 +237,9 @@ def fold_plan(steps: Sequence[Any], bound: Sequence[Callable[[list[np.ndarray]],
                 continue
             if way is None:
                 plan.append((i, bound[i], tuple(feeds[i])))
+                continue
+            if way[2]:
+                plan.append((i, ValueMemo(_chain(i, way, bound, feeds)), way[0]))
                 continue
             try:
                 table = _table(i, way, steps, feeds)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from npu_sim.reference.kernel_api import KernelArgs, Region, register
+from npu_sim.reference.kernel_api import BoundKernel, KernelArgs, Region, register
 from npu_sim.reference.kernel_util import as_output, bind_values, checked_once, require_shape_one
 from npu_sim.reference.numerics import (
     all_in_range,
@@ -172,7 +172,32 @@ def _add_sub_values(args: KernelArgs, dtype: DType, operands: list[np.ndarray]) 
     return round_to_float_quietly(c, dtype)
 
 
-@register(Op.ADD, Op.SUB, window=broadcast_window, bind=bind_values(_add_sub_checks, _add_sub_values))
+_bind_add_sub_values = bind_values(_add_sub_checks, _add_sub_values)
+
+
+def _bind_add_sub(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> BoundKernel | None:
+    """ADD / SUB with the checks done; int32 ones add in int64 and check the range by the
+    result's extremes, the kernel running only to raise the REQUIRE an overflow breaks (a
+    recurrent cell's quantize steps and a loop's counter run them at every step)."""
+    dtype = _add_sub_checks(args)
+    if dtype is not DType.INT32:
+        return _bind_add_sub_values(args, const_inputs)
+    static, shape = args.static(), tuple(args.output_types[0].shape)
+    lo, hi = signed_range(dtype)
+    ufunc = np.add if args.op is Op.ADD else np.subtract
+
+    def run(operands: list[np.ndarray]) -> list[np.ndarray]:
+        c = ufunc(np.asarray(operands[0]).astype(np.int64), operands[1])
+        if c.size and (c.min() < lo or c.max() > hi):
+            return add_sub(KernelArgs(static.op, static.attribute, list(operands), static.input_types,
+                                      static.output_types, static.name))
+        out = c.astype(np.int32)
+        return [out if type(out) is np.ndarray and out.shape == shape else np.asarray(out).reshape(shape)]
+
+    return run
+
+
+@register(Op.ADD, Op.SUB, window=broadcast_window, bind=_bind_add_sub)
 def add_sub(args: KernelArgs) -> list[np.ndarray]:
     """ADD / SUB: int32 REQUIREs no overflow (apply_add_s/apply_sub_s); FP rounds once."""
     with np.errstate(all="ignore"):
@@ -330,13 +355,23 @@ def power(args: KernelArgs) -> list[np.ndarray]:
 _COMPARE = {Op.EQUAL: np.equal, Op.GREATER: np.greater, Op.GREATER_EQUAL: np.greater_equal}
 
 
-@register(*_COMPARE, window=broadcast_window)
-def compare(args: KernelArgs) -> list[np.ndarray]:
-    """EQUAL / GREATER / GREATER_EQUAL to bool; any NaN operand gives false."""
-    dtype, a, b = _binary(args, _I32_FP, DType.BOOL)
+def _compare_checks(args: KernelArgs) -> DType:
+    return _binary_checks(args, _I32_FP, DType.BOOL)
+
+
+def _compare_values(args: KernelArgs, dtype: DType, operands: list[np.ndarray]) -> np.ndarray:
+    """EQUAL / GREATER / GREATER_EQUAL of checked operands: a fresh bool array."""
+    a, b = operands[0], operands[1]
     if dtype in FP_TYPES:
         a, b = _f32(a), _f32(b)  # exact; numpy comparisons with NaN are false
-    return [as_output(args, _COMPARE[args.op](a, b))]
+    return _COMPARE[args.op](a, b)
+
+
+@register(*_COMPARE, window=broadcast_window, bind=bind_values(_compare_checks, _compare_values))
+def compare(args: KernelArgs) -> list[np.ndarray]:
+    """EQUAL / GREATER / GREATER_EQUAL to bool; any NaN operand gives false (bound: the checks
+    once; a WHILE loop's condition runs at every iteration)."""
+    return [as_output(args, _compare_values(args, _compare_checks(args), args.inputs))]
 
 
 # --------------------------------------------------------------------------- ternary

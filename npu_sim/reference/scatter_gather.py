@@ -71,14 +71,19 @@ def _bind_gather(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) ->
     """GATHER whose type checks have passed: the lookup is left, and the REQUIRE on the index
     values (an index out of range runs the kernel, which raises its error). A loop body's
     GATHER of its time step from the whole sequence runs at every iteration."""
-    k, c = args.input_types[0].shape[1], args.input_types[0].shape[2]
+    n, k, _ = args.input_types[0].shape
     storage = args.output_types[0].dtype.numpy_dtype
+    rows = np.arange(n).reshape(n, 1)   # values[rows, indices] is _lookup's take_along_axis
 
     def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
-        indices = np.asarray(inputs[1]).astype(np.int64)
-        if not indices.size or c > 0 and not bool(np.all((indices >= 0) & (indices < k))):
+        indices = np.asarray(inputs[1])
+        if indices.size == 1:   # (a loop's time step: one index, compared as an int)
+            in_range = 0 <= int(indices.reshape(-1)[0]) < k
+        else:
+            in_range = bool(indices.size) and k > indices.max() and indices.min() >= 0
+        if not in_range:   # (the kernel decides: it raises the REQUIRE, or returns nothing)
             return gather(dataclasses.replace(args, inputs=list(inputs)))
-        return [np.array(_lookup(np.asarray(inputs[0]), indices), dtype=storage)]
+        return [np.asarray(inputs[0])[rows, indices].astype(storage, copy=False)]
     return run
 
 

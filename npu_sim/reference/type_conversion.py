@@ -13,6 +13,7 @@ INEXACT_ROUND is computed exactly (SINGLE_ROUND), which meets its error bound.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -67,9 +68,27 @@ def _bind_cast(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -> B
     out_type = args.output_types[0]
     shape, storage = tuple(out_type.shape), out_t.numpy_dtype
     if is_float(in_t):
-        return lambda inputs: [_float_to_int(inputs[0], out_t).astype(storage).reshape(shape)]
+        return _bound_float_to_int(out_t, shape)
     bits = out_t.bits
     return lambda inputs: [wrap(np.asarray(inputs[0]).astype(np.int64), bits).astype(storage).reshape(shape)]
+
+
+def _bound_float_to_int(out_t: DType, shape: tuple[int, ...]) -> BoundKernel:
+    """:func:`_float_to_int` then the storage type, in place on one float64 copy (no NaN: no
+    pass to find them; clipped values sum finite, so a NaN sum means a NaN)."""
+    lo, hi = signed_range(out_t)
+    storage = out_t.numpy_dtype
+
+    def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
+        r = np.asarray(inputs[0]).astype(np.float64)
+        np.rint(r, out=r)
+        np.maximum(r, lo, out=r)
+        np.minimum(r, hi, out=r)
+        if math.isnan(r.sum()):
+            r[np.isnan(r)] = 0.0
+        return [r.astype(storage).reshape(shape)]
+
+    return run
 
 
 def _float_to_int(x: np.ndarray, out_t: DType) -> np.ndarray:

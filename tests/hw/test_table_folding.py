@@ -9,6 +9,7 @@ import pytest
 
 import npu_sim.simulator as simulator_module
 from npu_sim.api import load_graph, load_hw_config
+from npu_sim.errors import TosaRuntimeError
 from npu_sim.hw.table_folding import fold_plan
 from npu_sim.inputs import load_inputs
 from npu_sim.program import KernelStep
@@ -22,6 +23,7 @@ from npu_sim.tosa.ops import Op, RoundingMode, make_attribute
 
 SHAPE = (1, 16)
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TFLITE = Path(__file__).resolve().parents[1] / "data" / "tflite"
 
 
 class _Memory:
@@ -161,6 +163,119 @@ def test_per_channel_scales_and_wider_operands_from_memory_do_not_fold():
         assert fold_plan(steps, _bound(steps, feeds, leaves), feeds, (len(steps) - 1,)) is None
 
 
+def _unary(op: Op, source, in_t: DType, out_t: DType, constant=None, **attributes):
+    """A CAST (no constant) or a SUB, MUL, MAXIMUM, MINIMUM of ``source`` and a one-element
+    constant of shape [1, 1] (broadcast, as a converter's zero points and scales are)."""
+    if constant is None:
+        types: tuple = (TensorType(SHAPE, in_t),)
+        feeds: tuple = (source,)
+    else:
+        types = (TensorType(SHAPE, in_t), TensorType((1, 1), in_t))
+        feeds = (source, _const([[constant]], in_t))
+        if op is Op.MUL:
+            types += (TensorType((1,), DType.INT8),)
+            feeds += (_const([0], DType.INT8),)
+    attribute = make_attribute(op, **attributes)
+    return KernelStep(op, attribute, (0,) * len(types), types, (TensorType(SHAPE, out_t),)), feeds
+
+
+def test_a_dequantize_to_float_and_a_saturating_narrowing_fold_with_the_kernels_bits():
+    """int8 -> CAST to fp32 -> SUB zero point -> MUL scale (a dequantize: a table of floats),
+    and int8 -> RESCALE to int32 -> MAXIMUM, MINIMUM (broadcast constants) -> CAST to int8."""
+    a = _Memory()
+    parts = [_unary(Op.CAST, (0, a), DType.INT8, DType.FP32),
+             _unary(Op.SUB, (1, 0), DType.FP32, DType.FP32, constant=-3.0),
+             _unary(Op.MUL, (1, 1), DType.FP32, DType.FP32, constant=0.0078125 * 3),
+             _rescale((0, a), DType.INT8, DType.INT32, 1 << 30, 28, in_zp=-3),
+             _unary(Op.MAXIMUM, (1, 3), DType.INT32, DType.INT32, constant=-100),
+             _unary(Op.MINIMUM, (1, 4), DType.INT32, DType.INT32, constant=150),
+             _unary(Op.CAST, (1, 5), DType.INT32, DType.INT8)]
+    steps, feeds = [p[0] for p in parts], [p[1] for p in parts]
+    rng = np.random.default_rng(4)
+
+    def leaves() -> dict[int, np.ndarray]:
+        return {id(a): rng.integers(-128, 128, SHAPE).astype(np.int8)}
+
+    plan = fold_plan(steps, _bound(steps, feeds, leaves()), feeds, (2, 6))
+    assert plan is not None
+    assert [(index, len(step_feeds)) for index, _, step_feeds in plan] == [(2, 1), (6, 1)]   # two lookups
+    for _ in range(20):
+        values = leaves()
+        expected, got = _run_steps(steps, feeds, values), _run_plan(plan, values, len(steps))
+        for i in (2, 6):
+            assert got[i] is not None and got[i].dtype == expected[i].dtype
+            assert np.array_equal(got[i].view(np.uint8), expected[i].view(np.uint8))   # the bits, -0.0 too
+
+
+def test_steps_of_one_element_constants_only_run_as_they_are():
+    """MAXIMUM of two broadcast constants, then CAST: no operand to look them up by."""
+    one = (1, 1)
+    attribute = make_attribute(Op.MAXIMUM)
+    maximum = KernelStep(Op.MAXIMUM, attribute, (0, 0), (TensorType(one, DType.INT32), TensorType(one, DType.INT32)),
+                         (TensorType(one, DType.INT32),))
+    cast = KernelStep(Op.CAST, make_attribute(Op.CAST), (0,), (TensorType(one, DType.INT32),),
+                      (TensorType(one, DType.INT8),))
+    steps, feeds = [maximum, cast], [(_const([[5]], DType.INT32), _const([[7]], DType.INT32)), ((1, 0),)]
+    assert fold_plan(steps, _bound(steps, feeds, {}), feeds, (1,)) is None
+
+
+def test_a_constant_that_differs_from_element_to_element_does_not_fold():
+    a = _Memory()
+    bias = np.arange(SHAPE[-1], dtype=np.int32).reshape(SHAPE)
+    bias.flags.writeable = False
+    add = _binary(Op.ADD, (1, 0), (2, bias))
+    parts = [_rescale((0, a), DType.INT8, DType.INT32, 1 << 30, 20), add,
+             _rescale((1, 1), DType.INT32, DType.INT8, 1 << 30, 33)]
+    steps, feeds = [p[0] for p in parts], [p[1] for p in parts]
+    leaves = {id(a): np.random.default_rng(5).integers(-128, 128, SHAPE).astype(np.int8)}
+    plan = fold_plan(steps, _bound(steps, feeds, leaves), feeds, (2,))
+    assert plan is None or 1 in [index for index, _, _ in plan]   # the ADD still runs
+
+
+def _quantize_chain(x):
+    """fp32 ``x`` in memory -> MUL by a scale -> CAST to int32 -> ADD a zero point -> MAXIMUM,
+    MINIMUM -> CAST to int8: a float state's saturating quantize, as a converter writes it."""
+    parts = [_unary(Op.MUL, (0, x), DType.FP32, DType.FP32, constant=1 / 0.0234),
+             _unary(Op.CAST, (1, 0), DType.FP32, DType.INT32),
+             _unary(Op.ADD, (1, 1), DType.INT32, DType.INT32, constant=-3),
+             _unary(Op.MAXIMUM, (1, 2), DType.INT32, DType.INT32, constant=-128),
+             _unary(Op.MINIMUM, (1, 3), DType.INT32, DType.INT32, constant=127),
+             _unary(Op.CAST, (1, 4), DType.INT32, DType.INT8)]
+    return [p[0] for p in parts], [p[1] for p in parts]
+
+
+def test_a_quantize_of_floats_from_memory_is_remembered_per_value_with_the_kernels_bits():
+    """Too many float values for a table: one entry remembers each value's result (a stream
+    feeds it few: an earlier dequantize's), and values it has not seen run the kernels."""
+    x = _Memory()
+    steps, feeds = _quantize_chain(x)
+    rng = np.random.default_rng(6)
+    dequantized = ((np.arange(-128, 128) + 3) * 0.0234).astype(np.float32)
+    odd = np.array([np.nan, np.inf, -0.0, 0.0, 1e30, -1e5, 0.0117, -0.0117], np.float32)
+
+    def values(pool: np.ndarray) -> dict[int, np.ndarray]:
+        return {id(x): rng.choice(pool, size=SHAPE).astype(np.float32)}
+
+    plan = fold_plan(steps, _bound(steps, feeds, values(dequantized)), feeds, (5,))
+    assert plan is not None and [(index, len(step_feeds)) for index, _, step_feeds in plan] == [(5, 1)]
+    for k in range(200):
+        leaves = values(dequantized if k % 10 else odd)
+        expected = _run_steps(steps, feeds, leaves)[5]
+        got = _run_plan(plan, leaves, len(steps))[5]
+        assert got is not None and got.dtype == expected.dtype and np.array_equal(got, expected), k
+    breaking = {id(x): np.full(SHAPE, -np.inf, np.float32)}   # saturates to int32's least: the ADD overflows
+    with pytest.raises(TosaRuntimeError, match="apply_add_s"):
+        _run_plan(plan, breaking, len(steps))
+
+
+def test_a_short_chain_over_floats_from_memory_runs_as_it_is():
+    x = _Memory()
+    steps, feeds = _quantize_chain(x)
+    steps, feeds = steps[:2], feeds[:2]   # MUL, CAST: a lookup would not be cheaper
+    leaves = {id(x): np.ones(SHAPE, np.float32)}
+    assert fold_plan(steps, _bound(steps, feeds, leaves), feeds, (1,)) is None
+
+
 def test_nothing_folds_in_a_run_going_on_past_requires():
     steps, feeds, a, b = _two_leaf_chain()
     bound = _bound(steps, feeds, _leaf_values(a, b, np.random.default_rng(3)))
@@ -168,9 +283,11 @@ def test_nothing_folds_in_a_run_going_on_past_requires():
         assert fold_plan(steps, bound, feeds, (4,)) is None
 
 
-@pytest.mark.parametrize("name", ["lstm_stateful_int8", "lstm_step64_int8"])
-def test_a_long_stream_gives_the_same_bits_and_cycles_folded(name, monkeypatch):
-    graph, hw = load_graph(EXAMPLES / f"{name}.tosa"), load_hw_config("edge")
+@pytest.mark.parametrize("path", [EXAMPLES / "lstm_stateful_int8.tosa", EXAMPLES / "lstm_step64_int8.tosa",
+                                  TFLITE / "lstm_stateful_loop_int8.tflite"], ids=lambda p: p.stem)
+def test_a_long_stream_gives_the_same_bits_and_cycles_folded(path, monkeypatch):
+    """(The WHILE loop's cell folds its dequantizes of the state it carries on into tables of floats.)"""
+    graph, hw = load_graph(path), load_hw_config("edge")
     program = compile_graph(graph, hw, resident_constants=True)
     inputs = load_inputs(graph, [], invocations=8, random_seed=5).invocations
     monkeypatch.setattr(simulator_module, "FOLD_MIN_INVOCATIONS", 1 << 30)

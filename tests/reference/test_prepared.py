@@ -145,6 +145,53 @@ def test_bound_floating_point_kernels_give_inf_and_nan_without_warnings():
     assert out[0] == np.inf and np.isnan(out[1]) and out[2] == 3
 
 
+@pytest.mark.parametrize("op", [Op.EQUAL, Op.GREATER, Op.GREATER_EQUAL])
+def test_bound_comparisons_give_the_first_bits_nan_false_and_broadcast(op):
+    b = GraphBuilder()
+    x, y = b.input("x", (4,), FP32), b.input("y", (1,), FP32)
+    i, j = b.input("i", (), I32), b.input("j", (), I32)
+    b.output(b.op(op, [x, y], name="f"))
+    b.output(b.op(op, [i, j], name="n"))
+    graph = b.build()
+    runs = [{"x": np.array([1, 2, np.nan, -np.inf], np.float32), "y": np.array([2], np.float32),
+             "i": np.array(k, np.int32), "j": np.array(1, np.int32)} for k in (0, 1, 2, 1)]
+    for inputs in runs:
+        out = execute(graph, inputs)
+        expected = {Op.EQUAL: np.equal, Op.GREATER: np.greater, Op.GREATER_EQUAL: np.greater_equal}[op]
+        np.testing.assert_array_equal(out["f"], expected(inputs["x"], inputs["y"]))
+        assert out["n"].dtype == np.bool_ and out["n"].shape == () and out["n"] == expected(inputs["i"], inputs["j"])
+
+
+@pytest.mark.parametrize("out_t", [I8, DType.INT16, I32])
+def test_a_bound_float_to_int_cast_rounds_saturates_and_zeroes_nan_as_the_kernel(out_t):
+    b = GraphBuilder()
+    x = b.input("x", (12,), FP32)
+    b.output(b.op(Op.CAST, [x], name="y", dtype=out_t))
+    graph = b.build()
+    values = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 126.6, 127.5, -129.5, 3e9, -3e9, np.inf, -np.inf], np.float32)
+    first = execute(graph, {"x": values})["y"]
+    with_nan = values.copy()
+    with_nan[[1, 7]] = np.nan
+    first_nan = execute(graph, {"x": with_nan})["y"]
+    for _ in range(3):   # bound from the third run on
+        np.testing.assert_array_equal(execute(graph, {"x": values})["y"], first)
+        out = execute(graph, {"x": with_nan})["y"]
+        np.testing.assert_array_equal(out, first_nan)
+        assert out.dtype == first.dtype and out[1] == 0 and out[7] == 0
+
+
+def test_a_bound_int32_sub_reports_overflow_and_keeps_scalars_scalar():
+    b = GraphBuilder()
+    x, y = b.input("x", (), I32), b.input("y", (), I32)
+    b.output(b.op(Op.SUB, [x, y], name="z"))
+    graph = b.build()
+    for k in range(4):
+        out = execute(graph, {"x": np.array(k, np.int32), "y": np.array(5, np.int32)})["z"]
+        assert out.shape == () and out.dtype == np.int32 and out == k - 5
+    with pytest.raises(TosaRuntimeError, match=r"apply_sub_s: REQUIRE"):
+        execute(graph, {"x": np.array(-(2 ** 31), np.int32), "y": np.array(1, np.int32)})
+
+
 # --- the cache of prepared graphs --------------------------------------------------------
 def _scale_graph() -> Graph:
     b = GraphBuilder()

@@ -69,6 +69,10 @@ def test_a_bound_gather_still_requires_indices_in_range(bad):
     with pytest.raises(TosaRuntimeError, match="out of range"):
         run_bound(Op.GATHER, [values, Operand(np.array([[0, bad]], np.int32), I32)], None, out,
                   first=[values, Operand(np.array([[0, 1]], np.int32), I32)])
+    one = [TensorType((1, 1, 2), DType.INT8)]   # one index (a loop's time step): checked as an int
+    with pytest.raises(TosaRuntimeError, match="out of range"):
+        run_bound(Op.GATHER, [values, Operand(np.array([[bad]], np.int32), I32)], None, one,
+                  first=[values, Operand(np.array([[3]], np.int32), I32)])
 
 
 def test_scatter_keeps_unwritten_values_and_payloads():

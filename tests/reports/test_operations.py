@@ -122,3 +122,33 @@ def test_the_preamble_of_a_stream_is_an_operation_of_its_own():
     assert [(s.name, s.invocation, s.start_cycle, s.end_cycle) for s in spans] == [
         ("constant_pool", PREAMBLE, 0, 40), ("constant_pool", 0, 150, 160), ("add", 0, 160, 170)]
     assert [s.invocation for s in operation_spans(records, program)] == [0, 0]   # one invocation: in line
+
+
+def _invocation(inv: int, at: int, add_cycles: int = 10) -> list[CommandRecord]:
+    return [_record(0, "dma", "dma0", "copy", at, at + 12, inv=inv, busy_end=at + 8, rd=16),
+            _record(1, "compute", "vector", "ADD", at + 12, at + 12 + add_cycles, inv=inv),
+            _record(1, "compute", "vector", "ADD", at + 30, at + 30 + add_cycles, inv=inv),
+            _record(2, "dma", "dma1", "copy", at + 45, at + 50, inv=inv, wr=4)]
+
+
+def test_an_invocation_run_again_later_gets_the_same_rows_moved_in_time():
+    """Invocations 1 and 3 repeat invocation 0 later (their spans are copied, moved); invocation
+    2's ADD takes longer (its spans are its own): every row is what its records alone give."""
+    records = [*_invocation(0, 0), *_invocation(1, 100), *_invocation(2, 200, add_cycles=11),
+               *_invocation(3, 300)]
+    program = _program(OperationStats("load", "LOAD", "dma", commands=(0,)),
+                       OperationStats("add", "ADD", "vector", commands=(1,)),
+                       OperationStats("store", "STORE", "dma", commands=(2,)))
+    spans = operation_spans(records, program, lambda r: 2 if r.kind == "compute" else 1)
+    alone = [span for inv in range(4)
+             for span in operation_spans([r for r in records if r.invocation == inv], program,
+                                         lambda r: 2 if r.kind == "compute" else 1)]
+    assert [s.as_dict(busy_intervals=True) for s in spans] == [s.as_dict(busy_intervals=True) for s in alone]
+    assert [s.cycles for s in spans] == [s.cycles for s in alone]
+    assert [s.moved_from is not None for s in spans] == [False] * 3 + [True] * 3 + [False] * 3 + [True] * 3
+    add_rows = [s.as_dict(busy_intervals=True) for s in spans if s.name == "add"]
+    assert [(r["invocation"], r["start_cycle"], r["end_cycle"], r["cycles"]) for r in add_rows] == [
+        (0, 12, 40, 20), (1, 112, 140, 20), (2, 212, 241, 22), (3, 312, 340, 20)]
+    assert add_rows[3]["busy_intervals"] == {"vector": [[312, 322], [330, 340]]}
+    add_rows[1]["unit_busy_cycles"]["vector"] = -1   # a row is the caller's: the others keep theirs
+    assert spans[4].as_dict()["unit_busy_cycles"] == {"vector": 20}
