@@ -146,24 +146,69 @@ def stripable(op: NpuOp, tiler: Tiler) -> bool:
         op.unit != CPU.name and output_rows(op) >= 2 and tiler.tiling(op).tileable
 
 
+class ChainMemo:
+    """The chains the searches of one graph evaluated, for the searches after them.
+
+    Each compile attempt searches every block again, with the values spilled so far out of the
+    TCM; a chain is evaluated again only if what it depends on changed: which values its
+    operations read and write are in the TCM, which of its values may roll, and which staged
+    inputs it streams (its ``peak_bytes``, which every value live across it makes, is summed
+    at each search). The memo belongs to one Tiler (the plans are its plans)."""
+
+    def __init__(self) -> None:
+        self._chains: dict[tuple, StripedChain | None] = {}
+        self._blocks: dict[int, Sequence[NpuOp]] = {}   # (kept so that their ids stay theirs)
+        #: chains evaluated (a search that finds every chain here evaluates none)
+        self.evaluations = 0
+
+    def chain(self, ops: Sequence[NpuOp], key: tuple, evaluate: Callable[[], StripedChain | None]
+              ) -> StripedChain | None:
+        """The chain of block ``ops`` under ``key``, evaluated the first time it is asked for."""
+        self._blocks.setdefault(id(ops), ops)
+        full = (id(ops), *key)
+        if full not in self._chains:
+            self.evaluations += 1
+            self._chains[full] = evaluate()
+        return self._chains[full]
+
+
 class _ChainPlanner:
     """Evaluates chains of one block: their stripes, rolling buffers, cycles and bytes."""
 
     def __init__(self, ops: Sequence[NpuOp], tiler: Tiler, values: ChainValues,
-                 in_tcm: Callable[[str], bool], alignment: int):
+                 in_tcm: Callable[[str], bool], alignment: int, memo: ChainMemo):
         self.ops, self.tiler, self.values, self.in_tcm = ops, tiler, values, in_tcm
         self.hw: HwConfig = tiler.hw
         self.alignment = alignment
         self.ok = [stripable(op, tiler) for op in ops]
+        self.memo = memo
         self._chains: dict[tuple[int, int, int], StripedChain | None] = {}   # (first, last, rows): the peaks share
+        self._resident: dict[int, tuple[bool, ...]] = {}
 
     def stripes(self, first: int, last: int, rows: int) -> StripedChain | None:
         """The chain ``first``..``last`` in stripes of ``rows`` rows (see :meth:`_stripes`; each
-        evaluated once)."""
+        evaluated once, and once for the searches after this one while nothing it depends on
+        changes: :class:`ChainMemo`), with its peak bytes."""
         key = (first, last, rows)
         if key not in self._chains:
-            self._chains[key] = self._stripes(first, last, rows)
+            chain = self.memo.chain(self.ops, (first, last, rows, self._depends(first, last)),
+                                    lambda: self._stripes(first, last, rows))
+            self._chains[key] = None if chain is None else dataclasses.replace(   # (plans: the compiler's to change)
+                chain, plans=dict(chain.plans), peak_bytes=self._live_across(first, last, chain.rolling, chain.streamed)
+                + sum(p.working_set_bytes for p in chain.plans.values()))
         return self._chains[key]
+
+    def _depends(self, first: int, last: int) -> tuple:
+        """What the chain ``first``..``last`` depends on beyond the operations themselves: which
+        values they read and write are in the TCM, which of their results may roll, the staged
+        inputs the chain streams."""
+        ops = self.ops
+        for j in range(first, last + 1):
+            if j not in self._resident:
+                self._resident[j] = tuple(self.in_tcm(k) for k in (*ops[j].inputs, *ops[j].outputs))
+        return (tuple(self._resident[j] for j in range(first, last + 1)),
+                tuple(self._may_roll(ops[j].outputs[0], first, last) for j in range(first, last + 1)),
+                self._streamed(first, last))
 
     # -- one chain, one stripe height
     def _stripes(self, first: int, last: int, rows: int) -> StripedChain | None:
@@ -190,22 +235,24 @@ class _ChainPlanner:
         return self._with_plans(StripedChain(first, last, rows, count, regions, buffers, 0.0, 0.0, 0))
 
     def _with_plans(self, chain: StripedChain) -> StripedChain:
-        """``chain`` with its operations' plans, the staged inputs it streams and its peak bytes."""
-        first, last = chain.first, chain.last
-        hw = self.tiler.hw
-        staged_only = hw.shared_compute_pipeline and hw.stripes.optimise == "performance"
-        streamed = () if staged_only else tuple(
-            k for k, copy in self.values.staged.items() if copy < first and self._may_stream(k, copy, first, last))
+        """``chain`` with its operations' plans and the staged inputs it streams (its peak bytes
+        are :meth:`stripes`')."""
+        streamed = self._streamed(chain.first, chain.last)
 
         def in_tcm(key: str) -> bool:
             return key not in streamed and self.in_tcm(key)
 
         plans = {j: chain_plan(self.ops[j], chain.regions[j], in_tcm, self.tiler, self.alignment) for j in chain.ops}
-        peak = self._live_across(first, last, chain.rolling, streamed) + \
-            sum(p.working_set_bytes for p in plans.values())
         est, whole = self._cycles(chain, plans, streamed)
-        return dataclasses.replace(chain, peak_bytes=peak, plans=plans, streamed=streamed, est_cycles=est,
-                                   whole_cycles=whole)
+        return dataclasses.replace(chain, plans=plans, streamed=streamed, est_cycles=est, whole_cycles=whole)
+
+    def _streamed(self, first: int, last: int) -> tuple[str, ...]:
+        """The staged inputs the chain ``first``..``last`` reads where they live (see the module doc)."""
+        hw = self.tiler.hw
+        if hw.shared_compute_pipeline and hw.stripes.optimise == "performance":
+            return ()
+        return tuple(k for k, copy in self.values.staged.items()
+                     if copy < first and self._may_stream(k, copy, first, last))
 
     def _may_stream(self, key: str, copy: int, first: int, last: int) -> bool:
         """True if the chain ``first``..``last`` is the only reader of staged input ``key``."""
@@ -426,14 +473,14 @@ def _element_bytes(op: NpuOp, slot: tuple[int, int]) -> int:
 
 
 def find_chains(ops: Sequence[NpuOp], tiler: Tiler, values: ChainValues, in_tcm: Callable[[str], bool],
-                alignment: int) -> list[StripedChain]:
+                alignment: int, memo: ChainMemo | None = None) -> list[StripedChain]:
     """The block's striped chains, peak by peak (see the module doc); none unless the config's
-    ``stripes`` asks for them."""
+    ``stripes`` asks for them. ``memo``: the chains earlier searches with ``tiler`` evaluated."""
     config = tiler.hw.stripes
     if not config.enabled:
         return []
     slack = None if config.optimise == "size" else config.slack_fraction
-    planner = _ChainPlanner(ops, tiler, values, in_tcm, alignment)
+    planner = _ChainPlanner(ops, tiler, values, in_tcm, alignment, memo if memo is not None else ChainMemo())
     live = _live_profile(len(ops), values)
     taken = [False] * len(ops)
     chains: list[StripedChain] = []

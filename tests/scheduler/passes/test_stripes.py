@@ -2,18 +2,20 @@
 rolling buffers, bit for bit the operations run whole."""
 
 import dataclasses
+import importlib
 
 import numpy as np
 import pytest
 
-from npu_sim.errors import ConfigError
+from npu_sim.errors import ConfigError, ScheduleError
 from npu_sim.hw.config import deep_merge, hw_config_from_dict, load_hw_config, with_optimise
 from npu_sim.program import ComputeCommand, MemorySpace
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op
 from scheduler.codegen import compiler
-from scheduler.passes.stripes import RollingBuffer, halo_chunks
+from scheduler.codegen.compiler import NeedRoom
+from scheduler.passes.stripes import ChainMemo, RollingBuffer, find_chains, halo_chunks
 from scheduler.schedule import schedule
 from scheduler.verify import PlanError, verify_program
 from tests.scheduler.graphs import check_end_to_end, conv_block, machine, random_inputs
@@ -208,3 +210,62 @@ def test_a_bad_optimise_is_refused(tmp_path):
 def test_the_same_graph_gets_the_same_striped_plan():
     first, second = schedule(_chain_graph(), _striping()), schedule(_chain_graph(), _striping())
     assert first.listing() == second.listing() and first.stats == second.stats
+
+
+def _search_args(graph, hw):
+    """The arguments the compiler gave the main block's stripes search."""
+    calls = []
+    original = compiler.find_chains
+
+    def spy(*args):
+        calls.append(args)
+        return original(*args)
+
+    compiler.find_chains = spy
+    try:
+        schedule(graph, hw)
+    finally:
+        compiler.find_chains = original
+    return calls[-1][:5]
+
+
+def test_a_search_after_the_first_evaluates_only_the_chains_whose_operands_moved():
+    ops, tiler, values, in_tcm, alignment = _search_args(_chain_graph(), _striping())
+    memo = ChainMemo()
+    first = find_chains(ops, tiler, values, in_tcm, alignment, memo)
+    evaluated = memo.evaluations
+    assert evaluated > 0 and len(first) == 1
+    # the next compile attempt with nothing changed: the same chains, nothing evaluated again
+    assert find_chains(ops, tiler, values, in_tcm, alignment, memo) == first
+    assert memo.evaluations == evaluated
+    # a value out of the TCM: the chains reading it are evaluated again, and the search
+    # finds what a search without the memo finds
+    spilled = ops[first[0].first].inputs[1]   # (the conv's weights: the chains from the depthwise on do not read them)
+
+    def without(key):
+        return key != spilled and in_tcm(key)
+
+    again = find_chains(ops, tiler, values, without, alignment, memo)
+    assert evaluated < memo.evaluations < 2 * evaluated
+    assert again == find_chains(ops, tiler, values, without, alignment, ChainMemo())
+
+
+def test_the_compile_attempts_of_a_graph_search_the_stripes_once(monkeypatch):
+    """A second compile attempt (here forced, with nothing spilled that the chain touches) takes
+    every chain from the first attempt's search."""
+    schedule_module = importlib.import_module("scheduler.schedule")
+    original = schedule_module.compile_block
+    seen = []
+
+    def attempt(ctx, *args):
+        cmds = original(ctx, *args)
+        seen.append((ctx.chain_memo, ctx.chain_memo.evaluations))
+        if len(seen) == 1:
+            raise NeedRoom({"no such value"}, ScheduleError("forced second attempt"))
+        return cmds
+
+    monkeypatch.setattr(schedule_module, "compile_block", attempt)
+    program = schedule(_chain_graph(), _striping())
+    (memo, evaluated), (again, evaluated_again) = seen
+    assert again is memo and evaluated > 0 and evaluated_again == evaluated
+    assert len(program.stats.striped_chains) == 1
