@@ -153,10 +153,15 @@ class ChainMemo:
     TCM; a chain is evaluated again only if what it depends on changed: which values its
     operations read and write are in the TCM, which of its values may roll, and which staged
     inputs it streams (its ``peak_bytes``, which every value live across it makes, is summed
-    at each search). The memo belongs to one Tiler (the plans are its plans)."""
+    at each search). Within an evaluation, its stripes and rolling buffers depend only on which
+    values roll, and each operation's plan only on its stripes and which of its operands are
+    in the TCM: those are kept too (chains that share an operation and its stripes share its
+    plan). The memo belongs to one Tiler (the plans are its plans)."""
 
     def __init__(self) -> None:
         self._chains: dict[tuple, StripedChain | None] = {}
+        self._shapes: dict[tuple, StripedChain | None] = {}
+        self._plans: dict[tuple, TilePlan] = {}
         self._blocks: dict[int, Sequence[NpuOp]] = {}   # (kept so that their ids stay theirs)
         #: chains evaluated (a search that finds every chain here evaluates none)
         self.evaluations = 0
@@ -164,12 +169,31 @@ class ChainMemo:
     def chain(self, ops: Sequence[NpuOp], key: tuple, evaluate: Callable[[], StripedChain | None]
               ) -> StripedChain | None:
         """The chain of block ``ops`` under ``key``, evaluated the first time it is asked for."""
-        self._blocks.setdefault(id(ops), ops)
-        full = (id(ops), *key)
+        full = self._full(ops, key)
         if full not in self._chains:
             self.evaluations += 1
             self._chains[full] = evaluate()
         return self._chains[full]
+
+    def shape(self, ops: Sequence[NpuOp], key: tuple, evaluate: Callable[[], StripedChain | None]
+              ) -> StripedChain | None:
+        """A chain's stripes and rolling buffers (no plans yet) under ``key``."""
+        full = self._full(ops, key)
+        if full not in self._shapes:
+            self._shapes[full] = evaluate()
+        return self._shapes[full]
+
+    def plan(self, ops: Sequence[NpuOp], key: tuple, evaluate: Callable[[], TilePlan]) -> TilePlan:
+        """An operation's plan in a chain under ``key``."""
+        full = self._full(ops, key)
+        plan = self._plans.get(full)
+        if plan is None:
+            plan = self._plans[full] = evaluate()
+        return plan
+
+    def _full(self, ops: Sequence[NpuOp], key: tuple) -> tuple:
+        self._blocks.setdefault(id(ops), ops)
+        return (id(ops), *key)
 
 
 class _ChainPlanner:
@@ -191,8 +215,9 @@ class _ChainPlanner:
         changes: :class:`ChainMemo`), with its peak bytes."""
         key = (first, last, rows)
         if key not in self._chains:
-            chain = self.memo.chain(self.ops, (first, last, rows, self._depends(first, last)),
-                                    lambda: self._stripes(first, last, rows))
+            depends = self._depends(first, last)
+            chain = self.memo.chain(self.ops, (first, last, rows, depends),
+                                    lambda: self._stripes(first, last, rows, depends[1]))
             self._chains[key] = None if chain is None else dataclasses.replace(   # (plans: the compiler's to change)
                 chain, plans=dict(chain.plans), peak_bytes=self._live_across(first, last, chain.rolling, chain.streamed)
                 + sum(p.working_set_bytes for p in chain.plans.values()))
@@ -211,10 +236,16 @@ class _ChainPlanner:
                 self._streamed(first, last))
 
     # -- one chain, one stripe height
-    def _stripes(self, first: int, last: int, rows: int) -> StripedChain | None:
-        """The chain ``first``..``last`` in stripes of ``rows`` rows of its last output, or None
-        when it cannot be (a window of an internal value not whole across its width and
-        channels, rows that would have to come back) or has nothing to roll."""
+    def _stripes(self, first: int, last: int, rows: int, rolls: tuple[bool, ...]) -> StripedChain | None:
+        """The chain ``first``..``last`` in stripes of ``rows`` rows of its last output (see
+        :meth:`_shape`; ``rolls``: which of its operations' results may roll), with its plans."""
+        shape = self.memo.shape(self.ops, (first, last, rows, rolls), lambda: self._shape(first, last, rows))
+        return None if shape is None else self._with_plans(shape)
+
+    def _shape(self, first: int, last: int, rows: int) -> StripedChain | None:
+        """The chain ``first``..``last`` in stripes of ``rows`` rows of its last output, without
+        plans, or None when it cannot be (a window of an internal value not whole across its
+        width and channels, rows that would have to come back) or has nothing to roll."""
         ops = self.ops
         height = output_rows(ops[last])
         edges = list(range(0, height, rows)) + [height]
@@ -232,7 +263,7 @@ class _ChainPlanner:
         if not _saves(rolling):
             return None
         buffers = {key: b for key, b in rolling.items() if b is not None}
-        return self._with_plans(StripedChain(first, last, rows, count, regions, buffers, 0.0, 0.0, 0))
+        return StripedChain(first, last, rows, count, regions, buffers, 0.0, 0.0, 0)
 
     def _with_plans(self, chain: StripedChain) -> StripedChain:
         """``chain`` with its operations' plans and the staged inputs it streams (its peak bytes
@@ -242,9 +273,17 @@ class _ChainPlanner:
         def in_tcm(key: str) -> bool:
             return key not in streamed and self.in_tcm(key)
 
-        plans = {j: chain_plan(self.ops[j], chain.regions[j], in_tcm, self.tiler, self.alignment) for j in chain.ops}
+        plans = {j: self._plan(j, chain.regions[j], in_tcm) for j in chain.ops}
         est, whole = self._cycles(chain, plans, streamed)
         return dataclasses.replace(chain, plans=plans, streamed=streamed, est_cycles=est, whole_cycles=whole)
+
+    def _plan(self, j: int, regions: tuple[Region | None, ...], in_tcm: Callable[[str], bool]) -> TilePlan:
+        """Operation ``j``'s plan in stripes with output ``regions`` (:func:`chain_plan`; it
+        depends on which of the operation's operands are in the TCM)."""
+        op = self.ops[j]
+        resident = tuple(in_tcm(k) for k in (*op.inputs, *op.outputs))
+        return self.memo.plan(self.ops, (j, regions, resident),
+                              lambda: chain_plan(op, regions, in_tcm, self.tiler, self.alignment))
 
     def _streamed(self, first: int, last: int) -> tuple[str, ...]:
         """The staged inputs the chain ``first``..``last`` reads where they live (see the module doc)."""

@@ -15,6 +15,7 @@ from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op
 from scheduler.codegen import compiler
 from scheduler.codegen.compiler import NeedRoom
+from scheduler.passes import stripes
 from scheduler.passes.stripes import ChainMemo, RollingBuffer, find_chains, halo_chunks
 from scheduler.schedule import schedule
 from scheduler.verify import PlanError, verify_program
@@ -269,3 +270,22 @@ def test_the_compile_attempts_of_a_graph_search_the_stripes_once(monkeypatch):
     (memo, evaluated), (again, evaluated_again) = seen
     assert again is memo and evaluated > 0 and evaluated_again == evaluated
     assert len(program.stats.striped_chains) == 1
+
+
+def test_chains_that_share_an_operation_and_its_stripes_share_its_plan(monkeypatch):
+    ops, tiler, values, in_tcm, alignment = _search_args(_chain_graph(), _striping())
+    planned = []
+    original = stripes.chain_plan
+
+    def spy(op, regions, *args):
+        planned.append((op.name, regions))
+        return original(op, regions, *args)
+
+    monkeypatch.setattr(stripes, "chain_plan", spy)
+    memo = ChainMemo()
+    find_chains(ops, tiler, values, in_tcm, alignment, memo)
+    # six chains evaluated: 1..2, 1..3 and 2..3 in stripes of one and two rows, 14 operations
+    # in all; an operation computes the same stripes in all the chains it is in (the 1x1 conv
+    # reads the rows the depthwise writes, which reads its input's halo): six plans
+    assert memo.evaluations == 6
+    assert len(planned) == len(set(planned)) == 6
