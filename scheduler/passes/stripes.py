@@ -385,6 +385,19 @@ class _ChainPlanner:
                     striped += copy_setup + halo_copy_cycles(hw, type_, rows)
         return striped, whole
 
+    def least_bytes(self, first: int, last: int) -> int:
+        """A floor under the peak bytes of the chain ``first``..``last`` in any stripes: the
+        values live across it but those that may roll (whole; the staged inputs it streams not
+        at all), no rolling buffer and no tile buffer."""
+        produced = {self.ops[j].outputs[0] for j in range(first, last + 1)}
+        rolls = {k for k in produced if self._may_roll(k, first, last)}
+        streamed = self._streamed(first, last)
+        total = 0
+        for key, users in self.values.users.items():
+            if users and max(users) >= first and min(users) <= last and key not in streamed and key not in rolls:
+                total += self.values.sizes[key]
+        return total
+
     def _live_across(self, first: int, last: int, rolling: dict[str, RollingBuffer], streamed: tuple[str, ...]) -> int:
         """Bytes of the values live during operations ``first``..``last`` run in stripes: every
         value used there or live across them, whole, the internal ones as rolling buffers (the
@@ -561,6 +574,9 @@ def _best_around(planner: _ChainPlanner, peak: int, taken: list[bool], live_byte
     best: StripedChain | None = None
     for first in range(lo, peak + 1):
         for last in range(max(peak, first + 1), min(hi, first + MAX_CHAIN_OPS - 1) + 1):
+            floor = planner.least_bytes(first, last)
+            if floor >= live_bytes or (best is not None and floor > best.peak_bytes):
+                continue   # (no stripes of it can be chosen)
             chain = planner.best(first, last, slack)
             if chain is None or chain.peak_bytes >= live_bytes:
                 continue

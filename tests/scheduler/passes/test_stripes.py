@@ -241,7 +241,7 @@ def test_a_search_after_the_first_evaluates_only_the_chains_whose_operands_moved
     assert memo.evaluations == evaluated
     # a value out of the TCM: the chains reading it are evaluated again, and the search
     # finds what a search without the memo finds
-    spilled = ops[first[0].first].inputs[1]   # (the conv's weights: the chains from the depthwise on do not read them)
+    spilled = ops[first[0].last].inputs[1]   # (the 1x1 conv's weights: the chains ending before it do not read them)
 
     def without(key):
         return key != spilled and in_tcm(key)
@@ -282,6 +282,7 @@ def test_chains_that_share_an_operation_and_its_stripes_share_its_plan(monkeypat
         return original(op, regions, *args)
 
     monkeypatch.setattr(stripes, "chain_plan", spy)
+    monkeypatch.setattr(stripes._ChainPlanner, "least_bytes", lambda self, first, last: 0)   # (every chain)
     memo = ChainMemo()
     find_chains(ops, tiler, values, in_tcm, alignment, memo)
     # six chains evaluated: 1..2, 1..3 and 2..3 in stripes of one and two rows, 14 operations
@@ -289,3 +290,42 @@ def test_chains_that_share_an_operation_and_its_stripes_share_its_plan(monkeypat
     # reads the rows the depthwise writes, which reads its input's halo): six plans
     assert memo.evaluations == 6
     assert len(planned) == len(set(planned)) == 6
+
+
+def _longer_chain_graph():
+    """Seven spatial operations: 3x3 conv, then depthwise and 1x1 convs by turns."""
+    b = GraphBuilder()
+    y = b.input("x", (1, 24, 24, 8), DType.INT8)
+    for seed, (channels, kind) in enumerate([(16, "conv"), (16, "dw"), (32, "1x1"), (32, "dw"), (16, "1x1"),
+                                             (16, "dw")], 1):
+        y = conv_block(b, y, channels, kernel=1 if kind == "1x1" else 3, pad=0 if kind == "1x1" else 1,
+                       depthwise=kind == "dw", seed=seed)
+    b.output(conv_block(b, y, 8, kernel=1, pad=0, seed=7, relu=False))
+    return b.build()
+
+
+def test_the_bytes_live_across_a_chain_bound_its_peak_from_below():
+    ops, tiler, values, in_tcm, alignment = _search_args(_longer_chain_graph(), _striping())
+    planner = stripes._ChainPlanner(ops, tiler, values, in_tcm, alignment, ChainMemo())
+    checked = 0
+    for first in range(len(ops)):
+        for last in range(first + 1, min(len(ops), first + stripes.MAX_CHAIN_OPS)):
+            if not all(planner.ok[j] for j in range(first, last + 1)):
+                continue
+            for rows in stripes.STRIPE_ROWS[:4]:
+                chain = planner.stripes(first, last, rows)
+                if chain is not None:
+                    assert planner.least_bytes(first, last) <= chain.peak_bytes
+                    checked += 1
+    assert checked > 20
+
+
+def test_the_search_skips_the_chains_whose_floor_cannot_win(monkeypatch):
+    args = _search_args(_longer_chain_graph(), _striping())
+    memo = ChainMemo()
+    chains = find_chains(*args, memo)
+    assert [(c.first, c.last, c.stripe_rows) for c in chains] == [(1, 2, 1), (3, 7, 1)]
+    monkeypatch.setattr(stripes._ChainPlanner, "least_bytes", lambda self, first, last: 0)
+    unbounded = ChainMemo()
+    assert find_chains(*args, unbounded) == chains
+    assert (memo.evaluations, unbounded.evaluations) == (12, 30)
