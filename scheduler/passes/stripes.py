@@ -208,6 +208,8 @@ class _ChainPlanner:
         self.memo = memo
         self._chains: dict[tuple[int, int, int], StripedChain | None] = {}   # (first, last, rows): the peaks share
         self._resident: dict[int, tuple[bool, ...]] = {}
+        #: ``(key, first user, last user, bytes)`` of every value with users
+        self._spans = [(key, min(users), max(users), values.sizes[key]) for key, users in values.users.items() if users]
 
     def stripes(self, first: int, last: int, rows: int) -> StripedChain | None:
         """The chain ``first``..``last`` in stripes of ``rows`` rows (see :meth:`_stripes`; each
@@ -392,22 +394,19 @@ class _ChainPlanner:
         produced = {self.ops[j].outputs[0] for j in range(first, last + 1)}
         rolls = {k for k in produced if self._may_roll(k, first, last)}
         streamed = self._streamed(first, last)
-        total = 0
-        for key, users in self.values.users.items():
-            if users and max(users) >= first and min(users) <= last and key not in streamed and key not in rolls:
-                total += self.values.sizes[key]
-        return total
+        return sum(size for key, lo, hi, size in self._spans
+                   if hi >= first and lo <= last and key not in streamed and key not in rolls)
 
     def _live_across(self, first: int, last: int, rolling: dict[str, RollingBuffer], streamed: tuple[str, ...]) -> int:
         """Bytes of the values live during operations ``first``..``last`` run in stripes: every
         value used there or live across them, whole, the internal ones as rolling buffers (the
         ``streamed`` staged inputs not at all: their tiles are the operations' working sets)."""
         total = 0
-        for key, users in self.values.users.items():
-            if not users or max(users) < first or min(users) > last or key in streamed:
+        for key, lo, hi, size in self._spans:
+            if hi < first or lo > last or key in streamed:
                 continue
             buffer = rolling.get(key)
-            total += align_up(buffer.size_bytes, self.alignment) if buffer is not None else self.values.sizes[key]
+            total += align_up(buffer.size_bytes, self.alignment) if buffer is not None else size
         return total
 
     # -- the search
