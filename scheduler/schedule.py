@@ -18,7 +18,8 @@
     -> the plan's figures for reports                plan_stats
 
 If the TCM planner cannot place everything (fragmentation), the largest resident
-intermediate live where it overflowed is spilled and the graph is compiled again.
+intermediate live where it overflowed is spilled and the graph is compiled again (the
+stripes' search keeps the chains it evaluated across these attempts: passes/stripes.ChainMemo).
 :func:`scheduler.verify.verify_program` checks the result.
 """
 

@@ -30,6 +30,12 @@ and stores included, and the halo copies at the vector unit's rate) stay within
 ``stripes.slack_fraction`` of its operations run whole (the tiler's fastest plans, and the copy
 staging the input), and then its smallest stripes within that; ``size`` takes the smallest
 stripes whatever they cost (Vela's ``--optimise Size``).
+
+The search is the costly part of a block's compilation, and a graph that spills after its
+first plan is compiled again: a :class:`ChainMemo` keeps every chain evaluated (and each
+operation's stripes and plans) for the attempts after, which evaluate again only the chains
+whose operands moved; a chain whose values live across it already hold more bytes than the
+best found (or the peak) is not evaluated at all (:meth:`_ChainPlanner.least_bytes`).
 """
 
 from __future__ import annotations
