@@ -567,6 +567,24 @@ def _best_around(planner: _ChainPlanner, peak: int, taken: list[bool], live_byte
                  slack: float | None) -> StripedChain | None:
     """The chain through operation ``peak`` (of free, stripable operations) that lowers the
     bytes live there the most (ties: fewer cycles, then the earliest and shortest)."""
+    # the candidates with the lowest floor first (they prune the others the soonest); the first
+    # in the order of _spans_around wins ties
+    spans = _spans_around(planner, peak, taken)
+    floors = [planner.least_bytes(first, last) for first, last in spans]
+    best: tuple[int, float, int, StripedChain] | None = None
+    for floor, k in sorted(zip(floors, range(len(spans)))):
+        if floor >= live_bytes or (best is not None and floor > best[0]):
+            break   # (no stripes of it, nor of those after it, can be chosen)
+        chain = planner.best(*spans[k], slack)
+        if chain is not None and chain.peak_bytes < live_bytes and \
+                (best is None or (chain.peak_bytes, chain.est_cycles, k) < best[:3]):
+            best = (chain.peak_bytes, chain.est_cycles, k, chain)
+    return best[3] if best is not None else None
+
+
+def _spans_around(planner: _ChainPlanner, peak: int, taken: list[bool]) -> list[tuple[int, int]]:
+    """``(first, last)`` of every chain through operation ``peak`` of free, stripable operations,
+    at most :data:`MAX_CHAIN_OPS` of them, the earliest first, then the shortest."""
     def free(j: int) -> bool:
         return 0 <= j < len(taken) and planner.ok[j] and not taken[j]
 
@@ -576,18 +594,8 @@ def _best_around(planner: _ChainPlanner, peak: int, taken: list[bool], live_byte
     hi = peak
     while hi + 1 < peak + MAX_CHAIN_OPS and free(hi + 1):
         hi += 1
-    best: StripedChain | None = None
-    for first in range(lo, peak + 1):
-        for last in range(max(peak, first + 1), min(hi, first + MAX_CHAIN_OPS - 1) + 1):
-            floor = planner.least_bytes(first, last)
-            if floor >= live_bytes or (best is not None and floor > best.peak_bytes):
-                continue   # (no stripes of it can be chosen)
-            chain = planner.best(first, last, slack)
-            if chain is None or chain.peak_bytes >= live_bytes:
-                continue
-            if best is None or (chain.peak_bytes, chain.est_cycles) < (best.peak_bytes, best.est_cycles):
-                best = chain
-    return best
+    return [(first, last) for first in range(lo, peak + 1)
+            for last in range(max(peak, first + 1), min(hi, first + MAX_CHAIN_OPS - 1) + 1)]
 
 
 def _live_profile(count: int, values: ChainValues) -> list[int]:
