@@ -18,7 +18,8 @@
     -> the plan's figures for reports                plan_stats
 
 If the TCM planner cannot place everything (fragmentation), the largest resident
-intermediate live where it overflowed is spilled and the graph is compiled again.
+intermediate live where it overflowed is spilled and the graph is compiled again (the
+stripes' search keeps the chains it evaluated across these attempts: passes/stripes.ChainMemo).
 :func:`scheduler.verify.verify_program` checks the result.
 """
 
@@ -78,6 +79,7 @@ from scheduler.passes.lowering import lower
 from scheduler.passes.ordering import order_blocks
 from scheduler.passes.sinking import sink_feature_maps
 from scheduler.passes.staging import stage
+from scheduler.passes.stripes import ChainMemo
 from scheduler.passes.tiling import Tiler
 from scheduler.passes.unit_choice import assign_units
 from scheduler.passes.weight_streams import private_weight_streams
@@ -149,11 +151,12 @@ def _compile(graph: Graph, lowered: LoweredGraph, fixed: Fixed, hw: HwConfig, pl
         raise homes_too_big_error(fixed.buffers, fixed.segment_peak_bytes, hw)
     last_error: Exception | None = None
     operations = sum(len(block.ops) for block in lowered.main.walk_blocks())
+    chain_memo = ChainMemo()   # (the stripes' search of each attempt evaluates only what changed)
     for attempt in range(MAX_ATTEMPTS):
         ctx = CompileContext(values, fixed.placements, fixed.const_ddr, tiler,
                              Emitter(hw, tcm_alignment), tcm_alignment,
                              DEFAULT_MAX_ITERATIONS, evicted=set(evicted),
-                             recurrent_state=frozenset(lowered.recurrent_state))
+                             recurrent_state=frozenset(lowered.recurrent_state), chain_memo=chain_memo)
         progress.stage("compiling operations" + (f" (attempt {attempt + 1})" if attempt else ""), operations,
                        ctx.records.__len__)
         try:

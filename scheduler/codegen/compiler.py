@@ -40,7 +40,7 @@ from scheduler.memory.buffers import Buffer, Placement
 from scheduler.memory.fixed_placements import Fixed
 from scheduler.passes.cascade import follow_producers
 from scheduler.passes.residency import Group, ResidencyResult, decide
-from scheduler.passes.stripes import ChainValues, StripedChain, chain_plan, find_chains
+from scheduler.passes.stripes import ChainMemo, ChainValues, StripedChain, chain_plan, find_chains
 from scheduler.passes.tiling import TilePlan, Tiler
 
 DDR, TCM = MemorySpace.DDR, MemorySpace.TCM
@@ -90,6 +90,8 @@ class CompileContext:
     recurrent_state: frozenset[str] = frozenset()
     striped: list[StripedChainStats] = field(default_factory=list)   # chains run in stripes, for reports
     rolling_whole: dict[int, int] = field(default_factory=dict)   # rolling buffer serial -> whole bytes
+    #: the striped chains evaluated so far, for the searches of later attempts (with ``tiler``)
+    chain_memo: ChainMemo = field(default_factory=ChainMemo)
 
     def const_lookup(self, key: str) -> np.ndarray | None:
         value = self.values.get(key)
@@ -311,7 +313,7 @@ class _BlockCompiler:
         values = self._chain_values(eligible)
         whole = dict(values.sizes)
         self.chains = find_chains(ops, ctx.tiler, values, lambda key: root_of(key) is not None or fixed_tcm(key),
-                                  ctx.alignment)
+                                  ctx.alignment, ctx.chain_memo)
         while True:
             _size_groups(eligible, whole, self.chains, ctx.alignment)
             streamed = {key for chain in self.chains for key in chain.streamed}   # (read where the input lives)

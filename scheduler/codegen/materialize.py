@@ -117,7 +117,10 @@ def _number(cmds: list[ACommand], numbering: Numbering) -> None:
 
 
 def live_ranges(cmds: list[ACommand], numbering: Numbering) -> dict[int, tuple[Buffer, int, int]]:
-    """Buffer serial -> (buffer, first id, last id) over every command touching it."""
+    """Buffer serial -> (buffer, first id, last id) over every command touching it.
+
+    (The walk meets the commands in id order: a buffer's or operation's first command is the
+    first met, its last the latest end met, a loop's end being its last nested command.)"""
     spans: dict[int, list] = {}   # serial -> [buffer, first, last]
     op_span: dict[int, list[int]] = {}
     ids = numbering.ids
@@ -128,7 +131,7 @@ def live_ranges(cmds: list[ACommand], numbering: Numbering) -> dict[int, tuple[B
         if span is None:
             op_span[cmd.op] = [cid, cid]
         else:
-            span[0], span[1] = min(span[0], cid), max(span[1], cid)
+            span[1] = cid
         for view in views_of(cmd):
             b = view.buffer
             if b is None:
@@ -136,8 +139,8 @@ def live_ranges(cmds: list[ACommand], numbering: Numbering) -> dict[int, tuple[B
             known = spans.get(b.serial)
             if known is None:
                 spans[b.serial] = [b, cid, end]
-            else:
-                known[1], known[2] = min(known[1], cid), max(known[2], end)
+            elif end > known[2]:
+                known[2] = end
     usage: dict[int, tuple[Buffer, int, int]] = {}
     for serial, (b, first, last) in spans.items():
         if b.op is not None and b.op in op_span:   # ping-pong partners must coexist

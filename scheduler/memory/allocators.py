@@ -256,6 +256,8 @@ class BestOfGreedy:
         "start": lambda r: (r.start, -r.size_bytes, r.key),
     }
 
+    GREEDY_RUNS = 2 * len(ORDERS)   # (each order with first and best fit: all of them unless one reaches the bound)
+
     def __init__(self, search_work: int = SEARCH_WORK) -> None:
         self.last = ""
         self.search_work = search_work
@@ -265,20 +267,8 @@ class BestOfGreedy:
         if not ranges:
             return {}
         bound = max_live_bytes(ranges)   # no placement can beat it: stop when one reaches it
-        # (score, label, order, best fit?, offsets) of every greedy run, until one reaches the bound
-        runs: list[tuple[tuple[int, int], str, list[LiveRange], bool, dict[int, int]]] = []
         neighbours = live_together(ranges)
-        for name, key in self.ORDERS.items():
-            order = sorted(ranges, key=key)
-            for fit in (False, True):
-                offsets = _scored_first_fit(order, alignment, fit, 0, None, neighbours)[1]
-                runs.append((_score(order, offsets, bound), f"{name}/{'best' if fit else 'first'}_fit",
-                             order, fit, offsets))
-                if runs[-1][0][0] <= bound:
-                    break
-            if runs[-1][0][0] <= bound:
-                break
-        runs.sort(key=lambda run: run[0])   # stable: the first listed order wins ties
+        runs = self._greedy_runs(ranges, alignment, bound, neighbours)
         _, label, _, fit, offsets = runs[0]
         size, rank = footprint(ranges, offsets), None
         if size > bound:
@@ -287,7 +277,8 @@ class BestOfGreedy:
             bound = aligned_max_live_bytes(ranges, alignment)
             placements_left = SEARCH_PLACEMENTS_MAX
             for _, start_label, start_order, start_fit, _ in runs:
-                placements = min(search_placements(len(ranges), self.search_work // len(runs)), placements_left)
+                placements = min(search_placements(len(ranges), self.search_work // self.GREEDY_RUNS),
+                                 placements_left)
                 if size <= bound or placements <= 0:
                     break
                 placements_left -= placements
@@ -299,6 +290,25 @@ class BestOfGreedy:
         self.last = label
         self._winner = (label.split("/")[0], fit, rank)
         return offsets
+
+    def _greedy_runs(self, ranges: list[LiveRange], alignment: int, bound: int, neighbours: Neighbours
+                     ) -> list[tuple[tuple[int, int], str, list[LiveRange], bool, dict[int, int]]]:
+        """``(score, label, order, best fit?, offsets)`` of the greedy runs, best first (ties: the
+        first listed), until one reaches ``bound``. When the search's budget is all spent from
+        the best run (many ranges), a run gives up as soon as it cannot beat the best so far
+        (its score only grows) and is left out: nothing would search from it."""
+        first_only = search_placements(len(ranges), self.search_work // self.GREEDY_RUNS) >= SEARCH_PLACEMENTS_MAX
+        runs: list[tuple[tuple[int, int], str, list[LiveRange], bool, dict[int, int]]] = []
+        for name, key in self.ORDERS.items():
+            order = sorted(ranges, key=key)
+            for fit in (False, True):
+                limit = min(run[0] for run in runs) if first_only and runs else None
+                score, offsets, _ = _scored_first_fit(order, alignment, fit, bound, limit, neighbours)
+                if offsets:
+                    runs.append((score, f"{name}/{'best' if fit else 'first'}_fit", order, fit, offsets))
+                    if score[0] <= bound:
+                        return sorted(runs, key=lambda run: run[0])
+        return sorted(runs, key=lambda run: run[0])   # stable: the first listed order wins ties
 
     def place_like_last(self, ranges: list[LiveRange], alignment: int) -> dict[int, int]:
         """Place with the order and fit that won the last :meth:`place` (one greedy run):

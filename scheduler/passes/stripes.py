@@ -30,6 +30,12 @@ and stores included, and the halo copies at the vector unit's rate) stay within
 ``stripes.slack_fraction`` of its operations run whole (the tiler's fastest plans, and the copy
 staging the input), and then its smallest stripes within that; ``size`` takes the smallest
 stripes whatever they cost (Vela's ``--optimise Size``).
+
+The search is the costly part of a block's compilation, and a graph that spills after its
+first plan is compiled again: a :class:`ChainMemo` keeps every chain evaluated (and each
+operation's stripes and plans) for the attempts after, which evaluate again only the chains
+whose operands moved; a chain whose values live across it already hold more bytes than the
+best found (or the peak) is not evaluated at all (:meth:`_ChainPlanner.least_bytes`).
 """
 
 from __future__ import annotations
@@ -146,30 +152,108 @@ def stripable(op: NpuOp, tiler: Tiler) -> bool:
         op.unit != CPU.name and output_rows(op) >= 2 and tiler.tiling(op).tileable
 
 
+class ChainMemo:
+    """The chains the searches of one graph evaluated, for the searches after them.
+
+    Each compile attempt searches every block again, with the values spilled so far out of the
+    TCM; a chain is evaluated again only if what it depends on changed: which values its
+    operations read and write are in the TCM, which of its values may roll, and which staged
+    inputs it streams (its ``peak_bytes``, which every value live across it makes, is summed
+    at each search). Within an evaluation, its stripes and rolling buffers depend only on which
+    values roll, and each operation's plan only on its stripes and which of its operands are
+    in the TCM: those are kept too (chains that share an operation and its stripes share its
+    plan). The memo belongs to one Tiler (the plans are its plans)."""
+
+    def __init__(self) -> None:
+        self._chains: dict[tuple, StripedChain | None] = {}
+        self._shapes: dict[tuple, StripedChain | None] = {}
+        self._plans: dict[tuple, TilePlan] = {}
+        self._blocks: dict[int, Sequence[NpuOp]] = {}   # (kept so that their ids stay theirs)
+        #: chains evaluated (a search that finds every chain here evaluates none)
+        self.evaluations = 0
+
+    def chain(self, ops: Sequence[NpuOp], key: tuple, evaluate: Callable[[], StripedChain | None]
+              ) -> StripedChain | None:
+        """The chain of block ``ops`` under ``key``, evaluated the first time it is asked for."""
+        full = self._full(ops, key)
+        if full not in self._chains:
+            self.evaluations += 1
+            self._chains[full] = evaluate()
+        return self._chains[full]
+
+    def shape(self, ops: Sequence[NpuOp], key: tuple, evaluate: Callable[[], StripedChain | None]
+              ) -> StripedChain | None:
+        """A chain's stripes and rolling buffers (no plans yet) under ``key``."""
+        full = self._full(ops, key)
+        if full not in self._shapes:
+            self._shapes[full] = evaluate()
+        return self._shapes[full]
+
+    def plan(self, ops: Sequence[NpuOp], key: tuple, evaluate: Callable[[], TilePlan]) -> TilePlan:
+        """An operation's plan in a chain under ``key``."""
+        full = self._full(ops, key)
+        plan = self._plans.get(full)
+        if plan is None:
+            plan = self._plans[full] = evaluate()
+        return plan
+
+    def _full(self, ops: Sequence[NpuOp], key: tuple) -> tuple:
+        self._blocks.setdefault(id(ops), ops)
+        return (id(ops), *key)
+
+
 class _ChainPlanner:
     """Evaluates chains of one block: their stripes, rolling buffers, cycles and bytes."""
 
     def __init__(self, ops: Sequence[NpuOp], tiler: Tiler, values: ChainValues,
-                 in_tcm: Callable[[str], bool], alignment: int):
+                 in_tcm: Callable[[str], bool], alignment: int, memo: ChainMemo):
         self.ops, self.tiler, self.values, self.in_tcm = ops, tiler, values, in_tcm
         self.hw: HwConfig = tiler.hw
         self.alignment = alignment
         self.ok = [stripable(op, tiler) for op in ops]
+        self.memo = memo
         self._chains: dict[tuple[int, int, int], StripedChain | None] = {}   # (first, last, rows): the peaks share
+        self._resident: dict[int, tuple[bool, ...]] = {}
+        #: ``(key, first user, last user, bytes)`` of every value with users
+        self._spans = [(key, min(users), max(users), values.sizes[key]) for key, users in values.users.items() if users]
 
     def stripes(self, first: int, last: int, rows: int) -> StripedChain | None:
         """The chain ``first``..``last`` in stripes of ``rows`` rows (see :meth:`_stripes`; each
-        evaluated once)."""
+        evaluated once, and once for the searches after this one while nothing it depends on
+        changes: :class:`ChainMemo`), with its peak bytes."""
         key = (first, last, rows)
         if key not in self._chains:
-            self._chains[key] = self._stripes(first, last, rows)
+            depends = self._depends(first, last)
+            chain = self.memo.chain(self.ops, (first, last, rows, depends),
+                                    lambda: self._stripes(first, last, rows, depends[1]))
+            self._chains[key] = None if chain is None else dataclasses.replace(   # (plans: the compiler's to change)
+                chain, plans=dict(chain.plans), peak_bytes=self._live_across(first, last, chain.rolling, chain.streamed)
+                + sum(p.working_set_bytes for p in chain.plans.values()))
         return self._chains[key]
 
+    def _depends(self, first: int, last: int) -> tuple:
+        """What the chain ``first``..``last`` depends on beyond the operations themselves: which
+        values they read and write are in the TCM, which of their results may roll, the staged
+        inputs the chain streams."""
+        ops = self.ops
+        for j in range(first, last + 1):
+            if j not in self._resident:
+                self._resident[j] = tuple(self.in_tcm(k) for k in (*ops[j].inputs, *ops[j].outputs))
+        return (tuple(self._resident[j] for j in range(first, last + 1)),
+                tuple(self._may_roll(ops[j].outputs[0], first, last) for j in range(first, last + 1)),
+                self._streamed(first, last))
+
     # -- one chain, one stripe height
-    def _stripes(self, first: int, last: int, rows: int) -> StripedChain | None:
-        """The chain ``first``..``last`` in stripes of ``rows`` rows of its last output, or None
-        when it cannot be (a window of an internal value not whole across its width and
-        channels, rows that would have to come back) or has nothing to roll."""
+    def _stripes(self, first: int, last: int, rows: int, rolls: tuple[bool, ...]) -> StripedChain | None:
+        """The chain ``first``..``last`` in stripes of ``rows`` rows of its last output (see
+        :meth:`_shape`; ``rolls``: which of its operations' results may roll), with its plans."""
+        shape = self.memo.shape(self.ops, (first, last, rows, rolls), lambda: self._shape(first, last, rows))
+        return None if shape is None else self._with_plans(shape)
+
+    def _shape(self, first: int, last: int, rows: int) -> StripedChain | None:
+        """The chain ``first``..``last`` in stripes of ``rows`` rows of its last output, without
+        plans, or None when it cannot be (a window of an internal value not whole across its
+        width and channels, rows that would have to come back) or has nothing to roll."""
         ops = self.ops
         height = output_rows(ops[last])
         edges = list(range(0, height, rows)) + [height]
@@ -187,25 +271,35 @@ class _ChainPlanner:
         if not _saves(rolling):
             return None
         buffers = {key: b for key, b in rolling.items() if b is not None}
-        return self._with_plans(StripedChain(first, last, rows, count, regions, buffers, 0.0, 0.0, 0))
+        return StripedChain(first, last, rows, count, regions, buffers, 0.0, 0.0, 0)
 
     def _with_plans(self, chain: StripedChain) -> StripedChain:
-        """``chain`` with its operations' plans, the staged inputs it streams and its peak bytes."""
-        first, last = chain.first, chain.last
-        hw = self.tiler.hw
-        staged_only = hw.shared_compute_pipeline and hw.stripes.optimise == "performance"
-        streamed = () if staged_only else tuple(
-            k for k, copy in self.values.staged.items() if copy < first and self._may_stream(k, copy, first, last))
+        """``chain`` with its operations' plans and the staged inputs it streams (its peak bytes
+        are :meth:`stripes`')."""
+        streamed = self._streamed(chain.first, chain.last)
 
         def in_tcm(key: str) -> bool:
             return key not in streamed and self.in_tcm(key)
 
-        plans = {j: chain_plan(self.ops[j], chain.regions[j], in_tcm, self.tiler, self.alignment) for j in chain.ops}
-        peak = self._live_across(first, last, chain.rolling, streamed) + \
-            sum(p.working_set_bytes for p in plans.values())
+        plans = {j: self._plan(j, chain.regions[j], in_tcm) for j in chain.ops}
         est, whole = self._cycles(chain, plans, streamed)
-        return dataclasses.replace(chain, peak_bytes=peak, plans=plans, streamed=streamed, est_cycles=est,
-                                   whole_cycles=whole)
+        return dataclasses.replace(chain, plans=plans, streamed=streamed, est_cycles=est, whole_cycles=whole)
+
+    def _plan(self, j: int, regions: tuple[Region | None, ...], in_tcm: Callable[[str], bool]) -> TilePlan:
+        """Operation ``j``'s plan in stripes with output ``regions`` (:func:`chain_plan`; it
+        depends on which of the operation's operands are in the TCM)."""
+        op = self.ops[j]
+        resident = tuple(in_tcm(k) for k in (*op.inputs, *op.outputs))
+        return self.memo.plan(self.ops, (j, regions, resident),
+                              lambda: chain_plan(op, regions, in_tcm, self.tiler, self.alignment))
+
+    def _streamed(self, first: int, last: int) -> tuple[str, ...]:
+        """The staged inputs the chain ``first``..``last`` reads where they live (see the module doc)."""
+        hw = self.tiler.hw
+        if hw.shared_compute_pipeline and hw.stripes.optimise == "performance":
+            return ()
+        return tuple(k for k, copy in self.values.staged.items()
+                     if copy < first and self._may_stream(k, copy, first, last))
 
     def _may_stream(self, key: str, copy: int, first: int, last: int) -> bool:
         """True if the chain ``first``..``last`` is the only reader of staged input ``key``."""
@@ -299,16 +393,26 @@ class _ChainPlanner:
                     striped += copy_setup + halo_copy_cycles(hw, type_, rows)
         return striped, whole
 
+    def least_bytes(self, first: int, last: int) -> int:
+        """A floor under the peak bytes of the chain ``first``..``last`` in any stripes: the
+        values live across it but those that may roll (whole; the staged inputs it streams not
+        at all), no rolling buffer and no tile buffer."""
+        produced = {self.ops[j].outputs[0] for j in range(first, last + 1)}
+        rolls = {k for k in produced if self._may_roll(k, first, last)}
+        streamed = self._streamed(first, last)
+        return sum(size for key, lo, hi, size in self._spans
+                   if hi >= first and lo <= last and key not in streamed and key not in rolls)
+
     def _live_across(self, first: int, last: int, rolling: dict[str, RollingBuffer], streamed: tuple[str, ...]) -> int:
         """Bytes of the values live during operations ``first``..``last`` run in stripes: every
         value used there or live across them, whole, the internal ones as rolling buffers (the
         ``streamed`` staged inputs not at all: their tiles are the operations' working sets)."""
         total = 0
-        for key, users in self.values.users.items():
-            if not users or max(users) < first or min(users) > last or key in streamed:
+        for key, lo, hi, size in self._spans:
+            if hi < first or lo > last or key in streamed:
                 continue
             buffer = rolling.get(key)
-            total += align_up(buffer.size_bytes, self.alignment) if buffer is not None else self.values.sizes[key]
+            total += align_up(buffer.size_bytes, self.alignment) if buffer is not None else size
         return total
 
     # -- the search
@@ -426,14 +530,14 @@ def _element_bytes(op: NpuOp, slot: tuple[int, int]) -> int:
 
 
 def find_chains(ops: Sequence[NpuOp], tiler: Tiler, values: ChainValues, in_tcm: Callable[[str], bool],
-                alignment: int) -> list[StripedChain]:
+                alignment: int, memo: ChainMemo | None = None) -> list[StripedChain]:
     """The block's striped chains, peak by peak (see the module doc); none unless the config's
-    ``stripes`` asks for them."""
+    ``stripes`` asks for them. ``memo``: the chains earlier searches with ``tiler`` evaluated."""
     config = tiler.hw.stripes
     if not config.enabled:
         return []
     slack = None if config.optimise == "size" else config.slack_fraction
-    planner = _ChainPlanner(ops, tiler, values, in_tcm, alignment)
+    planner = _ChainPlanner(ops, tiler, values, in_tcm, alignment, memo if memo is not None else ChainMemo())
     live = _live_profile(len(ops), values)
     taken = [False] * len(ops)
     chains: list[StripedChain] = []
@@ -463,6 +567,24 @@ def _best_around(planner: _ChainPlanner, peak: int, taken: list[bool], live_byte
                  slack: float | None) -> StripedChain | None:
     """The chain through operation ``peak`` (of free, stripable operations) that lowers the
     bytes live there the most (ties: fewer cycles, then the earliest and shortest)."""
+    # the candidates with the lowest floor first (they prune the others the soonest); the first
+    # in the order of _spans_around wins ties
+    spans = _spans_around(planner, peak, taken)
+    floors = [planner.least_bytes(first, last) for first, last in spans]
+    best: tuple[int, float, int, StripedChain] | None = None
+    for floor, k in sorted(zip(floors, range(len(spans)))):
+        if floor >= live_bytes or (best is not None and floor > best[0]):
+            break   # (no stripes of it, nor of those after it, can be chosen)
+        chain = planner.best(*spans[k], slack)
+        if chain is not None and chain.peak_bytes < live_bytes and \
+                (best is None or (chain.peak_bytes, chain.est_cycles, k) < best[:3]):
+            best = (chain.peak_bytes, chain.est_cycles, k, chain)
+    return best[3] if best is not None else None
+
+
+def _spans_around(planner: _ChainPlanner, peak: int, taken: list[bool]) -> list[tuple[int, int]]:
+    """``(first, last)`` of every chain through operation ``peak`` of free, stripable operations,
+    at most :data:`MAX_CHAIN_OPS` of them, the earliest first, then the shortest."""
     def free(j: int) -> bool:
         return 0 <= j < len(taken) and planner.ok[j] and not taken[j]
 
@@ -472,15 +594,8 @@ def _best_around(planner: _ChainPlanner, peak: int, taken: list[bool], live_byte
     hi = peak
     while hi + 1 < peak + MAX_CHAIN_OPS and free(hi + 1):
         hi += 1
-    best: StripedChain | None = None
-    for first in range(lo, peak + 1):
-        for last in range(max(peak, first + 1), min(hi, first + MAX_CHAIN_OPS - 1) + 1):
-            chain = planner.best(first, last, slack)
-            if chain is None or chain.peak_bytes >= live_bytes:
-                continue
-            if best is None or (chain.peak_bytes, chain.est_cycles) < (best.peak_bytes, best.est_cycles):
-                best = chain
-    return best
+    return [(first, last) for first in range(lo, peak + 1)
+            for last in range(max(peak, first + 1), min(hi, first + MAX_CHAIN_OPS - 1) + 1)]
 
 
 def _live_profile(count: int, values: ChainValues) -> list[int]:

@@ -59,3 +59,29 @@ def test_spills_share_the_ddr_by_live_range_when_it_is_short():
 def test_a_ddr_too_small_even_when_shared_is_named():
     with pytest.raises(ScheduleError, match=r"needs \d+ bytes of DDR, only 40960 available"):
         check_end_to_end(_chain(), _small_ddr(40 << 10))
+
+
+def test_a_buffer_lives_from_its_first_command_to_the_last_a_loop_touching_it_runs():
+    """Live ranges in command ids: a buffer a loop reads lives to the loop's last nested command
+    (read again at every iteration), a buffer touched only inside it within the body; a tile
+    buffer over every command of its operation."""
+    from scheduler.codegen.materialize import live_ranges, number
+    from scheduler.codegen.stream import ADma, ALoop
+    from scheduler.memory.buffers import Buffer, BufView
+
+    def view(b):
+        return BufView(b, 0, (16,), DType.INT8)
+
+    state, inner, flag = (Buffer(n, MemorySpace.TCM, 16) for n in ("state", "inner", "flag"))
+    tile = Buffer("tile", MemorySpace.TCM, 16, kind="tile", op=2)
+    ddr = Buffer("home", MemorySpace.DDR, 16, kind="input")
+    cmds = [ADma(0, view(ddr), view(state), "load", 0),                       # 0
+            ALoop([ADma(0, view(state), view(flag), "cond", 1)], view(flag),   # 1 (2: cond)
+                  [ADma(0, view(state), view(inner), "body", 1),               # 3
+                   ADma(0, view(inner), view(tile), "body", 2)], 8, "loop", 1),  # 4
+            ADma(0, view(ddr), view(state), "reload", 2),                      # 5
+            ADma(1, view(ddr), view(flag), "after", 3)]                        # 6
+    usage = live_ranges(cmds, number(cmds))
+    spans = {b.name: (first, last) for b, first, last in usage.values()}
+    # (the tile buffer outlives the loop: live across all of it)
+    assert spans == {"home": (0, 6), "state": (0, 5), "flag": (1, 6), "inner": (3, 4), "tile": (1, 5)}

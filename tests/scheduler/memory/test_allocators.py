@@ -58,7 +58,13 @@ def test_best_of_greedy_never_worse_than_greedy_by_size():
 
 import random  # noqa: E402
 
-from scheduler.memory.allocators import BestOfGreedy, _first_fit, search_order  # noqa: E402
+from scheduler.memory.allocators import (  # noqa: E402
+    SEARCH_PLACEMENTS_MAX,
+    SEARCH_WORK,
+    BestOfGreedy,
+    _first_fit,
+    search_order,
+)
 
 
 def _no_overlap(ranges, offsets, alignment):
@@ -325,3 +331,29 @@ def test_the_searches_of_one_placement_share_a_bounded_number_of_placements(monk
     BestOfGreedy().place(r, 16)
     # the eight greedy runs, then searches sharing 3n placements (the last run may finish past it)
     assert 8 * len(r) < sum(placed) <= 8 * len(r) + 3 * len(r) + len(r)
+
+
+def _all_greedy_runs(ranges, alignment):
+    """Every greedy order and fit run to the end, best first (ties: the first listed)."""
+    bound, near = max_live_bytes(ranges), allocators.live_together(ranges)
+    runs = []
+    for name, key in BestOfGreedy.ORDERS.items():
+        order = sorted(ranges, key=key)
+        for fit in (False, True):
+            score, offsets, _ = allocators._scored_first_fit(order, alignment, fit, bound, None, near)
+            runs.append((score, f"{name}/{'best' if fit else 'first'}_fit", offsets))
+    return sorted(runs, key=lambda run: run[0])
+
+
+def test_with_many_ranges_the_greedy_runs_that_cannot_win_give_up():
+    """Many ranges: the search's whole budget goes to the best greedy run, so a run stops as soon
+    as it cannot beat the best before it; the best is the one every run to the end finds."""
+    r = _random_ranges(random.Random(5), 1600, 400)
+    assert allocators.search_placements(len(r), SEARCH_WORK // BestOfGreedy.GREEDY_RUNS) >= SEARCH_PLACEMENTS_MAX
+    runs = BestOfGreedy()._greedy_runs(r, 16, max_live_bytes(r), allocators.live_together(r))
+    assert [(score, label, offsets) for score, label, _, _, offsets in runs[:1]] == _all_greedy_runs(r, 16)[:1]
+    assert len(runs) < BestOfGreedy.GREEDY_RUNS   # (the others gave up)
+    # few ranges: searches start from several greedy runs, every run goes to the end
+    few = _random_ranges(random.Random(5), 100, 40)
+    runs = BestOfGreedy()._greedy_runs(few, 16, max_live_bytes(few), allocators.live_together(few))
+    assert [(score, label, offsets) for score, label, _, _, offsets in runs] == _all_greedy_runs(few, 16)

@@ -2,18 +2,21 @@
 rolling buffers, bit for bit the operations run whole."""
 
 import dataclasses
+import importlib
 
 import numpy as np
 import pytest
 
-from npu_sim.errors import ConfigError
+from npu_sim.errors import ConfigError, ScheduleError
 from npu_sim.hw.config import deep_merge, hw_config_from_dict, load_hw_config, with_optimise
 from npu_sim.program import ComputeCommand, MemorySpace
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op
 from scheduler.codegen import compiler
-from scheduler.passes.stripes import RollingBuffer, halo_chunks
+from scheduler.codegen.compiler import NeedRoom
+from scheduler.passes import stripes
+from scheduler.passes.stripes import ChainMemo, RollingBuffer, find_chains, halo_chunks
 from scheduler.schedule import schedule
 from scheduler.verify import PlanError, verify_program
 from tests.scheduler.graphs import check_end_to_end, conv_block, machine, random_inputs
@@ -208,3 +211,124 @@ def test_a_bad_optimise_is_refused(tmp_path):
 def test_the_same_graph_gets_the_same_striped_plan():
     first, second = schedule(_chain_graph(), _striping()), schedule(_chain_graph(), _striping())
     assert first.listing() == second.listing() and first.stats == second.stats
+
+
+def _search_args(graph, hw):
+    """The arguments the compiler gave the main block's stripes search."""
+    calls = []
+    original = compiler.find_chains
+
+    def spy(*args):
+        calls.append(args)
+        return original(*args)
+
+    compiler.find_chains = spy
+    try:
+        schedule(graph, hw)
+    finally:
+        compiler.find_chains = original
+    return calls[-1][:5]
+
+
+def test_a_search_after_the_first_evaluates_only_the_chains_whose_operands_moved(monkeypatch):
+    ops, tiler, values, in_tcm, alignment = _search_args(_chain_graph(), _striping())
+    monkeypatch.setattr(stripes._ChainPlanner, "least_bytes", lambda self, first, last: 0)   # (every chain)
+    memo = ChainMemo()
+    first = find_chains(ops, tiler, values, in_tcm, alignment, memo)
+    evaluated = memo.evaluations
+    assert evaluated > 0 and len(first) == 1
+    # the next compile attempt with nothing changed: the same chains, nothing evaluated again
+    assert find_chains(ops, tiler, values, in_tcm, alignment, memo) == first
+    assert memo.evaluations == evaluated
+    # a value out of the TCM: the chains reading it are evaluated again, and the search
+    # finds what a search without the memo finds
+    spilled = ops[first[0].last].inputs[1]   # (the 1x1 conv's weights: the chains ending before it do not read them)
+
+    def without(key):
+        return key != spilled and in_tcm(key)
+
+    again = find_chains(ops, tiler, values, without, alignment, memo)
+    assert evaluated < memo.evaluations < 2 * evaluated
+    assert again == find_chains(ops, tiler, values, without, alignment, ChainMemo())
+
+
+def test_the_compile_attempts_of_a_graph_search_the_stripes_once(monkeypatch):
+    """A second compile attempt (here forced, with nothing spilled that the chain touches) takes
+    every chain from the first attempt's search."""
+    schedule_module = importlib.import_module("scheduler.schedule")
+    original = schedule_module.compile_block
+    seen = []
+
+    def attempt(ctx, *args):
+        cmds = original(ctx, *args)
+        seen.append((ctx.chain_memo, ctx.chain_memo.evaluations))
+        if len(seen) == 1:
+            raise NeedRoom({"no such value"}, ScheduleError("forced second attempt"))
+        return cmds
+
+    monkeypatch.setattr(schedule_module, "compile_block", attempt)
+    program = schedule(_chain_graph(), _striping())
+    (memo, evaluated), (again, evaluated_again) = seen
+    assert again is memo and evaluated > 0 and evaluated_again == evaluated
+    assert len(program.stats.striped_chains) == 1
+
+
+def test_chains_that_share_an_operation_and_its_stripes_share_its_plan(monkeypatch):
+    ops, tiler, values, in_tcm, alignment = _search_args(_chain_graph(), _striping())
+    planned = []
+    original = stripes.chain_plan
+
+    def spy(op, regions, *args):
+        planned.append((op.name, regions))
+        return original(op, regions, *args)
+
+    monkeypatch.setattr(stripes, "chain_plan", spy)
+    monkeypatch.setattr(stripes._ChainPlanner, "least_bytes", lambda self, first, last: 0)   # (every chain)
+    memo = ChainMemo()
+    find_chains(ops, tiler, values, in_tcm, alignment, memo)
+    # six chains evaluated: 1..2, 1..3 and 2..3 in stripes of one and two rows, 14 operations
+    # in all; an operation computes the same stripes in all the chains it is in (the 1x1 conv
+    # reads the rows the depthwise writes, which reads its input's halo): six plans
+    assert memo.evaluations == 6
+    assert len(planned) == len(set(planned)) == 6
+
+
+def _longer_chain_graph():
+    """Seven spatial operations: 3x3 conv, then depthwise and 1x1 convs by turns."""
+    b = GraphBuilder()
+    y = b.input("x", (1, 24, 24, 8), DType.INT8)
+    for seed, (channels, kind) in enumerate([(16, "conv"), (16, "dw"), (32, "1x1"), (32, "dw"), (16, "1x1"),
+                                             (16, "dw")], 1):
+        y = conv_block(b, y, channels, kernel=1 if kind == "1x1" else 3, pad=0 if kind == "1x1" else 1,
+                       depthwise=kind == "dw", seed=seed)
+    b.output(conv_block(b, y, 8, kernel=1, pad=0, seed=7, relu=False))
+    return b.build()
+
+
+def test_the_bytes_live_across_a_chain_bound_its_peak_from_below():
+    ops, tiler, values, in_tcm, alignment = _search_args(_longer_chain_graph(), _striping())
+    planner = stripes._ChainPlanner(ops, tiler, values, in_tcm, alignment, ChainMemo())
+    checked = 0
+    for first in range(len(ops)):
+        for last in range(first + 1, min(len(ops), first + stripes.MAX_CHAIN_OPS)):
+            if not all(planner.ok[j] for j in range(first, last + 1)):
+                continue
+            for rows in stripes.STRIPE_ROWS[:4]:
+                chain = planner.stripes(first, last, rows)
+                if chain is not None:
+                    assert planner.least_bytes(first, last) <= chain.peak_bytes
+                    checked += 1
+    assert checked > 20
+
+
+def test_the_search_skips_the_chains_whose_floor_cannot_win(monkeypatch):
+    """Lowest floor first, it stops at the first floor above the best chain found; the same
+    chains as evaluating every candidate in turn."""
+    args = _search_args(_longer_chain_graph(), _striping())
+    memo = ChainMemo()
+    chains = find_chains(*args, memo)
+    assert [(c.first, c.last, c.stripe_rows) for c in chains] == [(1, 2, 1), (3, 7, 1)]
+    monkeypatch.setattr(stripes._ChainPlanner, "least_bytes", lambda self, first, last: 0)
+    unbounded = ChainMemo()
+    assert find_chains(*args, unbounded) == chains
+    assert (memo.evaluations, unbounded.evaluations) == (10, 30)
