@@ -48,6 +48,7 @@ from scheduler.passes.cell_graph import CellGraph, CellMatch, NoMatch
 from scheduler.passes.chaining import LookupChainRule
 from scheduler.passes.rescale_folding import SOURCE_RULE, RescaleFoldRule
 from scheduler.passes.source_means import SourceMeanRule
+from scheduler.passes.source_softmax import SourceSoftmaxRule
 from scheduler.passes.table_lookup import lookup_function, match_lookup
 
 
@@ -327,6 +328,8 @@ def _applies(rule: FusionRule, hw: HwConfig) -> bool:
         return hw.npu_support.source_operators
     if isinstance(rule, SourceMeanRule):
         return hw.npu_support.source_operators and "source_mean" in hw.vector.cycles_per_element
+    if isinstance(rule, SourceSoftmaxRule):
+        return hw.npu_support.source_operators and "source_softmax" in hw.vector.cycles_per_element
     if isinstance(rule, LookupChainRule):
         return hw.lut.chained_elementwise
     return True
@@ -357,8 +360,8 @@ def _adapted(rule: FusionRule, hw: HwConfig) -> FusionRule | None:
 #: Rules that fuse composites (left out by ``--no-composite-fusion``).
 COMPOSITE_RULES: tuple[FusionRule, ...] = (CellRule(lstm_cell.KIND, lstm_cell.match_cell),
                                            CellRule(gru_cell.KIND, gru_cell.match_gru))
-DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, TableLookupRule(), LookupChainRule(), SOURCE_RULE,
-                                         SourceMeanRule(), EpilogueRule(),
+DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, TableLookupRule(), SourceSoftmaxRule(), LookupChainRule(),
+                                         SOURCE_RULE, SourceMeanRule(), EpilogueRule(),
                                          ReductionPrologueRule(), ElementwiseRule(), RescaleFoldRule())
 #: The default rules without the composites.
 CHAIN_RULES: tuple[FusionRule, ...] = tuple(r for r in DEFAULT_RULES if r not in COMPOSITE_RULES)

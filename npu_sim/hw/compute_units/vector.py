@@ -333,9 +333,11 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     the sum's transpose reads the narrow values, and the zero point is subtracted from each
     result (an int32 elementwise pass); nor do the rescales the output unit folds into an
     elementwise operation (:func:`rescale_folds`), which runs at the rate of the narrow data."""
-    mean = source_mean_cycles(hw, steps)
-    if mean is not None:
-        return mean
+    source = source_softmax_cycles(hw, steps)
+    if source is None:
+        source = source_mean_cycles(hw, steps)
+    if source is not None:
+        return source
     folded = {id(p) for i in range(len(steps)) if (p := folded_prologue(hw, steps, i)) is not None}
     scaling, scaled = rescale_folds(hw, steps)
     total = 0
@@ -355,16 +357,32 @@ def source_mean_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | None:
     """A TFLite MEAN compiled as Vela's TFLite reader does (:mod:`scheduler.passes.source_means`):
     ``vector.cycles_per_element.source_mean`` per element its first sum reads (of the tile: the
     widening RESCALE's output before it); None for other steps (no sum, a lone step, steps of
-    several source operators, or no such rate)."""
+    several source operators, a softmax's sum, or no such rate)."""
     rate = hw.vector.cycles_per_element.get("source_mean")
     if rate is None or not hw.npu_support.source_operators or len(steps) < 2 or not steps[0].origin:
         return None
     if any(step.origin != steps[0].origin for step in steps):
         return None
-    if not any(step.op is Op.REDUCE_SUM for step in steps):
+    first_sum = next((step for step in steps if step.op is Op.REDUCE_SUM), None)
+    if first_sum is None or any(step.op is Op.REDUCE_MAX for step in steps):   # (a softmax's sum)
         return None
     first = steps[0]
     return math.ceil((reduced_elements(first) if first.op is Op.REDUCE_SUM else out_elements(first)) * rate)
+
+
+def source_softmax_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | None:
+    """A TFLite SOFTMAX compiled as Vela's TFLite reader does (:mod:`scheduler.passes.source_softmax`):
+    ``vector.cycles_per_element.source_softmax`` per element of its input (the first step's
+    output: the input widened); None for other steps (no REDUCE_MAX, TABLE and REDUCE_SUM among
+    steps of one source operator, or no such rate)."""
+    rate = hw.vector.cycles_per_element.get("source_softmax")
+    if rate is None or not hw.npu_support.source_operators or len(steps) < 3 or not steps[0].origin:
+        return None
+    if any(step.origin != steps[0].origin for step in steps):
+        return None
+    if not {Op.REDUCE_MAX, Op.TABLE, Op.REDUCE_SUM} <= {step.op for step in steps}:
+        return None
+    return math.ceil(out_elements(steps[0]) * rate)
 
 
 def zero_point_cycles(hw: HwConfig, step: KernelStep) -> int:
