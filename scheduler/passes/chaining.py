@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from npu_sim.hw.compute_units import LUT
-from npu_sim.reference.kernel_api import INPUT_WINDOWS
 from npu_sim.tosa.ops import Op
 
 if TYPE_CHECKING:
@@ -41,7 +40,7 @@ class LookupChainRule:
 
         block = ctx.block
         table = block.operators[index]
-        if table.op is not Op.TABLE or len(table.outputs) != 1 or not self._free(index, ctx):
+        if table.op is not Op.TABLE or len(table.outputs) != 1 or not ctx.free(index):
             return None
         group, current = [index], index
         nxt = self._reader(current, ctx)
@@ -68,7 +67,7 @@ class LookupChainRule:
         operators = ctx.block.operators
         result = operators[index].outputs[0]
         nxt = ctx.sole_consumer(result)
-        if nxt is None or nxt <= index or not self._free(nxt, ctx) or len(operators[nxt].outputs) != 1:
+        if nxt is None or nxt <= index or not ctx.free(nxt) or len(operators[nxt].outputs) != 1:
             return None
         if operators[nxt].op in (Op.RESCALE, Op.CLAMP) and operators[nxt].inputs[0] != result:
             return None
@@ -79,12 +78,8 @@ class LookupChainRule:
         found = []
         for name in ctx.block.operators[chained].inputs:
             producer = ctx.producer.get(name)
-            if producer is not None and producer != chain_input and producer < chained and self._free(producer, ctx) \
+            if producer is not None and producer != chain_input and producer < chained and ctx.free(producer) \
                     and ctx.block.operators[producer].op is Op.RESCALE and ctx.sole_consumer(name) == chained:
                 found.append(producer)
         return found
 
-    @staticmethod
-    def _free(index: int, ctx: FusionContext) -> bool:
-        operator = ctx.block.operators[index]
-        return index not in ctx.claimed and not ctx.reads_variable(operator) and operator.op in INPUT_WINDOWS

@@ -94,6 +94,12 @@ class FusionContext:
             return None
         return users[0]
 
+    def free(self, index: int) -> bool:
+        """True if operator ``index`` may join a group: unclaimed, reading no variable, and of
+        an operator whose tiles have input windows (it can be tiled with the others)."""
+        operator = self.block.operators[index]
+        return index not in self.claimed and not self.reads_variable(operator) and operator.op in INPUT_WINDOWS
+
     def reads_variable(self, operator: Operator) -> bool:
         """True if ``operator`` reads a variable: moving it past other operators could change
         what it sees, so it anchors or joins no group."""

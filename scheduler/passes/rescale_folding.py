@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from npu_sim.hw.compute_units.vector import SOURCE_SCALED_OPS
-from npu_sim.reference.kernel_api import INPUT_WINDOWS
 from npu_sim.tosa.ops import Op
 
 if TYPE_CHECKING:
@@ -51,7 +50,7 @@ class RescaleFoldRule:
     def match(self, index: int, ctx: FusionContext) -> list[int] | None:
         anchor = ctx.block.operators[index]
         if anchor.op not in self.anchors | self.epilogue_anchors or len(anchor.outputs) != 1 \
-                or not self._free(index, ctx) or (self.by_location and not anchor.location):
+                or not ctx.free(index) or (self.by_location and not anchor.location):
             return None
         inputs = [] if anchor.op in self.epilogue_anchors else self._inputs(index, ctx)
         group = sorted({index, *inputs, *self._outputs(index, ctx)})
@@ -88,13 +87,9 @@ class RescaleFoldRule:
 
     def _joins(self, index: int, op: Op, anchor: Operator, ctx: FusionContext) -> bool:
         operator = ctx.block.operators[index]
-        return operator.op is op and len(operator.outputs) == 1 and self._free(index, ctx) \
+        return operator.op is op and len(operator.outputs) == 1 and ctx.free(index) \
             and (not self.by_location or operator.location == anchor.location)
 
-    @staticmethod
-    def _free(index: int, ctx: FusionContext) -> bool:
-        operator = ctx.block.operators[index]
-        return index not in ctx.claimed and not ctx.reads_variable(operator) and operator.op in INPUT_WINDOWS
 
 
 #: The rule of source operators (see the module doc): elementwise anchors take their input and

@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from npu_sim.reference.kernel_api import INPUT_WINDOWS
 from npu_sim.tosa.ops import Op
 
 if TYPE_CHECKING:
@@ -39,7 +38,7 @@ class SourceMeanRule:
     def match(self, index: int, ctx: FusionContext) -> list[int] | None:
         block = ctx.block
         anchor = block.operators[index]
-        if anchor.op is not Op.REDUCE_SUM or not anchor.location or not self._free(index, ctx):
+        if anchor.op is not Op.REDUCE_SUM or not anchor.location or not ctx.free(index):
             return None
         group = [index]
         producer = ctx.producer.get(anchor.inputs[0])
@@ -59,9 +58,5 @@ class SourceMeanRule:
     def _joins(self, index: int, location: str, ctx: FusionContext) -> bool:
         operator = ctx.block.operators[index]
         return operator.op in MEAN_LINKS and operator.location == location and len(operator.outputs) == 1 \
-            and self._free(index, ctx)
+            and ctx.free(index)
 
-    @staticmethod
-    def _free(index: int, ctx: FusionContext) -> bool:
-        operator = ctx.block.operators[index]
-        return index not in ctx.claimed and not ctx.reads_variable(operator) and operator.op in INPUT_WINDOWS

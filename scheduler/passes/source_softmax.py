@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from npu_sim.hw.compute_units import VECTOR
-from npu_sim.reference.kernel_api import INPUT_WINDOWS
 from npu_sim.tosa.ops import Op
 
 if TYPE_CHECKING:
@@ -61,8 +60,7 @@ class SourceSoftmaxRule:
         block, inside = ctx.block, set(members)
         for i in members:
             operator = block.operators[i]
-            if i in ctx.claimed or len(operator.outputs) != 1 or operator.op not in INPUT_WINDOWS \
-                    or ctx.reads_variable(operator):
+            if not ctx.free(i) or len(operator.outputs) != 1:
                 return False
             if i == members[-1]:
                 continue
