@@ -237,3 +237,15 @@ def test_a_tflite_model_reads_with_the_tflite_operator_of_each_tosa_operator():
     adds = {loc: [o for o in ops if o != "CONST"] for loc, ops in by_location.items() if "ADD" in ops and loc}
     assert len(adds) == 12 and all(ops.count("ADD") == 1 and ops.count("RESCALE") >= 3 for ops in adds.values())
     assert "lstm_stateful/lstm/lstm_cell/add_7" in adds
+
+
+def test_a_location_cut_short_is_refused_with_line_and_column():
+    text = LOCATED.replace('loc("inline/sub"("m.tflite":0:0))\n', 'loc("inline/sub"("m.tflite":0:0)\n')
+    with pytest.raises(TosaFormatError, match=r"m.mlir:\d+:\d+: .*unclosed"):
+        read_mlir(text, "m.mlir")
+
+
+def test_location_aliases_naming_each_other_name_nothing_and_do_not_hang():
+    text = LOCATED.replace('loc("inline/sub"("m.tflite":0:0))\n', 'loc(#loc5)\n') + \
+        "#loc5 = loc(#loc6)\n#loc6 = loc(#loc5)\n"
+    assert [op.location for op in read_mlir(text, "m.mlir").main.operators][2] == ""
