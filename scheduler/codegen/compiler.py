@@ -294,8 +294,7 @@ class _BlockCompiler:
         ops = self.block.ops
         chained = {i for chain in self.chains for i in chain.ops}
         plans = {i: plan for i, plan in result.plans.items() if i not in chained}
-        self.cascades = follow_producers(ops, plans, self.ctx.tiler, in_tcm,
-                                         [self.capacity - live for live in result.live_bytes])
+        self.cascades = follow_producers(ops, plans, self.ctx.tiler, in_tcm, _cascade_budgets(result, self.capacity))
         result.plans.update(plans)
         for chain in self.chains:
             self.ctx.striped.append(self._chain_stats(chain))
@@ -704,6 +703,15 @@ def _leading_loads(cmds: list[ACommand]) -> list[ADma]:
             break
         loads.append(cmd)
     return loads
+
+
+def _cascade_budgets(result: ResidencyResult, capacity: int) -> list[int]:
+    """What each operation's working set may take when a cascade re-splits it: no more than the
+    bytes it may use without raising the block's peak (the residents live beside it and the
+    largest working set), nor than its own plan already takes, within the TCM's capacity."""
+    working = [result.plans[i].working_set_bytes if i in result.plans else 0 for i in range(len(result.live_bytes))]
+    peak = max((live + ws for live, ws in zip(result.live_bytes, working)), default=0)
+    return [min(capacity - live, max(ws, peak - live)) for live, ws in zip(result.live_bytes, working)]
 
 
 def compile_block(ctx: CompileContext, block: LoweredBlock, bindings: dict[str, Placement],
