@@ -17,13 +17,10 @@ its result. The LUT unit times the chained steps as nothing of their own
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from npu_sim.hw.compute_units import LUT
 from npu_sim.tosa.ops import Op
-
-if TYPE_CHECKING:
-    from scheduler.passes.fusion import FusedGroup, FusionContext
+from scheduler.passes.fusion_context import FusedGroup, FusionContext
 
 #: Elementwise operators that chain onto a lookup.
 CHAINED_OPS = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.MAXIMUM, Op.MINIMUM})
@@ -36,8 +33,6 @@ class LookupChainRule:
     name: str = "lookup_chain"
 
     def match(self, index: int, ctx: FusionContext) -> FusedGroup | None:
-        from scheduler.passes.fusion import FusedGroup
-
         block = ctx.block
         table = block.operators[index]
         if table.op is not Op.TABLE or len(table.outputs) != 1 or not ctx.free(index):

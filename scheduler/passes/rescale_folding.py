@@ -32,7 +32,7 @@ from npu_sim.tosa.ops import Op
 
 if TYPE_CHECKING:
     from npu_sim.tosa.ir import Operator
-    from scheduler.passes.fusion import FusionContext
+    from scheduler.passes.fusion_context import FusionContext
 
 
 @dataclass(frozen=True)

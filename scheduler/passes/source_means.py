@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from npu_sim.tosa.ops import Op
 
 if TYPE_CHECKING:
-    from scheduler.passes.fusion import FusionContext
+    from scheduler.passes.fusion_context import FusionContext
 
 #: The operators a MEAN's chain may hold besides its sums.
 MEAN_LINKS = frozenset({Op.RESCALE, Op.REDUCE_SUM, Op.RESHAPE})

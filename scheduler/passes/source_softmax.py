@@ -20,16 +20,12 @@ bits are the same.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from npu_sim.hw.compute_units import VECTOR
+from npu_sim.hw.compute_units.vector import SOFTMAX_MARKS
 from npu_sim.tosa.ops import Op
+from scheduler.passes.fusion_context import FusedGroup, FusionContext
 
-if TYPE_CHECKING:
-    from scheduler.passes.fusion import FusedGroup, FusionContext
-
-#: The operators that make a source operator's TOSA form a softmax's.
-SOFTMAX_MARKS = frozenset({Op.REDUCE_MAX, Op.TABLE, Op.REDUCE_SUM})
 #: Operators that are values, not work: they stay out of the group.
 VALUES = frozenset({Op.CONST, Op.CONST_SHAPE})
 
@@ -41,8 +37,6 @@ class SourceSoftmaxRule:
     name: str = "source_softmax"
 
     def match(self, index: int, ctx: FusionContext) -> FusedGroup | None:
-        from scheduler.passes.fusion import FusedGroup
-
         block = ctx.block
         anchor = block.operators[index]
         if anchor.op is not Op.REDUCE_MAX or not anchor.location:

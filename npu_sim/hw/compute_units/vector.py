@@ -244,10 +244,9 @@ def rescale_folds(hw: HwConfig, steps: Sequence[KernelStep]) -> tuple[set[int], 
     folded: set[int] = set()
     scaled: dict[int, KernelStep] = {}
     for i, step in enumerate(steps):
-        scaled_by = _scaled_by(step, scaled_ops, by_source)
-        if scaled_by is False:
+        origin = _scaling_origin(step, scaled_ops, by_source)
+        if origin is None:
             continue
-        origin = None if scaled_by is True else str(scaled_by)
         inputs = _folded_inputs(steps, i, uses, origin)
         outputs = _folded_outputs(steps, i, uses, origin)
         folded.update(index for chain in inputs.values() for index in chain)
@@ -259,14 +258,14 @@ def rescale_folds(hw: HwConfig, steps: Sequence[KernelStep]) -> tuple[set[int], 
     return folded, scaled
 
 
-def _scaled_by(step: KernelStep, scaled_ops: set[Op], by_source: bool) -> bool | str:
-    """Whether the output unit scales ``step``: True by any RESCALE around it (``scaled_ops``),
-    its origin by the RESCALEs of its own source operator, False not at all."""
+def _scaling_origin(step: KernelStep, scaled_ops: set[Op], by_source: bool) -> str | None:
+    """The source operator whose RESCALEs the output unit folds into ``step``: "" for any
+    (``scaled_ops``), its own origin (``npu_support.source_operators``), None if it scales none."""
     if step.op in scaled_ops:
-        return True
+        return ""
     if by_source and step.origin and step.op in SOURCE_SCALED_OPS:
         return step.origin
-    return False
+    return None
 
 
 def _reader_counts(steps: Sequence[KernelStep]) -> list[int]:
@@ -279,17 +278,16 @@ def _reader_counts(steps: Sequence[KernelStep]) -> list[int]:
     return uses
 
 
-def _folded_inputs(steps: Sequence[KernelStep], index: int, uses: list[int],
-                   origin: str | None) -> dict[int, list[int]]:
+def _folded_inputs(steps: Sequence[KernelStep], index: int, uses: list[int], origin: str) -> dict[int, list[int]]:
     """Operand position -> the RESCALE step that step ``index`` alone reads there, the far end
-    first; with ``origin``, the chain of RESCALEs of that origin each alone reading the one
-    before (TFLite's ADD scales an input in two: widened, then scaled)."""
+    first; with an ``origin`` (not ""), the chain of RESCALEs of that origin each alone reading
+    the one before (TFLite's ADD scales an input in two: widened, then scaled)."""
     found: dict[int, list[int]] = {}
     for k, operand in enumerate(steps[index].operands[:len(steps[index].input_types)]):
         chain: list[int] = []
         while _folded_rescale(steps, operand, index if not chain else chain[0], uses, origin):
             chain.insert(0, operand)
-            if origin is None:
+            if not origin:
                 break
             operand = steps[operand].operands[0] if steps[operand].operands else None
         if chain:
@@ -297,21 +295,20 @@ def _folded_inputs(steps: Sequence[KernelStep], index: int, uses: list[int],
     return found
 
 
-def _folded_rescale(steps: Sequence[KernelStep], operand: object, reader: int, uses: list[int],
-                    origin: str | None) -> bool:
+def _folded_rescale(steps: Sequence[KernelStep], operand: object, reader: int, uses: list[int], origin: str) -> bool:
     """True if ``operand`` is a RESCALE step before ``reader`` that only it reads (of ``origin``
-    unless None)."""
+    unless "")."""
     return isinstance(operand, int) and 0 <= operand < reader and steps[operand].op is Op.RESCALE \
-        and uses[operand] == 1 and (origin is None or steps[operand].origin == origin)
+        and uses[operand] == 1 and (not origin or steps[operand].origin == origin)
 
 
-def _folded_outputs(steps: Sequence[KernelStep], index: int, uses: list[int], origin: str | None) -> list[int]:
+def _folded_outputs(steps: Sequence[KernelStep], index: int, uses: list[int], origin: str) -> list[int]:
     """The RESCALE alone reading step ``index``'s result, and a CLAMP alone reading that's (of
-    ``origin`` unless None)."""
+    ``origin`` unless "")."""
     chain, last = [], index
     for op in (Op.RESCALE, Op.CLAMP):
         nxt = _sole_reader(steps, last, uses, op)
-        if nxt is not None and origin is not None and steps[nxt].origin != origin:
+        if nxt is not None and origin and steps[nxt].origin != origin:
             break
         if nxt is not None:
             chain.append(nxt)
@@ -358,10 +355,8 @@ def source_mean_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | None:
     ``vector.cycles_per_element.source_mean`` per element its first sum reads (of the tile: the
     widening RESCALE's output before it); None for other steps (no sum, a lone step, steps of
     several source operators, a softmax's sum, or no such rate)."""
-    rate = hw.vector.cycles_per_element.get("source_mean")
-    if rate is None or not hw.npu_support.source_operators or len(steps) < 2 or not steps[0].origin:
-        return None
-    if any(step.origin != steps[0].origin for step in steps):
+    rate = _one_source_rate(hw, steps, "source_mean")
+    if rate is None:
         return None
     first_sum = next((step for step in steps if step.op is Op.REDUCE_SUM), None)
     if first_sum is None or any(step.op is Op.REDUCE_MAX for step in steps):   # (a softmax's sum)
@@ -370,19 +365,29 @@ def source_mean_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | None:
     return math.ceil((reduced_elements(first) if first.op is Op.REDUCE_SUM else out_elements(first)) * rate)
 
 
+#: The operators that make a source operator's TOSA form a softmax's (TFLite's int8 SOFTMAX as
+#: the converter writes it: a REDUCE_MAX, exp TABLEs, a REDUCE_SUM, ...).
+SOFTMAX_MARKS = frozenset({Op.REDUCE_MAX, Op.TABLE, Op.REDUCE_SUM})
+
+
 def source_softmax_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | None:
     """A TFLite SOFTMAX compiled as Vela's TFLite reader does (:mod:`scheduler.passes.source_softmax`):
     ``vector.cycles_per_element.source_softmax`` per element of its input (the first step's
     output: the input widened); None for other steps (no REDUCE_MAX, TABLE and REDUCE_SUM among
     steps of one source operator, or no such rate)."""
-    rate = hw.vector.cycles_per_element.get("source_softmax")
-    if rate is None or not hw.npu_support.source_operators or len(steps) < 3 or not steps[0].origin:
-        return None
-    if any(step.origin != steps[0].origin for step in steps):
-        return None
-    if not {Op.REDUCE_MAX, Op.TABLE, Op.REDUCE_SUM} <= {step.op for step in steps}:
+    rate = _one_source_rate(hw, steps, "source_softmax")
+    if rate is None or not SOFTMAX_MARKS <= {step.op for step in steps}:
         return None
     return math.ceil(out_elements(steps[0]) * rate)
+
+
+def _one_source_rate(hw: HwConfig, steps: Sequence[KernelStep], kind: str) -> float | None:
+    """``vector.cycles_per_element[kind]`` for two or more steps of one source operator (their
+    shared, non-empty origin) on a preset that compiles as Vela's TFLite reader; else None."""
+    rate = hw.vector.cycles_per_element.get(kind)
+    if rate is None or not hw.npu_support.source_operators or len(steps) < 2 or not steps[0].origin:
+        return None
+    return rate if all(step.origin == steps[0].origin for step in steps) else None
 
 
 def zero_point_cycles(hw: HwConfig, step: KernelStep) -> int:
