@@ -344,6 +344,12 @@ class VectorConfig(_Strict):
         "fetches the whole input depth of its rows (0 = the transpose reads its input once)")
     transpose_read_bytes_per_cycle: float = Field(
         0.0, ge=0, le=MAX_RATE, description="rate such a transpose reads its input at (0 = the TCM bandwidth)")
+    transpose_micro_block: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
+        default_factory=list, max_length=3,
+        description="[H, W, C] of the output micro-blocks a TRANSPOSE is written in on the pooling path, "
+        "each taking transpose_cycles_per_micro_block_bit cycles per input bit (empty: the elementwise rates)")
+    transpose_cycles_per_micro_block_bit: float = Field(
+        0.0, ge=0, le=MAX_RATE, description="cycles of one transpose micro-block per bit of the input's element")
     scaled_ops: list[str] = Field(
         default_factory=list, description="elementwise operators whose output unit scales their inputs and "
         "output: the RESCALEs widening only their inputs and the one narrowing their result fold into them "

@@ -134,10 +134,30 @@ def rescale_cycles(hw: HwConfig, step: KernelStep) -> int | None:
     per_element = hw.vector.cycles_per_element.get(f"rescale_int{step.input_types[0].dtype.bits}")
     if per_element is None:
         return None
-    shape = (1, 1, 1, *out_shape(step))[-3:]
-    block = (1, 1, 1, *hw.vector.rescale_micro_block)[-3:]
-    elements = prod(ceil_div(n, b) * b for n, b in zip(shape, block))
-    return math.ceil(elements * per_element)
+    return math.ceil(micro_blocked_elements(out_shape(step), hw.vector.rescale_micro_block) * per_element)
+
+
+def micro_blocked_elements(shape: Sequence[int], block: Sequence[int]) -> int:
+    """Elements of ``shape`` seen as ``[H, W, C]`` (leading dimensions folded into H) with each
+    dimension rounded up to a multiple of ``block``'s (``[H, W, C]``, missing leading ones 1)."""
+    dims = (1, 1, 1, *shape)[-max(3, len(shape)):]
+    folded = (prod(dims[:-2]), dims[-2], dims[-1])
+    sizes = (1, 1, 1, *block)[-3:]
+    return prod(ceil_div(n, b) * b for n, b in zip(folded, sizes))
+
+
+def transpose_cycles(hw: HwConfig, step: KernelStep) -> int | None:
+    """A TRANSPOSE where the config runs it on the pooling path (``vector.transpose_micro_block``),
+    else None: the output in micro-blocks of that ``[H, W, C]``, each costing
+    ``vector.transpose_cycles_per_micro_block_bit`` cycles per bit of the input's element. On the
+    Ethos-U85-256 a transpose is a 1x1 pooling whose output is written transposed; regor's
+    EstimateMacCyclesPerBlock charges ``max(4, kernel elements) * ifm bits / 2`` cycles per
+    1x2x16 micro-block, so an output of one channel pays for 16, two cycles per bit (16 for int8)."""
+    block = hw.vector.transpose_micro_block
+    if step.op is not Op.TRANSPOSE or not block or not step.input_types:
+        return None
+    elements = micro_blocked_elements(out_shape(step), block) // prod(block)
+    return math.ceil(elements * hw.vector.transpose_cycles_per_micro_block_bit * step.input_types[0].dtype.bits)
 
 
 def reduction_transpose_cycles(hw: HwConfig, step: KernelStep, read_bits: int = 0) -> int:
@@ -195,9 +215,11 @@ def step_cycles(hw: HwConfig, step: KernelStep) -> int:
     minmax = hw.vector.cycles_per_element.get("reduce_minmax_int32")
     if minmax is not None and step.op in MINMAX_OPS and step_dtype(step) is DType.INT32:
         return math.ceil(work_elements(step) * minmax)   # per element read
-    rescale = rescale_cycles(hw, step)
-    if rescale is not None:
-        return rescale
+    apart = rescale_cycles(hw, step)
+    if apart is None:
+        apart = transpose_cycles(hw, step)
+    if apart is not None:
+        return apart
     table = hw.vector.cycles_per_element
     kinds = elementwise_kinds(step) if table else ()
     if kinds and all(kind in table for kind in kinds):

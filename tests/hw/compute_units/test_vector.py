@@ -101,6 +101,28 @@ def test_ethos_u85_rescales_run_micro_block_by_micro_block():
                                                                          DType.INT32)) is None
 
 
+def _transpose(out_shape: tuple[int, ...], perm: tuple[int, ...], dtype: DType) -> KernelStep:
+    in_shape = tuple(out_shape[perm.index(k)] for k in range(len(perm)))
+    return KernelStep(Op.TRANSPOSE, make_attribute(Op.TRANSPOSE, perms=list(perm)), (),
+                      (TensorType(in_shape, dtype),), (TensorType(out_shape, dtype),))
+
+
+def test_ethos_u85_transposes_pay_per_output_micro_block():
+    """Vela 5.2 runs a U85 TRANSPOSE as a 1x1 pooling written transposed: 4 x ifmBits / 2 cycles
+    per 1x2x16 output micro-block. A keyword transformer's LayerNorm writes [1, 49, 64, 1]:
+    49 x 32 x 1 blocks, 25,088 cycles (Vela's MAC cycles 25,104), where its elementwise rate over
+    16-channel bricks gave half; [1, 2, 49, 32] from attention: 2 x 25 x 2 blocks, 1,600 (Vela
+    1,664); an int16 input twice that. Leading dimensions fold into H. The generic presets keep
+    the elementwise rates."""
+    u85, edge = load_hw_config("ethos-u85-256"), load_hw_config("edge")
+    layer_norm = _transpose((1, 49, 64, 1), (0, 3, 1, 2), DType.INT8)
+    assert vector.step_cycles(u85, layer_norm) == 25_088
+    assert vector.step_cycles(u85, _transpose((1, 2, 49, 32), (0, 2, 1, 3), DType.INT8)) == 1_600
+    assert vector.step_cycles(u85, _transpose((1, 2, 49, 32), (0, 2, 1, 3), DType.INT16)) == 3_200
+    assert vector.step_cycles(u85, _transpose((3, 2, 49, 32), (1, 0, 2, 3), DType.INT8)) == 4_800
+    assert vector.transpose_cycles(edge, layer_norm) is None
+
+
 def _reduce(in_shape: tuple[int, ...], axis: int, dtype: DType) -> KernelStep:
     out = tuple(1 if k == axis else n for k, n in enumerate(in_shape))
     return KernelStep(Op.REDUCE_SUM, make_attribute(Op.REDUCE_SUM, axis=axis), (), (TensorType(in_shape, dtype),),
