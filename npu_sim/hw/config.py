@@ -233,6 +233,10 @@ class MacArrayConfig(_Strict):
     ifm_depth_granule: int = Field(
         1, ge=1, le=1024, description="a convolution reads its input channels in groups of this many (a "
         "thin input wastes the rest of a group)")
+    ofm_micro_block: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
+        default_factory=list, max_length=2,
+        description="[H, W] of the output micro-blocks a convolution is computed in: its output positions "
+        "count rounded up to whole micro-blocks of the operation's output (empty: positions as they are)")
     part_kernel_elements: int = Field(
         default=0, ge=0, le=64, description="where a convolution's input channels would fill their groups "
         "worse, it takes this many kernel elements a step over input channels in groups of "

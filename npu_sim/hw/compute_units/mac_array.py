@@ -130,6 +130,8 @@ def cycle_dims(hw: HwConfig, step: KernelStep) -> tuple[int, int, int]:
     that wastes more, its kernel elements rounded up to ``mac_array.part_kernel_elements`` and
     its channels to ``part_kernel_depth_granule`` (:func:`part_kernel_depth`)."""
     m, n, k = mac_dims(step)
+    if step.op in (Op.CONV2D, Op.CONV3D) and hw.mac_array.ofm_micro_block:
+        m = micro_blocked_positions(hw.mac_array.ofm_micro_block, step, m)
     if step.op is Op.TRANSPOSE_CONV2D and hw.mac_array.transpose_conv_upsampled:
         k = prod(step.input_types[1].shape[1:])   # every tap of the kernel for every output
     granule = hw.mac_array.ifm_depth_granule
@@ -138,6 +140,26 @@ def cycle_dims(hw: HwConfig, step: KernelStep) -> tuple[int, int, int]:
         elements = k // channels
         k = part_kernel_depth(hw, elements, channels) or elements * ceil_div(channels, granule) * granule
     return m, n, k
+
+
+def micro_blocked_positions(block: Sequence[int], step: KernelStep, positions: int) -> int:
+    """``positions`` output positions of a convolution step as the array computes them in
+    ``[H, W]`` micro-blocks: the operation's whole output rounded up to whole micro-blocks, a tile
+    paying its share (Vela's U55/U65: 2x2x8 OFM micro-blocks, EstimateMacCyclesPerBlock; a
+    25x5 output is computed as 26x6). Where the block is 2 high, a one-row output of even width
+    from a one-row kernel is computed in blocks one high and twice as wide (GetOfmMicroBlock).
+    A matrix-vector product (one output position) is bound by its weights, not its
+    micro-blocks: it keeps its one position."""
+    whole = step.output_types[0].shape if step.output_types else ()
+    if len(whole) < 3 or prod(whole[:-1]) <= 1:
+        return positions
+    height, width = prod(whole[:-2]), whole[-2]
+    block_h, block_w = block[0], block[-1]
+    one_row_kernel = step.op is Op.CONV2D and len(step.input_types) > 1 and step.input_types[1].shape[1] == 1
+    if block_h == 2 and height == 1 and width % 2 == 0 and one_row_kernel:
+        block_h, block_w = 1, 2 * block_w
+    rounded = ceil_div(height, block_h) * block_h * ceil_div(width, block_w) * block_w
+    return math.ceil(positions * rounded / max(1, height * width))
 
 
 def part_kernel_depth(hw: HwConfig, elements: int, channels: int) -> int:

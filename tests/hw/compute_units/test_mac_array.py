@@ -180,7 +180,30 @@ def test_a_thin_convolution_is_traversed_part_kernel_first_on_the_u55():
     weights = TensorType((64, 10, 4, 1), DType.INT8)
     step = KernelStep(Op.CONV2D, make_attribute(Op.CONV2D, pad=(4, 5, 1, 2), stride=(2, 2), dilation=(1, 1)), (),
                       (TensorType((1, 49, 10, 1), DType.INT8), weights), (TensorType((1, 25, 5, 64), DType.INT32),))
-    assert mac_array.cycle_dims(u55, step) == (125, 64, 320)
+    assert mac_array.cycle_dims(u55, step) == (26 * 6, 64, 320)   # 25x5 positions in 2x2 micro-blocks
+
+
+def test_u55_convolutions_compute_whole_output_micro_blocks():
+    """Vela's U55/U65 compute a convolution in 2x2x8 OFM micro-blocks (EstimateMacCyclesPerBlock),
+    a one-row output of even width from a one-row kernel in 1x4 ones (GetOfmMicroBlock): the
+    positions count rounded up over the whole operation's output, a tile paying its share. A
+    matrix-vector product keeps its one position; the generic presets count positions as they are."""
+    u55, edge = load_hw_config("ethos-u55-256"), load_hw_config("edge")
+    attribute = make_attribute(Op.CONV2D, pad=(0, 0, 0, 0), stride=(1, 1), dilation=(1, 1))
+
+    def conv(out_hw: tuple[int, int], kernel_h: int = 1, tile_rows: int = 0) -> KernelStep:
+        h, w = out_hw
+        region = ((0, 1), (0, tile_rows), (0, w), (0, 8)) if tile_rows else None
+        return KernelStep(Op.CONV2D, attribute, (), (TensorType((1, h + kernel_h - 1, w, 16), DType.INT8),
+                                                     TensorType((8, kernel_h, 1, 16), DType.INT8)),
+                          (TensorType((1, h, w, 8), DType.INT32),), out_region=region)
+
+    assert mac_array.micro_blocked_positions([2, 2], conv((25, 5)), 125) == 156
+    assert mac_array.micro_blocked_positions([2, 2], conv((1, 10)), 10) == 12       # 1x4 blocks
+    assert mac_array.micro_blocked_positions([2, 2], conv((1, 10), kernel_h=3), 10) == 20
+    assert mac_array.micro_blocked_positions([2, 2], conv((1, 1)), 1) == 1
+    assert mac_array.cycle_dims(u55, conv((25, 5), tile_rows=5))[0] == math.ceil(25 * 156 / 125)
+    assert mac_array.cycle_dims(edge, conv((25, 5)))[0] == 125
 
 
 def test_an_upsampled_transpose_convolution_takes_its_whole_kernel_at_every_output():
