@@ -1,5 +1,7 @@
 """Sinking: a feature map's producer runs just before its first reader where that frees bytes."""
 
+import numpy as np
+
 from npu_sim.hw.config import load_hw_config
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
@@ -54,3 +56,26 @@ def test_sunk_order_is_bit_exact_on_an_ethos_u():
     graph = _residual(lambda b, x: _widen(b, x))
     assert hw.stripes.enabled
     check_end_to_end(graph, hw)
+
+
+
+def test_vectors_computed_early_wait_for_their_readers():
+    """An unrolled recurrence's input projections are ready at the start but each is read only
+    at its step; computed first, all of them stay live together (the keyword LSTM on the U55: 23
+    KB of its TCM). Each moves to just before its step: vectors, not maps of rows, move too."""
+    b = GraphBuilder()
+    xs = [b.input(f"x{t}", (1, 1, 1, 64), DType.INT32) for t in range(3)]
+    h = b.input("h", (1, 1, 1, 64), DType.INT32)
+    shift = b.const(None, np.array([0], dtype=np.int8))
+    projections = [b.op(Op.MUL, [x, x, shift]) for x in xs]
+    for projection in projections:
+        h = b.op(Op.SUB, [b.op(Op.MUL, [h, h, shift]), projection])
+    b.output(h)
+    hw = load_hw_config("ethos-u85-256")   # (one elementwise operator per operation)
+    unsunk = hw.model_copy(update={"stripes": hw.stripes.model_copy(update={"enabled": False})})
+    lowered = lower_graph(b.build(), unsunk)
+    first = [op for op in lowered.main.ops if op.outputs[0] in projections]
+    lowered.main.ops = first + [op for op in lowered.main.ops if op not in first]   # projections first
+    assert _names(sunk_order(lowered.main, lowered.values)) == [
+        "MUL(mul_4)", "MUL(mul_1)", "SUB(sub_5)", "MUL(mul_6)", "MUL(mul_2)", "SUB(sub_7)", "MUL(mul_8)", "MUL(mul_3)",
+        "SUB(sub_9)"]
