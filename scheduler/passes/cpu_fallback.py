@@ -6,9 +6,11 @@ as a whole (a fused epilogue goes with its operator), and is recorded as a
 :class:`~npu_sim.program.CpuFallback` with the reason. With ``npu_support.strict`` (``npu-sim
 run --strict-npu``) such an operator is an error naming it instead.
 
-What stays on the NPU whatever the profile: a fused composite (the preset declares its datapath)
-and a table lookup the LUT unit runs (:mod:`scheduler.passes.table_lookup`: its GATHER indexes
-the LUT, it is no gather of the NPU's).
+What stays on the NPU whatever the profile: a fused composite (the preset declares its datapath),
+a table lookup the LUT unit runs (:mod:`scheduler.passes.table_lookup`: its GATHER indexes
+the LUT, it is no gather of the NPU's), and a TFLite SOFTMAX compiled as Vela's TFLite reader
+does (:mod:`scheduler.passes.source_softmax`: Vela runs it on the NPU of every Ethos-U; its
+TOSA form's int32 REDUCE_MAX and TABLEs are not what the hardware runs).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from npu_sim.errors import UnsupportedFeatureError
 from npu_sim.hw.compute_units import CPU, LUT, MAC_ARRAY
 from npu_sim.hw.compute_units.lut import INDEX_OPS, LOOKUP_OPS
+from npu_sim.hw.compute_units.vector import is_source_softmax
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.op_support import OpFacts, unsupported_reason
 from npu_sim.program import CpuFallback
@@ -32,7 +35,8 @@ def assign_cpu_fallbacks(lowered: LoweredGraph, hw: HwConfig) -> list[CpuFallbac
         return moved
     for block in lowered.main.walk_blocks():
         for op in block.ops:
-            if op.kind is not OpKind.COMPUTE or op.composite is not None or op.unit == CPU.name or _lookup(op):
+            if op.kind is not OpKind.COMPUTE or op.composite is not None or op.unit == CPU.name or _lookup(op) \
+                    or is_source_softmax(hw, op.steps):
                 continue
             found = _first_unsupported(profile, op, lowered.values)
             if found is None:

@@ -25,7 +25,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from math import prod
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from npu_sim.hw.compute_units.mac_array import MAC_OPS, step_macs
 from npu_sim.hw.compute_units.unit import (
@@ -387,6 +387,16 @@ def source_mean_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | None:
     return math.ceil((reduced_elements(first) if first.op is Op.REDUCE_SUM else out_elements(first)) * rate)
 
 
+class StepFacts(Protocol):
+    """What the source-operator checks read of a step: a kernel step, or a scheduler's step."""
+
+    @property
+    def op(self) -> Op: ...
+
+    @property
+    def origin(self) -> str: ...
+
+
 #: The operators that make a source operator's TOSA form a softmax's (TFLite's int8 SOFTMAX as
 #: the converter writes it: a REDUCE_MAX, exp TABLEs, a REDUCE_SUM, ...).
 SOFTMAX_MARKS = frozenset({Op.REDUCE_MAX, Op.TABLE, Op.REDUCE_SUM})
@@ -403,7 +413,15 @@ def source_softmax_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | No
     return math.ceil(out_elements(steps[0]) * rate)
 
 
-def _one_source_rate(hw: HwConfig, steps: Sequence[KernelStep], kind: str) -> float | None:
+def is_source_softmax(hw: HwConfig, steps: Sequence[StepFacts]) -> bool:
+    """True if ``steps`` are a TFLite SOFTMAX that ``hw`` compiles as Vela's TFLite reader does
+    (:func:`source_softmax_cycles` times them): Vela's TFLite support runs it on the NPU of every
+    Ethos-U, whatever its TOSA support says of the int32 steps of the converter's form."""
+    return _one_source_rate(hw, steps, "source_softmax") is not None and \
+        SOFTMAX_MARKS <= {step.op for step in steps}
+
+
+def _one_source_rate(hw: HwConfig, steps: Sequence[StepFacts], kind: str) -> float | None:
     """``vector.cycles_per_element[kind]`` for two or more steps of one source operator (their
     shared, non-empty origin) on a preset that compiles as Vela's TFLite reader; else None."""
     rate = hw.vector.cycles_per_element.get(kind)

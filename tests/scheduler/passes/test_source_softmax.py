@@ -1,6 +1,7 @@
 """Source softmax: the forty-odd TOSA operators of a .tflite's SOFTMAX are one operation on the
-Ethos-U85, timed per element as Vela's TFLite reader's own softmax; presets without the rate,
-and operators of other locations, keep them apart."""
+Ethos-U85 and U55, timed per element as Vela's TFLite reader's own softmax (on the NPU even where
+the TOSA form's int32 steps would fall back to the CPU); presets without the rate, and operators
+of other locations, keep them apart."""
 
 from __future__ import annotations
 
@@ -32,8 +33,9 @@ def test_the_u85_makes_one_operation_of_each_softmax():
     assert len(work) == 41
     groups = _softmax_groups(graph, "ethos-u85-256")
     assert len(groups) == 2 and work in groups
-    # the U55 has no rate for it (its softmax is its REDUCE_MAX on the host CPU, as on TOSA)
-    assert all(len(g) == 1 for g in _softmax_groups(graph, "ethos-u55-256"))
+    assert work in _softmax_groups(graph, "ethos-u55-256")
+    # the U65 has no rate for it (its softmax is its operators', as on TOSA)
+    assert all(len(g) == 1 for g in _softmax_groups(graph, "ethos-u65-256"))
 
 
 def test_the_softmax_costs_its_rate_per_element_with_the_reference_bits():
@@ -49,3 +51,23 @@ def test_the_softmax_costs_its_rate_per_element_with_the_reference_bits():
     # [1, 2, 49, 49]: 4,802 elements at 2.94 cycles (vector.cycles_per_element.source_softmax),
     # the command's setup and the TCM latencies of a pass starting with a RESCALE
     assert [op["compute_cycles"] for op in softmax] == [14118 + 8 + 64] * 2
+
+
+def test_the_u55_runs_the_softmax_on_its_npu_as_vela_compiles_the_tflite():
+    """Vela's TFLite reader runs an int8 SOFTMAX on the U55's NPU (2 x 64,804 cycles for the keyword
+    transformer's [1, 2, 49, 49]); the converter's TOSA form would put its int32 REDUCE_MAX and
+    TABLEs on the host CPU. As one source softmax it stays on the NPU, at 14.6 cycles an element,
+    with the reference bits."""
+    graph = load_graph(TRANSFORMER)
+    (t,) = graph.input_types.values()
+    x = np.random.default_rng(3).integers(-128, 128, size=t.shape, dtype=np.int8)
+    name = graph.main.inputs[0]
+    (want,) = npu_sim.execute(graph, {name: x}).values()
+    run = npu_sim.simulate(graph, "ethos-u55-256", {name: x})
+    (got,) = run.outputs.values()
+    assert np.array_equal(got, want)
+    assert run.summary["cpu_ops"] == []
+    softmax = [op for op in run.summary["ops"] if any(g.startswith("REDUCE_MAX") for g in op["graph_ops"])]
+    assert [op["unit"] for op in softmax] == ["vector"] * 2
+    # 4,802 elements at 14.6 cycles (70,110) and the command's setup
+    assert [op["compute_cycles"] for op in softmax] == [70110 + 8] * 2
