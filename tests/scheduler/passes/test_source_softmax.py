@@ -1,5 +1,5 @@
 """Source softmax: the forty-odd TOSA operators of a .tflite's SOFTMAX are one operation on the
-Ethos-U85 and U55, timed per element as Vela's TFLite reader's own softmax (on the NPU even where
+Ethos-U presets, timed per element as Vela's TFLite reader's own softmax (on the NPU even where
 the TOSA form's int32 steps would fall back to the CPU); presets without the rate, and operators
 of other locations, keep them apart."""
 
@@ -34,8 +34,9 @@ def test_the_u85_makes_one_operation_of_each_softmax():
     groups = _softmax_groups(graph, "ethos-u85-256")
     assert len(groups) == 2 and work in groups
     assert work in _softmax_groups(graph, "ethos-u55-256")
-    # the U65 has no rate for it (its softmax is its operators', as on TOSA)
-    assert all(len(g) == 1 for g in _softmax_groups(graph, "ethos-u65-256"))
+    assert work in _softmax_groups(graph, "ethos-u65-512")
+    # a generic preset compiles no source operators (its softmax is its operators', as on TOSA)
+    assert all(len(g) == 1 for g in _softmax_groups(graph, "edge"))
 
 
 def test_the_softmax_costs_its_rate_per_element_with_the_reference_bits():
