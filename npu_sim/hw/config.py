@@ -263,6 +263,9 @@ class MacArrayConfig(_Strict):
         "output in); 0 = a command is one block")
     ofm_block_max_depth: int = Field(
         0, ge=0, le=1 << 16, description="most output channels one OFM block spans (0 = all of them)")
+    ofm_block_min_depth: int = Field(
+        0, ge=0, le=1 << 16, description="where a block this shallow holds all of an output's positions, "
+        "the output is one block in H x W (small maps get blocks covering them whole; 0 = never)")
     weight_decode_weights_per_cycle: float = Field(
         0.0, ge=0, le=MAX_RATE, description="weights the array's decoder unpacks a cycle; a convolution "
         "takes at least its weights over this (0 = no decoder limit)")

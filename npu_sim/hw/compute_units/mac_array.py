@@ -190,13 +190,18 @@ def ofm_blocks(hw: HwConfig, step: KernelStep) -> int:
     ``mac_array.ofm_block_elements`` results over ``min(channels, ofm_block_max_depth)``
     channels, so ``elements // depth`` output positions; 1 where the config gives no block
     size (a command is one block). Deeper blocks cover all channels of their positions in
-    turn, so only the H x W blocks count. The block shape is the operation's (its whole
-    output's channels), however the scheduler tiles it."""
+    turn, so only the H x W blocks count. Where a block of ``ofm_block_min_depth`` channels
+    holds all of the operation's output positions, they are one block (Vela gives a small map,
+    a 7x7 layer or a 49-token sequence, blocks covering it whole: [7, 8, 32]). The block shape
+    is the operation's (its whole output's channels), however the scheduler tiles it."""
     capacity = hw.mac_array.ofm_block_elements
     if capacity <= 0:
         return 1
     out = out_shape(step)
     full = step.output_types[0].shape if step.output_types else out
+    shallowest = hw.mac_array.ofm_block_min_depth
+    if shallowest > 0 and prod(full[:-1]) * shallowest <= capacity:
+        return 1
     channels = full[-1] if full else 1
     cap = hw.mac_array.ofm_block_max_depth
     depth = min(channels, cap) if cap > 0 else channels

@@ -151,6 +151,22 @@ def test_scales_and_biases_are_reread_for_every_ofm_block():
     assert mac_array.channel_parameter_cycles(u85, depthwise) == 3125
 
 
+def test_a_small_map_is_one_ofm_block_on_the_u85():
+    """Where 32-channel blocks hold all of an output's positions, Vela's U85 blocks cover them whole
+    and read the scales once: a 7x7x960 layer (blocks [7, 8, 32]: 960 x 24.41 = 23,437 cycles, Vela's
+    figure) and a 49-token FullyConnected to 64 channels (1,562). A 25x5 map stays in 42-position
+    blocks (Vela: five [5, 6, 32] ones)."""
+    from npu_sim.hw.config import load_hw_config
+
+    u85 = load_hw_config("ethos-u85-256")
+    seven = _conv((1, 7, 7, 160), (960, 1, 1, 160), (1, 7, 7, 960))
+    assert mac_array.ofm_blocks(u85, seven) == 1
+    assert mac_array.channel_parameter_cycles(u85, seven) == 23_438
+    tokens = _conv((1, 49, 1, 64), (64, 1, 1, 64), (1, 49, 1, 64))
+    assert mac_array.channel_parameter_cycles(u85, tokens) == 1_563
+    assert mac_array.ofm_blocks(u85, _conv((1, 25, 5, 64), (64, 1, 1, 64), (1, 25, 5, 64))) == 3
+
+
 def test_the_u85_decodes_eight_weights_a_cycle():
     """MobileNetV2's last 1x1 convolution (112 -> 1280 channels on a 3x3 map): 143,360 weights
     at 8 a cycle = 17,920 cycles, longer than its MACs; a tile of a third of the output pays a
