@@ -39,16 +39,22 @@ def test_the_u85_makes_one_operation_of_each_softmax():
     assert all(len(g) == 1 for g in _softmax_groups(graph, "edge"))
 
 
-def test_the_softmax_costs_its_rate_per_element_with_the_reference_bits():
+def _softmax_rows(preset: str, seed: int) -> tuple[dict, list[dict]]:
+    """The transformer run on ``preset`` (its outputs checked against the reference model's):
+    the summary and its softmax operations' rows."""
     graph = load_graph(TRANSFORMER)
     (t,) = graph.input_types.values()
-    x = np.random.default_rng(7).integers(-128, 128, size=t.shape, dtype=np.int8)
+    x = np.random.default_rng(seed).integers(-128, 128, size=t.shape, dtype=np.int8)
     name = graph.main.inputs[0]
     (want,) = npu_sim.execute(graph, {name: x}).values()
-    run = npu_sim.simulate(graph, "ethos-u85-256", {name: x})
+    run = npu_sim.simulate(graph, preset, {name: x})
     (got,) = run.outputs.values()
     assert np.array_equal(got, want)
-    softmax = [op for op in run.summary["ops"] if any(g.startswith("REDUCE_MAX") for g in op["graph_ops"])]
+    return run.summary, [op for op in run.summary["ops"] if any(g.startswith("REDUCE_MAX") for g in op["graph_ops"])]
+
+
+def test_the_softmax_costs_its_rate_per_element_with_the_reference_bits():
+    _, softmax = _softmax_rows("ethos-u85-256", 7)
     # [1, 2, 49, 49]: 4,802 elements at 2.94 cycles (vector.cycles_per_element.source_softmax),
     # the command's setup and the TCM latencies of a pass starting with a RESCALE
     assert [op["compute_cycles"] for op in softmax] == [14118 + 8 + 64] * 2
@@ -59,16 +65,8 @@ def test_the_u55_runs_the_softmax_on_its_npu_as_vela_compiles_the_tflite():
     transformer's [1, 2, 49, 49]); the converter's TOSA form would put its int32 REDUCE_MAX and
     TABLEs on the host CPU. As one source softmax it stays on the NPU, at 14.6 cycles an element,
     with the reference bits."""
-    graph = load_graph(TRANSFORMER)
-    (t,) = graph.input_types.values()
-    x = np.random.default_rng(3).integers(-128, 128, size=t.shape, dtype=np.int8)
-    name = graph.main.inputs[0]
-    (want,) = npu_sim.execute(graph, {name: x}).values()
-    run = npu_sim.simulate(graph, "ethos-u55-256", {name: x})
-    (got,) = run.outputs.values()
-    assert np.array_equal(got, want)
-    assert run.summary["cpu_ops"] == []
-    softmax = [op for op in run.summary["ops"] if any(g.startswith("REDUCE_MAX") for g in op["graph_ops"])]
+    summary, softmax = _softmax_rows("ethos-u55-256", 3)
+    assert summary["cpu_ops"] == []
     assert [op["unit"] for op in softmax] == ["vector"] * 2
     # 4,802 elements at 14.6 cycles (70,110) and the command's setup
     assert [op["compute_cycles"] for op in softmax] == [70110 + 8] * 2
