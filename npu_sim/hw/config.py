@@ -313,9 +313,10 @@ class MacArrayConfig(_Strict):
 #: Kinds of elementwise work with a cycles-per-element figure (VectorConfig.cycles_per_element).
 #: ``source_mean``: per input element of a TFLite MEAN compiled as Vela's TFLite reader does (one
 #: depthwise pass; :mod:`scheduler.passes.source_means`); ``source_softmax``: per input
-#: element of a TFLite SOFTMAX (:mod:`scheduler.passes.source_softmax`).
+#: element of a TFLite SOFTMAX (:mod:`scheduler.passes.source_softmax`); ``source_activation``: per
+#: output element of an 8-bit TFLite activation (RELU, RELU6) that requantizes, its RESCALE and CLAMP.
 ELEMENTWISE_KINDS = ("unary_int32", "binary_int32", "mul_int32", "mul", "add", "other", "source_mean",
-                     "source_softmax",
+                     "source_softmax", "source_activation",
                      "rescale_int8", "rescale_int16", "rescale_int32", "reduce_minmax_int32")
 
 

@@ -47,6 +47,7 @@ from scheduler.passes.cell_graph import CellGraph, CellMatch, NoMatch
 from scheduler.passes.chaining import LookupChainRule
 from scheduler.passes.fusion_context import FusedGroup, FusionContext, FusionRule
 from scheduler.passes.rescale_folding import SOURCE_RULE, RescaleFoldRule
+from scheduler.passes.source_activations import SourceActivationRule
 from scheduler.passes.source_means import SourceMeanRule
 from scheduler.passes.source_softmax import SourceSoftmaxRule
 from scheduler.passes.table_lookup import lookup_function, match_lookup
@@ -258,6 +259,8 @@ def _applies(rule: FusionRule, hw: HwConfig) -> bool:
         return hw.npu_support.source_operators and "source_mean" in hw.vector.cycles_per_element
     if isinstance(rule, SourceSoftmaxRule):
         return hw.npu_support.source_operators and "source_softmax" in hw.vector.cycles_per_element
+    if isinstance(rule, SourceActivationRule):
+        return hw.npu_support.source_operators and "source_activation" in hw.vector.cycles_per_element
     if isinstance(rule, LookupChainRule):
         return hw.lut.chained_elementwise
     return True
@@ -289,7 +292,7 @@ def _adapted(rule: FusionRule, hw: HwConfig) -> FusionRule | None:
 COMPOSITE_RULES: tuple[FusionRule, ...] = (CellRule(lstm_cell.KIND, lstm_cell.match_cell),
                                            CellRule(gru_cell.KIND, gru_cell.match_gru))
 DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, TableLookupRule(), SourceSoftmaxRule(), LookupChainRule(),
-                                         SOURCE_RULE, SourceMeanRule(), EpilogueRule(),
+                                         SOURCE_RULE, SourceMeanRule(), SourceActivationRule(), EpilogueRule(),
                                          ReductionPrologueRule(), ElementwiseRule(), RescaleFoldRule())
 #: The default rules without the composites.
 CHAIN_RULES: tuple[FusionRule, ...] = tuple(r for r in DEFAULT_RULES if r not in COMPOSITE_RULES)

@@ -355,6 +355,8 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     source = source_softmax_cycles(hw, steps)
     if source is None:
         source = source_mean_cycles(hw, steps)
+    if source is None:
+        source = source_activation_cycles(hw, steps)
     if source is not None:
         return source
     folded = {id(p) for i in range(len(steps)) if (p := folded_prologue(hw, steps, i)) is not None}
@@ -395,6 +397,24 @@ class StepFacts(Protocol):
 
     @property
     def origin(self) -> str: ...
+
+
+#: The operators a TFLite activation that requantizes (RELU, RELU6) becomes: its RESCALE and CLAMP.
+ACTIVATION_OPS = frozenset({Op.RESCALE, Op.CLAMP})
+
+
+def source_activation_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | None:
+    """A TFLite activation operator that requantizes (a RELU whose output scale is not its input's:
+    the converter's RESCALE and CLAMP of one source operator, nothing else) as Vela runs it: an
+    average-pool no-op on the pooling path (regor ArchEthosU55::UseAvgPoolNop: activations and
+    quantizes; 4 x ifmBits / 2 cycles per OFM micro-block), ``vector.cycles_per_element.source_activation``
+    per output element of 8-bit input (twice that for 16-bit); None for other steps."""
+    rate = _one_source_rate(hw, steps, "source_activation")
+    if rate is None or not {step.op for step in steps} <= ACTIVATION_OPS or \
+            not any(step.op is Op.CLAMP for step in steps) or not steps[0].input_types:
+        return None
+    width = max(1, steps[0].input_types[0].dtype.bits // 8)
+    return math.ceil(channel_rounded_elements(steps[-1], hw.vector.channel_granule) * rate * width)
 
 
 #: The operators that make a source operator's TOSA form a softmax's (TFLite's int8 SOFTMAX as

@@ -122,7 +122,8 @@ def test_the_rules_follow_the_hardware():
     edge = rules_for(DEFAULT_RULES, load_hw_config("edge"))
     assert edge == tuple(r for r in DEFAULT_RULES if r.name not in ("reduction_prologue", "rescale_fold",
                                                                      "source_operator", "source_mean",
-                                                                     "source_softmax", "lookup_chain"))
+                                                                     "source_softmax", "source_activation",
+                                                                     "lookup_chain"))
     assert "source_operator" in [r.name for r in ethos]
     assert [Op.CONV2D, Op.RESCALE, Op.RESCALE, Op.ADD, Op.RESCALE] in [_ops(block, g) for g in fuse(block, rules=edge)]
 
