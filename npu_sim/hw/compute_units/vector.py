@@ -427,10 +427,9 @@ def source_softmax_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | No
     ``vector.cycles_per_element.source_softmax`` per element of its input (the first step's
     output: the input widened); None for other steps (no REDUCE_MAX, TABLE and REDUCE_SUM among
     steps of one source operator, or no such rate)."""
-    rate = _one_source_rate(hw, steps, "source_softmax")
-    if rate is None or not SOFTMAX_MARKS <= {step.op for step in steps}:
+    if not is_source_softmax(hw, steps):
         return None
-    return math.ceil(out_elements(steps[0]) * rate)
+    return math.ceil(out_elements(steps[0]) * hw.vector.cycles_per_element["source_softmax"])
 
 
 def is_source_softmax(hw: HwConfig, steps: Sequence[StepFacts]) -> bool:
