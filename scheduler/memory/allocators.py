@@ -444,9 +444,9 @@ def _least_shared_offset(here: int, size: int, lows: np.ndarray, highs: np.ndarr
     stretch = np.searchsorted(firsts, points, side="right") - 1
     inside = (stretch >= 0) & (points <= lasts[stretch])
     candidates = np.sort(np.concatenate([firsts, points[inside]]))
-    costs = _costs(candidates, size, lows, highs)
-    best = int(costs.argmin())   # the first, so the lowest, of the least
-    here_cost = int(_costs(np.array([here], dtype=np.int64), size, lows, highs)[0])
+    costs = _costs(np.append(candidates, here), size, lows, highs)   # (``here`` last)
+    here_cost = int(costs[-1])
+    best = int(costs[:-1].argmin())   # the first, so the lowest, of the least
     return int(candidates[best]) if costs[best] < here_cost else here
 
 
