@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""Whole-process wall time of ``npu-sim run`` against Vela 5.2 compiling the same .tosa.
+"""Whole-process wall time of ``npu-sim run`` against Vela 5.2 compiling the same .tosa or .tflite.
 
 For every model (the real models of ``benchmarks/models/real/`` when they were built, see
-``models/build_real_models.py``, and the example CNN and LSTMs) and each of ethos-u55-256
-and ethos-u85-256, the two processes run one after the other, alternating, ``--repeats``
-times each; the best wall time of each side counts (the machine is shared: the least
-disturbed run is the fairest for both). Ours: ``npu-sim run MODEL --hw PRESET
+``models/build_real_models.py``: their .tosa and the .tflite they were converted from; the
+example CNN and LSTMs; the example .tflite files: a Keras LSTM as TFLite fuses it and a
+transformer) and each of ethos-u55-256 and ethos-u85-256, the two processes run one after
+the other, alternating, ``--repeats`` times each; the best wall time of each side counts
+(the machine is shared: the least disturbed run is the fairest for both). A .tflite row
+gives both the same .tflite (Vela reads it directly, npu-sim through Arm's converter and its
+conversion cache: the first repeat may convert, the later ones read the cached text; rows
+are named by file, ``NAME.tflite``). Ours: ``npu-sim run MODEL --hw PRESET
 --random-inputs 0 -o DIR`` (outputs, summary.json, memory_timeline.png, trace.json, the
 printed table: everything a user gets). Vela's: ``vela MODEL --accelerator-config ...`` with
 the system config and memory mode bench_vela.py matches to the preset (its summary CSV
@@ -37,15 +41,25 @@ from benchmarks.common import HERE, ROOT, goal_mark, table, write_result  # noqa
 GOAL = 2.0
 REAL = HERE / "models" / "real"
 EXAMPLES = ("mobilenet_v2_035_96_int8", "ds_cnn_kws_int8", "lstm_unrolled8_int8", "lstm_stacked_int8")
+#: Example models kept as TFLite writes them (examples/README.md)
+EXAMPLE_TFLITE = ("lstm_kws_int8", "kws_transformer_int8")
 ACCELERATORS = ("ethos-u55-256", "ethos-u85-256")
 
 
 def models(names: list[str] | None) -> list[Path]:
-    """The real models that were built, then the example models (or those named)."""
-    found = sorted(REAL.glob("*.tosa")) + [ROOT / "examples" / f"{name}.tosa" for name in EXAMPLES]
+    """The real models that were built (.tosa, then .tflite), then the example models (or
+    those named, by stem for a .tosa, by file name for a .tflite)."""
+    found = sorted(REAL.glob("*.tosa")) + sorted(REAL.glob("*.tflite")) + \
+        [ROOT / "examples" / f"{name}.tosa" for name in EXAMPLES] + \
+        [ROOT / "examples" / f"{name}.tflite" for name in EXAMPLE_TFLITE]
     if names:
-        found = [p for p in found if p.stem in names]
+        found = [p for p in found if model_name(p) in names]
     return found
+
+
+def model_name(path: Path) -> str:
+    """A row's name: the stem of a .tosa (as before), the file name of anything else."""
+    return path.stem if path.suffix == ".tosa" else path.name
 
 
 def found_vela(explicit: str | None) -> Path | None:
@@ -86,15 +100,15 @@ def measure(vela: Path, model: Path, match: Match, repeats: int, work: Path) -> 
     """Alternate the two processes ``repeats`` times; the best of each."""
     ours: list[float] = []
     theirs: list[float] = []
-    row: dict[str, Any] = {"model": model.stem, "accelerator": match.accelerator}
+    row: dict[str, Any] = {"model": model_name(model), "accelerator": match.accelerator}
     for k in range(repeats):
-        out = work / f"{model.stem}-{match.accelerator}-{k}"
+        out = work / f"{model.name}-{match.accelerator}-{k}"
         seconds, code, error = wall(ours_cmd(model, match, out))
         if code != 0:
             row["ours_error"] = error
             break
         ours.append(seconds)
-        seconds, code, error = wall(vela_cmd(vela, model, match, work / f"vela-{model.stem}-{k}"))
+        seconds, code, error = wall(vela_cmd(vela, model, match, work / f"vela-{model.name}-{k}"))
         if code != 0:
             row["vela_error"] = error
         else:
@@ -112,7 +126,8 @@ def measure(vela: Path, model: Path, match: Match, repeats: int, work: Path) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--vela", metavar="PATH", help="the vela executable (see bench_vela.py)")
-    parser.add_argument("--models", nargs="+", metavar="NAME", help="model file stems (default: all)")
+    parser.add_argument("--models", nargs="+", metavar="NAME",
+                        help="models by .tosa stem or .tflite file name (default: all)")
     parser.add_argument("--accelerators", nargs="+", default=list(ACCELERATORS),
                         choices=[m.accelerator for m in MATCHES])
     parser.add_argument("--repeats", type=int, default=2)
@@ -126,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="npu-sim-vs-vela-") as tmp:
         for model in models(options.models):
             for match in (m for m in MATCHES if m.accelerator in options.accelerators):
-                print(f"  {model.stem} on {match.accelerator} ...", flush=True)
+                print(f"  {model_name(model)} on {match.accelerator} ...", flush=True)
                 rows.append(measure(vela, model, match, options.repeats, Path(tmp)))
     print()
     print(f"npu-sim run / vela, whole process, best of {options.repeats}; goal <= {GOAL}")

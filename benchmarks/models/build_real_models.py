@@ -3,7 +3,8 @@
 
 tf-keras -> TFLite int8 -> tosa-converter-for-tflite -> tosa-opt, untrained seeded weights,
 as examples/generate_examples.py makes the examples. Writes ``benchmarks/models/real/``
-(gitignored; ``bench_vs_vela_wall.py`` and ``bench_sweep.py`` use what is there):
+(gitignored; ``bench_vs_vela_wall.py``, ``bench_run_vs_vela.py`` and ``bench_sweep.py`` use
+what is there), each as ``NAME.tosa`` and as the int8 ``NAME.tflite`` it was converted from:
 
 * ``mobilenet_v2_100_224_int8``: MobileNetV2 1.0 on 224x224x3, 1000 classes;
 * ``resnet50_int8``: ResNet-50 on 224x224x3, 1000 classes;
@@ -97,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         rng = np.random.default_rng(gen.SEED + 400)
         rep = [rng.uniform(-1.0, 1.0, size=shape).astype(np.float32) for _ in range(4)]
         tflite = gen._to_int8_tflite(model, rep, resource_variables=stem in STATEFUL)
+        (OUT / f"{stem}.tflite").write_bytes(tflite)   # (bench_run_vs_vela.py runs both forms)
         path, _ = gen._tflite_to_tosa(tflite, OUT, stem, *tools)
         print(f"{path.name}: {path.stat().st_size} bytes", flush=True)
     return 0

@@ -8,6 +8,7 @@ dependency. :mod:`npu_sim.tosa.mlir_reader` builds the graph from what this modu
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -147,22 +148,37 @@ class Scanner:
         return _unquote(self.read(_STRING, "a string"))
 
     def balanced(self, open_: str, close: str) -> str:
-        """Skip a bracketed span (strings respected); returns its text without the brackets."""
+        """Skip a bracketed span (strings respected); returns its text without the brackets.
+
+        The cursor jumps from one bracket or quote to the next (a constant's megabytes of hex
+        digits are one string, skipped in one search)."""
         self.expect(open_)
-        start, depth = self.pos, 1
+        text, start, depth = self.text, self.pos, 1
+        marks = _marks(open_, close)
         while depth:
-            if self.pos >= len(self.text):
+            found = marks.search(text, self.pos)
+            if found is None:
+                self.pos = len(text)
                 raise self.error(f"unclosed {open_!r}")
-            if self.text[self.pos] == '"':
-                literal = _STRING.match(self.text, self.pos)
-                if literal is None:
-                    raise self.error("unterminated string")
-                self.pos = literal.end()
+            self.pos = found.start()
+            char = text[self.pos]
+            if char == '"':
+                self.pos = self._string_end()
                 continue
-            char = self.text[self.pos]
             depth += (char == open_) - (char == close)
             self.pos += 1
-        return self.text[start:self.pos - 1]
+        return text[start:self.pos - 1]
+
+    def _string_end(self) -> int:
+        """Where the string literal at the cursor ends (just past its closing quote)."""
+        text, pos = self.text, self.pos
+        end = text.find('"', pos + 1)
+        if end >= 0 and text.find("\\", pos + 1, end) < 0:   # no escape before it: that quote closes it
+            return end + 1
+        literal = _STRING.match(text, pos)
+        if literal is None:
+            raise self.error("unterminated string")
+        return literal.end()
 
     # -- types
     def type_(self) -> MlirType:
@@ -274,6 +290,12 @@ class Scanner:
         self.pos -= 1
         opener = {">": "<", ")": "(", "}": "{", "]": "["}[close]
         return self.balanced(opener, close)
+
+
+@functools.cache
+def _marks(open_: str, close: str) -> re.Pattern[str]:
+    """What :meth:`Scanner.balanced` stops at: either bracket or a quote."""
+    return re.compile("[" + re.escape(open_ + close) + '"]')
 
 
 _ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2}|.)", re.S)
@@ -397,10 +419,32 @@ def parse_resources(text: str) -> dict[str, bytes]:
 def location_aliases(text: str) -> tuple[str, dict[str, str]]:
     """``text`` without its ``#locN = loc(...)`` definitions (each line left empty, so line numbers
     hold), and those definitions: alias -> the body of its ``loc(...)``."""
-    aliases = {m.group(1): m.group(2) for m in _LOCATION_ALIAS.finditer(text)}
+    aliases: dict[str, str] = {}
+    kept: list[str] = []
+    last = 0
+    for start in _alias_line_starts(text):   # (the pattern matches whole lines starting "#loc" only)
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        match = _LOCATION_ALIAS.match(text, start, end)
+        if match is not None:
+            aliases[match.group(1)] = match.group(2)
+            kept.append(text[last:start])
+            last = end
     if not aliases:
         return text, {}
-    return _LOCATION_ALIAS.sub("", text), aliases
+    kept.append(text[last:])
+    return "".join(kept), aliases
+
+
+def _alias_line_starts(text: str) -> list[int]:
+    """Where the lines starting ``#loc`` start (a search of the text for them, not a regex
+    tried at every position of megabytes)."""
+    starts = [0] if text.startswith("#loc") else []
+    at = text.find("\n#loc")
+    while at >= 0:
+        starts.append(at + 1)
+        at = text.find("\n#loc", at + 1)
+    return starts
 
 
 def location_name(body: str, aliases: dict[str, str]) -> str:

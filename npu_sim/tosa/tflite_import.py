@@ -77,10 +77,11 @@ _PLACEHOLDERS = {"tfl.no_value", "tfl.pseudo_const", "tfl.pseudo_qconst"}
 
 def _refuse_foreign_operators(text: str, data: bytes, source: str) -> None:
     """Refuse a conversion that left TFLite operators in the graph, naming the one to fix."""
-    text = location_aliases(text)[0]   # (a location may be named after an operator: loc("tfl.slice"))
-    found = [op for op in dict.fromkeys(re.findall(r'"?(tfl\.[a-z_0-9]+)"?\(|= "?(tfl\.[a-z_0-9]+)', text))]
+    # (a location may be named after an operator: loc("tfl.slice"); so may an alias's)
+    named = location_aliases(_lines_naming("tfl.", text))[0]
+    found = [op for op in dict.fromkeys(re.findall(r'"?(tfl\.[a-z_0-9]+)"?\(|= "?(tfl\.[a-z_0-9]+)', named))]
     names = [a or b for a, b in found if (a or b) not in _PLACEHOLDERS and (a or b) not in LEGALIZED]
-    if not names and "ui8" in text:
+    if not names and "ui8" in location_aliases(_lines_naming("ui8", text))[0]:
         _refuse_vela_output(data, source)
     if not names:
         return
@@ -89,6 +90,20 @@ def _refuse_foreign_operators(text: str, data: bytes, source: str) -> None:
     name = known[0] if known else names[0]
     hint = FOREIGN_HINTS.get(name, "the TFLite-to-TOSA converter cannot legalize it")
     raise UnsupportedFeatureError(f"{source}: operator {name.removeprefix('tfl.').upper()} ({name}): {hint}")
+
+
+def _lines_naming(word: str, text: str) -> str:
+    """The lines of ``text`` holding ``word``, in order (the searches above match within a line:
+    only these few lines of a converted model's megabytes need them)."""
+    lines: list[str] = []
+    at = text.find(word)
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        lines.append(text[start:end])
+        at = text.find(word, end)
+    return "\n".join(lines)
 
 
 def _quiet_stderr(log: Path) -> contextlib.AbstractContextManager[None]:

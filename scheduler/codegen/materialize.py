@@ -382,9 +382,16 @@ def _read_only(view: BufView) -> bool:
     return b is not None and b.memory is DDR and b.kind in ("input", "constant")
 
 
+#: The largest page of the TCM's dependency index: a large TCM (the U55 presets' 8 MiB) in 64
+#: pages of 128 KiB would file hundreds of small tensors on each page, each access scanning them.
+MAX_TCM_PAGE_BYTES = 8192
+
+
 def page_sizes(memory_sizes: dict[MemorySpace, int]) -> dict[MemorySpace, int]:
-    """Index granularity for dependency tracking: about 64 pages of TCM, 4 KiB elsewhere."""
-    return {TCM: max(64, memory_sizes.get(TCM, 0) // 64), DDR: 4096, VAR: 1024}
+    """Index granularity for dependency tracking: about 64 pages of TCM (at most
+    :data:`MAX_TCM_PAGE_BYTES` each), 4 KiB elsewhere. It decides only which records an
+    access compares bytes with, never the dependencies found."""
+    return {TCM: max(64, min(memory_sizes.get(TCM, 0) // 64, MAX_TCM_PAGE_BYTES)), DDR: 4096, VAR: 1024}
 
 
 def build_commands(cmds: list[ACommand], numbering: Numbering,

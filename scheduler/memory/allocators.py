@@ -22,7 +22,7 @@ from __future__ import annotations
 import bisect
 import random
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -408,8 +408,10 @@ def avoid_false_dependencies(ranges: list[LiveRange], offsets: dict[int, int], a
         here, size = offsets_now[i], size_list[i]
         if not np.any((lows < here + size) & (here < highs)):
             continue
-        busy = [(offsets_now[j], offsets_now[j] + size_list[j]) for j in live_with[i]]
-        placed[i] = offsets_now[i] = _least_shared_offset(here, size, lows, highs, busy, top, alignment)
+        together = np.array(live_with[i], dtype=np.intp)
+        busy_lows = placed[together]
+        placed[i] = offsets_now[i] = _least_shared_offset(here, size, lows, highs, busy_lows,
+                                                          busy_lows + sizes[together], top, alignment)
     out = dict(offsets)
     out.update({r.key: int(x) for r, x in zip(order, placed)})
     return out
@@ -427,27 +429,24 @@ def _live_together(order: list[LiveRange]) -> list[list[int]]:
     return live_with
 
 
-def _least_shared_offset(here: int, size: int, lows: np.ndarray, highs: np.ndarray, busy: list[tuple[int, int]],
-                         top: int, alignment: int) -> int:
-    """The lowest aligned offset below ``top``, free of the ``busy`` bytes, whose bytes meet
-    the fewest near ranges ``[lows, highs)``; ``here`` unless another meets fewer.
+def _least_shared_offset(here: int, size: int, lows: np.ndarray, highs: np.ndarray, busy_lows: np.ndarray,
+                         busy_highs: np.ndarray, top: int, alignment: int) -> int:
+    """The lowest aligned offset below ``top``, free of the busy bytes ``[busy_lows, busy_highs)``,
+    whose bytes meet the fewest near ranges ``[lows, highs)``; ``here`` unless another meets fewer.
 
     The lowest such offset is the start of a free stretch of bytes or the first aligned
     offset at or after a near range's end (one aligned step lower meets more ranges, so one
-    of them ends in that step): those are the candidates, in ascending order."""
-    stretches = list(_free_stretches(busy, top, size, alignment))
-    if not stretches:
+    of them ends in that step): those are the candidates."""
+    firsts, lasts = _free_stretches(busy_lows, busy_highs, top, size, alignment)
+    if not firsts.size:
         return here
-    firsts = np.array([first for first, _ in stretches], dtype=np.int64)
-    lasts = np.array([last for _, last in stretches], dtype=np.int64)
     points = -(-highs // alignment) * alignment if alignment > 1 else highs
     stretch = np.searchsorted(firsts, points, side="right") - 1
     inside = (stretch >= 0) & (points <= lasts[stretch])
-    candidates = np.sort(np.concatenate([firsts, points[inside]]))
-    costs = _costs(candidates, size, lows, highs)
-    best = int(costs.argmin())   # the first, so the lowest, of the least
-    here_cost = int(_costs(np.array([here], dtype=np.int64), size, lows, highs)[0])
-    return int(candidates[best]) if costs[best] < here_cost else here
+    candidates = np.concatenate([firsts, points[inside]])
+    costs = _costs(np.append(candidates, here), size, lows, highs)   # (``here`` last)
+    least = costs[:-1].min()
+    return int(candidates[costs[:-1] == least].min()) if least < costs[-1] else here   # (the lowest of the least)
 
 
 def _costs(offsets: np.ndarray, size: int, lows: np.ndarray, highs: np.ndarray) -> np.ndarray:
@@ -460,14 +459,19 @@ def _costs(offsets: np.ndarray, size: int, lows: np.ndarray, highs: np.ndarray) 
             - np.searchsorted(np.sort(highs), offsets, side="right"))
 
 
-def _free_stretches(busy: list[tuple[int, int]], top: int, size: int, alignment: int) -> Iterator[tuple[int, int]]:
-    """``(first, last)``: the lowest and highest aligned offsets of ``size`` bytes inside each
-    stretch below ``top`` that no ``busy`` range ``(lo, hi)`` covers, ascending."""
-    low = 0
-    for lo, hi in sorted(busy) + [(top, top)]:
-        if lo > low:
-            first = align_up(low, alignment)
-            last = (lo - size) // alignment * alignment
-            if first <= last:
-                yield first, last
-        low = max(low, hi)
+def _free_stretches(busy_lows: np.ndarray, busy_highs: np.ndarray, top: int, size: int, alignment: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``(firsts, lasts)``: the lowest and highest aligned offsets of ``size`` bytes inside each
+    stretch below ``top`` that no busy range ``[busy_lows, busy_highs)`` covers, ascending.
+    A stretch starts where every busy range before it (by start) has ended, and ends at the
+    next one's start (``top`` after the last)."""
+    order = np.lexsort((busy_highs, busy_lows))
+    starts = np.append(busy_lows[order], top)
+    ends = np.append(busy_highs[order], top)
+    free_from = np.maximum.accumulate(np.concatenate(([0], ends[:-1])))   # (everything before has ended)
+    gap = starts > free_from
+    low, high = free_from[gap], starts[gap]
+    firsts = -(-low // alignment) * alignment if alignment > 1 else low
+    lasts = (high - size) // alignment * alignment
+    fits = firsts <= lasts
+    return firsts[fits], lasts[fits]

@@ -132,8 +132,21 @@ class Placement:
         """Row-major byte strides of the value (computed once: every tile's window needs them)."""
         return contiguous_strides(tuple(self.type.shape), element_size_bytes(self.type.dtype))
 
+    @_cached_property
+    def _windows(self) -> dict[Region, BufView]:
+        """The views :meth:`window` gave, by region: the tiles of an operation ask again for the
+        same windows (weights, a loaded input's rows), and so does every compile attempt."""
+        return {}
+
     def window(self, region: Region) -> BufView:
         """The strided view of ``region`` of the value (empty regions give an empty view)."""
+        windows = self._windows
+        view = windows.get(region)
+        if view is None:
+            view = windows[region] = self._window(region)
+        return view
+
+    def _window(self, region: Region) -> BufView:
         shape = tuple([b - a if b > a else 0 for a, b in region])
         if 0 in shape:
             return BufView(None, 0, shape, self.type.dtype)

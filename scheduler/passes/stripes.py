@@ -214,6 +214,7 @@ class _ChainPlanner:
         self.memo = memo
         self._chains: dict[tuple[int, int, int], StripedChain | None] = {}   # (first, last, rows): the peaks share
         self._resident: dict[int, tuple[bool, ...]] = {}
+        self._halo: dict[tuple[TensorType, int], float] = {}
         #: ``(key, first user, last user, bytes)`` of every value with users
         self._spans = [(key, min(users), max(users), values.sizes[key]) for key, users in values.users.items() if users]
 
@@ -390,8 +391,16 @@ class _ChainPlanner:
             type_ = self.ops[_producer(self.ops, chain, key)].output_type(0)
             for s in range(len(buffer.bases)):
                 for _, rows in halo_chunks(*buffer.kept_rows(s)):
-                    striped += copy_setup + halo_copy_cycles(hw, type_, rows)
+                    striped += copy_setup + self._halo_copy_cycles(type_, rows)
         return striped, whole
+
+    def _halo_copy_cycles(self, type_: TensorType, rows: int) -> float:
+        """:func:`halo_copy_cycles` on this planner's machine, once per map type and rows (every
+        stripe height of every chain asks again for the same few)."""
+        cycles = self._halo.get((type_, rows))
+        if cycles is None:
+            cycles = self._halo[(type_, rows)] = halo_copy_cycles(self.hw, type_, rows)
+        return cycles
 
     def least_bytes(self, first: int, last: int) -> int:
         """A floor under the peak bytes of the chain ``first``..``last`` in any stripes: the

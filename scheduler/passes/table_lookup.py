@@ -125,9 +125,27 @@ def lookup_table(block: Block, index: int, producer: dict[str, int]) -> tuple[np
     return np.asarray(values.data).reshape(-1), 1 << (bits - 1)
 
 
+#: :func:`table_function`'s answers by the table's contents: every step of an unrolled or
+#: legalized recurrent network asks again of the same few 65,536-entry tables (735 times, half a
+#: second, for Keras' fused LSTM as TFLite writes it; the bytes are a fraction of that to hash).
+#: Cleared when full.
+_KINDS: dict[tuple[str, tuple[int, ...], bytes, int | None, int, float], str] = {}
+_KINDS_MAX = 64
+
+
 def table_function(table: np.ndarray, offset: int | None, zero_point: int, dip_share: float) -> str:
     """SIGMOID for a monotone table that stays at or above ``zero_point``, TANH for one on both
     sides of it (``offset``: the entry of input 0, where a lookup's tanh crosses zero)."""
+    key = (table.dtype.str, table.shape, table.tobytes(), offset, zero_point, dip_share)
+    kind = _KINDS.get(key)
+    if kind is None:
+        if len(_KINDS) >= _KINDS_MAX:
+            _KINDS.clear()
+        kind = _KINDS[key] = _table_function(table, offset, zero_point, dip_share)
+    return kind
+
+
+def _table_function(table: np.ndarray, offset: int | None, zero_point: int, dip_share: float) -> str:
     values = table.astype(np.int64).reshape(-1)
     if values.size < 2:
         return "a non-monotone TABLE"
