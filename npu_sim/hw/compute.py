@@ -194,11 +194,15 @@ class ComputeOp(QueuedCommand):
         env.timeout(self.cycles).callbacks.append(self._end)
 
     def _end(self, _event: object) -> None:
+        self.act()
+        self.machine.finish(self)
+
+    def act(self) -> None:
+        """Its functional half (:meth:`execute`), a memory error named by the command."""
         try:
             self.execute()
         except MemoryAccessError as exc:
             raise MemoryAccessError(f"{self.label}: {exc}") from None
-        self.machine.finish(self)
 
     def execute(self) -> None:
         """Read operands, run the kernels, write the results (the functional half of the command)."""
@@ -348,6 +352,9 @@ class TimedComputeOp(ComputeOp):
 
     def _end(self, _event: object) -> None:
         self.machine.finish(self)
+
+    def act(self) -> None:
+        pass
 
 
 def _identity_source(steps: list[CompiledStep], feeds: list[Any], outputs: list[ViewAccess]) -> ViewAccess | None:

@@ -62,6 +62,10 @@ class Memory:
             access = self._accesses[key] = ViewAccess(self, view)
         return access
 
+    def bound_extent(self) -> int:
+        """The end of the highest byte a view bound so far (:meth:`access`) reaches."""
+        return max((access.view.span[1] for access in self._accesses.values()), default=0)
+
     def forget_accesses(self) -> None:
         """Drop the bindings made so far (they refer back to this memory: a reference cycle)."""
         self._accesses.clear()
