@@ -58,6 +58,21 @@ def bound_of(parts: dict[str, int]) -> str:
 #: The values of an operation's row that are containers (a copied row gets copies of them).
 _ROW_CONTAINERS = ("bound_shares", "graph_ops", "unit_busy_cycles", "tile_shape")
 
+class MovedRow(dict):
+    """The row of an operation :meth:`~OperationSpan.shifted` from another: that one's row with
+    ``invocation``, ``start_cycle``, ``end_cycle`` and the busy intervals moved ``delta`` cycles
+    (a plain dict to any reader; :mod:`reports.ops_json` writes the rows of a moved invocation
+    from its origin's text). Pickled as a plain dict."""
+
+    __slots__ = ("origin", "delta")
+
+    origin: OperationSpan
+    delta: int
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return dict, (dict(self),)
+
+
 #: A command's setup cycles (part of its busy cycles), given the hardware.
 SetupCycles = Callable[[CommandRecord], int]
 
@@ -127,7 +142,8 @@ class OperationSpan:
         if original is None:
             row = self._row()
         else:
-            row = dict(original.base_row())
+            row = moved = MovedRow(original.base_row())
+            moved.origin, moved.delta = original, self.start_cycle - original.start_cycle
             for key in _ROW_CONTAINERS:
                 if key in row:
                     row[key] = row[key].copy()
