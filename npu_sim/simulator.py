@@ -406,7 +406,7 @@ class Simulator:
             raise SimulationDeadlock(self._deadlock_message())
         units = [u.name for u in self.dma_units] + list(unit_names())
         trace = Trace(self.recorder.raw, self.recorder.invocations, _StaticFacts(self.program.allocations, self.hw),
-                      self.program.allocations, units)
+                      self.program.allocations, units, self.recorder.repeats)
         per_invocation = [inv.cycles for inv in self.recorder.invocations]
         variables = {} if self.timing_only else self._read_variables()
         result = SimResult(outputs, variables, trace, int(self.env.now), per_invocation,
@@ -441,9 +441,10 @@ class Simulator:
             start = env.now
             if not self.timing_only:
                 self._write_inputs(inputs, k)
-            duration = None if replays is None else replays.replay(k, self.recorder.raw)
-            if duration is not None:
-                yield env.timeout(duration)
+            script = None if replays is None else replays.replay(k, self.recorder.raw)
+            if script is not None:
+                self.recorder.repeats[k] = (script.invocation, start - script.start)
+                yield env.timeout(script.duration)
             else:
                 yield from self._run_invocation(per_invocation, top, replays)
             outputs.append({} if self.timing_only else self._read_outputs(k))
@@ -474,7 +475,7 @@ class Simulator:
         yield from self._wait(self.top, "the end of the invocation")
         if recording:
             assert replays is not None and self._checks is not None
-            replays.keep(self.recorder.raw[begin:], start, self._checks, self._transfer)
+            replays.keep(self.invocation, self.recorder.raw[begin:], start, self._checks, self._transfer)
         self._checks = None
 
     @staticmethod

@@ -54,20 +54,22 @@ def quiet(env: Clock, units: Sequence[Unit], channels: Sequence[BandwidthChannel
 class InvocationScript:
     """What one invocation did, relative to its start (see the module doc)."""
 
-    __slots__ = ("acts", "records", "transfers", "duration", "conditions")
+    __slots__ = ("acts", "records", "transfers", "duration", "conditions", "invocation", "start")
 
     def __init__(self, acts: list[Callable[[], None]], records: list[tuple[Any, int, int, int]],
-                 transfers: list[Transfer], duration: int, conditions: int):
+                 transfers: list[Transfer], duration: int, conditions: int, invocation: int = 0, start: int = 0):
         self.acts = acts
         self.records = records
         self.transfers = transfers
         self.duration = duration
         self.conditions = conditions
+        self.invocation, self.start = invocation, start   # the invocation recorded, its start cycle
 
     @staticmethod
-    def of(raw: Sequence[RawRecord], start: int, end: int, checks: Sequence[tuple[int, Callable[[], None]]],
+    def of(invocation: int, raw: Sequence[RawRecord], start: int, end: int,
+           checks: Sequence[tuple[int, Callable[[], None]]],
            transfer_of: Callable[[Any, int, int], Transfer | None]) -> InvocationScript:
-        """The script of the invocation that ran ``[start, end)`` and appended ``raw``; ``checks``:
+        """The script of ``invocation``, which ran ``[start, end)`` and appended ``raw``; ``checks``:
         per condition read, the number of records appended before it and what re-checks it;
         ``transfer_of(command, start, busy_end)``: a DMA's closed form from its record's times
         relative to the start (None: no transfer, or not a DMA)."""
@@ -87,7 +89,7 @@ class InvocationScript:
             records.append((node, s - start, e - start, b - start))
         acts += [check for _, check in reversed(pending)]
         transfers.sort(key=lambda t: t[1])
-        return InvocationScript(acts, records, transfers, end - start, len(checks))
+        return InvocationScript(acts, records, transfers, end - start, len(checks), invocation, start)
 
     def fits(self, start: int) -> dict[BandwidthChannel, float] | None:
         """Whether its transfers, arriving ``start`` cycles later, still move alone and land on
@@ -152,17 +154,18 @@ class Replays:
         self._shared = self._shared_starts() if recording else -1
         return recording
 
-    def keep(self, raw: Sequence[RawRecord], start: int, checks: Sequence[tuple[int, Callable[[], None]]],
+    def keep(self, invocation: int, raw: Sequence[RawRecord], start: int,
+             checks: Sequence[tuple[int, Callable[[], None]]],
              transfer_of: Callable[[Any, int, int], Transfer | None]) -> None:
         """The invocation recorded since :meth:`begin` has ended: its script, if every transfer
         moved alone (and one with conditions may be undone)."""
         if self._shared < 0 or self._shared_starts() != self._shared or (checks and not self._snapshots):
             return
-        self.script = InvocationScript.of(raw, start, self.env.now, checks, transfer_of)
+        self.script = InvocationScript.of(invocation, raw, start, self.env.now, checks, transfer_of)
 
-    def replay(self, invocation: int, raw: list[RawRecord]) -> int | None:
-        """Replay the script as invocation ``invocation``, starting now, if it can: its cycles
-        (the caller lets them pass), None if the invocation must run event by event."""
+    def replay(self, invocation: int, raw: list[RawRecord]) -> InvocationScript | None:
+        """Replay the script as invocation ``invocation``, starting now, if it can: the script
+        (the caller lets its cycles pass), None if the invocation must run event by event."""
         script = self.script
         if script is None or self.diverged >= MAX_DIVERGED or not quiet(self.env, self.units, self.channels):
             return None
@@ -180,4 +183,4 @@ class Replays:
             return None
         for channel, idle_at in idle.items():
             channel.replayed(idle_at)
-        return script.duration
+        return script
