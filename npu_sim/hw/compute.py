@@ -30,6 +30,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from npu_sim.errors import MemoryAccessError, ProgramError, SimulationError, TosaRuntimeError
+from npu_sim.hw.int_pipelines import fuse_int_pipelines
 from npu_sim.hw.memory import Memory, ViewAccess
 from npu_sim.hw.queues import Machine, QueuedCommand, Unit
 from npu_sim.hw.result_memo import ResultMemo
@@ -240,8 +241,10 @@ class ComputeOp(QueuedCommand):
         self.all_bound = ran_bound
         if ran_bound and self.fold:
             output_steps = self.command.output_steps or (len(self.steps) - 1,)
-            self.plan = fold_plan([cs.step for cs in self.steps], self.bound, self.feeds,  # type: ignore[arg-type]
-                                  output_steps)
+            plan = fold_plan([cs.step for cs in self.steps], self.bound, self.feeds,  # type: ignore[arg-type]
+                             output_steps)
+            steps = plan if plan is not None else list(zip(range(len(self.steps)), self.bound, self.feeds))
+            self.plan = fuse_int_pipelines(steps, output_steps) or plan  # type: ignore[arg-type]
             self.copy_from = _identity_source(self.steps, self.feeds, self.outputs)
             self.memo = None if self.copy_from is not None else ResultMemo.of(self.feeds)  # type: ignore[arg-type]
 
