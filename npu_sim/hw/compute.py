@@ -257,7 +257,7 @@ class ComputeOp(QueuedCommand):
         memo = self.memo
         if memo is None:
             if self.copy_from is not None:
-                self.outputs[0].write(self.copy_from.read())
+                self.outputs[0].copy_from(self.copy_from)
                 return
             self._store(self._produced(self._bound_results()))
             return

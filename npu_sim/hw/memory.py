@@ -181,6 +181,13 @@ class ViewAccess:
             return eight.view("<i8").reshape(self.shape).astype(np.int64)
         return np.zeros(self.shape, self.storage)
 
+    def read_bytes(self) -> bytes:
+        """The view's bytes, in view order (raises as :meth:`read` does): what identifies its
+        value (a key), without making the typed array."""
+        if not self.known_written:
+            self.check_written()
+        return self.raw.tobytes()
+
     def _refuse_write(self) -> None:
         raise MemoryAccessError(f"writes {self.view}, but the {self.memory.space.value} is read-only (flash)")
 

@@ -50,7 +50,7 @@ class ResultMemo:
 
     def key(self) -> bytes:
         """The bytes the command reads now (raises as a read does: bytes never written)."""
-        return b"".join([access.read().tobytes() for access in self.reads])
+        return b"".join([access.read_bytes() for access in self.reads])
 
     def remember(self, key: bytes, produced: list[np.ndarray]) -> bool:
         """Keep ``produced`` (read-only) for ``key``; False once :data:`MAX_ENTRIES` are kept
