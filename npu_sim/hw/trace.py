@@ -242,9 +242,10 @@ def build_tables(raw: list[tuple[Any, int, int, int, int]], invocations: list[In
     see :attr:`Trace.repeats`)."""
     repeats = repeats or {}
     starts = {i.index: i.start_cycle for i in invocations}
-    commands, info, usage = _command_records(raw, static_info, repeats,
-                                             {source: starts[source] for source, _ in repeats.values()})
+    commands, info, usage, sources = _command_records(raw, static_info, repeats,
+                                                      {source: starts[source] for source, _ in repeats.values()})
     counters, used = _count(usage, info, units)
+    _count_repeats(counters, used, usage, info, repeats, sources)
     records = _allocation_records(allocations, invocations, used)
     commands.sort(key=attrgetter("start_cycle", "end_cycle", "id"))
     return commands, records, counters
@@ -256,10 +257,11 @@ _Info = dict[int, tuple[StaticInfo, tuple[Any, ...], tuple[Any, ...]]]
 
 def _command_records(raw: list[tuple[Any, int, int, int, int]], static_info: Callable[[Any], StaticInfo],
                      repeats: dict[int, tuple[int, int]], source_starts: dict[int, int]
-                     ) -> tuple[list[CommandRecord], _Info, dict[tuple[int, int], list[int]]]:
+                     ) -> tuple[list[CommandRecord], _Info, dict[tuple[int, int], list[int]], dict[int, list[int]]]:
     """One record per execution; per (command, invocation): executions, busy cycles, first
-    start and last end (an invocation that repeats another: that one's, moved in time; of that
-    one, the commands run from its start, ``source_starts``, not a preamble's before it)."""
+    start and last end (none for an invocation that repeats another: see :func:`_count_repeats`);
+    per invocation repeated, the commands it ran from its start (``source_starts``: not a
+    preamble's before it)."""
     info: _Info = {}
     usage: dict[tuple[int, int], list[int]] = {}
     new_record = tuple.__new__
@@ -288,11 +290,7 @@ def _command_records(raw: list[tuple[Any, int, int, int, int]], static_info: Cal
                 use[2] = start
             if end > use[3]:
                 use[3] = end
-    for invocation, (source, delta) in repeats.items():
-        for cid in sources[source]:
-            runs, busy, start, end = usage[(cid, source)]
-            usage[(cid, invocation)] = [runs, busy, start + delta, end + delta]
-    return commands, info, usage
+    return commands, info, usage, sources
 
 
 def _count(usage: dict[tuple[int, int], list[int]], info: _Info, units: list[str]
@@ -329,6 +327,26 @@ def _count(usage: dict[tuple[int, int], list[int]], info: _Info, units: list[str
     counters.ddr_read_burst_bytes, counters.ddr_write_burst_bytes = ddr_read_burst, ddr_write_burst
     counters.macs, counters.mac_pe_cycles = macs, mac_pe_cycles
     return counters, used
+
+
+def _count_repeats(counters: Counters, used: dict[tuple[int, int], list[int]],
+                   usage: dict[tuple[int, int], list[int]], info: _Info,
+                   repeats: dict[int, tuple[int, int]], sources: dict[int, list[int]]) -> None:
+    """Add to ``counters`` and ``used`` (see :func:`_count`) the invocations that repeat another:
+    that one's counts once more, its allocations' extents moved in time."""
+    for source, cids in sources.items():
+        once, extents = _count({(cid, source): usage[(cid, source)] for cid in cids}, info, [])
+        times = sum(1 for repeated, _ in repeats.values() if repeated == source)
+        for unit, busy in once.busy_cycles.items():
+            counters.busy_cycles[unit] = counters.busy_cycles.get(unit, 0) + times * busy
+            counters.command_counts[unit] = counters.command_counts.get(unit, 0) + times * once.command_counts[unit]
+        for name in ("ddr_read_bytes", "ddr_write_bytes", "ddr_read_burst_bytes", "ddr_write_burst_bytes",
+                     "macs", "mac_pe_cycles"):
+            setattr(counters, name, getattr(counters, name) + times * getattr(once, name))
+        for invocation, (repeated, delta) in repeats.items():
+            if repeated == source:
+                for (index, _), (start, end) in extents.items():
+                    used[(index, invocation)] = [start + delta, end + delta]
 
 
 def _allocation_records(allocations: list[Allocation], invocations: list[InvocationRecord],
