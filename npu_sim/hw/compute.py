@@ -201,7 +201,10 @@ class ComputeOp(QueuedCommand):
     def act(self) -> None:
         """Its functional half (:meth:`execute`), a memory error named by the command."""
         try:
-            self.execute()
+            if self.all_bound:
+                self._execute_bound()
+            else:
+                self.execute()
         except MemoryAccessError as exc:
             raise MemoryAccessError(f"{self.label}: {exc}") from None
 

@@ -297,18 +297,24 @@ class BoundRescaleRun:
     stream's plan may hand it the int64 values of an integer step before it
     (:mod:`npu_sim.hw.int_pipelines`)."""
 
-    __slots__ = ("bound", "static")
+    __slots__ = ("bound", "static", "storage", "shape")
 
     def __init__(self, bound: _BoundRescale, static: KernelArgs):
         self.bound, self.static = bound, static
+        self.storage, self.shape = static.output_types[0].dtype.numpy_dtype, tuple(static.output_types[0].shape)
 
     def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
-        return [as_output(self.static, self.bound.apply(inputs[0], self.static.require))]
+        return [self._output(self.bound.apply(inputs[0], self.static.require))]
 
     def of_int64(self, values: np.ndarray) -> np.ndarray:
         """The result for int64 ``values`` (a fresh array, scaled in place) of a signed input
         type's range (what an integer step computed before the cast to this input)."""
-        return as_output(self.static, self.bound.scale(values, self.static.require))
+        return self._output(self.bound.scale(values, self.static.require))
+
+    def _output(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (one per output element) as the output: :func:`as_output` in fewer steps."""
+        out = values.astype(self.storage, order="C")
+        return out if out.shape == self.shape else out.reshape(self.shape)
 
 
 _INT32_MIN, _INT32_MAX, _INT64_LIMIT = -(1 << 31), (1 << 31) - 1, 1 << 63
