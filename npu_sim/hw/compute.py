@@ -243,13 +243,18 @@ class ComputeOp(QueuedCommand):
         self._write_outputs(results)
         self.all_bound = ran_bound
         if ran_bound and self.fold:
-            output_steps = self.command.output_steps or (len(self.steps) - 1,)
-            plan = fold_plan([cs.step for cs in self.steps], self.bound, self.feeds,  # type: ignore[arg-type]
-                             output_steps)
-            steps = plan if plan is not None else list(zip(range(len(self.steps)), self.bound, self.feeds))
-            self.plan = fuse_int_pipelines(steps, output_steps) or plan  # type: ignore[arg-type]
-            self.copy_from = _identity_source(self.steps, self.feeds, self.outputs)
-            self.memo = None if self.copy_from is not None else ResultMemo.of(self.feeds)  # type: ignore[arg-type]
+            self._prepare_stream()
+
+    def _prepare_stream(self) -> None:
+        """Every step bound, in a long stream: its plan (folded chains, integer steps handed on
+        to their RESCALE), or its copy, or its results remembered by the bytes it reads."""
+        output_steps = self.command.output_steps or (len(self.steps) - 1,)
+        plan = fold_plan([cs.step for cs in self.steps], self.bound, self.feeds,  # type: ignore[arg-type]
+                         output_steps)
+        steps = plan if plan is not None else list(zip(range(len(self.steps)), self.bound, self.feeds))
+        self.plan = fuse_int_pipelines(steps, output_steps) or plan  # type: ignore[arg-type]
+        self.copy_from = _identity_source(self.steps, self.feeds, self.outputs)
+        self.memo = None if self.copy_from is not None else ResultMemo.of(self.feeds)  # type: ignore[arg-type]
 
     def _execute_bound(self) -> None:
         """Every step bound and checked in an earlier run: a straight loop (numpy's warnings are
