@@ -65,6 +65,12 @@ class _Block:
 
 def ops_rows_json(rows: Sequence[dict[str, Any]]) -> str:
     """Each row's ``json.dumps``, joined by :data:`ROW_SEPARATOR`."""
+    return "".join(ops_rows_pieces(rows))
+
+
+def ops_rows_pieces(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """:func:`ops_rows_json`'s text in pieces, separators included (a long stream's is megabytes:
+    whoever writes it joins it once, with what goes around it)."""
     parts: list[str] = []
     blocks: dict[tuple[int, ...], _Block | None] = {}
     i, count = 0, len(rows)
@@ -85,7 +91,9 @@ def ops_rows_json(rows: Sequence[dict[str, Any]]) -> str:
         else:
             parts.append(block.text(row["invocation"], row.delta))
         i = end
-    return ROW_SEPARATOR.join(parts)
+    pieces = [ROW_SEPARATOR] * (2 * len(parts) - 1) if parts else []
+    pieces[::2] = parts
+    return pieces
 
 
 def _moved_together(rows: Sequence[dict[str, Any]], first: int) -> int:
