@@ -634,14 +634,18 @@ class Simulator:
             if array.dtype != storage:
                 raise InputError(f"invocation {k}: input {name!r} has dtype {array.dtype}, "
                                  f"expected {storage} ({view.dtype.name})")
-            with named(f"graph input {name!r}"):
+            try:   # (as ``named`` does, without a context manager per input and invocation)
                 self.memories[view.memory].access(view).write(array)
+            except MemoryAccessError as exc:
+                raise MemoryAccessError(f"graph input {name!r}: {exc}") from None
 
     def _read_outputs(self, k: int) -> dict[str, np.ndarray]:
         outputs = {}
         for name, view in self.program.outputs.items():
-            with named(f"invocation {k}: graph output {name!r}"):
+            try:
                 outputs[name] = self.memories[view.memory].access(view).read()
+            except MemoryAccessError as exc:
+                raise MemoryAccessError(f"invocation {k}: graph output {name!r}: {exc}") from None
         return outputs
 
     def _read_variables(self) -> dict[str, np.ndarray]:
