@@ -252,7 +252,8 @@ class ComputeOp(QueuedCommand):
         plan = fold_plan([cs.step for cs in self.steps], self.bound, self.feeds,  # type: ignore[arg-type]
                          output_steps)
         steps = plan if plan is not None else list(zip(range(len(self.steps)), self.bound, self.feeds))
-        self.plan = fuse_int_pipelines(steps, output_steps) or plan  # type: ignore[arg-type]
+        reshapes = frozenset(i for i, cs in enumerate(self.steps) if cs.step.op is Op.RESHAPE)
+        self.plan = fuse_int_pipelines(steps, output_steps, reshapes) or plan  # type: ignore[arg-type]
         self.copy_from = _identity_source(self.steps, self.feeds, self.outputs)
         self.memo = None if self.copy_from is not None else ResultMemo.of(self.feeds)  # type: ignore[arg-type]
 

@@ -85,10 +85,13 @@ def _fusable_rescale(run: BoundRescaleRun, feeds: Sequence[Feed]) -> bool:
             and all(kind == 2 for kind, _ in feeds[1:]))
 
 
-def fuse_int_pipelines(plan: list[PlanEntry], outputs: Sequence[int]) -> list[PlanEntry] | None:
+def fuse_int_pipelines(plan: list[PlanEntry], outputs: Sequence[int],
+                       reshapes: frozenset[int] = frozenset()) -> list[PlanEntry] | None:
     """``plan`` with each integer step whose only reader is a RESCALE it may hand its int64 values
     to (see the module doc) made one entry with it; None if there is none. ``outputs``: the steps
-    whose results the command writes (kept). Nothing fuses in a run that goes on past REQUIREs."""
+    whose results the command writes (kept); ``reshapes``: the RESHAPE steps (one read only by a
+    pointwise CONV2D taken in is left out: the convolution reads its input as rows of channels
+    whatever its shape). Nothing fuses in a run that goes on past REQUIREs."""
     if active_log() is not None:
         return None
     entries = {index: (run, feeds) for index, run, feeds in plan}
@@ -104,7 +107,7 @@ def fuse_int_pipelines(plan: list[PlanEntry], outputs: Sequence[int]) -> list[Pl
         if not isinstance(run, BoundRescaleRun) or not _fusable_rescale(run, feeds) or not sole(feeds[0][1]):
             continue
         step = feeds[0][1]
-        made = _fused(step, entries[step], run, entries, sole)
+        made = _fused(step, entries[step], run, entries, sole, reshapes)
         if made is not None:
             fused[index] = (index, made[0], made[1])
             gone.update(made[2])
@@ -114,14 +117,17 @@ def fuse_int_pipelines(plan: list[PlanEntry], outputs: Sequence[int]) -> list[Pl
 
 
 def _fused(step: int, producer: tuple[Any, tuple[Feed, ...]], rescale: BoundRescaleRun,
-           entries: dict[int, tuple[Any, tuple[Feed, ...]]], sole: Callable[[int], bool]
-           ) -> tuple[Run, tuple[Feed, ...], list[int]] | None:
+           entries: dict[int, tuple[Any, tuple[Feed, ...]]], sole: Callable[[int], bool],
+           reshapes: frozenset[int]) -> tuple[Run, tuple[Feed, ...], list[int]] | None:
     """The entry of ``step`` (its run and feeds) and the RESCALE reading it as one: its run, its
     feeds and the steps it takes in; None if they do not fuse."""
     run, feeds = producer
     if isinstance(run, PointwiseRun):
         if rescale.static.input_types[0].shape != run.shape:
             return None
+        kind, source = feeds[0]
+        if kind == 1 and source in reshapes and sole(source):   # its input's rows whatever their shape
+            return _ConvRescale(run, rescale), (entries[source][1][0], *feeds[1:]), [step, source]
         return _ConvRescale(run, rescale), feeds, [step]
     if not isinstance(run, Int32AddSub) or rescale.static.input_types[0].shape != run.shape:
         return None
