@@ -8,7 +8,9 @@ inputs (``npu_sim.inputs``, seed 0) saved as .npy files. The figure is
 ``(wall(-n long) - wall(-n 1)) / (long - 1)``; each wall time is the best of ``--repeats``
 runs (the machine is shared: the least disturbed run is the fairest). The in-process parts
 of the long run (``wall_seconds`` of its summary.json: schedule, simulate, summary, reports)
-are reported beside it. Goal: at most 1 ms per extra invocation.
+are reported beside it. Goal: at most 1 ms per extra invocation. npu-sim's modules are
+byte-compiled first, as an installed package's are (with ``PYTHONDONTWRITEBYTECODE`` every
+process would otherwise compile them again: a fifth of a second of noise in each wall time).
 
 Models: the stateful int8 LSTM converted from Keras (tests/data/tflite/lstm_stateful_int8.tflite,
 the graph of examples/lstm_stateful_int8.tosa), the same kind of LSTM as TFLite writes it
@@ -34,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.bench_run_vs_vela import byte_compile  # noqa: E402
 from benchmarks.common import ROOT, goal_mark, table, write_result  # noqa: E402
 from npu_sim.api import load_graph  # noqa: E402
 from npu_sim.inputs import load_inputs  # noqa: E402
@@ -86,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="where streaming.json goes")
     args = parser.parse_args(argv)
     results = {}
+    byte_compile()
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.graphs:
             results[name] = measure(name, MODELS[name], args.long, args.repeats, Path(tmp))

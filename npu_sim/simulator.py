@@ -36,6 +36,10 @@ command's deps are done, then decides from the condition view's first element (n
   true the ``body_commands`` run to completion, and again. Iterations are barriers.
   More iterations than ``max_iterations`` raise :class:`SimulationError`.
 
+Long streams (``FOLD_MIN_INVOCATIONS`` invocations or more): an invocation that starts on a
+quiet machine may be replayed from an earlier one's record instead of event by event, with
+the same bits, cycles and records (:mod:`npu_sim.hw.replay`).
+
 When no event is left but commands are, :class:`SimulationDeadlock` names the blocked
 commands. Everything is deterministic: same Program, config and inputs, same trace.
 
@@ -48,7 +52,7 @@ commands runs in full anyway (``SimResult.timing_only`` says which happened).
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -67,6 +71,7 @@ from npu_sim.hw.ddr import BandwidthChannel
 from npu_sim.hw.dma import DmaModel, DmaOp, TimedDmaOp, channel_bandwidth_bytes_per_cycle, make_descriptor
 from npu_sim.hw.memory import Memory, PointerTables, ViewAccess, named
 from npu_sim.hw.queues import Clock, Dependency, QueuedCommand, Unit, Waiter
+from npu_sim.hw.replay import Diverged, Replays, Transfer
 from npu_sim.hw.trace import AllocationIndex, Counters, InvocationRecord, StaticInfo, Trace, TraceRecorder
 from npu_sim.program import (
     Allocation,
@@ -78,6 +83,7 @@ from npu_sim.program import (
     MemorySpace,
     Program,
 )
+from npu_sim.reference.unpredictable import active_log
 from npu_sim.run_limits import LoopGuard, current_limits
 
 
@@ -254,6 +260,8 @@ class Simulator:
         self.top = self._compile_block(program.commands)
         self.all_nodes = list(self.nodes.values())
         self._waiting: tuple[str, tuple] | None = None
+        #: while an invocation is recorded for replays: per condition read, where and its re-check
+        self._checks: list[tuple[int, Callable[[], None]]] | None = None
         if not self.timing_only:
             self._load_initial_data(program.allocations)
 
@@ -398,7 +406,7 @@ class Simulator:
             raise SimulationDeadlock(self._deadlock_message())
         units = [u.name for u in self.dma_units] + list(unit_names())
         trace = Trace(self.recorder.raw, self.recorder.invocations, _StaticFacts(self.program.allocations, self.hw),
-                      self.program.allocations, units)
+                      self.program.allocations, units, self.recorder.repeats)
         per_invocation = [inv.cycles for inv in self.recorder.invocations]
         variables = {} if self.timing_only else self._read_variables()
         result = SimResult(outputs, variables, trace, int(self.env.now), per_invocation,
@@ -426,20 +434,58 @@ class Simulator:
         resident = {id(n) for n in preamble}
         per_invocation = [n for n in self.all_nodes if id(n) not in resident]
         top = [n for n in self.top if id(n) not in resident]
+        replays = self._replays() if len(invocations) >= FOLD_MIN_INVOCATIONS else None
         for k, inputs in enumerate(invocations):
             limits.check_deadline(f"simulating invocation {k}")
             self.invocation = k
             start = env.now
             if not self.timing_only:
                 self._write_inputs(inputs, k)
-            for node in per_invocation:
-                node.done = False
-                node.issued = False
-                node.waiters = None
-            yield from self._sequence(top)
-            yield from self._wait(self.top, "the end of the invocation")
+            script = None if replays is None else replays.replay(k, self.recorder.raw)
+            if script is not None:
+                self.recorder.repeats[k] = (script.invocation, start - script.start)
+                yield env.timeout(script.duration)
+            else:
+                yield from self._run_invocation(per_invocation, top, replays)
             outputs.append({} if self.timing_only else self._read_outputs(k))
             self.recorder.invocations.append(InvocationRecord(k, int(start), int(env.now)))
+
+    def _replays(self) -> Replays | None:
+        """A long stream's replays of invocations (:mod:`npu_sim.hw.replay`); none in a run that
+        goes on past REQUIREs (the kernels record each violation where it happens)."""
+        if active_log() is not None:
+            return None
+        units = self.dma_units + list({id(u): u for u in self.compute_units.values()}.values())
+        # (a block tensor's bytes are found through its pointer table: not worth bounding)
+        extents = None if self.program.block_tensors else \
+            [(memory, memory.bound_extent()) for memory in self.memories.values()]
+        return Replays(self.env, units, list(self.channels.values()), extents)
+
+    def _run_invocation(self, per_invocation: list[Node], top: list[Node],
+                        replays: Replays | None) -> Generator[simpy.Event, object, None]:
+        """One invocation, event by event (recorded for replays when the machine is quiet)."""
+        recording = replays is not None and replays.begin()
+        begin, start = len(self.recorder.raw), self.env.now
+        self._checks = [] if recording else None
+        for node in per_invocation:
+            node.done = False
+            node.issued = False
+            node.waiters = None
+        yield from self._sequence(top)
+        yield from self._wait(self.top, "the end of the invocation")
+        if recording:
+            assert replays is not None and self._checks is not None
+            replays.keep(self.invocation, self.recorder.raw[begin:], start, self._checks, self._transfer)
+        self._checks = None
+
+    @staticmethod
+    def _transfer(node: Node, start: int, busy_end: int) -> Transfer | None:
+        """A DMA's transfer, in the closed form a replay checks (see :mod:`npu_sim.hw.replay`)."""
+        if not isinstance(node, DmaOp) or not node.timing.channel_bytes:
+            return None
+        timing = node.timing
+        return (node.channel, start + timing.setup_cycles, timing.channel_bytes,
+                node.channel.rate_alone(timing.cap_bytes_per_cycle), busy_end)
 
     def _run_preamble(self, preamble: list[Node]) -> Generator[simpy.Event, object, None]:
         """The constant loads before the first invocation. They write disjoint pool bytes nothing
@@ -506,7 +552,7 @@ class Simulator:
         start = self.env.now
         first, second = node.branches
         if isinstance(node.command, CondCommand):
-            branch = first if self._condition(node) else second
+            branch = first if self._decide(node) else second
             yield from self._sequence(branch)
             yield from self._wait(branch, f"the branch of {node.label}")
         else:
@@ -516,7 +562,7 @@ class Simulator:
             while True:
                 yield from self._sequence(first)
                 yield from self._wait(first, f"the condition commands of {node.label}")
-                if not self._condition(node):
+                if not self._decide(node):
                     break
                 if guard.iterations >= node.command.max_iterations:
                     raise SimulationError(f"{node.label}: loop exceeded max_iterations="
@@ -527,6 +573,17 @@ class Simulator:
         now = int(self.env.now)
         self.recorder.raw.append((node, self.invocation, int(start), now, now))
         self._mark_done(node)
+
+    def _decide(self, node: _Control) -> bool:
+        """The condition's value; noted for a replay when the invocation is recorded."""
+        value = self._condition(node)
+        checks = self._checks
+        if checks is not None:
+            def check() -> None:
+                if self._condition(node) != value:
+                    raise Diverged(node.label)
+            checks.append((len(self.recorder.raw), check))
+        return value
 
     @staticmethod
     def _condition(node: _Control) -> bool:
@@ -577,14 +634,18 @@ class Simulator:
             if array.dtype != storage:
                 raise InputError(f"invocation {k}: input {name!r} has dtype {array.dtype}, "
                                  f"expected {storage} ({view.dtype.name})")
-            with named(f"graph input {name!r}"):
+            try:   # (as ``named`` does, without a context manager per input and invocation)
                 self.memories[view.memory].access(view).write(array)
+            except MemoryAccessError as exc:
+                raise MemoryAccessError(f"graph input {name!r}: {exc}") from None
 
     def _read_outputs(self, k: int) -> dict[str, np.ndarray]:
         outputs = {}
         for name, view in self.program.outputs.items():
-            with named(f"invocation {k}: graph output {name!r}"):
+            try:
                 outputs[name] = self.memories[view.memory].access(view).read()
+            except MemoryAccessError as exc:
+                raise MemoryAccessError(f"invocation {k}: graph output {name!r}: {exc}") from None
         return outputs
 
     def _read_variables(self) -> dict[str, np.ndarray]:

@@ -58,6 +58,21 @@ def bound_of(parts: dict[str, int]) -> str:
 #: The values of an operation's row that are containers (a copied row gets copies of them).
 _ROW_CONTAINERS = ("bound_shares", "graph_ops", "unit_busy_cycles", "tile_shape")
 
+class MovedRow(dict):
+    """The row of an operation :meth:`~OperationSpan.shifted` from another: that one's row with
+    ``invocation``, ``start_cycle``, ``end_cycle`` and the busy intervals moved ``delta`` cycles
+    (a plain dict to any reader; :mod:`reports.ops_json` writes the rows of a moved invocation
+    from its origin's text). Pickled as a plain dict."""
+
+    __slots__ = ("origin", "delta")
+
+    origin: OperationSpan
+    delta: int
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return dict, (dict(self),)
+
+
 #: A command's setup cycles (part of its busy cycles), given the hardware.
 SetupCycles = Callable[[CommandRecord], int]
 
@@ -127,7 +142,8 @@ class OperationSpan:
         if original is None:
             row = self._row()
         else:
-            row = dict(original.base_row())
+            row = moved = MovedRow(original.base_row())
+            moved.origin, moved.delta = original, self.start_cycle - original.start_cycle
             for key in _ROW_CONTAINERS:
                 if key in row:
                     row[key] = row[key].copy()
@@ -225,24 +241,28 @@ PREAMBLE = -1
 
 
 def operation_spans(commands: Iterable[CommandRecord], program: Program | None = None,
-                    setup_cycles: SetupCycles | None = None, preamble_end_cycle: int = 0) -> list[OperationSpan]:
+                    setup_cycles: SetupCycles | None = None, preamble_end_cycle: int = 0,
+                    repeats: dict[int, tuple[int, int]] | None = None) -> list[OperationSpan]:
     """Commands grouped by (operation, invocation), sorted by invocation then start cycle.
     ``setup_cycles`` (see :func:`command_setup_cycles`) splits their busy cycles into setup and
     work (:attr:`OperationSpan.bound_cycles`); without it all is work. The program's preamble
     commands that started before ``preamble_end_cycle`` (the first invocation's start) form
-    operations of their own, of invocation :data:`PREAMBLE`."""
+    operations of their own, of invocation :data:`PREAMBLE`. ``repeats``: the invocations whose
+    records are an earlier one's moved in time (:attr:`npu_sim.hw.trace.Trace.repeats`): they get
+    that one's spans, moved."""
     by_command, infos = command_operations(program)
     preamble = program.preamble_command_ids if program is not None and preamble_end_cycle else frozenset()
+    repeats = repeats or {}
     preamble_groups: dict[tuple[int, str], list[CommandRecord]] = {}
     by_invocation: dict[int, list[CommandRecord]] = {}
     for record in commands:
         if record.id in preamble and record.start_cycle < preamble_end_cycle:
             _add(preamble_groups, (PREAMBLE, _operation(record, by_command)), record)
-        else:
+        elif record.invocation not in repeats:
             _add(by_invocation, record.invocation, record)
     spans = [_span(name, invocation, records, infos.get(name), setup_cycles)
              for (invocation, name), records in preamble_groups.items()]
-    spans += _invocation_spans(by_invocation, by_command, infos, setup_cycles)
+    spans += _invocation_spans(by_invocation, by_command, infos, setup_cycles, repeats)
     spans.sort(key=lambda s: (s.invocation, s.start_cycle, s.end_cycle, s.name))
     return spans
 
@@ -260,24 +280,35 @@ def _add(groups: dict[Any, list[CommandRecord]], key: Any, record: CommandRecord
 
 
 def _invocation_spans(by_invocation: dict[int, list[CommandRecord]], by_command: dict[int, str],
-                      infos: dict[str, OperationStats], setup_cycles: SetupCycles | None) -> list[OperationSpan]:
+                      infos: dict[str, OperationStats], setup_cycles: SetupCycles | None,
+                      repeats: dict[int, tuple[int, int]]) -> list[OperationSpan]:
     """One span per (invocation, operation). An invocation whose commands ran exactly as an
     earlier one's, only later (a long stream's steady state), gets that one's spans moved in
-    time: the same figures, without grouping or summing its records."""
+    time: the same figures, without grouping or summing its records (``repeats``: the ones the
+    simulator knows, replayed; the others found by their records' timing)."""
     seen: dict[tuple[Any, ...], tuple[int, list[OperationSpan]]] = {}
+    sources = {source for source, _ in repeats.values()}
+    spans_of: dict[int, list[OperationSpan]] = {}   # of the invocations repeated
     spans: list[OperationSpan] = []
-    for invocation, records in by_invocation.items():
+    for invocation in sorted(by_invocation.keys() | repeats.keys()):
+        repeat = repeats.get(invocation)
+        if repeat is not None:
+            spans += [span.shifted(invocation, repeat[1]) for span in spans_of[repeat[0]]]
+            continue
+        records = by_invocation[invocation]
         base = min(r.start_cycle for r in records)
         key = _timing_key(records, base)
         known = seen.get(key)
         if known is not None:
-            spans += [span.shifted(invocation, base - known[0]) for span in known[1]]
-            continue
-        groups: dict[str, list[CommandRecord]] = {}
-        for record in records:
-            _add(groups, _operation(record, by_command), record)
-        ran = [_span(name, invocation, group, infos.get(name), setup_cycles) for name, group in groups.items()]
-        seen[key] = (base, ran)
+            ran = [span.shifted(invocation, base - known[0]) for span in known[1]]
+        else:
+            groups: dict[str, list[CommandRecord]] = {}
+            for record in records:
+                _add(groups, _operation(record, by_command), record)
+            ran = [_span(name, invocation, group, infos.get(name), setup_cycles) for name, group in groups.items()]
+            seen[key] = (base, ran)
+        if invocation in sources:
+            spans_of[invocation] = ran
         spans += ran
     return spans
 

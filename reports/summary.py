@@ -137,7 +137,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
         "busy_cycles": dict(counters.busy_cycles),
         "command_counts": dict(counters.command_counts),
     }
-    spans = operation_spans(trace.commands, program, command_setup_cycles(hw), span[0])
+    spans = operation_spans(trace.commands, program, command_setup_cycles(hw), span[0], trace.repeats)
     summary["ops"] = [span_.as_dict(busy_intervals=True) for span_ in spans]
     summary["time_breakdown"] = time_breakdown(spans, summary["busy_cycles"], cycles)
     summary["tcm_peak"] = tcm_peak(trace.allocations, *tcm_steps)

@@ -39,6 +39,7 @@ from npu_sim.reference.unpredictable import allowing_unpredictable
 from npu_sim.run_limits import DEFAULT_LOOP_WORK_BYTES, DEFAULT_TIMEOUT_SECONDS, job_limits
 from npu_sim.simulation import compile_graph, simulate_invocations
 from reports.memory_timeline import plot_memory_timeline
+from reports.ops_json import ops_rows_pieces
 from reports.perfetto import write_trace
 from reports.plan_stats import format_plan_stats, plan_stats
 from reports.run_report import run_page
@@ -132,9 +133,8 @@ def summary_json(summary: dict[str, Any]) -> str:
     if not isinstance(ops, list) or len(ops) <= OPS_ROWS_INDENTED_MAX:
         return json.dumps(summary, indent=2) + "\n"
     marker = "\u0000ops\u0000"
-    text = json.dumps({**summary, "ops": marker}, indent=2)
-    rows = ",\n    ".join(json.dumps(row) for row in ops)
-    return text.replace(json.dumps(marker), "[\n    " + rows + "\n  ]", 1) + "\n"
+    head, tail = json.dumps({**summary, "ops": marker}, indent=2).split(json.dumps(marker), 1)
+    return "".join([head, "[\n    ", *ops_rows_pieces(ops), "\n  ]", tail, "\n"])   # (one copy of megabytes)
 
 
 def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False,

@@ -30,6 +30,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from npu_sim.errors import MemoryAccessError, ProgramError, SimulationError, TosaRuntimeError
+from npu_sim.hw.int_pipelines import fuse_int_pipelines
 from npu_sim.hw.memory import Memory, ViewAccess
 from npu_sim.hw.queues import Machine, QueuedCommand, Unit
 from npu_sim.hw.result_memo import ResultMemo
@@ -194,11 +195,18 @@ class ComputeOp(QueuedCommand):
         env.timeout(self.cycles).callbacks.append(self._end)
 
     def _end(self, _event: object) -> None:
+        self.act()
+        self.machine.finish(self)
+
+    def act(self) -> None:
+        """Its functional half (:meth:`execute`), a memory error named by the command."""
         try:
-            self.execute()
+            if self.all_bound:
+                self._execute_bound()
+            else:
+                self.execute()
         except MemoryAccessError as exc:
             raise MemoryAccessError(f"{self.label}: {exc}") from None
-        self.machine.finish(self)
 
     def execute(self) -> None:
         """Read operands, run the kernels, write the results (the functional half of the command)."""
@@ -235,11 +243,19 @@ class ComputeOp(QueuedCommand):
         self._write_outputs(results)
         self.all_bound = ran_bound
         if ran_bound and self.fold:
-            output_steps = self.command.output_steps or (len(self.steps) - 1,)
-            self.plan = fold_plan([cs.step for cs in self.steps], self.bound, self.feeds,  # type: ignore[arg-type]
-                                  output_steps)
-            self.copy_from = _identity_source(self.steps, self.feeds, self.outputs)
-            self.memo = None if self.copy_from is not None else ResultMemo.of(self.feeds)  # type: ignore[arg-type]
+            self._prepare_stream()
+
+    def _prepare_stream(self) -> None:
+        """Every step bound, in a long stream: its plan (folded chains, integer steps handed on
+        to their RESCALE), or its copy, or its results remembered by the bytes it reads."""
+        output_steps = self.command.output_steps or (len(self.steps) - 1,)
+        plan = fold_plan([cs.step for cs in self.steps], self.bound, self.feeds,  # type: ignore[arg-type]
+                         output_steps)
+        steps = plan if plan is not None else list(zip(range(len(self.steps)), self.bound, self.feeds))
+        reshapes = frozenset(i for i, cs in enumerate(self.steps) if cs.step.op is Op.RESHAPE)
+        self.plan = fuse_int_pipelines(steps, output_steps, reshapes) or plan  # type: ignore[arg-type]
+        self.copy_from = _identity_source(self.steps, self.feeds, self.outputs)
+        self.memo = None if self.copy_from is not None else ResultMemo.of(self.feeds)  # type: ignore[arg-type]
 
     def _execute_bound(self) -> None:
         """Every step bound and checked in an earlier run: a straight loop (numpy's warnings are
@@ -250,7 +266,7 @@ class ComputeOp(QueuedCommand):
         memo = self.memo
         if memo is None:
             if self.copy_from is not None:
-                self.outputs[0].write(self.copy_from.read())
+                self.outputs[0].copy_from(self.copy_from)
                 return
             self._store(self._produced(self._bound_results()))
             return
@@ -348,6 +364,9 @@ class TimedComputeOp(ComputeOp):
 
     def _end(self, _event: object) -> None:
         self.machine.finish(self)
+
+    def act(self) -> None:
+        pass
 
 
 def _identity_source(steps: list[CompiledStep], feeds: list[Any], outputs: list[ViewAccess]) -> ViewAccess | None:

@@ -155,6 +155,8 @@ class BandwidthChannel:
         self.pending: list[Transfer] = []  # arriving later, by arrival cycle
         self._last = 0.0  # time up to which ``flows`` are accounted
         self._idle_at = 0.0  # exact time the last known transfer moves its last byte
+        #: transfers started while another one moved (not the closed form): see :mod:`npu_sim.hw.replay`
+        self.shared_starts = 0
 
     def start(self, arrive_cycle: int, size_bytes: float, cap_bytes_per_cycle: float,
               latency_cycles: int, on_done: Callable[[object], None]) -> Transfer:
@@ -177,6 +179,7 @@ class BandwidthChannel:
             event = transfer.event = env.timeout(notify - now, transfer)
             event.callbacks.append(_notify)
             return transfer
+        self.shared_starts += 1
         pending = self.pending
         if not pending or pending[-1].arrive_cycle <= arrive_cycle:
             pending.append(transfer)
@@ -185,6 +188,22 @@ class BandwidthChannel:
             pending.insert(index, transfer)
         self._predict(now)
         return transfer
+
+    @property
+    def idle_at(self) -> float:
+        """The exact time the last transfer known moves its last byte."""
+        return self._idle_at
+
+    def rate_alone(self, cap_bytes_per_cycle: float) -> float:
+        """The rate of a transfer moving alone (the closed form of :meth:`start`)."""
+        return cap_bytes_per_cycle if cap_bytes_per_cycle < self.bandwidth else self.bandwidth
+
+    def replayed(self, idle_at: float) -> None:
+        """Transfers that moved alone, replayed without events (:mod:`npu_sim.hw.replay`), the
+        last of them moving its last byte at ``idle_at``: the state :meth:`start` leaves."""
+        self.flows.clear()
+        self.pending.clear()
+        self._idle_at = idle_at
 
     def _predict(self, now: int) -> None:
         """Exact finish times assuming no further arrivals; (re)schedule changed notifications."""

@@ -62,6 +62,10 @@ class Memory:
             access = self._accesses[key] = ViewAccess(self, view)
         return access
 
+    def bound_extent(self) -> int:
+        """The end of the highest byte a view bound so far (:meth:`access`) reaches."""
+        return max((access.view.span[1] for access in self._accesses.values()), default=0)
+
     def forget_accesses(self) -> None:
         """Drop the bindings made so far (they refer back to this memory: a reference cycle)."""
         self._accesses.clear()
@@ -176,6 +180,13 @@ class ViewAccess:
             eight = np.concatenate([six, sign, sign], axis=1)
             return eight.view("<i8").reshape(self.shape).astype(np.int64)
         return np.zeros(self.shape, self.storage)
+
+    def read_bytes(self) -> bytes:
+        """The view's bytes, in view order (raises as :meth:`read` does): what identifies its
+        value (a key), without making the typed array."""
+        if not self.known_written:
+            self.check_written()
+        return self.raw.tobytes()
 
     def _refuse_write(self) -> None:
         raise MemoryAccessError(f"writes {self.view}, but the {self.memory.space.value} is read-only (flash)")

@@ -106,6 +106,10 @@ class QueuedCommand:
     def start(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def act(self) -> None:  # pragma: no cover - overridden
+        """Its functional half (what it reads and writes), without its timing."""
+        raise NotImplementedError
+
     @property
     def label(self) -> str:
         return f"command {self.cid}" + (f" ({self.name})" if self.name else "")

@@ -50,7 +50,10 @@ class ResultMemo:
 
     def key(self) -> bytes:
         """The bytes the command reads now (raises as a read does: bytes never written)."""
-        return b"".join([access.read().tobytes() for access in self.reads])
+        reads = self.reads
+        if len(reads) == 1:
+            return reads[0].read_bytes()
+        return b"".join([access.read_bytes() for access in reads])
 
     def remember(self, key: bytes, produced: list[np.ndarray]) -> bool:
         """Keep ``produced`` (read-only) for ``key``; False once :data:`MAX_ENTRIES` are kept

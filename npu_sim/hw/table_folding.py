@@ -209,10 +209,22 @@ def _chain(root: int, way: Candidate, bound: Sequence[Callable[[list[np.ndarray]
     return run
 
 
+class Lookup:
+    """A folded chain's table of two leaves, looked up by their bits (``[a, b] -> [result]``)."""
+
+    __slots__ = ("table",)
+
+    def __init__(self, table: np.ndarray):
+        self.table = table
+
+    def __call__(self, leaves: list[np.ndarray]) -> list[np.ndarray]:
+        return [self.table[leaves[0].view(np.uint8), leaves[1].view(np.uint8)]]
+
+
 def _look_up(table: np.ndarray) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
     if table.ndim == 1:
         return lambda leaves: [table.take(leaves[0].view(np.uint8))]
-    return lambda leaves: [table[leaves[0].view(np.uint8), leaves[1].view(np.uint8)]]
+    return Lookup(table)
 
 
 def fold_plan(steps: Sequence[Any], bound: Sequence[Callable[[list[np.ndarray]], list[np.ndarray]]],

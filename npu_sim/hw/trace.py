@@ -113,17 +113,21 @@ class Trace:
 
     def __init__(self, raw: list[tuple[Any, int, int, int, int]], invocations: list[InvocationRecord],
                  static_info: Callable[[Any], StaticInfo], allocations: list[Allocation],
-                 units: list[str]):
+                 units: list[str], repeats: dict[int, tuple[int, int]] | None = None):
         self._raw = raw
         self.invocations = invocations
         self.units = units  # every unit of the machine, DMA engines first
         self._static_info = static_info
         self._program_allocations = allocations
+        #: invocation -> (the earlier invocation it repeats, cycles later): its records are that
+        #: one's, moved in time (a replay, :mod:`npu_sim.hw.replay`); what a report computes of
+        #: that one it may move instead of computing again
+        self.repeats: dict[int, tuple[int, int]] = repeats or {}
 
     @cached_property
     def _tables(self) -> tuple[list[CommandRecord], list[AllocationRecord], Counters]:
         return build_tables(self._raw, self.invocations, self._static_info,
-                            self._program_allocations, self.units)
+                            self._program_allocations, self.units, self.repeats)
 
     @property
     def commands(self) -> list[CommandRecord]:
@@ -146,7 +150,8 @@ class Trace:
         if invocations >= len(self.invocations):
             return self
         raw = [r for r in self._raw if r[1] < invocations]
-        return Trace(raw, self.invocations[:invocations], self._static_info, self._program_allocations, self.units)
+        return Trace(raw, self.invocations[:invocations], self._static_info, self._program_allocations, self.units,
+                     {k: repeat for k, repeat in self.repeats.items() if k < invocations})
 
     def peak_live_bytes(self, memory: MemorySpace | str, invocation: int | None = None) -> int:
         """Most bytes of ``memory`` allocations in use at one cycle (see :func:`peak_live_bytes`)."""
@@ -226,14 +231,21 @@ class TraceRecorder:
     def __init__(self) -> None:
         self.raw: list[tuple[Any, int, int, int, int]] = []
         self.invocations: list[InvocationRecord] = []
+        self.repeats: dict[int, tuple[int, int]] = {}   # see :attr:`Trace.repeats`
 
 
 def build_tables(raw: list[tuple[Any, int, int, int, int]], invocations: list[InvocationRecord],
                  static_info: Callable[[Any], StaticInfo], allocations: list[Allocation],
-                 units: list[str]) -> tuple[list[CommandRecord], list[AllocationRecord], Counters]:
-    """Typed command records, allocation uses and counters from the raw tuples."""
-    commands, info, usage = _command_records(raw, static_info)
+                 units: list[str], repeats: dict[int, tuple[int, int]] | None = None
+                 ) -> tuple[list[CommandRecord], list[AllocationRecord], Counters]:
+    """Typed command records, allocation uses and counters from the raw tuples (``repeats``:
+    see :attr:`Trace.repeats`)."""
+    repeats = repeats or {}
+    starts = {i.index: i.start_cycle for i in invocations}
+    commands, info, usage, sources = _command_records(raw, static_info, repeats,
+                                                      {source: starts[source] for source, _ in repeats.values()})
     counters, used = _count(usage, info, units)
+    _count_repeats(counters, used, usage, info, repeats, sources)
     records = _allocation_records(allocations, invocations, used)
     commands.sort(key=attrgetter("start_cycle", "end_cycle", "id"))
     return commands, records, counters
@@ -243,15 +255,19 @@ def build_tables(raw: list[tuple[Any, int, int, int, int]], invocations: list[In
 _Info = dict[int, tuple[StaticInfo, tuple[Any, ...], tuple[Any, ...]]]
 
 
-def _command_records(raw: list[tuple[Any, int, int, int, int]], static_info: Callable[[Any], StaticInfo]
-                     ) -> tuple[list[CommandRecord], _Info, dict[tuple[int, int], list[int]]]:
+def _command_records(raw: list[tuple[Any, int, int, int, int]], static_info: Callable[[Any], StaticInfo],
+                     repeats: dict[int, tuple[int, int]], source_starts: dict[int, int]
+                     ) -> tuple[list[CommandRecord], _Info, dict[tuple[int, int], list[int]], dict[int, list[int]]]:
     """One record per execution; per (command, invocation): executions, busy cycles, first
-    start and last end."""
+    start and last end (none for an invocation that repeats another: see :func:`_count_repeats`);
+    per invocation repeated, the commands it ran from its start (``source_starts``: not a
+    preamble's before it)."""
     info: _Info = {}
     usage: dict[tuple[int, int], list[int]] = {}
     new_record = tuple.__new__
     commands: list[CommandRecord] = []
     append = commands.append
+    sources: dict[int, list[int]] = {source: [] for source in source_starts}  # their commands
     for command, invocation, start, end, busy_end in raw:
         cid = command.cid
         entry = info.get(cid)
@@ -260,9 +276,13 @@ def _command_records(raw: list[tuple[Any, int, int, int, int]], static_info: Cal
             entry = info[cid] = (s, (cid, command.name, s.kind, s.unit, s.op),
                                  (s.bytes, s.macs, s.ddr_read_bytes, s.ddr_write_bytes))
         append(new_record(CommandRecord, entry[1] + (invocation, start, end) + entry[2] + (busy_end,)))
+        if invocation in repeats:
+            continue
         use = usage.get((cid, invocation))
         if use is None:
             usage[(cid, invocation)] = [1, busy_end - start, start, end]
+            if invocation in sources and start >= source_starts[invocation]:
+                sources[invocation].append(cid)
         else:
             use[0] += 1
             use[1] += busy_end - start
@@ -270,7 +290,7 @@ def _command_records(raw: list[tuple[Any, int, int, int, int]], static_info: Cal
                 use[2] = start
             if end > use[3]:
                 use[3] = end
-    return commands, info, usage
+    return commands, info, usage, sources
 
 
 def _count(usage: dict[tuple[int, int], list[int]], info: _Info, units: list[str]
@@ -307,6 +327,26 @@ def _count(usage: dict[tuple[int, int], list[int]], info: _Info, units: list[str
     counters.ddr_read_burst_bytes, counters.ddr_write_burst_bytes = ddr_read_burst, ddr_write_burst
     counters.macs, counters.mac_pe_cycles = macs, mac_pe_cycles
     return counters, used
+
+
+def _count_repeats(counters: Counters, used: dict[tuple[int, int], list[int]],
+                   usage: dict[tuple[int, int], list[int]], info: _Info,
+                   repeats: dict[int, tuple[int, int]], sources: dict[int, list[int]]) -> None:
+    """Add to ``counters`` and ``used`` (see :func:`_count`) the invocations that repeat another:
+    that one's counts once more, its allocations' extents moved in time."""
+    for source, cids in sources.items():
+        once, extents = _count({(cid, source): usage[(cid, source)] for cid in cids}, info, [])
+        times = sum(1 for repeated, _ in repeats.values() if repeated == source)
+        for unit, busy in once.busy_cycles.items():
+            counters.busy_cycles[unit] = counters.busy_cycles.get(unit, 0) + times * busy
+            counters.command_counts[unit] = counters.command_counts.get(unit, 0) + times * once.command_counts[unit]
+        for name in ("ddr_read_bytes", "ddr_write_bytes", "ddr_read_burst_bytes", "ddr_write_burst_bytes",
+                     "macs", "mac_pe_cycles"):
+            setattr(counters, name, getattr(counters, name) + times * getattr(once, name))
+        for invocation, (repeated, delta) in repeats.items():
+            if repeated == source:
+                for (index, _), (start, end) in extents.items():
+                    used[(index, invocation)] = [start + delta, end + delta]
 
 
 def _allocation_records(allocations: list[Allocation], invocations: list[InvocationRecord],

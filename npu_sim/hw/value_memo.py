@@ -19,6 +19,8 @@ import numpy as np
 
 #: The element sizes remembered (by the unsigned integer of their bits).
 UNSIGNED = {2: np.uint16, 4: np.uint32}
+#: The unsigned integers that hold a result's bits, by its element size.
+_RESULT_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 #: Most element values remembered; past them, every call computes (a stream of so many
 #: values seldom repeats a whole tensor).
 MAX_ENTRIES = 4096
@@ -27,40 +29,39 @@ MAX_ENTRIES = 4096
 class ValueMemo:
     """``compute`` (one tensor in, its elementwise results out, the same shape) remembered per
     element value (elements of a size in :data:`UNSIGNED`). Called as a plan entry:
-    ``[tensor] -> [results]``."""
+    ``[tensor] -> [results]``. The values are a dict from an element's bits to its result's
+    bits (Python ints): a tensor of a few dozen elements is looked up in fewer numpy calls
+    than a search of sorted keys takes."""
 
-    __slots__ = ("compute", "keys", "values")
+    __slots__ = ("compute", "known", "result_type")
 
     def __init__(self, compute: Callable[[np.ndarray], np.ndarray]):
         self.compute = compute
-        self.keys: np.ndarray | None = None     # the values' bits, sorted (None: nothing remembered)
-        self.values: np.ndarray | None = None   # the results, in the keys' order
+        self.known: dict[int, int] = {}   # an element's bits -> its result's bits
+        #: the results' dtype and the unsigned integer of their bits (None: nothing remembered)
+        self.result_type: tuple[np.dtype, type] | None = None
 
     def __call__(self, operands: list[np.ndarray]) -> list[np.ndarray]:
         tensor = np.asarray(operands[0])
-        bits = tensor.reshape(-1).view(UNSIGNED[tensor.dtype.itemsize])
-        keys, values = self.keys, self.values
-        if keys is not None and values is not None:
-            if keys.size >= MAX_ENTRIES:   # a stream of ever new values: not worth looking up
-                return [self.compute(tensor)]
-            at = np.searchsorted(keys, bits)
-            if (keys.take(at, mode="clip") == bits).all():   # (past the last key: clipped, not equal)
-                return [values.take(at).reshape(tensor.shape)]
+        known, result_type = self.known, self.result_type
+        if result_type is not None and len(known) >= MAX_ENTRIES:   # ever new values: not worth it
+            return [self.compute(tensor)]
+        bits = tensor.reshape(-1).view(UNSIGNED[tensor.dtype.itemsize]).tolist()
+        if result_type is not None:
+            try:
+                found = [known[b] for b in bits]
+            except KeyError:
+                pass
+            else:
+                return [np.array(found, result_type[1]).view(result_type[0]).reshape(tensor.shape)]
         result = self.compute(tensor)
         self._learn(bits, result)
         return [result]
 
-    def _learn(self, bits: np.ndarray, result: np.ndarray) -> None:
+    def _learn(self, bits: list[int], result: np.ndarray) -> None:
         """Remember the results of ``bits`` (while fewer than :data:`MAX_ENTRIES` are)."""
-        flat = result.reshape(-1)
-        if self.keys is None or self.values is None:
-            keys, values = bits, flat
-        elif self.keys.size >= MAX_ENTRIES:
+        unsigned = _RESULT_BITS.get(result.dtype.itemsize)
+        if unsigned is None or len(self.known) >= MAX_ENTRIES:
             return
-        else:
-            keys, values = np.concatenate([self.keys, bits]), np.concatenate([self.values, flat])
-        order = np.argsort(keys, kind="stable")
-        keys, values = keys[order], values[order]
-        first = np.ones(keys.size, bool)
-        np.not_equal(keys[1:], keys[:-1], out=first[1:])
-        self.keys, self.values = keys[first], values[first]
+        self.known.update(zip(bits, result.reshape(-1).view(unsigned).tolist()))
+        self.result_type = (result.dtype, unsigned)

@@ -736,17 +736,32 @@ def _bind_pointwise(axes: Sequence[Axis], out_shape: Sequence[int], in_shape: Se
     bias_lo, bias_hi = (int(bias64.min()), int(bias64.max())) if bias64.size else (0, 0)
     if not (lo <= bias_lo - acc_bound and bias_hi + acc_bound <= hi):
         return None
-    ic, storage, shape = in_shape[-1], out_t.numpy_dtype, tuple(out_shape)
+    return PointwiseRun(in_shape[-1], w_matrix, input_zp, bias64, ctype, out_t.numpy_dtype, tuple(out_shape))
 
-    def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
-        columns = inputs[0].reshape(-1, ic).astype(ctype)
-        if input_zp:
-            columns -= input_zp
-        out = (columns @ w_matrix).astype(np.int64)
-        out += bias64
-        return [out.astype(storage).reshape(shape)]
 
-    return run
+class PointwiseRun:
+    """A bound pointwise convolution's kernel (``[input, ...] -> [result]``); :meth:`int64` gives
+    its values before the cast to the output type (which they fit: see :func:`_bind_pointwise`),
+    for a long stream's plan to hand to the RESCALE after it (:mod:`npu_sim.hw.int_pipelines`)."""
+
+    __slots__ = ("ic", "w_matrix", "input_zp", "bias64", "ctype", "storage", "shape")
+
+    def __init__(self, ic: int, w_matrix: np.ndarray, input_zp: int, bias64: np.ndarray, ctype: np.dtype,
+                 storage: np.dtype, shape: tuple[int, ...]):
+        self.ic, self.w_matrix, self.input_zp, self.bias64 = ic, w_matrix, input_zp, bias64
+        self.ctype, self.storage, self.shape = ctype, storage, shape
+
+    def int64(self, inputs: list[np.ndarray]) -> np.ndarray:
+        """The results as int64, shaped (positions, output channels)."""
+        columns = inputs[0].reshape(-1, self.ic).astype(self.ctype)
+        if self.input_zp:
+            columns -= self.input_zp
+        out = (columns @ self.w_matrix).astype(np.int64)
+        out += self.bias64
+        return out
+
+    def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        return [self.int64(inputs).astype(self.storage).reshape(self.shape)]
 
 
 def _conv_window(spatial: int, transposed: bool = False) -> InputWindow:

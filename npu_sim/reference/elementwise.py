@@ -182,19 +182,42 @@ def _bind_add_sub(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -
     dtype = _add_sub_checks(args)
     if dtype is not DType.INT32:
         return _bind_add_sub_values(args, const_inputs)
-    static, shape = args.static(), tuple(args.output_types[0].shape)
-    lo, hi = signed_range(dtype)
-    ufunc = np.add if args.op is Op.ADD else np.subtract
+    return Int32AddSub(args.static(), tuple(args.output_types[0].shape))
 
-    def run(operands: list[np.ndarray]) -> list[np.ndarray]:
-        c = ufunc(np.asarray(operands[0]).astype(np.int64), operands[1])
-        if c.size and (c.min() < lo or c.max() > hi):
-            return add_sub(KernelArgs(static.op, static.attribute, list(operands), static.input_types,
-                                      static.output_types, static.name))
+
+class Int32AddSub:
+    """A bound int32 ADD / SUB's kernel (``[a, b] -> [c]``); :meth:`int64` gives its values
+    before the cast (None where one breaks the REQUIRE: then the kernel runs and raises), for a
+    long stream's plan to hand to the RESCALE after it (:mod:`npu_sim.hw.int_pipelines`)."""
+
+    __slots__ = ("static", "shape", "ufunc")
+
+    LO, HI = signed_range(DType.INT32)
+
+    def __init__(self, static: KernelArgs, shape: tuple[int, ...]):
+        self.static, self.shape = static, shape
+        self.ufunc = np.add if static.op is Op.ADD else np.subtract
+
+    def int64(self, operands: list[np.ndarray]) -> np.ndarray | None:
+        """``a + b`` (``a - b``) in int64, None if some value leaves the int32 range."""
+        c = self.ufunc(np.asarray(operands[0]).astype(np.int64), operands[1])
+        if c.size and (c.min() < self.LO or c.max() > self.HI):
+            return None
+        return c
+
+    def kernel(self, operands: list[np.ndarray]) -> list[np.ndarray]:
+        """The kernel itself (raises the REQUIRE an overflow breaks)."""
+        static = self.static
+        return add_sub(KernelArgs(static.op, static.attribute, list(operands), static.input_types,
+                                  static.output_types, static.name))
+
+    def __call__(self, operands: list[np.ndarray]) -> list[np.ndarray]:
+        c = self.int64(operands)
+        if c is None:
+            return self.kernel(operands)
         out = c.astype(np.int32)
+        shape = self.shape
         return [out if type(out) is np.ndarray and out.shape == shape else np.asarray(out).reshape(shape)]
-
-    return run
 
 
 @register(Op.ADD, Op.SUB, window=broadcast_window, bind=_bind_add_sub)

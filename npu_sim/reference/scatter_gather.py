@@ -77,7 +77,12 @@ def _bind_gather(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) ->
 
     def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
         indices = np.asarray(inputs[1])
-        if indices.size == 1:   # (a loop's time step: one index, compared as an int)
+        if indices.size == 1 and n == 1:   # (a loop's time step: one row, one index, as an int)
+            index = int(indices.item(0))
+            if 0 <= index < k:
+                return [np.array(np.asarray(inputs[0])[:, index:index + 1], dtype=storage)]
+            return gather(dataclasses.replace(args, inputs=list(inputs)))
+        if indices.size == 1:
             in_range = 0 <= int(indices.reshape(-1)[0]) < k
         else:
             in_range = bool(indices.size) and k > indices.max() and indices.min() >= 0

@@ -288,8 +288,33 @@ def _bind_rescale(args: KernelArgs, const_inputs: Sequence[np.ndarray | None]) -
     bound = _BoundRescale.of(rescaling)
     require = static.require
     if bound is not None:
-        return lambda inputs: [as_output(static, bound.apply(inputs[0], require))]
+        return BoundRescaleRun(bound, static)
     return lambda inputs: [as_output(static, rescaling.apply(inputs[0], require))]
+
+
+class BoundRescaleRun:
+    """A bound RESCALE's kernel (``[value] -> [result]``), its scaling in the open: a long
+    stream's plan may hand it the int64 values of an integer step before it
+    (:mod:`npu_sim.hw.int_pipelines`)."""
+
+    __slots__ = ("bound", "static", "storage", "shape")
+
+    def __init__(self, bound: _BoundRescale, static: KernelArgs):
+        self.bound, self.static = bound, static
+        self.storage, self.shape = static.output_types[0].dtype.numpy_dtype, tuple(static.output_types[0].shape)
+
+    def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        return [self._output(self.bound.apply(inputs[0], self.static.require))]
+
+    def of_int64(self, values: np.ndarray) -> np.ndarray:
+        """The result for int64 ``values`` (a fresh array, scaled in place) of a signed input
+        type's range (what an integer step computed before the cast to this input)."""
+        return self._output(self.bound.scale(values, self.static.require))
+
+    def _output(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (one per output element) as the output: :func:`as_output` in fewer steps."""
+        out = values.astype(self.storage, order="C")
+        return out if out.shape == self.shape else out.reshape(self.shape)
 
 
 _INT32_MIN, _INT32_MAX, _INT64_LIMIT = -(1 << 31), (1 << 31) - 1, 1 << 63
@@ -353,6 +378,10 @@ class _BoundRescale:
         acc = np.asarray(raw).astype(np.int64)  # v, then the result, in place
         if self.mask is not None:
             acc &= self.mask  # zero_extend
+        return self.scale(acc, require)
+
+    def scale(self, acc: np.ndarray, require: Require) -> np.ndarray:
+        """The results of the int64 input values ``acc`` (zero extended), computed in ``acc``."""
         if self.in_zp:
             acc -= self.in_zp
         negative = None

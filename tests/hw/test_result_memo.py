@@ -21,7 +21,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 class _Access:
-    """An operand read from memory: its bytes now (as ``ViewAccess.read`` gives them)."""
+    """An operand read from memory: its value and bytes now (as ``ViewAccess.read`` and
+    ``read_bytes`` give them)."""
 
     def __init__(self, value: np.ndarray):
         self.value = value
@@ -32,6 +33,9 @@ class _Access:
 
     def read(self) -> np.ndarray:
         return self.value.copy()
+
+    def read_bytes(self) -> bytes:
+        return self.value.tobytes()
 
 
 def test_a_command_reading_a_few_bytes_is_keyed_by_them():

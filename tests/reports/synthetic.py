@@ -26,6 +26,7 @@ class Trace:
     invocations: list[InvocationRecord]
     counters: Counters = field(default_factory=Counters)
     units: list[str] = field(default_factory=list)
+    repeats: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 def operations_only(*operations: OperationStats, tcm_bytes: int = 0) -> PlanStats:
