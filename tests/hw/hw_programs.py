@@ -7,7 +7,16 @@ from typing import Any
 import numpy as np
 
 from npu_sim.hw.config import HwConfig, hw_config_from_dict
-from npu_sim.program import Allocation, ComputeCommand, DmaCommand, KernelStep, MemorySpace, Program, View
+from npu_sim.program import (
+    Allocation,
+    ComputeCommand,
+    DmaCommand,
+    KernelStep,
+    LoopCommand,
+    MemorySpace,
+    Program,
+    View,
+)
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op, make_attribute
@@ -102,3 +111,23 @@ def pipeline_program(tiles: int, tile_elements: int) -> tuple[Program, np.ndarra
     )
     x = (np.arange(tiles * tile_elements, dtype=np.int32) * 7 - 1000).astype(np.int32)
     return program, x
+
+
+def counting_loop(max_iterations: int = 100, one_engine: int = 0, preamble: bool = False) -> Program:
+    """``i = 0; while n > i: i = i + 1`` with the condition and the counter in the TCM; the constant
+    one loaded on DMA engine ``one_engine`` (0: the loads one after another on one engine, each
+    transfer moving alone), once before the first invocation where ``preamble``."""
+    n_ddr, zero_ddr, one_ddr, out = i32(DDR, 0, 1), i32(DDR, 16, 1), i32(DDR, 32, 1), i32(DDR, 48, 1)
+    n, i, one = i32(TCM, 0, 1), i32(TCM, 16, 1), i32(TCM, 32, 1)
+    flag = View(TCM, 48, (1,), DType.BOOL)
+    t32, tb = TensorType((1,), DType.INT32), TensorType((1,), DType.BOOL)
+    greater = KernelStep(Op.GREATER, make_attribute(Op.GREATER), (n, i), (t32, t32), (tb,))
+    loop = LoopCommand(3, (ComputeCommand(4, "vector", (greater,), (flag,), name="n > i"),), flag,
+                       (ComputeCommand(5, "vector", (add_step(i, one, (1,)),), (i,), name="i += 1"),),
+                       max_iterations=max_iterations, deps=(0, 1, 2), name="while")
+    commands = [DmaCommand(0, 0, n_ddr, n), DmaCommand(1, 0, zero_ddr, i), DmaCommand(2, one_engine, one_ddr, one),
+                loop, DmaCommand(6, 0, i, out, deps=(3,), name="store i")]
+    constants = [Allocation("zero", DDR, 16, 4, "constant", initial_data=bytes(4)),
+                 Allocation("one", DDR, 32, 4, "constant", initial_data=(1).to_bytes(4, "little"))]
+    return Program({DDR: 64, TCM: 64}, constants, commands, inputs={"n": n_ddr}, outputs={"i": out},
+                   preamble_command_ids=frozenset({2} if preamble else ()))

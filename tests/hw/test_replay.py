@@ -10,33 +10,9 @@ from npu_sim.commands.run_cmd import summary_json
 from npu_sim.hw import replay
 from npu_sim.hw.ddr import BandwidthChannel
 from npu_sim.hw.queues import Clock
-from npu_sim.program import Allocation, ComputeCommand, DmaCommand, KernelStep, LoopCommand, Program, View
 from npu_sim.simulator import FOLD_MIN_INVOCATIONS, Simulator, simulate_program
-from npu_sim.tosa.dtype import DType
-from npu_sim.tosa.ir import TensorType
-from npu_sim.tosa.ops import Op, make_attribute
 from reports.summary import build_summary
-from tests.hw.hw_programs import DDR, TCM, add_step, i32, make_hw
-
-
-def counting_loop(preamble: bool = False) -> Program:
-    """``i = 0; while n > i: i = i + 1``, its loads one after another on one DMA engine (each
-    transfer moves alone: the closed form a replay checks); ``preamble``: the constant one loaded
-    once, before the first invocation."""
-    n_ddr, zero_ddr, one_ddr, out = i32(DDR, 0, 1), i32(DDR, 16, 1), i32(DDR, 32, 1), i32(DDR, 48, 1)
-    n, i, one = i32(TCM, 0, 1), i32(TCM, 16, 1), i32(TCM, 32, 1)
-    flag = View(TCM, 48, (1,), DType.BOOL)
-    t32, tb = TensorType((1,), DType.INT32), TensorType((1,), DType.BOOL)
-    greater = KernelStep(Op.GREATER, make_attribute(Op.GREATER), (n, i), (t32, t32), (tb,))
-    loop = LoopCommand(3, (ComputeCommand(4, "vector", (greater,), (flag,), name="n > i"),), flag,
-                       (ComputeCommand(5, "vector", (add_step(i, one, (1,)),), (i,), name="i += 1"),),
-                       max_iterations=100, deps=(0, 1, 2), name="while")
-    commands = [DmaCommand(0, 0, n_ddr, n), DmaCommand(1, 0, zero_ddr, i), DmaCommand(2, 0, one_ddr, one),
-                loop, DmaCommand(6, 0, i, out, deps=(3,), name="store i")]
-    constants = [Allocation("zero", DDR, 16, 4, "constant", initial_data=bytes(4)),
-                 Allocation("one", DDR, 32, 4, "constant", initial_data=(1).to_bytes(4, "little"))]
-    return Program({DDR: 64, TCM: 64}, constants, commands, inputs={"n": n_ddr}, outputs={"i": out},
-                   preamble_command_ids=frozenset({2} if preamble else ()))
+from tests.hw.hw_programs import counting_loop, make_hw
 
 
 def _run(counts: list[int], monkeypatch: pytest.MonkeyPatch, *, replays: bool, preamble: bool = False) -> tuple:
@@ -54,7 +30,7 @@ def _run(counts: list[int], monkeypatch: pytest.MonkeyPatch, *, replays: bool, p
         patch.setattr(replay.Replays, "replay", counted)
         if not replays:
             patch.setattr(Simulator, "_replays", lambda self: None)
-        program, hw = counting_loop(preamble), make_hw()
+        program, hw = counting_loop(preamble=preamble), make_hw()
         result = simulate_program(program, hw, [{"n": np.array([c], np.int32)} for c in counts])
     trace = result.trace
     summary = summary_json(build_summary(trace, hw, program))

@@ -7,13 +7,13 @@ import pytest
 
 from npu_sim.errors import InputError, MemoryAccessError, ProgramError, SimulationDeadlock, SimulationError
 from npu_sim.hw.cost import compute_command_cycles
-from npu_sim.program import Allocation, ComputeCommand, CondCommand, DmaCommand, KernelStep, LoopCommand, Program, View
+from npu_sim.program import Allocation, ComputeCommand, CondCommand, DmaCommand, KernelStep, Program, View
 from npu_sim.reference.kernel_api import KernelArgs, input_window
 from npu_sim.simulator import simulate_program
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op, RoundingMode, make_attribute
-from tests.hw.hw_programs import DDR, TCM, VAR, add_step, i32, make_hw, pipeline_program
+from tests.hw.hw_programs import DDR, TCM, VAR, add_step, counting_loop, i32, make_hw, pipeline_program
 
 SETUP, W, READ_LATENCY, WRITE_LATENCY = 10, 16, 100, 50  # make_hw()'s DMA and DDR figures
 
@@ -312,25 +312,10 @@ def test_dependency_on_a_branch_not_taken_is_a_deadlock():
         simulate_program(program, make_hw(), [_cond_inputs(False)])
 
 
-def loop_program(max_iterations: int) -> Program:
-    """``i = 0; while n > i: i = i + 1`` with the condition and the counter in the TCM."""
-    n_ddr, zero_ddr, one_ddr, out = i32(DDR, 0, 1), i32(DDR, 16, 1), i32(DDR, 32, 1), i32(DDR, 48, 1)
-    n, i, one = i32(TCM, 0, 1), i32(TCM, 16, 1), i32(TCM, 32, 1)
-    flag = View(TCM, 48, (1,), DType.BOOL)
-    t32, tb = TensorType((1,), DType.INT32), TensorType((1,), DType.BOOL)
-    greater = KernelStep(Op.GREATER, make_attribute(Op.GREATER), (n, i), (t32, t32), (tb,))
-    loop = LoopCommand(3, (ComputeCommand(4, "vector", (greater,), (flag,), name="n > i"),), flag,
-                       (ComputeCommand(5, "vector", (add_step(i, one, (1,)),), (i,), name="i += 1"),),
-                       max_iterations=max_iterations, deps=(0, 1, 2), name="while")
-    commands = [DmaCommand(0, 0, n_ddr, n), DmaCommand(1, 0, zero_ddr, i), DmaCommand(2, 1, one_ddr, one),
-                loop, DmaCommand(6, 0, i, out, deps=(3,), name="store i")]
-    constants = [Allocation("zero", DDR, 16, 4, "constant", initial_data=bytes(4)),
-                 Allocation("one", DDR, 32, 4, "constant", initial_data=(1).to_bytes(4, "little"))]
-    return Program({DDR: 64, TCM: 64}, constants, commands, inputs={"n": n_ddr}, outputs={"i": out})
 
 
 def test_loop_runs_until_the_condition_is_false():
-    result = simulate_program(loop_program(10), make_hw(), [{"n": np.array([5], np.int32)}])
+    result = simulate_program(counting_loop(10, one_engine=1), make_hw(), [{"n": np.array([5], np.int32)}])
     assert result.outputs[0]["i"].tolist() == [5]
     names = [c.name for c in result.trace.commands]
     assert names.count("i += 1") == 5 and names.count("n > i") == 6
@@ -343,7 +328,7 @@ def test_loop_runs_until_the_condition_is_false():
 
 def test_loop_over_max_iterations_is_an_error():
     with pytest.raises(SimulationError, match=r"command 3 \(while\): loop exceeded max_iterations=3"):
-        simulate_program(loop_program(3), make_hw(), [{"n": np.array([5], np.int32)}])
+        simulate_program(counting_loop(3, one_engine=1), make_hw(), [{"n": np.array([5], np.int32)}])
 
 
 # --- refusals -------------------------------------------------------------------------------------
