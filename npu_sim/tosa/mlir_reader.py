@@ -30,6 +30,7 @@ from npu_sim.tosa.mlir_text import (
     dense_array,
     location_aliases,
     location_name,
+    one_line,
     parse_resources,
 )
 from npu_sim.tosa.ops import Op, attribute_class, op_from_name
@@ -381,7 +382,7 @@ class _Reader:
         try:
             op = op_from_name(short)
         except UnknownOperatorError:
-            raise TosaFormatError(f"{where}: unknown TOSA operator tosa.{short}") from None
+            raise TosaFormatError(one_line(f"{where}: unknown TOSA operator tosa.{short}")) from None
         if len(result_types) != len(results):
             raise TosaFormatError(f"{where}: {len(results)} results but {len(result_types)} result types")
         inputs = [self.lookup(state, v, where) for v in operands]

@@ -58,6 +58,11 @@ class TypedValue:
     mlir_type: MlirType | None = None
 
 
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (line breaks of quoted source included) one space."""
+    return " ".join(text.split())
+
+
 class Scanner:
     """A cursor over MLIR text; every ``expect``/``read`` failure names line and column."""
 
@@ -70,7 +75,7 @@ class Scanner:
     def error(self, what: str) -> TosaFormatError:
         line = self.text.count("\n", 0, self.pos) + 1
         column = self.pos - (self.text.rfind("\n", 0, self.pos) + 1) + 1
-        return TosaFormatError(f"{self.source}:{line}:{column}: {what}")
+        return TosaFormatError(f"{self.source}:{line}:{column}: {one_line(what)}")
 
     def skip(self) -> None:
         match = _SPACE.match(self.text, self.pos)

@@ -65,8 +65,11 @@ def test_random_json_documents(document):
 
 
 # --- TOSA MLIR text: the converter's output, damaged ------------------------------------------
-MLIR_EXAMPLES = [p for p in sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.mlir"))
-                 if p.stat().st_size < 64 * 1024]
+ROOT = Path(__file__).resolve().parents[2]
+MLIR_EXAMPLES = [p for p in sorted((ROOT / "examples").glob("*.mlir")) if p.stat().st_size < 64 * 1024] + [
+    ROOT / "tests" / "data" / "converted" / "dense_int8_converter.mlir"]   # (the converter's text: #loc, hex)
+#: characters whose loss or repetition unbalances the reader's bracketed spans and strings
+BRACKETS = re.compile(r'[\[\](){}<>"#]')
 MLIR_FUZZ = settings(max_examples=60, deadline=5000, derandomize=True,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -79,12 +82,14 @@ def _parse_mlir_or_refuse(text: str | bytes) -> None:
 @pytest.mark.parametrize("example", MLIR_EXAMPLES, ids=lambda p: p.stem)
 def test_mutated_mlir_is_read_or_refused_in_one_line(example):
     """Truncated files, flipped bytes, lines spliced in or dropped, absurd dimensions and
-    damaged hex constants: a graph, or one line naming what is wrong (never another error)."""
+    damaged hex constants, a bracket or quote dropped or doubled: a graph, or one line naming what
+    is wrong (never another error)."""
     text = example.read_text()
     lines = text.split("\n")
+    brackets = [m.start() for m in BRACKETS.finditer(text)]
 
     @MLIR_FUZZ
-    @given(st.sampled_from(["truncate", "bytes", "splice", "drop", "dims", "hex"]),
+    @given(st.sampled_from(["truncate", "bytes", "splice", "drop", "dims", "hex", "bracket"]),
            st.integers(0, len(text) - 1), st.integers(0, len(lines) - 1), st.integers(0, len(lines) - 1),
            st.sampled_from([0, 1, 99999999, 1 << 40, 3]), st.integers(0, 255))
     def mutate(kind, position, line_a, line_b, dim, byte):
@@ -101,6 +106,9 @@ def test_mutated_mlir_is_read_or_refused_in_one_line(example):
             else:
                 del changed[line_a]
             _parse_mlir_or_refuse("\n".join(changed))
+        elif kind == "bracket":
+            at = brackets[position % len(brackets)]
+            _parse_mlir_or_refuse(text[:at] + text[at] * (byte % 3) + text[at + 1:])   # dropped, kept or doubled
         elif kind == "dims":
             _parse_mlir_or_refuse(re.sub(r"tensor<(\d+)x", f"tensor<{dim}x", text, count=1 + position % 4))
         else:
@@ -109,3 +117,11 @@ def test_mutated_mlir_is_read_or_refused_in_one_line(example):
             _parse_mlir_or_refuse(damaged)
 
     mutate()
+
+
+def test_a_line_break_inside_an_operator_name_is_refused_in_one_line():
+    """A damaged quote can pull the next line into an operator's name; the error still fits one line."""
+    text = (ROOT / "tests" / "data" / "converted" / "dense_int8_converter.mlir").read_text()
+    with pytest.raises(NpuSimError) as error:
+        parse_graph(text.replace('"tosa.const"', '"tosa.co\nst"', 1).encode(), "x.mlir")
+    assert str(error.value) == "x.mlir: %1: unknown TOSA operator tosa.co st"
