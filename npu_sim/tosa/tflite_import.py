@@ -8,14 +8,12 @@ second run over the same ``.tflite`` converts it once.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
-import os
+import importlib.util
 import re
+import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from npu_sim import conversion_cache
@@ -106,26 +104,6 @@ def _lines_naming(word: str, text: str) -> str:
     return "\n".join(lines)
 
 
-def _quiet_stderr(log: Path) -> contextlib.AbstractContextManager[None]:
-    """Send file descriptor 2 to ``log`` for the duration (the converter writes there from C++)."""
-    @contextlib.contextmanager
-    def redirected() -> Iterator[None]:
-        try:
-            sys.stderr.flush()
-            saved = os.dup(2)
-        except (OSError, ValueError):   # no real stderr (embedded interpreters)
-            yield
-            return
-        try:
-            with open(log, "wb") as sink:
-                os.dup2(sink.fileno(), 2)
-                yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-    return redirected()
-
-
 def _refuse_vela_output(data: bytes, source: str) -> None:
     if _VELA_MARK in data:
         raise UnsupportedFeatureError(f"{source}: a .tflite already compiled by Vela (its ethos-u custom "
@@ -133,25 +111,58 @@ def _refuse_vela_output(data: bytes, source: str) -> None:
                                       "before Vela compiled it")
 
 
+#: The converter's module (C++ underneath: a damaged flatbuffer can crash it, so it runs in a
+#: process of its own, :func:`_convert`).
+CONVERTER = "tosa_converter_for_tflite"
+#: What that process runs: the model's path and the text's path as arguments; a refusal is one
+#: line on stdout and exit code 3 (the converter's own C++ logs go to stderr, which is dropped).
+_CONVERT_SCRIPT = """
+import sys
+import tosa_converter_for_tflite as c
+try:
+    with open(sys.argv[2], "wb") as sink:
+        c.tflite_flatbuffer_to_tosa_mlir(sys.argv[1], sink, c.TosaConverterOutputFormat.Text,
+                                         c.TosaConverterDebugInfo.Enable)
+except Exception as exc:
+    print(" ".join(str(exc).split())[:300] or type(exc).__name__)
+    sys.exit(3)
+"""
+#: Seconds a conversion may take (ResNet-50 takes about two).
+CONVERT_TIMEOUT_S = 600
+
+
+def _converter_available() -> bool:
+    """True if the converter can be imported (without importing it here)."""
+    if CONVERTER in sys.modules:
+        return sys.modules[CONVERTER] is not None
+    return importlib.util.find_spec(CONVERTER) is not None
+
+
 def _convert(data: bytes, source: str) -> str:
-    try:
-        import tosa_converter_for_tflite as converter
-    except ImportError:
-        raise UnsupportedFeatureError(f"{source}: reading .tflite needs the converter: {INSTALL_HINT}") from None
+    """The converter's MLIR text for ``data``, converted in a process of its own: whatever the
+    bytes do to the converter (an exception, a crash, no end), the caller gets one line."""
+    if not _converter_available():
+        raise UnsupportedFeatureError(f"{source}: reading .tflite needs the converter: {INSTALL_HINT}")
+    damaged = "a truncated or damaged .tflite?"
     with tempfile.TemporaryDirectory(prefix="npu-sim-tflite-") as work:
-        model = Path(work) / "model.tflite"
+        model, out = Path(work) / "model.tflite", Path(work) / "model.mlir"
         model.write_bytes(data)
-        sink = io.BytesIO()
         try:
-            with _quiet_stderr(Path(work) / "converter.log"):   # its C++ logs would break the one-line error
-                converter.tflite_flatbuffer_to_tosa_mlir(str(model), sink, converter.TosaConverterOutputFormat.Text,
-                                                         converter.TosaConverterDebugInfo.Enable)
-        except Exception as exc:   # the converter raises RuntimeError, ValueError, ... with its reason
-            reason = " ".join(str(exc).split())[:300] or type(exc).__name__
-            raise TosaFormatError(f"{source}: the TFLite converter cannot read it ({reason}; "
-                                  "a truncated or damaged .tflite?)") from None
+            done = subprocess.run([sys.executable, "-c", _CONVERT_SCRIPT, str(model), str(out)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=CONVERT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise TosaFormatError(f"{source}: the TFLite converter did not finish in {CONVERT_TIMEOUT_S} s "
+                                  f"({damaged})") from None
+        if done.returncode != 0:
+            reason = " ".join(done.stdout.decode("utf-8", errors="replace").split())[:300]
+            if done.returncode < 0:
+                reason = f"it crashed on signal {-done.returncode}"
+            elif not reason:
+                reason = f"it stopped with exit status {done.returncode}"
+            raise TosaFormatError(f"{source}: the TFLite converter cannot read it ({reason}; {damaged})")
+        sink = out.read_bytes() if out.exists() else b""
     # (the file locations name the temporary copy: the same model converts to the same text)
-    text = sink.getvalue().decode("utf-8", errors="replace").replace(str(model), "model.tflite")
+    text = sink.decode("utf-8", errors="replace").replace(str(model), "model.tflite")
     if "func.func" not in text:
         raise TosaFormatError(f"{source}: the TFLite converter found no model in it (a truncated or damaged .tflite?)")
     return text

@@ -64,6 +64,8 @@ def test_convert_writes_the_flatbuffer_and_caches_the_conversion(tmp_path, capsy
     (lambda: (TFLITE / "ds_cnn_kws_int8_vela.tflite").read_bytes(), "already compiled by Vela"),
     (lambda: (TFLITE / "ds_cnn_kws_int8.tflite").read_bytes()[:3000], "truncated or damaged"),
     (lambda: b"\0\0\0\0TFL3" + b"\xff" * 40, "truncated or damaged"),
+    # (the converter segfaults on it: it runs in a process of its own)
+    (lambda: (TFLITE.parent / "malformed" / "converter_crash.tflite").read_bytes(), "crashed on signal"),
 ])
 @pytest.mark.parametrize("command", [["inspect"], ["run", "--hw", "edge", "--random-inputs", "0", "-o", "out"]])
 def test_models_that_cannot_be_converted_are_refused_in_one_line(tmp_path, capsys, make, message, command):
