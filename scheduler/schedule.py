@@ -134,7 +134,7 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     stage(lowered, pool_item_max_bytes(hw, resident_constants) if keep else sys.maxsize, on_chip_kinds(hw))
     order_blocks(lowered, hw)
     if hw.stripes.enabled:   # (the peak TCM is what the planner then minimises)
-        sink_feature_maps(lowered)
+        sink_feature_maps(lowered, pool_item_max_bytes(hw, resident_constants))
     return lowered
 
 

@@ -22,17 +22,36 @@ from scheduler.ir.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind, Valu
 _STILL = frozenset({ValueKind.INTERMEDIATE, ValueKind.CONSTANT, ValueKind.INPUT, ValueKind.BOUND})
 
 
-def sink_feature_maps(lowered: LoweredGraph) -> None:
-    """Move the operations worth sinking in every block of ``lowered`` (in place)."""
+def sink_feature_maps(lowered: LoweredGraph, chunk_bytes: int) -> None:
+    """Move the operations worth sinking in every block of ``lowered`` (in place).
+
+    Moving a result's renaming copies with it (:func:`_worth_sinking`) puts more operations,
+    with their weights, beside new neighbours; it is done where the feature-map bytes it saves
+    (:func:`feature_map_peak_bytes`) exceed the largest constants of the operations it adds,
+    each counted up to ``chunk_bytes`` (what one load of streamed constants holds whole;
+    larger weights stream in stripes): what a neighbour may then hold at once."""
     for block in lowered.main.walk_blocks():
-        block.ops = sunk_order(block, lowered.values)
+        block.ops = sunk_order(block, lowered.values, chunk_bytes)
 
 
-def sunk_order(block: LoweredBlock, values: dict[str, Value]) -> list[NpuOp]:
-    """``block``'s operations with those worth sinking just before their first reader (a
-    topological order still: an operation only moves later, before anything reading it)."""
+def sunk_order(block: LoweredBlock, values: dict[str, Value], chunk_bytes: int) -> list[NpuOp]:
+    """``block``'s operations in the order :func:`sink_feature_maps` gives them."""
+    alone = _worth_sinking(block, values, with_renames=False)
+    together = _worth_sinking(block, values, with_renames=True)
+    order = _moved(block, alone)
+    if together != alone:
+        added = max((min(chunk_bytes, _constant_bytes(block.ops[i], values)) for i in together - alone), default=0)
+        order_together = _moved(block, together)
+        if feature_map_peak_bytes(order, values) - feature_map_peak_bytes(order_together, values) > added:
+            order = order_together
+    return order
+
+
+def _moved(block: LoweredBlock, sinking: set[int]) -> list[NpuOp]:
+    """``block``'s operations with those of ``sinking`` (indices) just before their first
+    reader (a topological order still: an operation only moves later, before anything reading
+    it)."""
     ops = block.ops
-    sinking = _worth_sinking(block, values)
     pending: dict[str, NpuOp] = {}   # result key -> an operation held back until its first reader
     order: list[NpuOp] = []
 
@@ -58,9 +77,14 @@ def sunk_order(block: LoweredBlock, values: dict[str, Value]) -> list[NpuOp]:
     return order
 
 
-def _worth_sinking(block: LoweredBlock, values: dict[str, Value]) -> set[int]:
+def _worth_sinking(block: LoweredBlock, values: dict[str, Value], with_renames: bool) -> set[int]:
     """Indices of the operations whose result is larger than the inputs they would keep live
-    longer, moved to their result's first reader (not the next operation already)."""
+    longer, moved to their result's first reader (not the next operation already).
+
+    A result that RESHAPE or contiguous SLICE copies only rename (``alias_ok``: they share its
+    bytes) moves with those copies, to the first reader of any of their results: an unrolled
+    GRU's input projection is split into its three gates' slices at once, each read steps
+    later."""
     ops = block.ops
     readers: dict[str, list[int]] = {}
     for j, op in enumerate(ops):
@@ -71,14 +95,77 @@ def _worth_sinking(block: LoweredBlock, values: dict[str, Value]) -> set[int]:
     for i, op in enumerate(ops):
         if not _may_move(op, values, outputs):
             continue
-        first = min(readers.get(op.outputs[0], [i + 1]))
-        if first <= i + 1 or any(o.kind not in (OpKind.COMPUTE, OpKind.COPY) for o in ops[i + 1:first]):
+        family = {i, *(_renames(ops, i, readers, values, outputs) if with_renames else ())}
+        first = _first_outside_reader(ops, family, readers, i)
+        if first is None:
             continue
         longer = sum(values[k].size_bytes for k in op.inputs
                      if values[k].kind is ValueKind.INTERMEDIATE and max(readers[k]) < first)
         if values[op.outputs[0]].size_bytes > longer:
-            chosen.add(i)
+            chosen |= family
     return chosen
+
+
+def _first_outside_reader(ops: list[NpuOp], family: set[int], readers: dict[str, list[int]], i: int) -> int | None:
+    """The first reader of operation ``i``'s family (it and its renaming copies) outside it, if
+    the family may move to it: past the next operation, across compute and copies only, and
+    with every copy before it."""
+    first = min((r for j in family for r in readers.get(ops[j].outputs[0], ()) if r not in family), default=i + 1)
+    if first <= i + 1 or any(o.kind not in (OpKind.COMPUTE, OpKind.COPY) for o in ops[i + 1:first]):
+        return None
+    return None if any(j > first for j in family) else first
+
+
+def feature_map_peak_bytes(ops: list[NpuOp], values: dict[str, Value]) -> int:
+    """The most bytes of feature maps live at once when ``ops`` run in this order, each from
+    its producer to its last reader (a renaming copy's result is its source's bytes)."""
+    root: dict[str, str] = {}
+    born: dict[str, int] = {}
+    dies: dict[str, int] = {}
+    for i, op in enumerate(ops):
+        for key in op.inputs:
+            if key in root:
+                dies[root[key]] = i
+        renames = op.kind is OpKind.COPY and op.alias_ok and len(op.sources) == 1 and op.sources[0] in root
+        for key in op.outputs:
+            if values[key].kind is not ValueKind.INTERMEDIATE:
+                continue
+            root[key] = root[op.sources[0]] if renames else key
+            if not renames:
+                born[key] = dies[key] = i
+    deltas = [0] * (len(ops) + 1)
+    for key, start in born.items():
+        deltas[start] += values[key].size_bytes
+        deltas[dies[key] + 1] -= values[key].size_bytes
+    live = peak = 0
+    for delta in deltas:
+        live += delta
+        peak = max(peak, live)
+    return peak
+
+
+def _constant_bytes(op: NpuOp, values: dict[str, Value]) -> int:
+    """The constant bytes ``op`` reads (its streamed weights and parameters)."""
+    return sum(values[k].size_bytes for k in op.inputs if values[k].kind is ValueKind.CONSTANT)
+
+
+def _renames(ops: list[NpuOp], i: int, readers: dict[str, list[int]], values: dict[str, Value],
+             block_outputs: set[str]) -> set[int]:
+    """Indices of the copies that only rename operation ``i``'s result (``alias_ok`` copies
+    of it, and of those, transitively) and whose results stay in the block."""
+    found: set[int] = set()
+    frontier = [ops[i].outputs[0]]
+    while frontier:
+        key = frontier.pop()
+        for r in readers.get(key, ()):
+            op = ops[r]
+            if r in found or op.kind is not OpKind.COPY or not op.alias_ok or len(op.outputs) != 1:
+                continue
+            if op.outputs[0] in block_outputs or values[op.outputs[0]].kind is not ValueKind.INTERMEDIATE:
+                continue
+            found.add(r)
+            frontier.append(op.outputs[0])
+    return found
 
 
 def _may_move(op: NpuOp, values: dict[str, Value], block_outputs: set[str]) -> bool:

@@ -6,7 +6,7 @@ from npu_sim.hw.config import load_hw_config
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op
-from scheduler.passes.sinking import sunk_order
+from scheduler.passes.sinking import feature_map_peak_bytes, sunk_order
 from scheduler.schedule import lower_graph
 from tests.scheduler.graphs import _widen, check_end_to_end, conv_block
 
@@ -32,7 +32,7 @@ def test_the_int32_skip_runs_just_before_the_add_that_reads_it():
     assert _names(lowered.main.ops) == ["stage x(x@tcm)", "RESCALE(rescale_4)", "CONV2D(clamp_14)",
                                         "DEPTHWISE_CONV2D(clamp_24)", "CONV2D(add_39)"]
     # its 2,048 int32 bytes wait two operations for the ADD; x stays live for the first conv anyway
-    assert _names(sunk_order(lowered.main, lowered.values)) == [
+    assert _names(sunk_order(lowered.main, lowered.values, 2048)) == [
         "stage x(x@tcm)", "CONV2D(clamp_14)", "DEPTHWISE_CONV2D(clamp_24)", "RESCALE(rescale_4)", "CONV2D(add_39)"]
 
 
@@ -46,7 +46,7 @@ def test_a_fused_skip_path_waits_for_its_reader():
     lowered = lower_graph(_residual(skip), load_hw_config("tiny"))
     assert _names(lowered.main.ops) == ["stage x(x@tcm)", "CONV2D(clamp_9)", "CONV2D(clamp_29)",
                                         "DEPTHWISE_CONV2D(clamp_39)", "CONV2D(rescale_53)", "CONV2D(add_59)"]
-    assert _names(sunk_order(lowered.main, lowered.values)) == [
+    assert _names(sunk_order(lowered.main, lowered.values, 2048)) == [
         "stage x(x@tcm)", "CONV2D(clamp_29)", "DEPTHWISE_CONV2D(clamp_39)", "CONV2D(rescale_53)", "CONV2D(clamp_9)",
         "CONV2D(add_59)"]
 
@@ -76,6 +76,48 @@ def test_vectors_computed_early_wait_for_their_readers():
     lowered = lower_graph(b.build(), unsunk)
     first = [op for op in lowered.main.ops if op.outputs[0] in projections]
     lowered.main.ops = first + [op for op in lowered.main.ops if op not in first]   # projections first
-    assert _names(sunk_order(lowered.main, lowered.values)) == [
+    assert _names(sunk_order(lowered.main, lowered.values, 2048)) == [
         "MUL(mul_4)", "MUL(mul_1)", "SUB(sub_5)", "MUL(mul_6)", "MUL(mul_2)", "SUB(sub_7)", "MUL(mul_8)", "MUL(mul_3)",
         "SUB(sub_9)"]
+
+
+def _gated_steps(steps: int):
+    """An unrolled recurrence whose input projections (1 KiB each, from a 1 KiB weight of its
+    own) are split into two gates by a RESHAPE and two SLICEs (copies that only rename its
+    bytes), each gate read at its step; the projections are placed first."""
+    b = GraphBuilder()
+    shift = b.const(None, np.array([0], dtype=np.int8))
+    xs = [b.input(f"x{t}", (1, 1, 1, 256), DType.INT32) for t in range(steps)]
+    h = b.input("h", (1, 1, 1, 128), DType.INT32)
+    projections = [b.op(Op.MUL, [x, b.const(None, np.full((1, 1, 1, 256), t + 1, dtype=np.int32)), shift])
+                   for t, x in enumerate(xs)]
+    for projection in projections:
+        gates = b.op(Op.RESHAPE, [projection, b.const_shape(None, [1, 1, 2, 128])])
+        first, second = (b.op(Op.SLICE, [gates, b.const_shape(None, [0, 0, k, 0]), b.const_shape(None, [1, 1, 1, 128])])
+                         for k in (0, 1))
+        h = b.op(Op.SUB, [b.op(Op.SUB, [b.op(Op.MUL, [h, h, shift]), first]), second])
+    b.output(h)
+    hw = load_hw_config("ethos-u85-256")
+    unsunk = hw.model_copy(update={"stripes": hw.stripes.model_copy(update={"enabled": False})})
+    lowered = lower_graph(b.build(), unsunk)
+    first_ops = [op for op in lowered.main.ops if op.outputs[0] in projections]
+    lowered.main.ops = first_ops + [op for op in lowered.main.ops if op not in first_ops]
+    return lowered, projections
+
+
+def test_a_projection_moves_with_the_copies_that_split_it_into_gates():
+    """Four 1 KiB projections waiting together against one at a time: 5 KiB of feature maps
+    at the peak become 2 KiB, a saving above what a moved operation's constants (its 1 KiB
+    weight) may add beside its new neighbours, so each projection, its RESHAPE and its first
+    gate's SLICE run just before that gate's reader; the second SLICE waits for its own."""
+    lowered, projections = _gated_steps(4)
+    order = sunk_order(lowered.main, lowered.values, 2048)
+    assert sorted(map(id, order)) == sorted(map(id, lowered.main.ops))
+    labels = [op.name.split("(")[0] for op in order]
+    for projection in projections:
+        at = next(i for i, op in enumerate(order) if op.outputs[0] == projection)
+        assert labels[at + 1:at + 3] == ["RESHAPE", "SLICE"]
+        assert order[at + 2].sources[0] == order[at + 1].outputs[0] and order[at + 1].sources[0] == projection
+    assert feature_map_peak_bytes(lowered.main.ops, lowered.values) == 5120
+    assert feature_map_peak_bytes(order, lowered.values) == 2048
+
