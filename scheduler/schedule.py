@@ -69,6 +69,7 @@ from scheduler.memory.roles import (
     whole_program_tcm_bytes,
 )
 from scheduler.passes.constant_merging import merge_identical_constants
+from scheduler.passes.constant_reloads import reload_distant_constants
 from scheduler.passes.cpu_fallback import assign_cpu_fallbacks
 from scheduler.passes.empty_tensors import drop_empty_tensors
 from scheduler.passes.float_round_trips import integer_data_movement
@@ -135,6 +136,8 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     order_blocks(lowered, hw)
     if hw.stripes.enabled:   # (the peak TCM is what the planner then minimises)
         sink_feature_maps(lowered, pool_item_max_bytes(hw, resident_constants))
+    if not keep and streams_constants(hw, resident_constants):   # (after the order is final)
+        reload_distant_constants(lowered, pool_item_max_bytes(hw, resident_constants))
     return lowered
 
 

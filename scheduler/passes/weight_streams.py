@@ -47,7 +47,7 @@ def private_weight_streams(lowered: LoweredGraph, item_max_bytes: int) -> int:
     readers = Counter(key for keys in streams.values() for key in keys)
     copies = 0
     for i, keys in streams.items():
-        shared = {key for key in keys if readers[key] > 1 and _copyable(lowered, key, item_max_bytes)}
+        shared = {key for key in keys if readers[key] > 1 and copyable_constant(lowered, key, item_max_bytes)}
         if not shared:
             continue
         op = lowered.main.ops[i]
@@ -65,7 +65,9 @@ def _stream_keys(op: NpuOp) -> set[str]:
     return weights | parameters if weights else set()
 
 
-def _copyable(lowered: LoweredGraph, key: str, item_max_bytes: int) -> bool:
+def copyable_constant(lowered: LoweredGraph, key: str, item_max_bytes: int) -> bool:
+    """True for a constant the pool takes (at most ``item_max_bytes``) that is no graph output:
+    a reader may have a copy of its own."""
     value = lowered.values[key]
     return value.kind is ValueKind.CONSTANT and 0 < value.size_bytes <= item_max_bytes \
         and key not in lowered.output_keys

@@ -18,10 +18,10 @@ def test_the_stacked_lstm_on_the_u55_streams_its_weights_and_constants():
     assert ours["by_kind"] == {"constant": 4768, "tile": 4096, "activation": 1920}
     assert ours["tcm_resident_constant_bytes"] == 0
     assert [(t["name"], t["size_bytes"]) for t in ours["top_tensors"]] == [
-        ("constant_pool[7304:9864)", 2560), ("constant_pool[5168:7272)", 2112),
+        ("constant_pool[7304:9872)", 2576), ("constant_pool[5168:7272)", 2112),
         ("CONV2D(layer_90)+RESCALE(layer_91):in0.1/1", 2048)]
     assert (ours["resident_pool_peak_tcm_bytes"], ours["cycles"], ours["resident_pool_cycles"]) == (
-        92064, 238524, 257978)
+        92064, 239136, 257978)
 
 
 def test_the_resident_pool_preset_only_turns_streaming_off():
@@ -44,12 +44,12 @@ def test_rows_of_compared_pairs_only():
 
 def test_mobilenet_v3_on_the_u85_runs_its_first_layers_in_stripes():
     """102,496 bytes of TCM on whole activation maps (Vela: 46,448), 51,808 in stripes (the input
-    staged whole: on this shared pipeline its rows do not stream under the chain), 22,192 in the
+    staged whole: on this shared pipeline its rows do not stream under the chain), 21,968 in the
     fewest-bytes stripes (which do stream them); the stripes take 1.6% fewer cycles, the fewest-bytes
     ones 2.2% more."""
     ours = run_ours(EXAMPLES / "mobilenet_v3_small_int8.tosa", "ethos-u85-256")
     assert (ours["unstriped_peak_tcm_bytes"], ours["peak_tcm_bytes"], ours["size_peak_tcm_bytes"]) == (
-        102496, 51808, 22192)
-    assert (ours["unstriped_cycles"], ours["cycles"], ours["size_cycles"]) == (329615, 324188, 336967)
+        102496, 51808, 21968)
+    assert (ours["unstriped_cycles"], ours["cycles"], ours["size_cycles"]) == (329615, 324188, 336892)
     assert (ours["striped_chains"], ours["tcm_lower_bound_unstriped_bytes"]) == (1, 111712)
     assert ours["by_kind"]["stripe"] == 13824
