@@ -297,6 +297,26 @@ class KernelStep(Generic[OperandT]):
 LUT_UNIT = "lut"
 
 
+#: Operators whose operand 1 is a weight tensor a matrix product reads (see ``weights_in_place``).
+WEIGHT_OPS = frozenset({Op.CONV2D, Op.CONV3D, Op.DEPTHWISE_CONV2D, Op.TRANSPOSE_CONV2D, Op.MATMUL})
+
+
+def reads_weight_stream(step_op: Op, operand_index: int) -> bool:
+    """True for an operand of a matrix product's weight stream: its weights and bias (operands 1
+    and 2 of a product), the multipliers and shifts of the RESCALE that scales its results
+    (operands 1 and 2): what Vela's weight encoder packs into one stream per operation."""
+    return operand_index in (1, 2) and (step_op in WEIGHT_OPS or step_op is Op.RESCALE)
+
+
+def reads_in_place(command_unit: str, composite: str, step_op: Op, operand_index: int,
+                   weights_in_place: bool = False) -> bool:
+    """True for the operand a command may read where it lives, in any memory: a lookup's table
+    (:func:`reads_table_in_place`), and with ``weights_in_place`` (see ``ComputeCommand``) its
+    weight stream (:func:`reads_weight_stream`)."""
+    return reads_table_in_place(command_unit, composite, step_op, operand_index) or \
+        (weights_in_place and reads_weight_stream(step_op, operand_index))
+
+
 def reads_table_in_place(command_unit: str, composite: str, step_op: Op, operand_index: int) -> bool:
     """True for the operand a command may read where it lives, in any memory: the table of a
     lookup's GATHER on the LUT unit or in a fused composite. The LUT loads its table into a
@@ -332,6 +352,18 @@ class ComputeCommand:
     #: (``tcm.ddr_recurrent_state``)
     reads_ddr_state: bool = False
     writes_ddr_state: bool = False
+    #: it reads its weight stream (weights, bias, the scaling RESCALE's multipliers and shifts:
+    #: :func:`reads_weight_stream`) where it lives, the DDR or flash, while it computes: the bytes
+    #: cross the DDR channel as one stream (``tcm.matrix_vector_weights_in_place``)
+    weights_in_place: bool = False
+
+    def in_place_weights(self) -> list[View]:
+        """The views of its weight stream it reads outside the TCM (empty unless
+        ``weights_in_place``)."""
+        if not self.weights_in_place:
+            return []
+        return [o for s in self.steps for i, o in enumerate(s.operands)
+                if isinstance(o, View) and o.memory is not MemorySpace.TCM and reads_weight_stream(s.op, i)]
 
 
 @dataclass(frozen=True)

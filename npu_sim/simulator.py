@@ -63,12 +63,18 @@ import npu_sim.reference  # noqa: F401  (registers the kernels the compute units
 from npu_sim import progress
 from npu_sim.errors import InputError, MemoryAccessError, ProgramError, SimulationDeadlock, SimulationError
 from npu_sim.gc_pause import gc_paused
-from npu_sim.hw.compute import ComputeOp, TimedComputeOp, compile_compute, no_binding
+from npu_sim.hw.compute import ComputeOp, TimedComputeOp, WeightRead, compile_compute, no_binding
 from npu_sim.hw.compute_units import unit_names
 from npu_sim.hw.config import HwConfig, load_hw_config
 from npu_sim.hw.cost import ComputeCycles, command_mac_pe_cycles, command_macs, command_tcm_bytes
 from npu_sim.hw.ddr import BandwidthChannel
-from npu_sim.hw.dma import DmaModel, DmaOp, TimedDmaOp, channel_bandwidth_bytes_per_cycle, make_descriptor
+from npu_sim.hw.dma import (
+    DmaModel,
+    DmaOp,
+    TimedDmaOp,
+    channel_bandwidth_bytes_per_cycle,
+    make_descriptor,
+)
 from npu_sim.hw.memory import Memory, PointerTables, ViewAccess, named
 from npu_sim.hw.queues import Clock, Dependency, QueuedCommand, Unit, Waiter
 from npu_sim.hw.replay import Diverged, Replays, Transfer
@@ -164,6 +170,14 @@ def _attach_pointer_tables(program: Program, memories: dict[MemorySpace, Memory]
         tables.tables[t.blocks] = (t.table_offset_bytes, t.pointer_bytes)
 
 
+def in_place_weight_bytes(hw: HwConfig, cmd: ComputeCommand) -> tuple[int, int]:
+    """Bytes of the weight stream ``cmd`` reads where it lives, and the DDR bursts' bytes it takes
+    (one stream: Vela's encoder packs an operation's weights and scales together)."""
+    size = sum(v.size_bytes for v in cmd.in_place_weights())
+    burst = hw.ddr.burst_size_bytes
+    return size, -(-size // burst) * burst
+
+
 def _where(cmd: Command) -> str:
     return f"command {cmd.id}" + (f" ({cmd.name})" if cmd.name else "")
 
@@ -210,9 +224,10 @@ class _StaticFacts:
                               t.ddr_write_burst_bytes, touched)
         if isinstance(node, ComputeOp):
             cmd = node.command
+            weights = in_place_weight_bytes(self.hw, cmd)
             return StaticInfo("compute", cmd.unit, "+".join(s.op.name for s in cmd.steps),
                               command_tcm_bytes(cmd.steps, cmd.outputs), node.macs,
-                              command_mac_pe_cycles(self.hw, cmd), 0, 0, 0, 0, touched)
+                              command_mac_pe_cycles(self.hw, cmd), weights[0], 0, weights[1], 0, touched)
         kind, op = ("cond", "if") if isinstance(node.command, CondCommand) else ("loop", "while")
         return StaticInfo(kind, "sequencer", op, 0, 0, 0, 0, 0, 0, 0, touched)
 
@@ -322,6 +337,7 @@ class Simulator:
             cycles, macs = self._compute_cycles(cmd), command_macs(cmd)
             node = (TimedComputeOp if self.timing_only else ComputeOp)(
                 cmd, self.compute_units[cmd.unit], self, steps, outputs, cycles, macs, self._constant_tcm)
+            node.weight_read = self._weight_read(cmd)
         elif isinstance(cmd, (CondCommand, LoopCommand)):
             with named(f"{where} condition"):
                 condition = self.memories[cmd.condition.memory].access(cmd.condition)
@@ -337,6 +353,15 @@ class Simulator:
         node.deps = self._resolve_deps(cmd)
         self.nodes[cmd.id] = node
         return node
+
+    def _weight_read(self, cmd: ComputeCommand) -> WeightRead | None:
+        """The weights ``cmd`` reads where they live (the DDR: whole bursts, its read latency)."""
+        if any(v.memory is not MemorySpace.DDR for v in cmd.in_place_weights()):
+            raise ProgramError(f"{_where(cmd)}: weights read in place must be in the DDR")
+        size, burst_bytes = in_place_weight_bytes(self.hw, cmd)
+        if not size:
+            return None
+        return WeightRead(self.channels[MemorySpace.DDR], size, burst_bytes, self.hw.ddr.read_latency_cycles)
 
     def _check_descriptor(self, cmd: DmaCommand) -> None:
         """Reject a copy that needs more than 3 levels (:func:`make_descriptor`), once per geometry:
@@ -370,7 +395,7 @@ class Simulator:
                 continue
             del node.machine
             if isinstance(node, ComputeOp):
-                node.steps, node.outputs = [], []
+                node.steps, node.outputs, node.weight_read = [], [], None
             else:
                 del node.src, node.dst, node.channel
         for memory in self.memories.values():

@@ -3,8 +3,8 @@
 ``ddr_read_bytes`` / ``ddr_write_bytes`` stay the off-chip memory's traffic at the top of
 summary.json; this adds, for every memory of the machine, what it holds (its roles in the
 config's ``memory_roles``: Vela's memory modes), whether it is read-only (flash), its size, the
-payload bytes the DMAs read from it and wrote into it, and for the TCM the bytes the compute
-units read and wrote there.
+payload bytes the DMAs read from it and wrote into it (and, for the DDR, the weights matrix-vector
+products read there in place), and for the TCM the bytes the compute units read and wrote there.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ def memory_roles(hw: HwConfig) -> dict[str, list[str]]:
 
 def memory_figures(trace: Trace, hw: HwConfig, program: Program | None) -> dict[str, dict[str, Any]]:
     """Per memory: ``holds``, ``read_only``, ``size_bytes``, ``read_bytes`` and ``write_bytes``
-    (DMA payload from and into it), and for the TCM ``compute_bytes`` (read and written by the
-    compute units)."""
+    (DMA payload from and into it; the DDR's reads also count the weights compute commands read
+    there in place), and for the TCM ``compute_bytes`` (read and written by the compute units)."""
     sizes = {MemorySpace.DDR: hw.ddr.size_bytes, MemorySpace.TCM: hw.tcm.size_bytes,
              MemorySpace.VARIABLE_SRAM: hw.variable_sram.size_bytes}
     read = dict.fromkeys(MemorySpace, 0)
@@ -47,6 +47,7 @@ def memory_figures(trace: Trace, hw: HwConfig, program: Program | None) -> dict[
             written[dst] += size
         elif record.kind == "compute":
             compute_bytes += record.bytes
+            read[MemorySpace.DDR] += record.ddr_read_bytes
     holds = memory_roles(hw)
     out: dict[str, dict[str, Any]] = {}
     for memory in MemorySpace:

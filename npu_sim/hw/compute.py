@@ -23,19 +23,21 @@ reference executor). Nothing wrong is ever written silently.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
 from npu_sim.errors import MemoryAccessError, ProgramError, SimulationError, TosaRuntimeError
+from npu_sim.hw.ddr import BandwidthChannel
 from npu_sim.hw.int_pipelines import fuse_int_pipelines
 from npu_sim.hw.memory import Memory, ViewAccess
 from npu_sim.hw.queues import Machine, QueuedCommand, Unit
 from npu_sim.hw.result_memo import ResultMemo
 from npu_sim.hw.table_folding import PlanEntry, fold_plan
-from npu_sim.program import ComputeCommand, KernelStep, MemorySpace, View, reads_table_in_place
+from npu_sim.program import ComputeCommand, KernelStep, MemorySpace, View, reads_in_place
 from npu_sim.reference.custom import custom_implementation
 from npu_sim.reference.kernel_api import BoundKernel, KernelArgs, bind_kernel, run_kernel
 from npu_sim.tosa.ops import Op
@@ -124,7 +126,7 @@ def compile_compute(command: ComputeCommand, memories: Mapping[MemorySpace, Memo
     bind = bind or binder(memories)
 
     def in_place(op: Op, operand_index: int) -> bool:
-        return reads_table_in_place(command.unit, command.composite, op, operand_index)
+        return reads_in_place(command.unit, command.composite, op, operand_index, command.weights_in_place)
 
     steps = [compile_step(step, i, bind, where, readable, in_place) for i, step in enumerate(command.steps)]
     if command.output_steps and (len(command.output_steps) != len(command.outputs) or
@@ -154,11 +156,21 @@ def _feeds(cs: CompiledStep, constants: list[np.ndarray | None]) -> tuple[tuple[
     return tuple(feeds)
 
 
+class WeightRead(NamedTuple):
+    """The weights a compute command reads where they live (``ComputeCommand.weights_in_place``):
+    their bytes cross ``channel`` (whole bursts) while it computes; it ends when both are done."""
+
+    channel: BandwidthChannel
+    size_bytes: int
+    burst_bytes: int
+    latency_cycles: int
+
+
 class ComputeOp(QueuedCommand):
     """A compute command compiled for one machine (``steps``/``outputs`` from :func:`compile_compute`)."""
 
     __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound", "constant_tcm", "all_bound", "feeds",
-                 "fold", "plan", "memo", "copy_from")
+                 "fold", "plan", "memo", "copy_from", "weight_read", "parts_left")
 
     def __init__(self, command: ComputeCommand, unit: Unit, machine: Machine,
                  steps: list[CompiledStep], outputs: list[ViewAccess], cycles: int, macs: int,
@@ -188,11 +200,25 @@ class ComputeOp(QueuedCommand):
         #: with ``fold``, an IDENTITY of one operand read from memory: that operand (its bytes are
         #: copied to the output, no kernel run; None: not such a command)
         self.copy_from: ViewAccess | None = None
+        #: the weights it reads where they live (None: it reads only the TCM)
+        self.weight_read: WeightRead | None = None
+        self.parts_left = 0
 
     def start(self) -> None:
         env = self.machine.env
-        self.start_cycle = env.now
-        env.timeout(self.cycles).callbacks.append(self._end)
+        now = self.start_cycle = env.now
+        read = self.weight_read
+        if read is None:
+            env.timeout(self.cycles).callbacks.append(self._end)
+            return
+        self.parts_left = 2   # (its compute body and its weights' transfer)
+        read.channel.start(now, read.burst_bytes, math.inf, read.latency_cycles, self._part_done)
+        env.timeout(self.cycles).callbacks.append(self._part_done)
+
+    def _part_done(self, event: object) -> None:
+        self.parts_left -= 1
+        if not self.parts_left:
+            self._end(event)
 
     def _end(self, _event: object) -> None:
         self.act()

@@ -131,6 +131,14 @@ class TcmConfig(_Strict):
         "(one DMA of the pool's chunk, rounded to whole bursts once) before it, as Vela's weight "
         "encoder packs them (regor: one encoded weight-and-scale stream per operation, 10 bytes of "
         "scale a channel); False: one DMA per tensor, each rounded to whole bursts")
+    matrix_vector_weights_in_place: bool = Field(
+        default=False, description="with streamed constants (constant_stream_slack_fraction): an "
+        "operation on the MAC array with one output position (a matrix-vector product: an LSTM or GRU "
+        "gate, a dense layer on one vector) reads its constant weights where they live, the DDR or "
+        "flash, while it computes (their bytes cross the DDR channel beside the DMAs), with no TCM "
+        "copy: every weight is read once, so a buffer would hide nothing. Vela 5.2 on the Ethos-U55 "
+        "with its weights in flash buffers none (its debug database for an unrolled LSTM lists no "
+        "weight buffer, and each gate convolution's cycles are its flash access cycles)")
 
     @model_validator(mode="after")
     def _check(self) -> TcmConfig:

@@ -424,6 +424,7 @@ class _BlockCompiler:
                 c.reads_ddr_home |= home
                 c.reads_ddr_state |= state_in
                 c.writes_ddr_state |= state_out
+                c.weights_in_place |= op.weights_in_place
 
     def _hoist(self, i: int, op: NpuOp, own: list[ACommand], done: list[_Emitted], result: ResidencyResult,
                extra: dict[int, int]) -> list[ACommand]:

@@ -55,6 +55,7 @@ class ACompute:
     reads_ddr_home: bool = False         # see ComputeCommand
     reads_ddr_state: bool = False        # see ComputeCommand
     writes_ddr_state: bool = False       # see ComputeCommand
+    weights_in_place: bool = False       # see ComputeCommand
 
 
 @dataclass

@@ -20,7 +20,8 @@ from enum import Enum
 import numpy as np
 
 from npu_sim.memory_layout import element_size_bytes
-from npu_sim.program import CompositeCandidate, CompositeFacts, CpuFallback, reads_table_in_place
+from npu_sim.program import CompositeCandidate, CompositeFacts, CpuFallback
+from npu_sim.program import reads_in_place as command_reads_in_place
 from npu_sim.tosa.ir import Operator, TensorType
 from npu_sim.tosa.ops import Attribute, Op
 
@@ -114,6 +115,9 @@ class NpuOp:
     output_steps: tuple[int, ...] = ()
     #: a table lookup on the LUT: the function its table holds (SIGMOID, TANH), else ""
     lut_function: str = ""
+    #: its matrix products read their constant weights where they live (see
+    #: :mod:`scheduler.passes.weights_in_place`)
+    weights_in_place: bool = False
     #: ``inputs`` and the (steps, sources) it was computed from
     _inputs: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -136,10 +140,10 @@ class NpuOp:
         return inputs
 
     def reads_in_place(self, step: int, operand: int) -> bool:
-        """True for an operand read where it lives, with no TCM copy: a lookup's table (see
-        :func:`npu_sim.program.reads_table_in_place`)."""
-        return reads_table_in_place(self.unit, self.composite.kind if self.composite else "", self.steps[step].op,
-                                    operand)
+        """True for an operand read where it lives, with no TCM copy: a lookup's table, weights
+        read in place (see :func:`npu_sim.program.reads_in_place`)."""
+        return command_reads_in_place(self.unit, self.composite.kind if self.composite else "",
+                                      self.steps[step].op, operand, self.weights_in_place)
 
     def output_type(self, k: int) -> TensorType:
         """The type of output ``k`` of a COMPUTE operation."""

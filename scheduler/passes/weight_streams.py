@@ -62,7 +62,9 @@ def private_weight_streams(lowered: LoweredGraph, item_max_bytes: int) -> int:
 def _stream_keys(op: NpuOp) -> set[str]:
     """The constants ``op`` would stream as its weight stream (none without a MAC step)."""
     weights, parameters = weights_and_parameters(op)
-    return weights | parameters if weights else set()
+    if not weights or op.weights_in_place:   # (in place: the stream is read where it lives)
+        return set()
+    return weights | parameters
 
 
 def copyable_constant(lowered: LoweredGraph, key: str, item_max_bytes: int) -> bool:

@@ -53,7 +53,7 @@ from npu_sim.program import (
     MemorySpace,
     Program,
     View,
-    reads_table_in_place,
+    reads_in_place,
 )
 from scheduler.memory.byte_ranges import Ranges, covered, overlaps, pages, view_ranges
 
@@ -106,10 +106,10 @@ def _reads_writes(cmd: Command) -> tuple[list[View], list[View]]:
 
 def _check_compute_reads(cmd: ComputeCommand, reads: list[View]) -> None:
     """Compute units read the TCM (a composite also the variable SRAM, a LUT its tables where
-    they live)."""
+    they live, a matrix-vector product with ``weights_in_place`` its weights)."""
     readable = (TCM, VAR) if cmd.composite else (TCM,)
     tables = {id(o) for s in cmd.steps for i, o in enumerate(s.operands)
-              if reads_table_in_place(cmd.unit, cmd.composite, s.op, i)}
+              if reads_in_place(cmd.unit, cmd.composite, s.op, i, cmd.weights_in_place)}
     for v in reads:
         if v.element_count and v.memory not in readable and id(v) not in tables:
             raise PlanError(f"{_label(cmd)}: compute operand {v} is not in TCM")

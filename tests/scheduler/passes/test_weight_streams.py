@@ -19,9 +19,12 @@ from tests.scheduler.graphs import check_end_to_end
 LSTM = Path(__file__).resolve().parents[2] / "data" / "tflite" / "lstm_int8.tflite"   # LSTM(16), 8 steps, Dense(4)
 
 
-def _u55(packed: bool):
+def _u55(packed: bool, in_place: bool = False):
+    """ethos-u55-256 with its weight streams packed or not, its matrix-vector products' weights
+    read in place or loaded (as they are here: this module is about the loads)."""
     data = load_hw_config("ethos-u55-256").model_dump(mode="json")
-    return hw_config_from_dict(deep_merge(data, {"tcm": {"packed_weight_streams": packed}}), "u55-test")
+    tcm = {"packed_weight_streams": packed, "matrix_vector_weights_in_place": in_place}
+    return hw_config_from_dict(deep_merge(data, {"tcm": tcm}), "u55-test")
 
 
 def _mac_ops(lowered):

@@ -1,0 +1,79 @@
+"""Weights in place: a matrix-vector product on the U55 reads its weights from the flash where
+they live, while it computes (``tcm.matrix_vector_weights_in_place``)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+import npu_sim
+from npu_sim.api import load_graph
+from npu_sim.hw.config import load_hw_config
+from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace
+from npu_sim.tosa.builder import GraphBuilder
+from npu_sim.tosa.dtype import DType
+from scheduler.schedule import lower_graph
+from tests.scheduler.graphs import check_end_to_end, conv_block
+
+
+def _dense(rows: int = 1):
+    """Two 1x1 convolutions of 256 channels on ``rows`` x 1 positions (a dense layer's pair)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, rows, 1, 64), DType.INT8)
+    y = conv_block(b, x, 256, kernel=1, pad=0, seed=1)
+    b.output(conv_block(b, y, 64, kernel=1, pad=0, seed=2))
+    return b.build()
+
+
+def _products(lowered):
+    return [op for op in lowered.main.ops if op.unit == "mac_array"]
+
+
+def test_only_matrix_vector_products_on_the_u55_read_their_weights_in_place():
+    assert [op.weights_in_place for op in _products(lower_graph(_dense(), load_hw_config("ethos-u55-256")))] == \
+        [True, True]
+    assert not any(op.weights_in_place for op in _products(lower_graph(_dense(4), load_hw_config("ethos-u55-256"))))
+    assert not any(op.weights_in_place for op in _products(lower_graph(_dense(), load_hw_config("ethos-u85-256"))))
+    several = lower_graph(_dense(), load_hw_config("ethos-u55-256"), resident_constants=True)   # (-n N: the pool)
+    assert not any(op.weights_in_place for op in _products(several))
+
+
+def test_the_weight_stream_crosses_the_ddr_channel_while_the_product_computes():
+    """No DMA moves the weights (16 KiB each) or the per-channel bias, multipliers and shifts
+    (9 bytes a channel: 256, then 64 channels); each product reads them from the flash as one
+    stream (1 byte a cycle, 128-byte bursts, 64 cycles of latency): its command lasts at least
+    that long, the outputs are the reference's bit for bit, and the DDR reads count them."""
+    hw = load_hw_config("ethos-u55-256")
+    program, result = check_end_to_end(_dense(), hw)
+    products = [c for c in program.walk() if isinstance(c, ComputeCommand) and c.unit == "mac_array"]
+    assert [c.weights_in_place for c in products] == [True, True]
+    weights = [c.in_place_weights() for c in products]
+    assert [[(v.memory, v.size_bytes) for v in views] for views in weights] == [
+        [(MemorySpace.DDR, 16384), (MemorySpace.DDR, 1024), (MemorySpace.DDR, 1024), (MemorySpace.DDR, 256)],
+        [(MemorySpace.DDR, 16384), (MemorySpace.DDR, 256), (MemorySpace.DDR, 256), (MemorySpace.DDR, 64)]]
+    streams = [18688, 16960]
+    homes = {(v.offset_bytes, v.size_bytes) for views in weights for v in views}
+    for dma in (c for c in program.walk() if isinstance(c, DmaCommand)):
+        assert (dma.src.offset_bytes, dma.src.size_bytes) not in homes
+    records = [r for r in result.trace.commands if r.id in {c.id for c in products}]
+    floors = [math.ceil(size / 128) * 128 // hw.ddr.bandwidth_bytes_per_cycle + hw.ddr.read_latency_cycles
+              for size in streams]
+    assert [r.ddr_read_bytes for r in records] == streams
+    assert all(r.end_cycle - r.start_cycle >= floor for r, floor in zip(records, floors))
+    dma_reads = sum(r.ddr_read_bytes for r in result.trace.commands if r.kind == "dma")
+    assert result.trace.counters.ddr_read_bytes == dma_reads + sum(streams)
+    assert max(a.offset_bytes + a.size_bytes for a in program.allocations if a.memory is MemorySpace.TCM) < 16384
+
+
+def test_a_keras_lstm_reads_its_gate_weights_from_the_flash_as_vela_times_it():
+    """LSTM(16) over 8 steps and a Dense layer (TFLite, unrolled): every gate product is a
+    matrix-vector product. Vela 5.2 estimates 36,470 cycles on this configuration; reading their
+    weight streams in place it takes 32,688 here, in 640 bytes of TCM (31,712 cycles and 1,220
+    bytes with each gate's stream loaded into the TCM before it, the loads hidden behind the
+    previous operations)."""
+    graph = load_graph(Path(__file__).resolve().parents[2] / "data" / "tflite" / "lstm_int8.tflite")
+    inputs = {name: np.zeros(t.shape, np.int8) for name, t in graph.input_types.items()}
+    summary = npu_sim.simulate(graph, "ethos-u55-256", inputs).summary
+    assert (summary["total_cycles"], summary["peak_tcm_bytes"]) == (32688, 640)
