@@ -477,8 +477,10 @@ class Simulator:
 
     def _replays(self) -> Replays | None:
         """A long stream's replays of invocations (:mod:`npu_sim.hw.replay`); none in a run that
-        goes on past REQUIREs (the kernels record each violation where it happens)."""
-        if active_log() is not None:
+        goes on past REQUIREs (the kernels record each violation where it happens), nor where a
+        compute command moves bytes over a channel (weights read in place: replay checks the
+        DMAs' transfers only)."""
+        if active_log() is not None or any(isinstance(n, ComputeOp) and n.weight_read for n in self.all_nodes):
             return None
         units = self.dma_units + list({id(u): u for u in self.compute_units.values()}.values())
         # (a block tensor's bytes are found through its pointer table: not worth bounding)

@@ -77,3 +77,18 @@ def test_a_keras_lstm_reads_its_gate_weights_from_the_flash_as_vela_times_it():
     inputs = {name: np.zeros(t.shape, np.int8) for name, t in graph.input_types.items()}
     summary = npu_sim.simulate(graph, "ethos-u55-256", inputs).summary
     assert (summary["total_cycles"], summary["peak_tcm_bytes"]) == (32688, 640)
+
+
+def test_a_long_stream_of_a_program_reading_weights_in_place_runs_every_invocation():
+    """Invocation replay checks the DMAs' transfers only: a program whose products read their
+    weights in place runs each invocation event by event, the same cycles each time."""
+    from npu_sim.simulator import FOLD_MIN_INVOCATIONS, simulate_program
+    from scheduler.schedule import schedule
+
+    hw = load_hw_config("ethos-u55-256")
+    graph = _dense()
+    program = schedule(graph, hw)
+    x = {"x": np.arange(64, dtype=np.int8).reshape(1, 1, 1, 64)}
+    result = simulate_program(program, hw, [x] * FOLD_MIN_INVOCATIONS)
+    spans = {r.end_cycle - r.start_cycle for r in result.trace.invocations}
+    assert len(spans) == 1 and not result.trace.repeats
