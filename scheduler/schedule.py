@@ -68,6 +68,7 @@ from scheduler.memory.roles import (
     on_chip_kinds,
     whole_program_tcm_bytes,
 )
+from scheduler.passes.concat_slices import slice_concats
 from scheduler.passes.constant_merging import merge_identical_constants
 from scheduler.passes.constant_reloads import reload_distant_constants
 from scheduler.passes.cpu_fallback import assign_cpu_fallbacks
@@ -105,6 +106,7 @@ def schedule(graph: Graph, hw: HwConfig, *, planner: Planner | None = None,
     graph = drop_empty_tensors(graph)   # (nothing to place or move for them)
     graph = hoist_loop_invariants(graph)   # (a loop body's invariant work runs once, before it)
     graph = integer_data_movement(graph)   # (no float round trip around a SLICE of int8 data)
+    graph = slice_concats(graph)   # (a slice of one CONCAT input reads it; the CONCAT may go)
     check_npu_capacity(graph, hw)   # refuse terabyte tensors before tiling them
     with gc_paused():   # millions of short-lived tiles, views and access records
         lowered = lower_graph(graph, hw, rules, resident_constants=resident_constants)
