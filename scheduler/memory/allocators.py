@@ -23,6 +23,7 @@ import bisect
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -52,7 +53,7 @@ class Neighbours:
     """Per range, the ranges live at some same command (:func:`live_together`), by dense index
     (the ranges sorted by start): first fit reads their offsets from a list, not a dict."""
 
-    __slots__ = ("keys", "index", "sizes", "near")
+    __slots__ = ("keys", "index", "sizes", "near", "_getters")
 
     def __init__(self, ranges: Sequence[LiveRange]) -> None:
         order = sorted(ranges, key=lambda r: (r.start, r.key))
@@ -60,11 +61,29 @@ class Neighbours:
         self.index = {key: i for i, key in enumerate(self.keys)}
         self.sizes = [r.size_bytes for r in order]
         self.near = _live_together(order)
+        self._getters: list[Callable[[list[int]], tuple[int, ...]]] | None = None
 
     def keys_near(self, key: int) -> list[int]:
         """The keys of the ranges live with range ``key``."""
         keys = self.keys
         return [keys[j] for j in self.near[self.index[key]]]
+
+    def getters(self) -> list[Callable[[list[int]], tuple[int, ...]]]:
+        """Per range, a function picking its neighbours' items out of a list by dense index
+        (one C call where a comprehension walks them in Python; built once, kept for the search)."""
+        if self._getters is None:
+            self._getters = [_picker(near) for near in self.near]
+        return self._getters
+
+
+def _picker(indices: list[int]) -> Callable[[list[int]], tuple[int, ...]]:
+    """A function giving the tuple of the items of a list at ``indices``."""
+    if len(indices) >= 2:
+        return itemgetter(*indices)
+    if indices:
+        only = indices[0]
+        return lambda items: (items[only],)
+    return lambda items: ()
 
 
 def live_together(ranges: Sequence[LiveRange]) -> Neighbours:
@@ -79,28 +98,35 @@ def _scored_first_fit(order: list[LiveRange], alignment: int, best_fit: bool, bo
     soon as the score reaches ``limit`` (it only grows). Returns (score, offsets, ranges placed).
 
     Each range looks only at its ``neighbours`` (:func:`live_together`) placed so far, by
-    offset (ranges on the same offset in either order give the same gaps)."""
-    index, sizes, near = neighbours.index, neighbours.sizes, neighbours.near
-    placed_at = [-1] * len(sizes)   # offset by dense index; -1: not placed yet
+    offset (ranges on the same offset in either order give the same gaps). A placed range is
+    one int, ``offset << shift | end`` (-1: not placed yet): sorting ints orders by (offset,
+    end) as tuples would, faster."""
+    index, sizes, getters = neighbours.index, neighbours.sizes, neighbours.getters()
+    # every end stays below the sum of the aligned sizes (first fit never goes above all placed)
+    shift = (sum(sizes) + len(sizes) * alignment + 1).bit_length()
+    mask = (1 << shift) - 1
+    placed_at = [-1] * len(sizes)   # offset << shift | end, by dense index; -1: not placed yet
     offsets: dict[int, int] = {}
     top = excess = 0
     for count, r in enumerate(order, 1):
         size = r.size_bytes
         i = index[r.key]
-        placed = [(lo, lo + sizes[j]) for j in near[i] if (lo := placed_at[j]) >= 0]
-        placed.sort()
+        placed = sorted(getters[i](placed_at))
         offset, chosen, gap_size = 0, None, None
-        for lo, hi in placed:
+        for packed in placed[bisect.bisect_left(placed, 0):]:
+            lo = packed >> shift
             if lo >= offset + size:
                 if not best_fit:
                     break
                 if gap_size is None or lo - offset < gap_size:
                     chosen, gap_size = offset, lo - offset
+            hi = packed & mask
             if hi > offset:
                 offset = -(-hi // alignment) * alignment if alignment > 1 else hi
         if best_fit and chosen is not None:
             offset = chosen
-        placed_at[i] = offsets[r.key] = offset
+        offsets[r.key] = offset
+        placed_at[i] = offset << shift | (offset + size)
         top = max(top, offset + size)
         excess += max(0, offset + size - bound)
         if limit is not None and (top, excess) >= limit:
@@ -393,28 +419,116 @@ def avoid_false_dependencies(ranges: list[LiveRange], offsets: dict[int, int], a
         reuse = PairwiseReuse(reuse)
     starts = np.array([r.start for r in order], dtype=np.int64)
     ends = np.array([r.end for r in order], dtype=np.int64)
-    costly = (ends[None, :] < starts[:, None]) & ~reuse.free_matrix(order)   # [later, earlier]
-    costly |= costly.T
+    costly = ends[None, :] < starts[:, None]   # [later, earlier]: live apart
+    np.greater(costly, reuse.free_matrix(order), out=costly)   # (and not free)
+    if np.all(starts <= ends):
+        _mirror_lower(costly)
+    else:   # (a range ending before it starts: pairs above the diagonal too)
+        costly |= costly.T
     placed = np.array([offsets[r.key] for r in order], dtype=np.int64)
     sizes = np.array([r.size_bytes for r in order], dtype=np.int64)
     live_with = _live_together(order)
     offsets_now, size_list = placed.tolist(), sizes.tolist()   # the same, as ints (read per neighbour)
+    bins = _AlignedBins.fit(placed, sizes, top, alignment)
     for i in range(len(order)):
         near = np.flatnonzero(costly[i])
         if not near.size:
             continue
-        lows = placed[near]
-        highs = lows + sizes[near]
         here, size = offsets_now[i], size_list[i]
-        if not np.any((lows < here + size) & (here < highs)):
-            continue
+        if bins is not None:
+            if bins.cost_at(here, size, near) == 0:
+                continue
+        else:
+            lows = placed[near]
+            highs = lows + sizes[near]
+            if not np.any((lows < here + size) & (here < highs)):
+                continue
         together = np.array(live_with[i], dtype=np.intp)
         busy_lows = placed[together]
-        placed[i] = offsets_now[i] = _least_shared_offset(here, size, lows, highs, busy_lows,
-                                                          busy_lows + sizes[together], top, alignment)
+        busy_highs = busy_lows + sizes[together]
+        if bins is not None:
+            new = bins.least_shared_offset(here, size, busy_lows, busy_highs, top)
+            bins.move(i, new, size)
+        else:
+            new = _least_shared_offset(here, size, lows, highs, busy_lows, busy_highs, top, alignment)
+        placed[i] = offsets_now[i] = new
     out = dict(offsets)
     out.update({r.key: int(x) for r, x in zip(order, placed)})
     return out
+
+
+class _AlignedBins:
+    """The near ranges of :func:`avoid_false_dependencies` counted per aligned offset, when every
+    offset is aligned and the footprint spans few alignment steps (a few per range): a buffer's
+    cost at every aligned offset is then two running sums, where :func:`_least_shared_offset`
+    sorts the near ranges' ends per buffer. It picks the same offset (the lowest of least cost
+    among the same free offsets). A range's bins: its offset's step (``lows``) and its end's,
+    rounded up (``highs``); for an aligned ``x``, a range meets ``[x, x + size)`` exactly when
+    its low bin is below ``x``'s plus ``size``'s steps (rounded up) and its high bin above ``x``'s."""
+
+    __slots__ = ("alignment", "lows", "highs", "count", "_low_sums", "_high_sums")
+
+    def __init__(self, placed: np.ndarray, sizes: np.ndarray, top: int, alignment: int) -> None:
+        self.alignment = alignment
+        self.lows = placed // alignment
+        self.highs = -(-(placed + sizes) // alignment)
+        self.count = top // alignment + 2   # bins: every offset up to the footprint, one past it
+        self._low_sums = self._high_sums = np.zeros(0, dtype=np.int64)
+
+    @classmethod
+    def fit(cls, placed: np.ndarray, sizes: np.ndarray, top: int, alignment: int) -> _AlignedBins | None:
+        """Bins for these ranges, or None where sorting per buffer is the cheaper (or the only) way."""
+        if (alignment <= 1 or not placed.size or int(sizes.min()) <= 0 or np.any(placed % alignment)
+                or top // alignment > 2 * placed.size + 1024):
+            return None
+        return cls(placed, sizes, top, alignment)
+
+    def move(self, i: int, offset: int, size: int) -> None:
+        self.lows[i] = offset // self.alignment
+        self.highs[i] = -(-(offset + size) // self.alignment)
+
+    def cost_at(self, here: int, size: int, near: np.ndarray) -> int:
+        """How many ``near`` ranges ``[here, here + size)`` meets; keeps their running sums for
+        :meth:`least_shared_offset` (``_low_sums[b]``: low bins at most ``b``; ``_high_sums`` the same)."""
+        self._low_sums = np.bincount(self.lows[near], minlength=self.count).cumsum()
+        self._high_sums = np.bincount(self.highs[near], minlength=self.count).cumsum()
+        step = here // self.alignment
+        return int(self._low_sums[min(step + self._steps(size) - 1, self.count - 1)] - self._high_sums[step])
+
+    def _steps(self, size: int) -> int:
+        return -(-size // self.alignment)
+
+    def least_shared_offset(self, here: int, size: int, busy_lows: np.ndarray, busy_highs: np.ndarray,
+                            top: int) -> int:
+        """:func:`_least_shared_offset` for the near ranges of the last :meth:`cost_at`: every
+        aligned offset of the free stretches costed at once."""
+        alignment, count = self.alignment, self.count
+        firsts, lasts = _free_stretches(busy_lows, busy_highs, top, size, alignment)
+        if not firsts.size:
+            return here
+        edges = np.zeros(count + 1, dtype=np.int64)
+        edges[firsts // alignment] += 1
+        edges[lasts // alignment + 1] -= 1
+        free = edges.cumsum()[:count] > 0
+        steps = np.arange(count)
+        costs = self._low_sums[np.minimum(steps + self._steps(size) - 1, count - 1)] - self._high_sums
+        costs[~free] = np.iinfo(np.int64).max
+        best = int(costs.argmin())   # (the lowest of the least)
+        here_cost = self._low_sums[min(here // alignment + self._steps(size) - 1, count - 1)] \
+            - self._high_sums[here // alignment]
+        return best * alignment if costs[best] < here_cost else here
+
+
+def _mirror_lower(matrix: np.ndarray, block: int = 256) -> None:
+    """``matrix |= matrix.T`` for a square matrix with nothing above its diagonal (a range
+    sorted later by start never ends before an earlier one starts), in blocks: a whole
+    transposed read misses the cache on every element."""
+    n = len(matrix)
+    for a in range(0, n, block):
+        for b in range(0, a, block):
+            matrix[b:b + block, a:a + block] = matrix[a:a + block, b:b + block].T
+        diagonal = matrix[a:a + block, a:a + block]
+        diagonal |= diagonal.T.copy()
 
 
 def _live_together(order: list[LiveRange]) -> list[list[int]]:
