@@ -436,44 +436,43 @@ def avoid_false_dependencies(ranges: list[LiveRange], offsets: dict[int, int], a
             continue
         here, size = offsets_now[i], size_list[i]
         if bins is not None:
-            if bins.cost_at(here, size, near) == 0:
-                continue
-        else:
-            lows = placed[near]
-            highs = lows + sizes[near]
-            if not np.any((lows < here + size) & (here < highs)):
-                continue
+            new = bins.least_shared_offset(here, size, near, live_with[i])
+            if new != here:
+                bins.move(i, new, size)
+                placed[i] = offsets_now[i] = new
+            continue
+        lows = placed[near]
+        highs = lows + sizes[near]
+        if not np.any((lows < here + size) & (here < highs)):
+            continue
         together = np.array(live_with[i], dtype=np.intp)
         busy_lows = placed[together]
-        busy_highs = busy_lows + sizes[together]
-        if bins is not None:
-            new = bins.least_shared_offset(here, size, busy_lows, busy_highs, top)
-            bins.move(i, new, size)
-        else:
-            new = _least_shared_offset(here, size, lows, highs, busy_lows, busy_highs, top, alignment)
-        placed[i] = offsets_now[i] = new
+        placed[i] = offsets_now[i] = _least_shared_offset(here, size, lows, highs, busy_lows,
+                                                          busy_lows + sizes[together], top, alignment)
     out = dict(offsets)
     out.update({r.key: int(x) for r, x in zip(order, placed)})
     return out
 
 
 class _AlignedBins:
-    """The near ranges of :func:`avoid_false_dependencies` counted per aligned offset, when every
-    offset is aligned and the footprint spans few alignment steps (a few per range): a buffer's
-    cost at every aligned offset is then two running sums, where :func:`_least_shared_offset`
-    sorts the near ranges' ends per buffer. It picks the same offset (the lowest of least cost
-    among the same free offsets). A range's bins: its offset's step (``lows``) and its end's,
-    rounded up (``highs``); for an aligned ``x``, a range meets ``[x, x + size)`` exactly when
-    its low bin is below ``x``'s plus ``size``'s steps (rounded up) and its high bin above ``x``'s."""
+    """The ranges of :func:`avoid_false_dependencies` counted per aligned offset (a bin), when
+    every offset is aligned and the footprint spans few alignment steps (a few per range): a
+    buffer's cost at every aligned offset is then two running sums, and the offsets its live
+    neighbours leave free a third, where :func:`_least_shared_offset` sorts per buffer. It picks
+    the same offset (the lowest of least cost among the same free offsets, or ``here``).
 
-    __slots__ = ("alignment", "lows", "highs", "count", "_low_sums", "_high_sums")
+    A range's bins: its offset's (``lows``) and its end's rounded up (``highs``). For aligned
+    ``x`` and a range of ``span`` bins (its size rounded up), ``[x, x + size)`` meets a range
+    exactly when the range's low bin is below ``x``'s plus ``span`` and its high bin above ``x``'s."""
+
+    __slots__ = ("alignment", "lows", "highs", "count", "top", "_spans")
 
     def __init__(self, placed: np.ndarray, sizes: np.ndarray, top: int, alignment: int) -> None:
-        self.alignment = alignment
+        self.alignment, self.top = alignment, top
         self.lows = placed // alignment
         self.highs = -(-(placed + sizes) // alignment)
         self.count = top // alignment + 2   # bins: every offset up to the footprint, one past it
-        self._low_sums = self._high_sums = np.zeros(0, dtype=np.int64)
+        self._spans: dict[int, np.ndarray] = {}   # span -> per bin, the bin of its last byte (capped)
 
     @classmethod
     def fit(cls, placed: np.ndarray, sizes: np.ndarray, top: int, alignment: int) -> _AlignedBins | None:
@@ -487,36 +486,32 @@ class _AlignedBins:
         self.lows[i] = offset // self.alignment
         self.highs[i] = -(-(offset + size) // self.alignment)
 
-    def cost_at(self, here: int, size: int, near: np.ndarray) -> int:
-        """How many ``near`` ranges ``[here, here + size)`` meets; keeps their running sums for
-        :meth:`least_shared_offset` (``_low_sums[b]``: low bins at most ``b``; ``_high_sums`` the same)."""
-        self._low_sums = np.bincount(self.lows[near], minlength=self.count).cumsum()
-        self._high_sums = np.bincount(self.highs[near], minlength=self.count).cumsum()
-        step = here // self.alignment
-        return int(self._low_sums[min(step + self._steps(size) - 1, self.count - 1)] - self._high_sums[step])
-
-    def _steps(self, size: int) -> int:
-        return -(-size // self.alignment)
-
-    def least_shared_offset(self, here: int, size: int, busy_lows: np.ndarray, busy_highs: np.ndarray,
-                            top: int) -> int:
-        """:func:`_least_shared_offset` for the near ranges of the last :meth:`cost_at`: every
-        aligned offset of the free stretches costed at once."""
+    def least_shared_offset(self, here: int, size: int, near: np.ndarray, together: list[int]) -> int:
+        """:func:`_least_shared_offset` of a buffer at ``here`` meeting the ranges ``near``, its
+        live neighbours ``together`` busy: every aligned offset costed at once."""
         alignment, count = self.alignment, self.count
-        firsts, lasts = _free_stretches(busy_lows, busy_highs, top, size, alignment)
-        if not firsts.size:
+        span = -(-size // alignment)
+        last = self._spans.get(span)
+        if last is None:
+            last = self._spans[span] = np.minimum(np.arange(count) + span - 1, count - 1)
+        low_sums = np.bincount(self.lows[near], minlength=count).cumsum()   # [b]: low bins at most b
+        high_sums = np.bincount(self.highs[near], minlength=count).cumsum()
+        step = here // alignment
+        here_cost = low_sums[last[step]] - high_sums[step]
+        if not here_cost:
             return here
-        edges = np.zeros(count + 1, dtype=np.int64)
-        edges[firsts // alignment] += 1
-        edges[lasts // alignment + 1] -= 1
-        free = edges.cumsum()[:count] > 0
-        steps = np.arange(count)
-        costs = self._low_sums[np.minimum(steps + self._steps(size) - 1, count - 1)] - self._high_sums
-        costs[~free] = np.iinfo(np.int64).max
+        costs = low_sums[last] - high_sums
+        # a neighbour [low, high) rules out the bins from low - span + 1 to high - 1
+        busy = np.array(together, dtype=np.intp)
+        edges = np.bincount(np.maximum(self.lows[busy] - span + 1, 0), minlength=count + 1)
+        edges[:count + 1] -= np.bincount(self.highs[busy], minlength=count + 1)[:count + 1]
+        costs[edges[:count].cumsum() > 0] = _NEVER
+        costs[max(0, (self.top - size) // alignment + 1):] = _NEVER   # (and the footprint)
         best = int(costs.argmin())   # (the lowest of the least)
-        here_cost = self._low_sums[min(here // alignment + self._steps(size) - 1, count - 1)] \
-            - self._high_sums[here // alignment]
         return best * alignment if costs[best] < here_cost else here
+
+
+_NEVER = np.iinfo(np.int64).max
 
 
 def _mirror_lower(matrix: np.ndarray, block: int = 256) -> None:
@@ -532,15 +527,24 @@ def _mirror_lower(matrix: np.ndarray, block: int = 256) -> None:
 
 
 def _live_together(order: list[LiveRange]) -> list[list[int]]:
-    """Per range of ``order`` (sorted by start), the indices of the ranges live with it."""
+    """Per range of ``order`` (sorted by start), the indices of the ranges live with it: those
+    before it (ascending), then those after it. The planner and :func:`avoid_false_dependencies`
+    ask for the same ranges in a row: the last answer is kept (callers only read it)."""
+    bounds = (tuple(r.start for r in order), tuple(r.end for r in order))
+    if _LAST_LIVE_TOGETHER and _LAST_LIVE_TOGETHER[0] == bounds:
+        return _LAST_LIVE_TOGETHER[1]
     live_with: list[list[int]] = [[] for _ in order]
-    starts = [r.start for r in order]
+    starts = bounds[0]
     for i, a in enumerate(order):
         apart = bisect.bisect_right(starts, a.end)   # order[i + 1:apart] start while a is live
         for j in range(i + 1, apart):
             live_with[i].append(j)
             live_with[j].append(i)
+    _LAST_LIVE_TOGETHER[:] = [bounds, live_with]
     return live_with
+
+
+_LAST_LIVE_TOGETHER: list = []   # [bounds, answer] of the last :func:`_live_together`
 
 
 def _least_shared_offset(here: int, size: int, lows: np.ndarray, highs: np.ndarray, busy_lows: np.ndarray,
