@@ -111,20 +111,23 @@ def _scored_first_fit(order: list[LiveRange], alignment: int, best_fit: bool, bo
     for count, r in enumerate(order, 1):
         size = r.size_bytes
         i = index[r.key]
-        placed = sorted(getters[i](placed_at))
-        offset, chosen, gap_size = 0, None, None
-        for packed in placed[bisect.bisect_left(placed, 0):]:
-            lo = packed >> shift
-            if lo >= offset + size:
-                if not best_fit:
+        # (neighbours on the same bytes give the same gaps: each once, but for best fit of
+        # nothing, where a second empty range on an aligned offset is a gap of its own)
+        placed = sorted(set(getters[i](placed_at)) if size or not best_fit else getters[i](placed_at))
+        if best_fit:
+            offset = _best_fit_offset(placed, size, alignment, shift, mask)
+        else:
+            # the first gap: a range starting at least ``need`` above the highest end so far
+            # (offsets are aligned, so the range fits above that end rounded up to the alignment)
+            need = -(-size // alignment) * alignment if alignment > 1 else size
+            high, threshold = 0, need << shift
+            for packed in placed[bisect.bisect_left(placed, 0):]:
+                if packed >= threshold:
                     break
-                if gap_size is None or lo - offset < gap_size:
-                    chosen, gap_size = offset, lo - offset
-            hi = packed & mask
-            if hi > offset:
-                offset = -(-hi // alignment) * alignment if alignment > 1 else hi
-        if best_fit and chosen is not None:
-            offset = chosen
+                hi = packed & mask
+                if hi > high:
+                    high, threshold = hi, (hi + need) << shift
+            offset = -(-high // alignment) * alignment if alignment > 1 else high
         offsets[r.key] = offset
         placed_at[i] = offset << shift | (offset + size)
         top = max(top, offset + size)
@@ -132,6 +135,20 @@ def _scored_first_fit(order: list[LiveRange], alignment: int, best_fit: bool, bo
         if limit is not None and (top, excess) >= limit:
             return (top, excess), {}, count
     return (top, excess), offsets, len(order)
+
+
+def _best_fit_offset(placed: list[int], size: int, alignment: int, shift: int, mask: int) -> int:
+    """Best fit among the neighbours ``placed`` (packed as in :func:`_scored_first_fit`, sorted):
+    the lowest aligned offset of the smallest gap that holds ``size`` bytes, else above them all."""
+    offset, chosen, gap_size = 0, None, None
+    for packed in placed[bisect.bisect_left(placed, 0):]:
+        lo = packed >> shift
+        if lo >= offset + size and (gap_size is None or lo - offset < gap_size):
+            chosen, gap_size = offset, lo - offset
+        hi = packed & mask
+        if hi > offset:
+            offset = -(-hi // alignment) * alignment if alignment > 1 else hi
+    return offset if chosen is None else chosen
 
 
 #: Work the order search of :class:`BestOfGreedy` may spend per :meth:`BestOfGreedy.place`:
