@@ -337,15 +337,18 @@ class BestOfGreedy:
     def _greedy_runs(self, ranges: list[LiveRange], alignment: int, bound: int, neighbours: Neighbours
                      ) -> list[tuple[tuple[int, int], str, list[LiveRange], bool, dict[int, int]]]:
         """``(score, label, order, best fit?, offsets)`` of the greedy runs, best first (ties: the
-        first listed), until one reaches ``bound``. When the search's budget is all spent from
-        the best run (many ranges), a run gives up as soon as it cannot beat the best so far
-        (its score only grows) and is left out: nothing would search from it."""
-        first_only = search_placements(len(ranges), self.search_work // self.GREEDY_RUNS) >= SEARCH_PLACEMENTS_MAX
+        first listed), until one reaches ``bound``. The search's budget reaches the best few runs
+        only (:meth:`place` gives each in turn what :func:`search_placements` allows, the best
+        first: one run when that is the whole budget, many ranges): once that many runs are in,
+        a run gives up as soon as it cannot beat the last of the best so far (its score only
+        grows; a tie ranks it after them) and is left out: nothing would search from it."""
+        per_start = search_placements(len(ranges), self.search_work // self.GREEDY_RUNS)
+        starts = -(-SEARCH_PLACEMENTS_MAX // per_start)   # the runs a search may start from
         runs: list[tuple[tuple[int, int], str, list[LiveRange], bool, dict[int, int]]] = []
         for name, key in self.ORDERS.items():
             order = sorted(ranges, key=key)
             for fit in (False, True):
-                limit = min(run[0] for run in runs) if first_only and runs else None
+                limit = sorted(run[0] for run in runs)[starts - 1] if len(runs) >= starts else None
                 score, offsets, _ = _scored_first_fit(order, alignment, fit, bound, limit, neighbours)
                 if offsets:
                     runs.append((score, f"{name}/{'best' if fit else 'first'}_fit", order, fit, offsets))

@@ -374,3 +374,14 @@ def test_false_dependency_avoidance_by_bins_moves_as_sorting_does(monkeypatch):
     monkeypatch.setattr(allocators._AlignedBins, "fit", classmethod(lambda cls, *args: None))
     for r, offsets, alignment, free, moved in cases:
         assert avoid_false_dependencies(r, offsets, alignment, free) == moved
+
+
+def test_greedy_runs_that_cannot_be_searched_from_give_up():
+    """The search's budget reaches two runs (800 ranges): the runs that cannot be among the best
+    two give up early; the best two are those every run to the end ranks first."""
+    r = _random_ranges(random.Random(8), 800, 200)
+    per_start = allocators.search_placements(len(r), SEARCH_WORK // BestOfGreedy.GREEDY_RUNS)
+    assert -(-SEARCH_PLACEMENTS_MAX // per_start) == 2
+    runs = BestOfGreedy()._greedy_runs(r, 16, max_live_bytes(r), allocators.live_together(r))
+    assert [(score, label, offsets) for score, label, _, _, offsets in runs[:2]] == _all_greedy_runs(r, 16)[:2]
+    assert len(runs) < BestOfGreedy.GREEDY_RUNS   # (the others gave up)
