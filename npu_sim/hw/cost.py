@@ -203,10 +203,11 @@ _SHAPE_FIELDS = tuple(f.name for f in fields(ComputeCommand)
 
 
 def _step_key(step: KernelStep) -> tuple:
-    """What a step's cost reads: its kernel, attribute (by identity: one object per operation),
-    types, tile extents and its operands' memories, shapes, types and strides."""
+    """What a step's cost reads: its kernel, attribute (by value: a frozen dataclass, so the
+    same operator at every time step of an unrolled recurrence shares its cost), types, tile
+    extents and its operands' memories, shapes, types and strides."""
     region = None if step.out_region is None else tuple([b - a for a, b in step.out_region])
-    return (step.op, id(step.attribute), step.input_types, step.output_types, region,
+    return (step.op, step.attribute, step.input_types, step.output_types, region,
             tuple([_view_key(o) if isinstance(o, View) else o for o in step.operands]))
 
 

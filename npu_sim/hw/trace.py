@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
@@ -421,6 +421,12 @@ class AllocationIndex:
         self.life = [(-math.inf if a.first_use is None else a.first_use,
                       math.inf if a.last_use is None else a.last_use) for a in allocations]
         self._lives = [(first, i, last) for i, (first, last) in enumerate(self.life)]
+        # the lives in order, and each allocation's place in it: a long candidate list is put in
+        # that order by sorting ints (the places), not tuples
+        self._ordered = sorted(self._lives)
+        self._place = [0] * len(self._lives)
+        for place, (_, i, _) in enumerate(self._ordered):
+            self._place[i] = place
 
     def _space(self, memory: MemorySpace | str) -> tuple[list[int], list[tuple[int, ...]], dict]:
         space = self._by_space.get(id(memory))
@@ -442,19 +448,19 @@ class AllocationIndex:
             first = max(bisect.bisect_right(bounds, lo) - 1, 0)
             last = min(bisect.bisect_left(bounds, hi), len(covering))
             if last == first + 1 and bounds[first] < hi and bounds[first + 1] > lo:  # one segment
-                hits: Iterable[int] = covering[first]
-            else:
+                hits: Collection[int] = covering[first]
+            else:   # (in no particular order: the hits of a command are sorted at the end)
                 union: set[int] = set()
                 for segment in range(first, last):
                     if bounds[segment] < hi and bounds[segment + 1] > lo:
                         union.update(covering[segment])
-                hits = sorted(union)
-            lives = self._lives
-            entries = [lives[i] for i in hits]
-            if len(entries) <= self.SCAN_LIMIT:
-                found = (entries, None, None)
+                hits = union
+            if len(hits) <= self.SCAN_LIMIT:
+                lives = self._lives
+                found = ([lives[i] for i in hits], None, None)
             else:
-                entries.sort()
+                place, ordered = self._place, self._ordered
+                entries = [ordered[k] for k in sorted([place[i] for i in hits])]
                 running, most = [], -math.inf
                 for _, _, end in entries:
                     if end > most:

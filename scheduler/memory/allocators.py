@@ -23,6 +23,7 @@ import bisect
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -52,7 +53,7 @@ class Neighbours:
     """Per range, the ranges live at some same command (:func:`live_together`), by dense index
     (the ranges sorted by start): first fit reads their offsets from a list, not a dict."""
 
-    __slots__ = ("keys", "index", "sizes", "near")
+    __slots__ = ("keys", "index", "sizes", "near", "_getters")
 
     def __init__(self, ranges: Sequence[LiveRange]) -> None:
         order = sorted(ranges, key=lambda r: (r.start, r.key))
@@ -60,11 +61,29 @@ class Neighbours:
         self.index = {key: i for i, key in enumerate(self.keys)}
         self.sizes = [r.size_bytes for r in order]
         self.near = _live_together(order)
+        self._getters: list[Callable[[list[int]], tuple[int, ...]]] | None = None
 
     def keys_near(self, key: int) -> list[int]:
         """The keys of the ranges live with range ``key``."""
         keys = self.keys
         return [keys[j] for j in self.near[self.index[key]]]
+
+    def getters(self) -> list[Callable[[list[int]], tuple[int, ...]]]:
+        """Per range, a function picking its neighbours' items out of a list by dense index
+        (one C call where a comprehension walks them in Python; built once, kept for the search)."""
+        if self._getters is None:
+            self._getters = [_picker(near) for near in self.near]
+        return self._getters
+
+
+def _picker(indices: list[int]) -> Callable[[list[int]], tuple[int, ...]]:
+    """A function giving the tuple of the items of a list at ``indices``."""
+    if len(indices) >= 2:
+        return itemgetter(*indices)
+    if indices:
+        only = indices[0]
+        return lambda items: (items[only],)
+    return lambda items: ()
 
 
 def live_together(ranges: Sequence[LiveRange]) -> Neighbours:
@@ -79,33 +98,57 @@ def _scored_first_fit(order: list[LiveRange], alignment: int, best_fit: bool, bo
     soon as the score reaches ``limit`` (it only grows). Returns (score, offsets, ranges placed).
 
     Each range looks only at its ``neighbours`` (:func:`live_together`) placed so far, by
-    offset (ranges on the same offset in either order give the same gaps)."""
-    index, sizes, near = neighbours.index, neighbours.sizes, neighbours.near
-    placed_at = [-1] * len(sizes)   # offset by dense index; -1: not placed yet
+    offset (ranges on the same offset in either order give the same gaps). A placed range is
+    one int, ``offset << shift | end`` (-1: not placed yet): sorting ints orders by (offset,
+    end) as tuples would, faster."""
+    index, sizes, getters = neighbours.index, neighbours.sizes, neighbours.getters()
+    # every end stays below the sum of the aligned sizes (first fit never goes above all placed)
+    shift = (sum(sizes) + len(sizes) * alignment + 1).bit_length()
+    mask = (1 << shift) - 1
+    placed_at = [-1] * len(sizes)   # offset << shift | end, by dense index; -1: not placed yet
     offsets: dict[int, int] = {}
     top = excess = 0
     for count, r in enumerate(order, 1):
         size = r.size_bytes
         i = index[r.key]
-        placed = [(lo, lo + sizes[j]) for j in near[i] if (lo := placed_at[j]) >= 0]
-        placed.sort()
-        offset, chosen, gap_size = 0, None, None
-        for lo, hi in placed:
-            if lo >= offset + size:
-                if not best_fit:
+        # (neighbours on the same bytes give the same gaps: each once, but for best fit of
+        # nothing, where a second empty range on an aligned offset is a gap of its own)
+        placed = sorted(set(getters[i](placed_at)) if size or not best_fit else getters[i](placed_at))
+        if best_fit:
+            offset = _best_fit_offset(placed, size, alignment, shift, mask)
+        else:
+            # the first gap: a range starting at least ``need`` above the highest end so far
+            # (offsets are aligned, so the range fits above that end rounded up to the alignment)
+            need = -(-size // alignment) * alignment if alignment > 1 else size
+            high, threshold = 0, need << shift
+            for packed in placed[bisect.bisect_left(placed, 0):]:
+                if packed >= threshold:
                     break
-                if gap_size is None or lo - offset < gap_size:
-                    chosen, gap_size = offset, lo - offset
-            if hi > offset:
-                offset = -(-hi // alignment) * alignment if alignment > 1 else hi
-        if best_fit and chosen is not None:
-            offset = chosen
-        placed_at[i] = offsets[r.key] = offset
+                hi = packed & mask
+                if hi > high:
+                    high, threshold = hi, (hi + need) << shift
+            offset = -(-high // alignment) * alignment if alignment > 1 else high
+        offsets[r.key] = offset
+        placed_at[i] = offset << shift | (offset + size)
         top = max(top, offset + size)
         excess += max(0, offset + size - bound)
         if limit is not None and (top, excess) >= limit:
             return (top, excess), {}, count
     return (top, excess), offsets, len(order)
+
+
+def _best_fit_offset(placed: list[int], size: int, alignment: int, shift: int, mask: int) -> int:
+    """Best fit among the neighbours ``placed`` (packed as in :func:`_scored_first_fit`, sorted):
+    the lowest aligned offset of the smallest gap that holds ``size`` bytes, else above them all."""
+    offset, chosen, gap_size = 0, None, None
+    for packed in placed[bisect.bisect_left(placed, 0):]:
+        lo = packed >> shift
+        if lo >= offset + size and (gap_size is None or lo - offset < gap_size):
+            chosen, gap_size = offset, lo - offset
+        hi = packed & mask
+        if hi > offset:
+            offset = -(-hi // alignment) * alignment if alignment > 1 else hi
+    return offset if chosen is None else chosen
 
 
 #: Work the order search of :class:`BestOfGreedy` may spend per :meth:`BestOfGreedy.place`:
@@ -294,15 +337,18 @@ class BestOfGreedy:
     def _greedy_runs(self, ranges: list[LiveRange], alignment: int, bound: int, neighbours: Neighbours
                      ) -> list[tuple[tuple[int, int], str, list[LiveRange], bool, dict[int, int]]]:
         """``(score, label, order, best fit?, offsets)`` of the greedy runs, best first (ties: the
-        first listed), until one reaches ``bound``. When the search's budget is all spent from
-        the best run (many ranges), a run gives up as soon as it cannot beat the best so far
-        (its score only grows) and is left out: nothing would search from it."""
-        first_only = search_placements(len(ranges), self.search_work // self.GREEDY_RUNS) >= SEARCH_PLACEMENTS_MAX
+        first listed), until one reaches ``bound``. The search's budget reaches the best few runs
+        only (:meth:`place` gives each in turn what :func:`search_placements` allows, the best
+        first: one run when that is the whole budget, many ranges): once that many runs are in,
+        a run gives up as soon as it cannot beat the last of the best so far (its score only
+        grows; a tie ranks it after them) and is left out: nothing would search from it."""
+        per_start = search_placements(len(ranges), self.search_work // self.GREEDY_RUNS)
+        starts = -(-SEARCH_PLACEMENTS_MAX // per_start)   # the runs a search may start from
         runs: list[tuple[tuple[int, int], str, list[LiveRange], bool, dict[int, int]]] = []
         for name, key in self.ORDERS.items():
             order = sorted(ranges, key=key)
             for fit in (False, True):
-                limit = min(run[0] for run in runs) if first_only and runs else None
+                limit = sorted(run[0] for run in runs)[starts - 1] if len(runs) >= starts else None
                 score, offsets, _ = _scored_first_fit(order, alignment, fit, bound, limit, neighbours)
                 if offsets:
                     runs.append((score, f"{name}/{'best' if fit else 'first'}_fit", order, fit, offsets))
@@ -393,19 +439,30 @@ def avoid_false_dependencies(ranges: list[LiveRange], offsets: dict[int, int], a
         reuse = PairwiseReuse(reuse)
     starts = np.array([r.start for r in order], dtype=np.int64)
     ends = np.array([r.end for r in order], dtype=np.int64)
-    costly = (ends[None, :] < starts[:, None]) & ~reuse.free_matrix(order)   # [later, earlier]
-    costly |= costly.T
+    costly = ends[None, :] < starts[:, None]   # [later, earlier]: live apart
+    np.greater(costly, reuse.free_matrix(order), out=costly)   # (and not free)
+    if np.all(starts <= ends):
+        _mirror_lower(costly)
+    else:   # (a range ending before it starts: pairs above the diagonal too)
+        costly |= costly.T
     placed = np.array([offsets[r.key] for r in order], dtype=np.int64)
     sizes = np.array([r.size_bytes for r in order], dtype=np.int64)
     live_with = _live_together(order)
     offsets_now, size_list = placed.tolist(), sizes.tolist()   # the same, as ints (read per neighbour)
+    bins = _AlignedBins.fit(placed, sizes, top, alignment)
     for i in range(len(order)):
         near = np.flatnonzero(costly[i])
         if not near.size:
             continue
+        here, size = offsets_now[i], size_list[i]
+        if bins is not None:
+            new = bins.least_shared_offset(here, size, near, live_with[i])
+            if new != here:
+                bins.move(i, new, size)
+                placed[i] = offsets_now[i] = new
+            continue
         lows = placed[near]
         highs = lows + sizes[near]
-        here, size = offsets_now[i], size_list[i]
         if not np.any((lows < here + size) & (here < highs)):
             continue
         together = np.array(live_with[i], dtype=np.intp)
@@ -417,16 +474,97 @@ def avoid_false_dependencies(ranges: list[LiveRange], offsets: dict[int, int], a
     return out
 
 
+class _AlignedBins:
+    """The ranges of :func:`avoid_false_dependencies` counted per aligned offset (a bin), when
+    every offset is aligned and the footprint spans few alignment steps (a few per range): a
+    buffer's cost at every aligned offset is then two running sums, and the offsets its live
+    neighbours leave free a third, where :func:`_least_shared_offset` sorts per buffer. It picks
+    the same offset (the lowest of least cost among the same free offsets, or ``here``).
+
+    A range's bins: its offset's (``lows``) and its end's rounded up (``highs``). For aligned
+    ``x`` and a range of ``span`` bins (its size rounded up), ``[x, x + size)`` meets a range
+    exactly when the range's low bin is below ``x``'s plus ``span`` and its high bin above ``x``'s."""
+
+    __slots__ = ("alignment", "lows", "highs", "count", "top", "_spans")
+
+    def __init__(self, placed: np.ndarray, sizes: np.ndarray, top: int, alignment: int) -> None:
+        self.alignment, self.top = alignment, top
+        self.lows = placed // alignment
+        self.highs = -(-(placed + sizes) // alignment)
+        self.count = top // alignment + 2   # bins: every offset up to the footprint, one past it
+        self._spans: dict[int, np.ndarray] = {}   # span -> per bin, the bin of its last byte (capped)
+
+    @classmethod
+    def fit(cls, placed: np.ndarray, sizes: np.ndarray, top: int, alignment: int) -> _AlignedBins | None:
+        """Bins for these ranges, or None where sorting per buffer is the cheaper (or the only) way."""
+        if (alignment <= 1 or not placed.size or int(sizes.min()) <= 0 or np.any(placed % alignment)
+                or top // alignment > 2 * placed.size + 1024):
+            return None
+        return cls(placed, sizes, top, alignment)
+
+    def move(self, i: int, offset: int, size: int) -> None:
+        self.lows[i] = offset // self.alignment
+        self.highs[i] = -(-(offset + size) // self.alignment)
+
+    def least_shared_offset(self, here: int, size: int, near: np.ndarray, together: list[int]) -> int:
+        """:func:`_least_shared_offset` of a buffer at ``here`` meeting the ranges ``near``, its
+        live neighbours ``together`` busy: every aligned offset costed at once."""
+        alignment, count = self.alignment, self.count
+        span = -(-size // alignment)
+        last = self._spans.get(span)
+        if last is None:
+            last = self._spans[span] = np.minimum(np.arange(count) + span - 1, count - 1)
+        low_sums = np.bincount(self.lows[near], minlength=count).cumsum()   # [b]: low bins at most b
+        high_sums = np.bincount(self.highs[near], minlength=count).cumsum()
+        step = here // alignment
+        here_cost = low_sums[last[step]] - high_sums[step]
+        if not here_cost:
+            return here
+        costs = low_sums[last] - high_sums
+        # a neighbour [low, high) rules out the bins from low - span + 1 to high - 1
+        busy = np.array(together, dtype=np.intp)
+        edges = np.bincount(np.maximum(self.lows[busy] - span + 1, 0), minlength=count + 1)
+        edges[:count + 1] -= np.bincount(self.highs[busy], minlength=count + 1)[:count + 1]
+        costs[edges[:count].cumsum() > 0] = _NEVER
+        costs[max(0, (self.top - size) // alignment + 1):] = _NEVER   # (and the footprint)
+        best = int(costs.argmin())   # (the lowest of the least)
+        return best * alignment if costs[best] < here_cost else here
+
+
+_NEVER = np.iinfo(np.int64).max
+
+
+def _mirror_lower(matrix: np.ndarray, block: int = 256) -> None:
+    """``matrix |= matrix.T`` for a square matrix with nothing above its diagonal (a range
+    sorted later by start never ends before an earlier one starts), in blocks: a whole
+    transposed read misses the cache on every element."""
+    n = len(matrix)
+    for a in range(0, n, block):
+        for b in range(0, a, block):
+            matrix[b:b + block, a:a + block] = matrix[a:a + block, b:b + block].T
+        diagonal = matrix[a:a + block, a:a + block]
+        diagonal |= diagonal.T.copy()
+
+
 def _live_together(order: list[LiveRange]) -> list[list[int]]:
-    """Per range of ``order`` (sorted by start), the indices of the ranges live with it."""
+    """Per range of ``order`` (sorted by start), the indices of the ranges live with it: those
+    before it (ascending), then those after it. The planner and :func:`avoid_false_dependencies`
+    ask for the same ranges in a row: the last answer is kept (callers only read it)."""
+    bounds = (tuple(r.start for r in order), tuple(r.end for r in order))
+    if _LAST_LIVE_TOGETHER and _LAST_LIVE_TOGETHER[0] == bounds:
+        return _LAST_LIVE_TOGETHER[1]
     live_with: list[list[int]] = [[] for _ in order]
-    starts = [r.start for r in order]
+    starts = bounds[0]
     for i, a in enumerate(order):
         apart = bisect.bisect_right(starts, a.end)   # order[i + 1:apart] start while a is live
         for j in range(i + 1, apart):
             live_with[i].append(j)
             live_with[j].append(i)
+    _LAST_LIVE_TOGETHER[:] = [bounds, live_with]
     return live_with
+
+
+_LAST_LIVE_TOGETHER: list = []   # [bounds, answer] of the last :func:`_live_together`
 
 
 def _least_shared_offset(here: int, size: int, lows: np.ndarray, highs: np.ndarray, busy_lows: np.ndarray,

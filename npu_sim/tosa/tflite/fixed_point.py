@@ -54,10 +54,12 @@ def _constant16(q31: int) -> int:
 
 def _high_mul16(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
     """gemmlowp ``SaturatingRoundingDoublingHighMul`` on int16: (2ab + 2^15) / 2^16 with C's
-    truncating division of a nudged product, -1 * -1 saturating to the largest value."""
-    product = a * b
-    nudged = product + np.where(product >= 0, 1 << 14, 1 - (1 << 14))
-    quotient = np.where(nudged >= 0, nudged >> 15, -((-nudged) >> 15))
+    truncating division of a nudged product, -1 * -1 saturating to the largest value.
+
+    The nudge is 2^14 for a product p >= 0 and 1 - 2^14 below it; C's division by 2^15
+    truncates toward zero, for a negative nudged product the floor of
+    (p + 1 - 2^14 + 2^15 - 1) / 2^15: either way the quotient is ``(p + 2^14) >> 15``."""
+    quotient = (a * b + (1 << 14)) >> 15
     return np.where((a == -32768) & (np.asarray(b) == -32768), 32767, _wrap16(quotient))
 
 

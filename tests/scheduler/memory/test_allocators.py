@@ -357,3 +357,31 @@ def test_with_many_ranges_the_greedy_runs_that_cannot_win_give_up():
     few = _random_ranges(random.Random(5), 100, 40)
     runs = BestOfGreedy()._greedy_runs(few, 16, max_live_bytes(few), allocators.live_together(few))
     assert [(score, label, offsets) for score, label, _, _, offsets in runs] == _all_greedy_runs(few, 16)
+
+
+def test_false_dependency_avoidance_by_bins_moves_as_sorting_does(monkeypatch):
+    """The aligned-offset bins (few alignment steps in the footprint) pick what sorting each
+    buffer's near ranges picks, on placements of hundreds of ranges."""
+    rng = random.Random(21)
+    cases = []
+    for case in range(12):
+        r = _random_ranges(rng, rng.randint(50, 300), rng.randint(20, 120))
+        alignment = rng.choice((16, 64))
+        offsets = BestOfGreedy(search_work=0).place(r, alignment)
+        free = (lambda earlier, later: (earlier * 5 + later) % 3 == 0) if case % 2 else None  # noqa: E731
+        cases.append((r, offsets, alignment, free, avoid_false_dependencies(r, offsets, alignment, free)))
+    assert any(moved != offsets for _, offsets, _, _, moved in cases)
+    monkeypatch.setattr(allocators._AlignedBins, "fit", classmethod(lambda cls, *args: None))
+    for r, offsets, alignment, free, moved in cases:
+        assert avoid_false_dependencies(r, offsets, alignment, free) == moved
+
+
+def test_greedy_runs_that_cannot_be_searched_from_give_up():
+    """The search's budget reaches two runs (800 ranges): the runs that cannot be among the best
+    two give up early; the best two are those every run to the end ranks first."""
+    r = _random_ranges(random.Random(8), 800, 200)
+    per_start = allocators.search_placements(len(r), SEARCH_WORK // BestOfGreedy.GREEDY_RUNS)
+    assert -(-SEARCH_PLACEMENTS_MAX // per_start) == 2
+    runs = BestOfGreedy()._greedy_runs(r, 16, max_live_bytes(r), allocators.live_together(r))
+    assert [(score, label, offsets) for score, label, _, _, offsets in runs[:2]] == _all_greedy_runs(r, 16)[:2]
+    assert len(runs) < BestOfGreedy.GREEDY_RUNS   # (the others gave up)
