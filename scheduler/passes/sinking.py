@@ -36,8 +36,12 @@ def sink_feature_maps(lowered: LoweredGraph, chunk_bytes: int) -> None:
 
 def sunk_order(block: LoweredBlock, values: dict[str, Value], chunk_bytes: int) -> list[NpuOp]:
     """``block``'s operations in the order :func:`sink_feature_maps` gives them."""
-    alone = _worth_sinking(block, values, with_renames=False)
-    together = _worth_sinking(block, values, with_renames=True)
+    readers: dict[str, list[int]] = {}
+    for j, op in enumerate(block.ops):
+        for key in op.inputs:
+            readers.setdefault(key, []).append(j)
+    alone = _worth_sinking(block, values, readers, with_renames=False)
+    together = _worth_sinking(block, values, readers, with_renames=True)
     order = _moved(block, alone)
     if together != alone:
         added = max((min(chunk_bytes, _constant_bytes(block.ops[i], values)) for i in together - alone), default=0)
@@ -77,19 +81,16 @@ def _moved(block: LoweredBlock, sinking: set[int]) -> list[NpuOp]:
     return order
 
 
-def _worth_sinking(block: LoweredBlock, values: dict[str, Value], with_renames: bool) -> set[int]:
+def _worth_sinking(block: LoweredBlock, values: dict[str, Value], readers: dict[str, list[int]],
+                   with_renames: bool) -> set[int]:
     """Indices of the operations whose result is larger than the inputs they would keep live
     longer, moved to their result's first reader (not the next operation already).
 
     A result that RESHAPE or contiguous SLICE copies only rename (``alias_ok``: they share its
     bytes) moves with those copies, to the first reader of any of their results: an unrolled
     GRU's input projection is split into its three gates' slices at once, each read steps
-    later."""
+    later. ``readers``: the indices of each value's readers."""
     ops = block.ops
-    readers: dict[str, list[int]] = {}
-    for j, op in enumerate(ops):
-        for key in op.inputs:
-            readers.setdefault(key, []).append(j)
     outputs = set(block.outputs)
     chosen = set()
     for i, op in enumerate(ops):
