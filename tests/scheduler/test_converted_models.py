@@ -55,6 +55,14 @@ def test_a_cnn_with_a_softmax_head_runs_bit_exact_on_the_ethos_presets(model, pr
     _check_bit_exact(EXAMPLES / f"{model}.tosa", preset, seed=11)
 
 
+@pytest.mark.parametrize("model", ["lstm_unrolled8_int8", "lstm_stacked_int8", "lstm_step64_int8"])
+def test_gates_reading_their_weights_from_the_flash_give_the_reference_models_bits(model):
+    """On ethos-u55-256 the LSTM gates' products read their weight streams in place
+    (tcm.matrix_vector_weights_in_place) and distant readers reload shared constants: Arm's
+    reference model's bits."""
+    _check_bit_exact(EXAMPLES / f"{model}.tosa", "ethos-u55-256", seed=3)
+
+
 FAMILIES = ["kws_transformer_int8", "mobilenet_v3_small_int8", "efficientnet_swish_se_int8", "ds_cnn_kws_int16",
             "unet_int8"]
 

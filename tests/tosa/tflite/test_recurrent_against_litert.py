@@ -96,6 +96,20 @@ def test_the_simulated_npu_gives_litert_outputs(stem):
         assert_close(ours[k], want)
 
 
+@pytest.mark.parametrize("stem", ["lstm_int8", "lstm_stacked_int8", "gru_int8", "lstm_sequence_int8"])
+def test_the_u55_reading_gate_weights_in_place_gives_litert_outputs(stem):
+    """One invocation on ethos-u55-256: the gates' products read their weight streams from the
+    flash (tcm.matrix_vector_weights_in_place) and a slice of the output sequence reads its step
+    (scheduler/passes/concat_slices.py); LiteRT's bits."""
+    path = DATA / f"{stem}.tflite"
+    graph = load_graph(path)
+    (x,) = random_inputs(graph, 1, seed=7)
+    (want,) = litert_outputs(path, [x], builtin=stem in XNNPACK_ROUNDS)
+    result = npu_sim.simulate(graph, "ethos-u55-256", {graph.main.inputs[0]: x})
+    (ours,) = result.outputs.values()
+    assert_close(ours, want)
+
+
 @pytest.mark.parametrize("stem, cells", [("lstm_int8", 8), ("lstm_fused_fp32", 4), ("lstm_bidirectional_int8", 16),
                                          ("lstm_stacked_int8", 16), ("lstm_small_cell_int8", 8)])
 def test_each_time_step_runs_as_one_fused_cell_on_edge(stem, cells):
