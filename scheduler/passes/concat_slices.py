@@ -17,6 +17,7 @@ operators are shared.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 
 import numpy as np
 
@@ -32,17 +33,26 @@ def slice_concats(graph: Graph) -> Graph:
     """``graph`` with its SLICEs of one CONCAT input reading that input (see the module doc)."""
     changed = False
     regions = []
+    blocks_reading: Counter[str] = Counter()   # name -> how many blocks read it
+    for region in graph.regions:
+        for block in region.blocks:
+            blocks_reading.update(_reads(block))
     for region in graph.regions:
         blocks = []
         for block in region.blocks:
-            new = _block(block)
+            new = _block(block, blocks_reading)
             changed |= new is not block
             blocks.append(new)
         regions.append(Region(region.name, blocks))
     return dataclasses.replace(graph, regions=regions) if changed else graph
 
 
-def _block(block: Block) -> Block:
+def _reads(block: Block) -> set[str]:
+    return {name for op in block.operators for name in op.inputs}
+
+
+def _block(block: Block, blocks_reading: Counter[str]) -> Block:
+    """``block`` rewritten; a name another block reads (a value a nested block captures) stays."""
     producers = {name: op for op in block.operators for name in op.outputs}
     tensors = dict(block.tensors)
     operators = []
@@ -53,7 +63,9 @@ def _block(block: Block) -> Block:
         operators.extend(new if new is not None else [op])
     if not rewritten:
         return block
-    operators = _live(operators, set(block.outputs))
+    own = _reads(block)
+    read_elsewhere = {name for name, count in blocks_reading.items() if count > (name in own)}
+    operators = _live(operators, set(block.outputs) | read_elsewhere)
     used = {name for op in operators for name in (*op.inputs, *op.outputs)} | set(block.inputs) | set(block.outputs)
     tensors = {name: t for name, t in tensors.items() if name in used}
     return dataclasses.replace(block, operators=operators, tensors=tensors)
