@@ -68,13 +68,7 @@ from npu_sim.hw.compute_units import unit_names
 from npu_sim.hw.config import HwConfig, load_hw_config
 from npu_sim.hw.cost import ComputeCycles, command_mac_pe_cycles, command_macs, command_tcm_bytes
 from npu_sim.hw.ddr import BandwidthChannel
-from npu_sim.hw.dma import (
-    DmaModel,
-    DmaOp,
-    TimedDmaOp,
-    channel_bandwidth_bytes_per_cycle,
-    make_descriptor,
-)
+from npu_sim.hw.dma import DmaModel, DmaOp, TimedDmaOp, channel_bandwidth_bytes_per_cycle, make_descriptor
 from npu_sim.hw.memory import Memory, PointerTables, ViewAccess, named
 from npu_sim.hw.queues import Clock, Dependency, QueuedCommand, Unit, Waiter
 from npu_sim.hw.replay import Diverged, Replays, Transfer
@@ -361,7 +355,7 @@ class Simulator:
         size, burst_bytes = in_place_weight_bytes(self.hw, cmd)
         if not size:
             return None
-        return WeightRead(self.channels[MemorySpace.DDR], size, burst_bytes, self.hw.ddr.read_latency_cycles)
+        return WeightRead(self.channels[MemorySpace.DDR], burst_bytes, self.hw.ddr.read_latency_cycles)
 
     def _check_descriptor(self, cmd: DmaCommand) -> None:
         """Reject a copy that needs more than 3 levels (:func:`make_descriptor`), once per geometry:

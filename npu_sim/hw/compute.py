@@ -161,7 +161,6 @@ class WeightRead(NamedTuple):
     their bytes cross ``channel`` (whole bursts) while it computes; it ends when both are done."""
 
     channel: BandwidthChannel
-    size_bytes: int
     burst_bytes: int
     latency_cycles: int
 
