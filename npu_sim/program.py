@@ -356,6 +356,11 @@ class ComputeCommand:
     #: :func:`reads_weight_stream`) where it lives, the DDR or flash, while it computes: the bytes
     #: cross the DDR channel as one stream (``tcm.matrix_vector_weights_in_place``)
     weights_in_place: bool = False
+    #: bytes it reads again, while it computes, of an input feature map living in the DDR: its
+    #: block fetches beyond the copy in the TCM (``tcm.ddr_ifm_refetch``), and the DDR bursts'
+    #: bytes they take
+    ifm_refetch_bytes: int = 0
+    ifm_refetch_burst_bytes: int = 0
 
     def in_place_weights(self) -> list[View]:
         """The views of its weight stream it reads outside the TCM (empty unless

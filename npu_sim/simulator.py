@@ -164,12 +164,13 @@ def _attach_pointer_tables(program: Program, memories: dict[MemorySpace, Memory]
         tables.tables[t.blocks] = (t.table_offset_bytes, t.pointer_bytes)
 
 
-def in_place_weight_bytes(hw: HwConfig, cmd: ComputeCommand) -> tuple[int, int]:
-    """Bytes of the weight stream ``cmd`` reads where it lives, and the DDR bursts' bytes it takes
-    (one stream: Vela's encoder packs an operation's weights and scales together)."""
+def in_place_read_bytes(hw: HwConfig, cmd: ComputeCommand) -> tuple[int, int]:
+    """Bytes ``cmd`` reads from the DDR while it computes, and the DDR bursts' bytes they take: the
+    weight stream it reads where it lives (one stream: Vela's encoder packs an operation's weights
+    and scales together) and its input feature map's block fetches beyond the TCM copy."""
     size = sum(v.size_bytes for v in cmd.in_place_weights())
     burst = hw.ddr.burst_size_bytes
-    return size, -(-size // burst) * burst
+    return size + cmd.ifm_refetch_bytes, -(-size // burst) * burst + cmd.ifm_refetch_burst_bytes
 
 
 def _where(cmd: Command) -> str:
@@ -218,7 +219,7 @@ class _StaticFacts:
                               t.ddr_write_burst_bytes, touched)
         if isinstance(node, ComputeOp):
             cmd = node.command
-            weights = in_place_weight_bytes(self.hw, cmd)
+            weights = in_place_read_bytes(self.hw, cmd)
             return StaticInfo("compute", cmd.unit, "+".join(s.op.name for s in cmd.steps),
                               command_tcm_bytes(cmd.steps, cmd.outputs), node.macs,
                               command_mac_pe_cycles(self.hw, cmd), weights[0], 0, weights[1], 0, touched)
@@ -349,10 +350,11 @@ class Simulator:
         return node
 
     def _weight_read(self, cmd: ComputeCommand) -> WeightRead | None:
-        """The weights ``cmd`` reads where they live (the DDR: whole bursts, its read latency)."""
+        """What ``cmd`` reads from the DDR while it computes (:func:`in_place_read_bytes`: whole bursts,
+        its read latency)."""
         if any(v.memory is not MemorySpace.DDR for v in cmd.in_place_weights()):
             raise ProgramError(f"{_where(cmd)}: weights read in place must be in the DDR")
-        size, burst_bytes = in_place_weight_bytes(self.hw, cmd)
+        size, burst_bytes = in_place_read_bytes(self.hw, cmd)
         if not size:
             return None
         return WeightRead(self.channels[MemorySpace.DDR], burst_bytes, self.hw.ddr.read_latency_cycles)

@@ -10,11 +10,14 @@ timing is the measurement).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import prod
 
 from npu_sim.hw import cost
 from npu_sim.hw.compute_units import mac_array, unit
 from npu_sim.hw.compute_units.composites import composite_body_cycles
 from npu_sim.hw.config import HwConfig
+from npu_sim.hw.ifm_fetch import BLOCK_FETCH_OPS, fetch_burst_bytes, ifm_fetch_elements
+from npu_sim.memory_layout import element_size_bytes
 from npu_sim.program import KernelStep
 from npu_sim.reference.kernel_api import Region
 from scheduler.ir.npu_ops import Step
@@ -47,6 +50,17 @@ def command_cycles(hw: HwConfig, unit_name: str, steps: Sequence[Step], out_regi
     return unit(unit_name).body_cycles(hw, kernel_steps)
 
 
+def ifm_refetch_burst_bytes(hw: HwConfig, step: Step) -> int:
+    """DDR bursts' bytes a block-fetching step streaming its input from the DDR reads beyond one
+    copy of it (``tcm.ddr_ifm_refetch``, :mod:`npu_sim.hw.ifm_fetch`); 0 elsewhere."""
+    if not hw.tcm.ddr_ifm_refetch or step.op not in BLOCK_FETCH_OPS:
+        return 0
+    kernel_step = _kernel_step(step, None)
+    elem = element_size_bytes(kernel_step.input_types[0].dtype)
+    extra = (ifm_fetch_elements(hw, kernel_step) - prod(kernel_step.input_types[0].shape)) * elem
+    return fetch_burst_bytes(hw, kernel_step, extra) if extra > 0 else 0
+
+
 def tcm_cycles(hw: HwConfig, size_bytes: int) -> int:
     """Cycles ``size_bytes`` take through all TCM ports (a compute command's lower bound)."""
     return cost.tcm_cycles(size_bytes, hw)
@@ -69,7 +83,8 @@ def dma_command_cycles(hw: HwConfig, size_bytes: float, write: bool = False) -> 
 
 
 def tile_loop_cycles(hw: HwConfig, invariant_load_bytes: list[int], varying_load_bytes: int, varying_load_count: int,
-                     store_bytes: int, store_count: int, compute_cycles_per_tile: float, tile_count: int) -> float:
+                     store_bytes: int, store_count: int, compute_cycles_per_tile: float, tile_count: int,
+                     refetch_bytes: int = 0) -> float:
     """Estimated cycles of a double-buffered tile loop.
 
     Operands whose window never changes are loaded once before the first tile;
@@ -89,7 +104,7 @@ def tile_loop_cycles(hw: HwConfig, invariant_load_bytes: list[int], varying_load
     first = sum(dma_issue_cycles(hw, b) for b in invariant_load_bytes) / load_engines
     per_load = (varying_load_count * hw.dma.setup_cycles + varying_load_bytes / bandwidth) / t / load_engines
     per_store = (store_count * hw.dma.setup_cycles + store_bytes / bandwidth) / t
-    per_bus = (varying_load_bytes + store_bytes) / bandwidth / t
+    per_bus = (varying_load_bytes + store_bytes + refetch_bytes) / bandwidth / t
     compute = compute_cycles_per_tile
     step = max(compute, per_load, per_store, per_bus)
     if t > 1:

@@ -109,6 +109,12 @@ class TcmConfig(_Strict):
         default=False, description="an operation reading a copy of part of a graph input (a SLICE of it: an "
         "LSTM's time step) waits the DDR's read latency for its first block instead of the TCM's, as an NPU "
         "reading it where it lives, the DDR, at every use (the copy ahead into the TCM notwithstanding)")
+    ddr_ifm_refetch: bool = Field(
+        default=False, description="a convolution or pooling whose input feature map lives in the DDR (a "
+        "graph input, a spilled map; also when copied into the TCM ahead) reads it there once per OFM block, "
+        "its halo included, and a convolution once per OFM depth block too: the NPU has no input staging "
+        "(npu_sim/hw/ifm_fetch.py; Vela's MeasureElementAccess). The bytes beyond the tile's one copy cross "
+        "the DDR while the tile computes")
     ddr_recurrent_state: bool = Field(
         default=False, description="an LSTM cell's state (h and c) lives in the DDR, where the NPU reads and "
         "writes it at every time step: an operation reading it (a recurrent product, the forget product) waits "

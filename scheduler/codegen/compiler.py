@@ -183,18 +183,30 @@ class _BlockCompiler:
         it: an LSTM's time step), a feature map Vela's NPU reads where it lives, the DDR, at every
         use; we copy it into the TCM ahead (the latency of a whole graph input, loaded or staged
         before the first operation, is already on the way)."""
+        root, sliced = self._graph_input_copy(key)
+        return root is not None and sliced
+
+    def _graph_input_home(self, key: str) -> bool:
+        """Whether value ``key`` is a copy (whole or a slice, staged ahead into the TCM) of a graph
+        input whose home is the DDR: an NPU without input staging reads it there."""
+        root, _ = self._graph_input_copy(key)
+        return root is not None and root != key and self.place(root).memory is DDR
+
+    def _graph_input_copy(self, key: str) -> tuple[str | None, bool]:
+        """The graph input value ``key`` is (a copy made in this block of), None if none; and whether
+        a SLICE is among the copies."""
         if self.copy_producers is None:
             self.copy_producers = {out: op for op in self.block.ops if op.kind is OpKind.COPY for out in op.outputs}
         sliced = False
         for _ in range(len(self.block.ops) + 1):
             kind = self.ctx.values[key].kind
             if kind is ValueKind.INPUT:
-                return sliced
+                return key, sliced
             producer = self.copy_producers.get(key)
             if kind is not ValueKind.INTERMEDIATE or producer is None or not producer.sources:
-                return False
+                return None, False
             key, sliced = producer.sources[0], sliced or producer.slice_offset_elements is not None
-        return False
+        return None, False
 
     def make_alias(self, i: int, op: NpuOp) -> None:
         """COPY operation ``i`` moves nothing: its result is (a slice of) its source's bytes."""
@@ -381,7 +393,8 @@ class _BlockCompiler:
         if op.kind is OpKind.COMPUTE:
             plan = result.plans[i]
             rec = ctx.record(op, self.block.name, plan)
-            cmds = ctx.emitter.compute(op, plan, self.place, ctx.tiler.tiling(op).windows, rec)
+            cmds = ctx.emitter.compute(op, plan, self.place, ctx.tiler.tiling(op).windows, rec,
+                                       self._graph_input_home)
             self._mark_ddr_operands(op, cmds)
             return own + cmds
         rec = ctx.record(op, self.block.name)
@@ -408,7 +421,7 @@ class _BlockCompiler:
                 loads += self.pool_chunks(i)
             records[i] = ctx.record(ops[i], self.block.name, chain.plans[i])
         cmds, own = emit_chain(chain, ops, ctx.emitter, ctx.tiler, self.place, records,
-                               self.capacity - result.live_bytes[chain.first])
+                               self.capacity - result.live_bytes[chain.first], self._graph_input_home)
         for i in chain.ops:
             self._mark_ddr_operands(ops[i], own[i])
         return loads + cmds

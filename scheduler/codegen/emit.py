@@ -22,6 +22,7 @@ from collections.abc import Callable
 from npu_sim.hw.compute_units import VECTOR
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.dma import DMA_PATHS
+from npu_sim.hw.ifm_fetch import BLOCK_FETCH_OPS, fetch_burst_bytes, ifm_fetch_elements
 from npu_sim.memory_layout import align_up, element_size_bytes
 from npu_sim.program import KernelStep, MemorySpace
 from npu_sim.reference.kernel_api import Region
@@ -83,18 +84,20 @@ class Emitter:
 
     # -- compute operations
     def compute(self, op: NpuOp, plan: TilePlan, place: Callable[[str], Placement],
-                windows: Callable[[Region], list[StepTile]], op_index: int) -> list[ACommand]:
+                windows: Callable[[Region], list[StepTile]], op_index: int,
+                ddr_home: Callable[[str], bool] | None = None) -> list[ACommand]:
         """Commands of a compute operation; ``windows(region)`` gives the chain's tiles."""
-        emission = self.operation(op, plan, place, op_index)
+        emission = self.operation(op, plan, place, op_index, ddr_home)
         for t, region in enumerate(plan.tiles()):
             emission.tile(t, windows(region) if emission.tiled else whole_tile(op.steps))
         return emission.cmds
 
     def operation(self, op: NpuOp, plan: TilePlan, place: Callable[[str], Placement],
-                  op_index: int) -> OperationEmission:
+                  op_index: int, ddr_home: Callable[[str], bool] | None = None) -> OperationEmission:
         """The emission of compute operation ``op``, tile by tile as the caller gives them (a
-        striped chain interleaves the tiles of its operations)."""
-        return OperationEmission(self, op, plan, place, op_index)
+        striped chain interleaves the tiles of its operations). ``ddr_home(key)``: value ``key``
+        is a TCM copy of a feature map whose home is the DDR (a staged graph input)."""
+        return OperationEmission(self, op, plan, place, op_index, ddr_home)
 
     # -- copies
     def copy(self, src: Placement, dst: Placement, name: str, op_index: int,
@@ -166,8 +169,10 @@ class OperationEmission:
     not resident in TCM."""
 
     def __init__(self, emitter: Emitter, op: NpuOp, plan: TilePlan, place: Callable[[str], Placement],
-                 op_index: int):
+                 op_index: int, ddr_home: Callable[[str], bool] | None = None):
         self.emitter, self.op, self.place, self.op_index = emitter, op, place, op_index
+        self.ddr_home = ddr_home
+        self.fetched: set[tuple[int, Region]] = set()   # (step, window) of IFMs fetched from the DDR so far
         self.tiled = plan.tile_shape is not None
         name = op.name
         self.slot_buffers = {slot: [emitter.tile_buffer(f"{name}:in{slot[0]}.{slot[1]}/{i}", plan.slot_bytes[slot],
@@ -194,10 +199,41 @@ class OperationEmission:
                 name=step.name, origin=step.origin))
         outputs, stores = self.outputs(t, tiles[-1].out_region)
         macs = sum([step_macs(s, tile.out_region if tiled else None) for s, tile in zip(op.steps, tiles)])
-        self.cmds.append(ACompute(op.unit, steps, outputs, op.name, self.op_index, macs, op.output_steps,
-                                  op.composite.kind if op.composite else "", op.lut_function))
+        compute = ACompute(op.unit, steps, outputs, op.name, self.op_index, macs, op.output_steps,
+                           op.composite.kind if op.composite else "", op.lut_function)
+        if self.emitter.hw.tcm.ddr_ifm_refetch:
+            compute.ifm_refetch_bytes, compute.ifm_refetch_burst_bytes = self.ifm_refetch(steps, tiles)
+        self.cmds.append(compute)
         for view, target in stores:
             self.cmds += self.emitter.dma(view, target, f"{op.name}: store", self.op_index)
+
+    def ifm_refetch(self, steps: list[KernelStep[BufView]], tiles: list[StepTile]) -> tuple[int, int]:
+        """``(bytes, burst bytes)`` the tile's block-fetching steps read again of an input feature map
+        living in the DDR (``tcm.ddr_ifm_refetch``, :mod:`npu_sim.hw.ifm_fetch`): their block fetches
+        beyond the one copy of each window the tile's DMA (or the staging copy) brings."""
+        hw = self.emitter.hw
+        size = burst = 0
+        for s, (step, tile) in enumerate(zip(steps, tiles)):
+            source = self.op.steps[s].operands[0] if self.op.steps[s].operands else None
+            if step.op not in BLOCK_FETCH_OPS or not isinstance(source, str) or not self._in_ddr(s, source):
+                continue
+            window = tile.windows[0]
+            fetched = ifm_fetch_elements(hw, step) * element_size_bytes(step.input_types[0].dtype)
+            if (s, window) not in self.fetched:
+                self.fetched.add((s, window))
+                fetched -= region_size(window) * element_size_bytes(step.input_types[0].dtype)
+            if fetched > 0:
+                size += fetched
+                burst += fetch_burst_bytes(hw, step, fetched)
+        return size, burst
+
+    def _in_ddr(self, s: int, key: str) -> bool:
+        """Whether step ``s`` reads value ``key`` from a home in the DDR (loaded by tiles, or a TCM
+        copy of a graph input there)."""
+        memory = self.place(key).memory
+        if memory is DDR:
+            return not self.op.reads_in_place(s, 0)
+        return memory is TCM and self.ddr_home is not None and self.ddr_home(key)
 
     def operand(self, s: int, j: int, operand: str, window: Region,
                 this_tile: dict[tuple[str, Region], BufView]) -> BufView:

@@ -461,7 +461,8 @@ class _CommandBuilder:
             deps.add(barrier)
         return ComputeCommand(cid, cmd.unit, tuple(steps), outputs, implied.reduce(cid, deps, cmd.unit),
                               cmd.name, cmd.macs, cmd.output_steps, cmd.composite, cmd.lut_function,
-                              cmd.reads_ddr_home, cmd.reads_ddr_state, cmd.writes_ddr_state, cmd.weights_in_place)
+                              cmd.reads_ddr_home, cmd.reads_ddr_state, cmd.writes_ddr_state, cmd.weights_in_place,
+                              cmd.ifm_refetch_bytes, cmd.ifm_refetch_burst_bytes)
 
     def control(self, cid: int, cmd: ACond | ALoop, deps: tuple[int, ...]) -> CondCommand | LoopCommand:
         condition = self.resolve(cmd.condition)

@@ -25,11 +25,13 @@ from scheduler.passes.tiling import Tiler
 
 def emit_chain(chain: StripedChain, ops: Sequence[NpuOp], emitter: Emitter, tiler: Tiler,
                place: Callable[[str], Placement], records: dict[int, int],
-               budget_bytes: int) -> tuple[list[ACommand], dict[int, list[ACommand]]]:
+               budget_bytes: int, ddr_home: Callable[[str], bool] | None = None
+               ) -> tuple[list[ACommand], dict[int, list[ACommand]]]:
     """The chain's commands in stream order, and each operation's own (by block index).
 
     ``place(key)``: where each value lives (a rolling value: its buffer, from its first row);
-    ``records[i]``: the OpRecord index of operation ``i``."""
+    ``records[i]``: the OpRecord index of operation ``i``; ``ddr_home``: see
+    :meth:`~scheduler.codegen.emit.Emitter.operation`."""
     bases = {key: 0 for key in chain.rolling}
     homes = {key: place(key) for key in chain.rolling}
     producers = {ops[i].outputs[0]: i for i in chain.ops}
@@ -41,7 +43,7 @@ def emit_chain(chain: StripedChain, ops: Sequence[NpuOp], emitter: Emitter, tile
         home = homes[key]
         return Placement(home.buffer, home.offset_bytes - bases[key] * buffer.row_bytes, home.type)
 
-    emissions = {i: emitter.operation(ops[i], chain.plans[i], placed, records[i]) for i in chain.ops}
+    emissions = {i: emitter.operation(ops[i], chain.plans[i], placed, records[i], ddr_home) for i in chain.ops}
     tiles = {i: 0 for i in chain.ops}
     cmds: list[ACommand] = []
     own: dict[int, list[ACommand]] = {i: [] for i in chain.ops}

@@ -109,6 +109,7 @@ class TilingProblem:
         self._outputs: list[int] | None = None
         self._slot_facts: list[tuple[Slot, int, tuple[int, ...]]] | None = None
         self._moving: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+        self._refetch: int | None = None
 
     def slots(self) -> list[tuple[Slot, str]]:
         """Streamed operands (computed once: residency is fixed for a problem)."""
@@ -137,6 +138,14 @@ class TilingProblem:
             dims = self._moving[split] = [tuple([d for d in split if slot in depends.get(d, ())])
                                           for slot, _ in self.slots()]
         return dims
+
+    def refetch_bytes(self) -> int:
+        """DDR bytes the streamed inputs' block fetches read beyond one copy
+        (:func:`~scheduler.cost_model.ifm_refetch_burst_bytes`; computed once)."""
+        if self._refetch is None:
+            self._refetch = sum([cost_model.ifm_refetch_burst_bytes(self.hw, self.op.steps[s])
+                                 for (s, j), _ in self.slots() if j == 0])
+        return self._refetch
 
     def streamed_outputs(self) -> list[int]:
         if self._outputs is None:
@@ -214,7 +223,8 @@ def whole_plan(problem: TilingProblem) -> TilePlan:
     store = sum(output_bytes.values())
     hw = problem.hw
     compute = _compute_cycles(hw, op, tiles) + cost_model.unit_setup_cycles(hw, op.unit)
-    est = cost_model.tile_loop_cycles(hw, list(slot_bytes.values()), 0, 0, store, len(output_bytes), compute, 1)
+    est = cost_model.tile_loop_cycles(hw, list(slot_bytes.values()), 0, 0, store, len(output_bytes), compute, 1,
+                                      problem.refetch_bytes())
     return TilePlan(tuple(out_shape), None, tuple(range(len(out_shape))), slot_bytes,
                     {s: 1 for s in slot_bytes}, output_bytes, 1, load + store, est, load + store)
 
@@ -330,7 +340,7 @@ def _evaluate(problem: TilingProblem, tiling: OpTiling, tile: tuple[int, ...]) -
     varying_bytes, varying_count, order = _loop_order(grid, split, varying)
     compute = tiling.compute_cycles(hw, interior_region) + cost_model.unit_setup_cycles(hw, op.unit)
     est = cost_model.tile_loop_cycles(hw, invariant, varying_bytes, varying_count, store_bytes,
-                                      len(outputs) * tile_count, compute, tile_count)
+                                      len(outputs) * tile_count, compute, tile_count, problem.refetch_bytes())
     load_bytes = varying_bytes + sum(invariant)
     if len(order) < len(out_shape):
         order += tuple([d for d in range(len(out_shape)) if d not in order])

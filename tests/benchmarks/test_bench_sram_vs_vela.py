@@ -47,10 +47,10 @@ def test_mobilenet_v3_on_the_u85_runs_its_first_layers_in_stripes():
     """102,496 bytes of TCM on whole activation maps (Vela: 46,448), 51,808 in stripes (the input
     staged whole: on this shared pipeline its rows do not stream under the chain), 21,968 in the
     fewest-bytes stripes (which do stream them); the stripes take 1.6% fewer cycles, the fewest-bytes
-    ones 2.2% more."""
+    ones 3.0% more (the first convolution fetches its input from the DRAM per OFM block)."""
     ours = run_ours(EXAMPLES / "mobilenet_v3_small_int8.tosa", "ethos-u85-256")
     assert (ours["unstriped_peak_tcm_bytes"], ours["peak_tcm_bytes"], ours["size_peak_tcm_bytes"]) == (
         102496, 51808, 21968)
-    assert (ours["unstriped_cycles"], ours["cycles"], ours["size_cycles"]) == (329615, 324188, 336892)
+    assert (ours["unstriped_cycles"], ours["cycles"], ours["size_cycles"]) == (329615, 324256, 339519)
     assert (ours["striped_chains"], ours["tcm_lower_bound_unstriped_bytes"]) == (1, 111712)
     assert ours["by_kind"]["stripe"] == 13824

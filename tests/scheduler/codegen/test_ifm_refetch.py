@@ -1,0 +1,52 @@
+"""IFM refetch (``tcm.ddr_ifm_refetch``): a convolution reading an input that lives in the DDR reads it
+there once per OFM block, while it computes, beyond the copy its DMA brings into the TCM."""
+
+from __future__ import annotations
+
+from npu_sim.hw.config import load_hw_config
+from npu_sim.program import ComputeCommand
+from npu_sim.tosa.builder import GraphBuilder
+from npu_sim.tosa.dtype import DType
+from tests.scheduler.graphs import check_end_to_end, conv_block
+
+
+def _conv_on_input():
+    """A 3x3 convolution of a 16x16x8 graph input into 64 channels, then a 1x1 one on its result."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 8), DType.INT8)
+    y = conv_block(b, x, 64, kernel=3, pad=1, seed=1)
+    b.output(conv_block(b, y, 16, kernel=1, pad=0, seed=2))
+    return b.build()
+
+
+def _products(program):
+    return [c for c in program.walk() if isinstance(c, ComputeCommand) and c.unit == "mac_array"]
+
+
+def test_a_convolution_reads_a_graph_input_in_the_dram_once_per_ofm_block():
+    """ethos-u85-256: the first convolution fetches 18 blocks of an 8 x 9 x 8 window (10,368 B,
+    tests/hw/test_ifm_fetch.py), 8,320 B beyond the input's 2,048. It runs in four tiles of 16
+    output channels (its weights stream in stripes), a quarter of the fetches each (2,592 B), the
+    first less the window its load brought; 8-byte pixels go in 16-byte accesses, each a 128-byte
+    burst. The second convolution reads a TCM intermediate: no refetch. The DDR reads count them,
+    each command lasts at least their transfer, the bits are the reference's."""
+    hw = load_hw_config("ethos-u85-256")
+    program, result = check_end_to_end(_conv_on_input(), hw)
+    products = _products(program)
+    first = [c for c in products if c.name.startswith("CONV2D(conv2d_3)")]
+    assert [(c.ifm_refetch_bytes, c.ifm_refetch_burst_bytes) for c in first] == \
+        [(544, 4352)] + [(2592, 20736)] * 3
+    assert all(c.ifm_refetch_bytes == 0 for c in products if c not in first)
+    records = {r.id: r for r in result.trace.commands}
+    for c in first:
+        record = records[c.id]
+        assert record.ddr_read_bytes == c.ifm_refetch_bytes
+        assert record.end_cycle - record.start_cycle >= c.ifm_refetch_burst_bytes / hw.ddr.bandwidth_bytes_per_cycle
+    dma_reads = sum(r.ddr_read_bytes for r in result.trace.commands if r.kind == "dma")
+    assert result.trace.counters.ddr_read_bytes == dma_reads + 8320
+
+
+def test_presets_whose_npu_stages_its_input_read_it_once():
+    for preset in ("ethos-u55-256", "edge"):
+        program, _ = check_end_to_end(_conv_on_input(), load_hw_config(preset))
+        assert all(c.ifm_refetch_bytes == 0 for c in _products(program))
