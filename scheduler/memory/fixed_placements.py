@@ -199,7 +199,10 @@ def _segment_loads(values: dict[str, Value], pooled: dict[str, int], first_use: 
     """The streamed pool's chunks: a run of entries with the same first and last reader is one
     TCM buffer, loaded before its first reader and dead after its last. A run smaller than a
     DMA's worth (see :func:`_pool_chunks`) joins the next (loaded earlier) when that one's
-    last reader comes no earlier (its bytes are not kept beyond their last reader)."""
+    last reader comes no earlier (its bytes are not kept beyond their last reader), and when the
+    next is small too or has the same first reader: a large run is not loaded ahead of its first
+    reader for a few bytes' DMA (DS-CNN int16's softmax tables, 2 KB, had come three operations
+    early with a pooling's 8 bytes of scales, over the network's peak)."""
     runs: list[list[int]] = []   # [first reader, start, end, last reader]
     for key in sorted(pooled, key=pooled.__getitem__):
         end = pooled[key] + align_up(values[key].size_bytes, POOL_ITEM_ALIGNMENT)
@@ -211,7 +214,8 @@ def _segment_loads(values: dict[str, Value], pooled: dict[str, int], first_use: 
     chunks: list[list[int]] = []
     for run in runs:
         last = chunks[-1] if chunks else None
-        if last is not None and last[2] - last[1] < min_chunk and run[3] >= last[3]:
+        if last is not None and last[2] - last[1] < min_chunk and run[3] >= last[3] and \
+                (run[2] - run[1] < min_chunk or run[0] == last[0]):
             last[2], last[3] = run[2], max(last[3], run[3])
         else:
             chunks.append(list(run))
