@@ -357,7 +357,8 @@ class Simulator:
         size, burst_bytes = in_place_read_bytes(self.hw, cmd)
         if not size:
             return None
-        return WeightRead(self.channels[MemorySpace.DDR], burst_bytes, self.hw.ddr.read_latency_cycles)
+        latency = self.hw.ddr.read_latency_cycles
+        return WeightRead(self.channels[MemorySpace.DDR], burst_bytes, latency, self._dma_model.read_cap(latency))
 
     def _check_descriptor(self, cmd: DmaCommand) -> None:
         """Reject a copy that needs more than 3 levels (:func:`make_descriptor`), once per geometry:

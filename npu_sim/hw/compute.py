@@ -157,12 +157,15 @@ def _feeds(cs: CompiledStep, constants: list[np.ndarray | None]) -> tuple[tuple[
 
 
 class WeightRead(NamedTuple):
-    """The weights a compute command reads where they live (``ComputeCommand.weights_in_place``):
-    their bytes cross ``channel`` (whole bursts) while it computes; it ends when both are done."""
+    """What a compute command reads where it lives (its weight stream, ``weights_in_place``; its
+    input's block fetches, ``ifm_refetch_bytes``): the bytes cross ``channel`` (whole bursts, at most
+    ``cap_bytes_per_cycle``: the bursts a read keeps in flight over its latency) while it
+    computes; it ends when both are done."""
 
     channel: BandwidthChannel
     burst_bytes: int
     latency_cycles: int
+    cap_bytes_per_cycle: float = math.inf
 
 
 class ComputeOp(QueuedCommand):
@@ -211,7 +214,7 @@ class ComputeOp(QueuedCommand):
             env.timeout(self.cycles).callbacks.append(self._end)
             return
         self.parts_left = 2   # (its compute body and its weights' transfer)
-        read.channel.start(now, read.burst_bytes, math.inf, read.latency_cycles, self._part_done)
+        read.channel.start(now, read.burst_bytes, read.cap_bytes_per_cycle, read.latency_cycles, self._part_done)
         env.timeout(self.cycles).callbacks.append(self._part_done)
 
     def _part_done(self, event: object) -> None:

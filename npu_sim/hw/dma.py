@@ -207,6 +207,11 @@ class DmaModel:
         self._contiguous: dict[tuple, DmaTiming] = {}
         self._strided: dict[tuple, DmaTiming] = {}
 
+    def read_cap(self, latency_cycles: int) -> float:
+        """Bytes a cycle one stream of DDR reads reaches: the bursts it keeps in flight over the
+        latency and one burst's transfer (``dma.max_outstanding_bursts``)."""
+        return self.outstanding_bytes / (latency_cycles + self.burst_cycles)
+
     def timing(self, src: View, dst: View, access_bytes: int = 0) -> DmaTiming:
         """Where the copy ``src -> dst`` is arbitrated, the bytes it moves there, its cap and
         latency. ``access_bytes`` > 0: a DDR source is read in accesses of that size, each
@@ -243,7 +248,7 @@ class DmaModel:
         if s_mem is DDR or d_mem is DDR:
             latency = (self.read_latency if s_mem is DDR else 0) + \
                       (self.write_latency if d_mem is DDR else 0)
-            cap = self.outstanding_bytes / (latency + self.burst_cycles)
+            cap = self.read_cap(latency)
             if s_mem is not DDR:
                 cap = min(cap, self.port[s_mem])
             if d_mem is not DDR:

@@ -24,7 +24,9 @@ each stripe needs where the input lives; except, for performance, on a shared co
 (the Ethos-U presets, ``shared_compute_pipeline``), whose operations Vela times one after the other: there
 the rows' DRAM reads would overlap the chain's later operations, where Vela's first operation
 waits on its whole input (MobileNetV1 0.25/96 on the U85 ran 9% below Vela's cycles so; staged
-as before, 0.85x). ``stripes.optimise: performance`` takes a chain only
+as before, 0.85x), unless streaming takes most of the input off the block's peak (at least
+:data:`STREAM_PEAK_SHARE` of its bytes: MobileNetV3-Small's 96x96x3 input set its peak on the
+U85, 51,808 bytes staged against Vela's 46,448; 28,640 streamed). ``stripes.optimise: performance`` takes a chain only
 when its estimated cycles (each operation's stripes as the tiler estimates a tile loop, loads
 and stores included, and the halo copies at the vector unit's rate) stay within
 ``stripes.slack_fraction`` of its operations run whole (the tiler's fastest plans, and the copy
@@ -66,6 +68,9 @@ STRIPE_ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 MAX_STRIPES = 64
 #: Most peaks the search attacks in one block.
 MAX_PEAKS = 32
+#: On a shared compute pipeline (performance), chains stream staged inputs only where that takes
+#: at least this share of their bytes off the block's peak (see the module doc).
+STREAM_PEAK_SHARE = 0.5
 H = 1   # the row dimension of an NHWC map
 
 
@@ -206,8 +211,9 @@ class _ChainPlanner:
     """Evaluates chains of one block: their stripes, rolling buffers, cycles and bytes."""
 
     def __init__(self, ops: Sequence[NpuOp], tiler: Tiler, values: ChainValues,
-                 in_tcm: Callable[[str], bool], alignment: int, memo: ChainMemo):
+                 in_tcm: Callable[[str], bool], alignment: int, memo: ChainMemo, stream_inputs: bool = True):
         self.ops, self.tiler, self.values, self.in_tcm = ops, tiler, values, in_tcm
+        self.stream_inputs = stream_inputs   # a chain may read a staged input where it lives
         self.hw: HwConfig = tiler.hw
         self.alignment = alignment
         self.ok = [stripable(op, tiler) for op in ops]
@@ -296,8 +302,7 @@ class _ChainPlanner:
 
     def _streamed(self, first: int, last: int) -> tuple[str, ...]:
         """The staged inputs the chain ``first``..``last`` reads where they live (see the module doc)."""
-        hw = self.tiler.hw
-        if hw.shared_compute_pipeline and hw.stripes.optimise == "performance":
+        if not self.stream_inputs:
             return ()
         return tuple(k for k, copy in self.values.staged.items()
                      if copy < first and self._may_stream(k, copy, first, last))
@@ -546,7 +551,21 @@ def find_chains(ops: Sequence[NpuOp], tiler: Tiler, values: ChainValues, in_tcm:
     if not config.enabled:
         return []
     slack = None if config.optimise == "size" else config.slack_fraction
-    planner = _ChainPlanner(ops, tiler, values, in_tcm, alignment, memo if memo is not None else ChainMemo())
+    memo = memo if memo is not None else ChainMemo()
+    sequential = tiler.hw.shared_compute_pipeline and config.optimise == "performance"
+    chains, peak = _search(_ChainPlanner(ops, tiler, values, in_tcm, alignment, memo, not sequential), values, slack)
+    if sequential and values.staged:
+        streaming, streamed_peak = _search(_ChainPlanner(ops, tiler, values, in_tcm, alignment, memo, True),
+                                           values, slack)
+        staged_bytes = sum([values.sizes[key] for key in values.staged])
+        if peak - streamed_peak >= staged_bytes * STREAM_PEAK_SHARE:
+            return streaming
+    return chains
+
+
+def _search(planner: _ChainPlanner, values: ChainValues, slack: float | None) -> tuple[list[StripedChain], int]:
+    """The chains :func:`find_chains` takes with ``planner``, and the block's peak bytes then."""
+    ops = planner.ops
     live = _live_profile(len(ops), values)
     taken = [False] * len(ops)
     chains: list[StripedChain] = []
@@ -563,7 +582,8 @@ def find_chains(ops: Sequence[NpuOp], tiler: Tiler, values: ChainValues, in_tcm:
         for j in chain.ops:
             taken[j] = True
             live[j] = chain.peak_bytes
-    return _needed(chains, max(live, default=0))
+    peak_bytes = max(live, default=0)
+    return _needed(chains, peak_bytes), peak_bytes
 
 
 def _needed(chains: list[StripedChain], peak_bytes: int) -> list[StripedChain]:

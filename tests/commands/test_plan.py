@@ -126,10 +126,11 @@ def test_optimise_size_runs_mobilenet_v3s_first_layers_in_stripes(capsys):
     assert (first["stripe_rows"], first["stripe_count"]) == (1, 24)
     assert [(b["value"], b["rows"], b["size_bytes"]) for b in first["rolling_buffers"]] == [
         ("layer_275", 3, 2304), ("layer_276", 3, 2304)]
-    # the preset's own choice: stripes within 5% of the cycles, fewer of them, taller
+    # the preset's own choice: stripes within 5% of the cycles, taller (streaming the input takes it
+    # off the block's peak: stripes.STREAM_PEAK_SHARE)
     code, out, err = _cli(args, capsys)
     stats = json.loads(out)
     assert (stats["peak_tcm_bytes"], stats["stripes"]["count"], stats["stripes"]["chains"][0]["stripe_rows"]) == (
-        51808, 1, 4)
+        28640, 2, 2)
     code, out, err = _cli([*args[:-1], "--optimise", "fast"], capsys)
     assert code == 2 and "--optimise" in err

@@ -4,6 +4,7 @@ there once per OFM block, while it computes, beyond the copy its DMA brings into
 from __future__ import annotations
 
 from npu_sim.hw.config import load_hw_config
+from npu_sim.hw.dma import DmaModel
 from npu_sim.program import ComputeCommand
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
@@ -29,7 +30,8 @@ def test_a_convolution_reads_a_graph_input_in_the_dram_once_per_ofm_block():
     output channels (its weights stream in stripes), a quarter of the fetches each (2,592 B), the
     first less the window its load brought; 8-byte pixels go in 16-byte accesses, each a 128-byte
     burst. The second convolution reads a TCM intermediate: no refetch. The DDR reads count them,
-    each command lasts at least their transfer, the bits are the reference's."""
+    each command lasts at least their transfer at one read stream's rate (13 bursts in flight over
+    the DRAM's 500-cycle latency: 3.26 B a cycle), the bits are the reference's."""
     hw = load_hw_config("ethos-u85-256")
     program, result = check_end_to_end(_conv_on_input(), hw)
     products = _products(program)
@@ -38,10 +40,13 @@ def test_a_convolution_reads_a_graph_input_in_the_dram_once_per_ofm_block():
         [(544, 4352)] + [(2592, 20736)] * 3
     assert all(c.ifm_refetch_bytes == 0 for c in products if c not in first)
     records = {r.id: r for r in result.trace.commands}
+    latency = hw.ddr.read_latency_cycles
+    read_cap = DmaModel(hw).read_cap(latency)
+    assert round(read_cap, 3) == 3.258
     for c in first:
         record = records[c.id]
         assert record.ddr_read_bytes == c.ifm_refetch_bytes
-        assert record.end_cycle - record.start_cycle >= c.ifm_refetch_burst_bytes / hw.ddr.bandwidth_bytes_per_cycle
+        assert record.end_cycle - record.start_cycle >= c.ifm_refetch_burst_bytes / read_cap + latency
     dma_reads = sum(r.ddr_read_bytes for r in result.trace.commands if r.kind == "dma")
     assert result.trace.counters.ddr_read_bytes == dma_reads + 8320
 
