@@ -39,7 +39,7 @@ MODEL = HERE / "models" / "real" / "mobilenet_v2_100_224_int8.tosa"
 FALLBACK = ROOT / "examples" / "mobilenet_v2_035_96_int8.tosa"
 PRESET = "ethos-u85-256"
 AXES = {"tcm.size_bytes": [393216, 786432], "clock_hz": [500_000_000, 1_000_000_000, 1_500_000_000],
-        "dma.max_outstanding_bursts": [8, 16], "energy.ddr_byte_pj": [80.0, 160.0]}
+        "variable_sram.bytes_per_cycle": [8, 16], "energy.ddr_byte_pj": [80.0, 160.0]}
 
 
 def sweep_seconds(model: Path, workers: int, work: Path) -> tuple[float, int, int]:

@@ -134,7 +134,7 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     lowered.cpu_fallbacks = assign_cpu_fallbacks(lowered, hw)
     keep = hw.tcm.keep_reused_constants   # (else no constant is above the threshold: none is staged)
     if hw.tcm.matrix_vector_weights_in_place and streams_constants(hw, resident_constants):
-        mark_weights_in_place(lowered)
+        mark_weights_in_place(lowered, hw)
     if hw.tcm.packed_weight_streams and not keep and streams_constants(hw, resident_constants):
         private_weight_streams(lowered, pool_item_max_bytes(hw, resident_constants))
     stage(lowered, pool_item_max_bytes(hw, resident_constants) if keep else sys.maxsize, on_chip_kinds(hw))

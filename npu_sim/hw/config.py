@@ -145,6 +145,14 @@ class TcmConfig(_Strict):
         "copy: every weight is read once, so a buffer would hide nothing. Vela 5.2 on the Ethos-U55 "
         "with its weights in flash buffers none (its debug database for an unrolled LSTM lists no "
         "weight buffer, and each gate convolution's cycles are its flash access cycles)")
+    matrix_vector_weights_buffered_when_hidden: bool = Field(
+        default=False, description="with matrix_vector_weights_in_place: a matrix-vector product loads its "
+        "weights into the TCM as before where that makes it no slower, and only the others read in place: "
+        "their transfer (its bytes at one read stream's rate: dma.max_outstanding_bursts in flight) and "
+        "the read from the TCM fit within the "
+        "operation's estimated cycles (Vela 5.2, "
+        "regor scheduler.cpp ProposeSlicedWeightBuffering for weights read once; on the U85 it buffers an "
+        "LSTM's gate weights and none of an autoencoder's 16-80 KB dense layers)")
 
     @model_validator(mode="after")
     def _check(self) -> TcmConfig:

@@ -192,6 +192,14 @@ def channel_bandwidth_bytes_per_cycle(hw: HwConfig, memory: MemorySpace) -> floa
     return port_bytes_per_cycle(hw, memory)
 
 
+def read_cap_bytes_per_cycle(hw: HwConfig, latency_cycles: int) -> float:
+    """Bytes a cycle one stream of DDR reads reaches: the bursts it keeps in flight
+    (``dma.max_outstanding_bursts``) over the latency and one burst's transfer."""
+    ddr = hw.ddr
+    return hw.dma.max_outstanding_bursts * ddr.burst_size_bytes / \
+        (latency_cycles + ddr.burst_size_bytes / ddr.bandwidth_bytes_per_cycle)
+
+
 class DmaModel:
     """The DMA timing rules of one config, its constants read once (compiling 10^5 DMAs is common)."""
 
@@ -208,8 +216,7 @@ class DmaModel:
         self._strided: dict[tuple, DmaTiming] = {}
 
     def read_cap(self, latency_cycles: int) -> float:
-        """Bytes a cycle one stream of DDR reads reaches: the bursts it keeps in flight over the
-        latency and one burst's transfer (``dma.max_outstanding_bursts``)."""
+        """Bytes a cycle one stream of DDR reads reaches (:func:`read_cap_bytes_per_cycle`)."""
         return self.outstanding_bytes / (latency_cycles + self.burst_cycles)
 
     def timing(self, src: View, dst: View, access_bytes: int = 0) -> DmaTiming:

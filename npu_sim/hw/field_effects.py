@@ -10,8 +10,10 @@ recording the fields the scheduler reads: a field it reads must be declared ``sc
 Anything not declared otherwise changes the schedule: a new field is safe before it is
 declared. The scheduler's cost model reads the DDR's bandwidth, latencies and bursts, the
 DMA setup and every unit's rates (tile shapes and the operation order are chosen on them),
-so those change the schedule too; what does not is the clock (the scheduler counts cycles),
-the DMA's outstanding-burst limit and the variable SRAM's port. Whether the compute units share
+so those change the schedule too, and so does the DMA's outstanding-burst limit (a read
+stream's rate decides which matrix-vector products read their weights in place:
+:mod:`scheduler.passes.weights_in_place`); what does not is the clock (the scheduler counts
+cycles) and the variable SRAM's port. Whether the compute units share
 one pipeline changes the schedule (a striped chain then reads a staged input from its TCM copy:
 :mod:`scheduler.passes.stripes`).
 """
@@ -34,7 +36,6 @@ class Effect(str, Enum):
 #: Fields only the simulator reads (dotted paths).
 TIMING_FIELDS = frozenset({
     "clock_hz",
-    "dma.max_outstanding_bursts",
     "variable_sram.bytes_per_cycle",
     "block_tensors.table_read_cycles_per_entry",
 })

@@ -457,7 +457,7 @@ class Tiler:
                     pattern.append((first.setdefault(operand, len(first)),
                                     None if value is None else (value.dtype.str, value.shape, value.tobytes())))
                 steps.append((step.op, step.attribute, step.input_types, step.output_types, tuple(pattern)))
-            full = (op.unit, tuple(steps))
+            full = (op.unit, op.weights_in_place, tuple(steps))   # (in place: no weight buffers)
             try:   # a small int stands for the (deep, slow to hash) signature in the cache keys
                 sig = self._interned.setdefault(full, len(self._interned))
             except TypeError:

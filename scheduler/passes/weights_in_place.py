@@ -11,6 +11,12 @@ streamed pool does not take them (:func:`scheduler.memory.fixed_placements.table
 and its command moves their bytes over the DDR channel while it computes
 (``ComputeCommand.weights_in_place``, :mod:`npu_sim.hw.compute`).
 
+With ``tcm.matrix_vector_weights_buffered_when_hidden`` (the U85) an operation keeps its load where
+a buffer makes it no slower (:func:`_buffer_pays`): Vela buffers the weights of a product read once
+only where their transfer and the read from SRAM fit within the operation's own cycles: an LSTM's
+gate weights (1.5 KB for 1,400 cycles of work), not an autoencoder's dense layers (16-80 KB, each
+bound by its weights' DRAM reads).
+
 Takes the lowered graph after unit choice (before the weight streams copy shared weights);
 marks operations in place.
 """
@@ -18,18 +24,56 @@ marks operations in place.
 from __future__ import annotations
 
 from npu_sim.hw.compute_units import MAC_ARRAY
-from npu_sim.program import WEIGHT_OPS
+from npu_sim.hw.config import HwConfig
+from npu_sim.hw.dma import read_cap_bytes_per_cycle
+from npu_sim.program import WEIGHT_OPS, reads_weight_stream
+from scheduler import cost_model
 from scheduler.ir.npu_ops import LoweredGraph, NpuOp, OpKind, ValueKind
 
 
-def mark_weights_in_place(lowered: LoweredGraph) -> int:
-    """Mark each main-block matrix-vector product whose weights are constants; how many."""
+def mark_weights_in_place(lowered: LoweredGraph, hw: HwConfig) -> int:
+    """Mark each main-block matrix-vector product whose weights are constants (but, where the config
+    buffers them when that pays, those :func:`_buffer_pays` keeps loading); how many."""
     marked = 0
     for op in lowered.main.ops:
-        if _matrix_vector_product(op, lowered):
-            op.weights_in_place = True
-            marked += 1
+        if not _matrix_vector_product(op, lowered):
+            continue
+        if hw.tcm.matrix_vector_weights_buffered_when_hidden and \
+                _buffer_pays(hw, _stream_bytes(op, lowered), _estimated_cycles(hw, op)):
+            continue
+        op.weights_in_place = True
+        marked += 1
     return marked
+
+
+def _buffer_pays(hw: HwConfig, stream_bytes: int, op_cycles: float) -> bool:
+    """Whether a weight buffer makes a matrix-vector product no slower than reading its weights in
+    place (Vela 5.2, regor scheduler.cpp ProposeSlicedWeightBuffering, for weights read once: no
+    buffer where the transfer and the read from SRAM take longer than the operation unbuffered):
+    the transfer (its bytes at one read stream's rate, ``dma.max_outstanding_bursts`` in flight)
+    and the read from the TCM fit within the operation's own work, so that the transfer hides under
+    the operations before it. (The DRAM latency counts on both sides, Vela's operation cycles
+    include its memories' latencies, so it is left out.)"""
+    from_tcm = stream_bytes / hw.tcm.bandwidth_bytes_per_cycle + hw.tcm.read_latency_cycles
+    rate = read_cap_bytes_per_cycle(hw, hw.ddr.read_latency_cycles)
+    return stream_bytes / rate + from_tcm <= op_cycles
+
+
+def _stream_bytes(op: NpuOp, lowered: LoweredGraph) -> int:
+    """Bytes of ``op``'s constant weight stream (weights, bias, scaling parameters)."""
+    return sum([lowered.values[operand].size_bytes for step in op.steps
+                for j, operand in enumerate(step.operands)
+                if isinstance(operand, str) and reads_weight_stream(step.op, j)
+                and lowered.values[operand].kind is ValueKind.CONSTANT])
+
+
+def _estimated_cycles(hw: HwConfig, op: NpuOp) -> float:
+    """The cost model's cycles of compute operation ``op`` run whole (0 for anything else)."""
+    if op.kind is not OpKind.COMPUTE or not op.unit:
+        return 0.0
+    regions = [tuple((0, n) for n in step.output_types[0].shape) for step in op.steps]
+    return float(cost_model.command_cycles(hw, op.unit, op.steps, regions,
+                                           op.composite.kind if op.composite else ""))
 
 
 def _matrix_vector_product(op: NpuOp, lowered: LoweredGraph) -> bool:
