@@ -111,13 +111,16 @@ def _labels(records: list[UsedAllocation], px_per_cycle: float, px_per_byte: flo
 def _fitting_label(name: str, width: float, height: float, measure: Callable[[str], float],
                    text_height_px: float) -> tuple[str, float] | None:
     for room, across, rotation in ((width, height, 0.0), (height, width, 90.0)):
-        if across < text_height_px:
+        if across < text_height_px or room < 0:   # (no text is narrower than nothing: a sliver's)
             continue
         for text in label_texts(name):
             if measure(text) <= room:
                 return text, rotation
-    if height >= text_height_px:  # shortened, horizontally: at least 6 characters
-        text = label_texts(name)[-1]
+    text = label_texts(name)[-1]
+    # shortened, horizontally: at least 6 characters; the longest that fits, if the shortest
+    # does (a longer one is no narrower: the widths of the glyphs add up). Most rectangles of a
+    # long program are slivers: one measure each, not one per length.
+    if height >= text_height_px and width >= 0 and len(text) > 6 and measure(_short(text, 6)) <= width:
         for length in range(len(text) - 1, 5, -1):
             short = _short(text, length)
             if measure(short) <= width:

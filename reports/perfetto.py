@@ -141,6 +141,11 @@ def _document(trace: Trace, clock_hz: int, program: Program | None, title: str) 
     yield '],"displayTimeUnit":"ns","otherData":' + json.dumps(other, separators=(",", ":")) + "}"
 
 
+#: ``json.dumps(value, separators=(",", ":"))`` without a new encoder per call (``json.dumps``
+#: reuses one only with the default options): an operation's args are encoded per operation.
+_compact = json.JSONEncoder(separators=(",", ":")).encode
+
+
 def _joined(events: list[str]) -> Iterator[str]:
     if events:
         yield "," + ",".join(events)
@@ -218,7 +223,7 @@ def _operation_slices(trace: Trace, spans: list[OperationSpan], lanes: list[int]
         start_ns, end_ns = _ns(span.start_cycle, clock_hz), _ns(span.end_cycle, clock_hz)
         tracks[lane].append((start_ns, end_ns - start_ns,
                              _slice(span.name, "operation", OPERATIONS_PID, INVOCATIONS_TID + 1 + lane, start_ns,
-                                    end_ns, json.dumps(_span_args(span), separators=(",", ":")))))
+                                    end_ns, _compact(_span_args(span)))))
     for track in tracks:
         yield _in_order(track)
 

@@ -32,3 +32,15 @@ def test_run_and_exec_document_their_budgets(capsys):
         text = capsys.readouterr().out
         for option in ("--max-memory", "--timeout", "--max-loop-work"):
             assert option in text
+
+
+def test_run_loads_no_module_only_other_commands_need(tmp_path):
+    """A plain ``run`` imports neither the run page's modules (``--html``) nor matplotlib."""
+    code = ("import sys; from npu_sim.cli import main; "
+            f"main(['run', 'examples/ds_cnn_kws_int8.tosa', '--hw', 'edge', '--random-inputs', '0', "
+            f"'-o', {str(tmp_path / 'out')!r}]); "
+            "print(sorted(m for m in sys.modules if m.startswith(('reports.run_report', 'reports.gantt', "
+            "'reports.html_page', 'matplotlib'))))")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -42,7 +42,6 @@ from reports.memory_timeline import plot_memory_timeline
 from reports.ops_json import ops_rows_pieces
 from reports.perfetto import write_trace
 from reports.plan_stats import format_plan_stats, plan_stats
-from reports.run_report import run_page
 from reports.table import print_report
 
 REPORT_FILES = ("summary.json", "memory_timeline.png", "trace.json")
@@ -110,8 +109,16 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
         summary["report_files"] = list(REPORT_FILES) + (["report.html"] if html else [])
         (staging / "summary.json").write_text(summary_json(summary))
         if html:
-            (staging / "report.html").write_text(run_page(staging), encoding="utf-8")
+            (staging / "report.html").write_text(_run_page(staging), encoding="utf-8")
     return summary
+
+
+def _run_page(run_dir: Path) -> str:
+    """The run page (``--html``) of the run folder ``run_dir``. Its modules (charts, HTML) are
+    imported only then: a plain ``run`` does not load them."""
+    from reports.run_report import run_page
+
+    return run_page(run_dir)
 
 
 def with_strict_npu(hw: HwConfig, strict: bool) -> HwConfig:

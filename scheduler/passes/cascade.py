@@ -147,10 +147,21 @@ def _follow(ends: list[tuple[Region, float]], tiles: list[tuple[list[Region], fl
     index of the last producer tile each waits for."""
     finish, waits = 0.0, []
     for reads, cycles in tiles:
-        last = max((k for k, (r, _) in enumerate(ends) if any(_overlaps(w, r) for w in reads)), default=-1)
+        last = _last_meeting(ends, reads)
         waits.append(max(last, 0))
         finish = max(finish, ends[last][1] if last >= 0 else 0.0) + cycles
     return finish, waits
+
+
+def _last_meeting(ends: list[tuple[Region, float]], reads: list[Region]) -> int:
+    """The index of the last producer tile (of ``ends``) whose region meets one of ``reads``;
+    -1 if none does (searched from the last: the pairs are tried for every split of both)."""
+    for k in range(len(ends) - 1, -1, -1):
+        region = ends[k][0]
+        for window in reads:
+            if _overlaps(window, region):
+                return k
+    return -1
 
 
 def _tile_ends(tiler: Tiler, op: NpuOp, plan: TilePlan) -> list[tuple[Region, float]]:
@@ -194,4 +205,7 @@ def _consumer_splits(tiler: Tiler, op: NpuOp, in_tcm: Callable[[str], bool]) -> 
 
 
 def _overlaps(a: Region, b: Region) -> bool:
-    return all(lo < other_hi and other_lo < hi for (lo, hi), (other_lo, other_hi) in zip(a, b))
+    for (lo, hi), (other_lo, other_hi) in zip(a, b):
+        if not (lo < other_hi and other_lo < hi):
+            return False
+    return True
