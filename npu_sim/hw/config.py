@@ -148,9 +148,9 @@ class TcmConfig(_Strict):
     matrix_vector_weights_buffered_when_hidden: bool = Field(
         default=False, description="with matrix_vector_weights_in_place: a matrix-vector product loads its "
         "weights into the TCM as before where that makes it no slower, and only the others read in place: "
-        "their transfer (its bytes at one read stream's rate: dma.max_outstanding_bursts in flight) and "
-        "the read from the TCM fit within the "
-        "operation's estimated cycles (Vela 5.2, "
+        "their transfer (its bytes at one read stream's rate: dma.max_outstanding_bursts in flight, and the "
+        "DDR's latency) and the read from the TCM fit within the operation's estimated cycles (its block "
+        "latencies included) (Vela 5.2, "
         "regor scheduler.cpp ProposeSlicedWeightBuffering for weights read once; on the U85 it buffers an "
         "LSTM's gate weights and none of an autoencoder's 16-80 KB dense layers)")
 

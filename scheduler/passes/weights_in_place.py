@@ -14,8 +14,9 @@ and its command moves their bytes over the DDR channel while it computes
 With ``tcm.matrix_vector_weights_buffered_when_hidden`` (the U85) an operation keeps its load where
 a buffer makes it no slower (:func:`_buffer_pays`): Vela buffers the weights of a product read once
 only where their transfer and the read from SRAM fit within the operation's own cycles: an LSTM's
-gate weights (1.5 KB for 1,400 cycles of work), not an autoencoder's dense layers (16-80 KB, each
-bound by its weights' DRAM reads).
+gate weights (1.5 KB for 1,400 cycles, the DRAM latency of its state's read among them), not an
+autoencoder's dense layers (16-80 KB, each bound by its weights' DRAM reads) nor an unrolled GRU's
+recurrent product (13 KB for 4,700 cycles).
 
 Takes the lowered graph after unit choice (before the weight streams copy shared weights);
 marks operations in place.
@@ -39,7 +40,7 @@ def mark_weights_in_place(lowered: LoweredGraph, hw: HwConfig) -> int:
         if not _matrix_vector_product(op, lowered):
             continue
         if hw.tcm.matrix_vector_weights_buffered_when_hidden and \
-                _buffer_pays(hw, _stream_bytes(op, lowered), _estimated_cycles(hw, op)):
+                _buffer_pays(hw, _stream_bytes(op, lowered), _op_cycles(hw, op, lowered)):
             continue
         op.weights_in_place = True
         marked += 1
@@ -49,14 +50,36 @@ def mark_weights_in_place(lowered: LoweredGraph, hw: HwConfig) -> int:
 def _buffer_pays(hw: HwConfig, stream_bytes: int, op_cycles: float) -> bool:
     """Whether a weight buffer makes a matrix-vector product no slower than reading its weights in
     place (Vela 5.2, regor scheduler.cpp ProposeSlicedWeightBuffering, for weights read once: no
-    buffer where the transfer and the read from SRAM take longer than the operation unbuffered):
-    the transfer (its bytes at one read stream's rate, ``dma.max_outstanding_bursts`` in flight)
-    and the read from the TCM fit within the operation's own work, so that the transfer hides under
-    the operations before it. (The DRAM latency counts on both sides, Vela's operation cycles
-    include its memories' latencies, so it is left out.)"""
+    buffer where the whole transfer and the read from SRAM take longer than the operation
+    unbuffered): the transfer (its bytes at one read stream's rate, ``dma.max_outstanding_bursts``
+    in flight, and the DDR's latency) and the read from the TCM fit within the operation's cycles."""
+    latency = hw.ddr.read_latency_cycles
+    transfer = stream_bytes / read_cap_bytes_per_cycle(hw, latency) + latency
     from_tcm = stream_bytes / hw.tcm.bandwidth_bytes_per_cycle + hw.tcm.read_latency_cycles
-    rate = read_cap_bytes_per_cycle(hw, hw.ddr.read_latency_cycles)
-    return stream_bytes / rate + from_tcm <= op_cycles
+    return transfer + from_tcm <= op_cycles
+
+
+def _op_cycles(hw: HwConfig, op: NpuOp, lowered: LoweredGraph) -> float:
+    """``op``'s estimated cycles as the simulator charges them: its body and the latencies of its
+    first input block and last output block (the DDR's read latency where it reads a graph input
+    or a recurrent state the NPU keeps there, ``hw.cost``'s block latencies)."""
+    from_ddr = any(lowered.values[k].kind is ValueKind.INPUT or k in lowered.recurrent_state
+                   or _copied_input(k, lowered) for k in op.inputs)
+    read = hw.ddr.read_latency_cycles if from_ddr else hw.tcm.read_latency_cycles
+    return _estimated_cycles(hw, op) + read + hw.tcm.write_latency_cycles
+
+
+def _copied_input(key: str, lowered: LoweredGraph) -> bool:
+    """Whether value ``key`` is a copy (a SLICE, a RESHAPE) of a graph input, made in the main block."""
+    producers = {out: op for op in lowered.main.ops if op.kind is OpKind.COPY for out in op.outputs}
+    for _ in range(8):
+        producer = producers.get(key)
+        if producer is None or not producer.sources:
+            return False
+        key = producer.sources[0]
+        if lowered.values[key].kind is ValueKind.INPUT:
+            return True
+    return False
 
 
 def _stream_bytes(op: NpuOp, lowered: LoweredGraph) -> int:
