@@ -84,6 +84,8 @@ def _byte_set(view: BufView, cache: dict) -> ByteSet | None:
 
 
 _MISSING = object()
+#: The dependency index's page in a buffer's address space: larger than any buffer.
+BUFFER_PAGE_BYTES = 1 << 62
 
 
 def _accesses(cmd: ACommand, cache: dict) -> list[tuple[int, ByteSet, bool]]:
@@ -159,7 +161,9 @@ class _OrderWalk:
                  bits: dict[int, int]):
         self.ids, self.touched, self.bits = ids, touched, bits
         self.first_waits: dict[int, int] = {}
-        self.tracker: AccessTracker[int] = AccessTracker()
+        # one index page per buffer: a buffer's live records are few (its tiles, each soon
+        # overwritten or read whole), so one list scanned is cheaper than filing them on pages
+        self.tracker: AccessTracker[int] = AccessTracker(default_page_bytes=BUFFER_PAGE_BYTES)
         self.done_of: dict[int, int] = {}            # command id -> its done mask (before nested commands)
         self.queue_after: dict[object, int] = {}     # queue -> what its next command waits for
 

@@ -138,3 +138,9 @@ def test_a_block_tensor_view_touches_the_bytes_of_its_blocks():
     assert view_ranges(view).tolist() == [[0, 16], [32, 40], [72, 80]]
     column = View(MemorySpace.TCM, 4, (3,), DType.INT16, strides_bytes=(16,), blocks=(64, 0, 32), block_bytes=16)
     assert view_ranges(column).tolist() == [[4, 6], [36, 38], [68, 70]]
+
+
+def test_pages_of_a_set_on_the_first_page_and_beyond():
+    byte_set = ByteSet((3, 40, 90), (10, 50, 200))
+    assert byte_set.pages(1 << 62) == {0}
+    assert ByteSet((3, 40, 90), (10, 50, 200)).pages(32) == {0, 1, 2, 3, 4, 5, 6}
