@@ -61,38 +61,18 @@ class ImpliedOrder:
         return free
 
     def free_pairs(self, order: Sequence[LiveRange]) -> FreePairs:
-        """:meth:`reuse_test` of (``order[j]``, ``order[i]``) for every pair, as arrays: each
-        mask's prefix of ones (the bits below its lowest zero), each buffer's bit (never below
-        a prefix for a buffer no command touches) and the pairs of the bits above the prefix."""
-        never = np.iinfo(np.int64).max
-        bits = [self.last_bit.get(r.key, never) for r in order]
-        holders: dict[int, list[int]] = {}   # bit -> the ranges of ``order`` whose last command has it
-        for j, bit in enumerate(bits):
-            holders.setdefault(bit, []).append(j)
-        prefixes, later, earlier = [], [], []
+        """:meth:`reuse_test` of (``order[j]``, ``order[i]``) for every pair: each mask's bits
+        unpacked (a row per range), each buffer's bit its column (a column of zeros for a buffer
+        no command touches)."""
+        bits = max(self.last_bit.values(), default=-1) + 1
+        width = (bits + 7) // 8
+        waits = np.zeros((len(order), bits + 1), dtype=bool)   # the last column: buffers never touched
         for i, r in enumerate(order):
-            mask = self.first_waits.get(r.key, 0)
-            prefix = (~mask & (mask + 1)).bit_length() - 1
-            prefixes.append(prefix)
-            for bit in _set_bits(mask >> prefix, prefix):
-                for j in holders.get(bit, ()):
-                    later.append(i)
-                    earlier.append(j)
-        return FreePairs.of(prefixes, bits, later, earlier)
-
-
-def _set_bits(mask: int, offset: int) -> list[int]:
-    """The positions of the ones of ``mask``, plus ``offset`` (ascending)."""
-    if mask.bit_count() > 64:   # (many: unpacked in one go)
-        unpacked = np.unpackbits(np.frombuffer(mask.to_bytes((mask.bit_length() + 7) // 8, "little"), dtype=np.uint8),
-                                 bitorder="little")
-        return (np.flatnonzero(unpacked) + offset).tolist()
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(offset + low.bit_length() - 1)
-        mask ^= low
-    return out
+            mask = self.first_waits.get(r.key, 0) & ((1 << bits) - 1)   # (bits no buffer has free none)
+            if mask:
+                waits[i, :bits] = np.unpackbits(np.frombuffer(mask.to_bytes(width, "little"), dtype=np.uint8),
+                                                count=bits, bitorder="little")
+        return FreePairs(waits, np.array([self.last_bit.get(r.key, bits) for r in order], dtype=np.intp))
 
 
 def _byte_set(view: BufView, cache: dict) -> ByteSet | None:

@@ -24,7 +24,6 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from operator import itemgetter
 from typing import Protocol, runtime_checkable
 
@@ -387,51 +386,22 @@ class BumpAllocator:
 
 @dataclass(frozen=True)
 class FreePairs:
-    """Which buffers of an order of ranges may take which one's bytes without a new wait, as
-    arrays: ``free[later, earlier]`` where ``bits[earlier] < prefixes[later]`` (a wait mask is
-    mostly a prefix of bits: a command waits for everything that ended long before it), and
-    the pairs listed in ``extra`` (later and earlier indices, sorted by later) beyond that.
-    Blocks of the n^2 answers come from these, with no n^2 matrix."""
+    """Which buffers of an order of ranges may take which one's bytes without a new wait:
+    ``free[later, earlier] = waits[later, columns_of[earlier]]``, ``waits`` a boolean row per
+    range (the last commands its first one waits for: one column per last command of some
+    buffer, and one of zeros) and ``columns_of`` each range's column. Blocks of the n^2
+    answers are gathered from these as they are needed, with no n^2 matrix."""
 
-    prefixes: np.ndarray
-    bits: np.ndarray
-    extra: tuple[np.ndarray, np.ndarray]
-
-    @classmethod
-    def of(cls, prefixes: Sequence[int], bits: Sequence[int], later: Sequence[int], earlier: Sequence[int]
-           ) -> FreePairs:
-        extra_later, extra_earlier = np.array(later, dtype=np.intp), np.array(earlier, dtype=np.intp)
-        by_later = np.argsort(extra_later, kind="stable")
-        return cls(np.array(prefixes, dtype=np.int64), np.array(bits, dtype=np.int64),
-                   (extra_later[by_later], extra_earlier[by_later]))
-
-    @cached_property
-    def _extra_by_earlier(self) -> tuple[np.ndarray, np.ndarray]:
-        later, earlier = self.extra
-        by_earlier = np.argsort(earlier, kind="stable")
-        return earlier[by_earlier], later[by_earlier]
+    waits: np.ndarray
+    columns_of: np.ndarray
 
     def rows(self, later: tuple[int, int], earlier: tuple[int, int]) -> np.ndarray:
         """``free[later[0]:later[1], earlier[0]:earlier[1]]``."""
-        block = self.bits[None, earlier[0]:earlier[1]] < self.prefixes[later[0]:later[1], None]
-        _mark(block, self.extra, later, earlier)
-        return block
+        return self.waits[later[0]:later[1]][:, self.columns_of[earlier[0]:earlier[1]]]
 
     def columns(self, earlier: tuple[int, int], later: tuple[int, int]) -> np.ndarray:
         """``free[later[0]:later[1], earlier[0]:earlier[1]]`` transposed (rows: the earlier ones)."""
-        block = self.bits[earlier[0]:earlier[1], None] < self.prefixes[None, later[0]:later[1]]
-        _mark(block, self._extra_by_earlier, earlier, later)
-        return block
-
-
-def _mark(block: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], rows: tuple[int, int],
-          columns: tuple[int, int]) -> None:
-    """Set ``block`` (rows ``rows[0]:rows[1]`` and columns ``columns[0]:columns[1]`` of a
-    matrix) where ``pairs`` (row and column indices, sorted by row) fall in it."""
-    first, end = np.searchsorted(pairs[0], rows)
-    row, column = pairs[0][first:end], pairs[1][first:end]
-    inside = (column >= columns[0]) & (column < columns[1])
-    block[row[inside] - rows[0], column[inside] - columns[0]] = True
+        return self.rows(later, earlier).T
 
 
 @runtime_checkable
@@ -457,9 +427,9 @@ class PairwiseReuse:
         self.free = free
 
     def free_pairs(self, order: Sequence[LiveRange]) -> FreePairs:
-        pairs = [(i, j) for i, later in enumerate(order) for j, earlier in enumerate(order)
-                 if earlier.end < later.start and self.free is not None and self.free(earlier.key, later.key)]
-        return FreePairs.of([0] * len(order), [0] * len(order), [i for i, _ in pairs], [j for _, j in pairs])
+        waits = np.array([[earlier.end < later.start and self.free is not None and self.free(earlier.key, later.key)
+                           for earlier in order] for later in order], dtype=bool).reshape(len(order), len(order))
+        return FreePairs(waits, np.arange(len(order)))
 
 
 def avoid_false_dependencies(ranges: list[LiveRange], offsets: dict[int, int], alignment: int,

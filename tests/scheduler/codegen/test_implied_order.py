@@ -155,7 +155,7 @@ def test_the_free_pairs_answer_what_the_pairwise_test_answers():
 
 
 def test_free_pairs_of_any_wait_masks_are_the_pairwise_answers():
-    # masks of a prefix and a few more bits, of many bits (unpacked at once), none; buffers
+    # masks of a prefix and a few more bits, of many bits, none, with bits no buffer has; buffers
     # sharing a last command's bit, and buffers no command touches (never free)
     rng = np.random.default_rng(6)
     for case in range(40):

@@ -391,13 +391,9 @@ def test_greedy_runs_that_cannot_be_searched_from_give_up():
 
 def _random_free_pairs(rng, n):
     """Random :class:`FreePairs` of ``n`` ranges and the matrix they stand for."""
-    prefixes, bits = rng.integers(0, 8, n), rng.integers(0, 8, n)
-    extra = rng.random((n, n)) < 0.2
-    later, earlier = np.nonzero(extra)
-    shuffled = rng.permutation(len(later))   # (FreePairs.of sorts them)
-    pairs = allocators.FreePairs.of(prefixes.tolist(), bits.tolist(), later[shuffled].tolist(),
-                                    earlier[shuffled].tolist())
-    return pairs, (bits[None, :] < prefixes[:, None]) | extra
+    waits = rng.random((n, 9)) < 0.4
+    columns = rng.integers(0, 9, n)
+    return allocators.FreePairs(waits, columns), waits[:, columns]
 
 
 def test_free_pairs_give_the_blocks_of_their_matrix():
