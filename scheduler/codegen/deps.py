@@ -98,11 +98,14 @@ class AccessTracker(Generic[SpaceT]):
     a read only looks for earlier writes, a write for both).
 
     Accesses are :class:`~scheduler.memory.byte_ranges.ByteSet` s (or ``Ranges`` arrays) of
-    address spaces ``SpaceT`` (the memories, or buffers).
+    address spaces ``SpaceT`` (the memories, or buffers). ``page_bytes``: the index's page size
+    per space, ``default_page_bytes`` for the others (the pages decide only which records an
+    access compares bytes with, never the dependencies found).
     """
 
-    def __init__(self, page_bytes: Mapping[SpaceT, int] | None = None) -> None:
+    def __init__(self, page_bytes: Mapping[SpaceT, int] | None = None, default_page_bytes: int = PAGE_BYTES) -> None:
         self.page_bytes = page_bytes or {}
+        self.default_page_bytes = default_page_bytes
         # memory -> page -> live records filed there (a dict: dropping one is O(1))
         self.writes: dict[SpaceT, dict[int, dict[_Record, None]]] = {}
         self.reads: dict[SpaceT, dict[int, dict[_Record, None]]] = {}
@@ -137,7 +140,7 @@ class AccessTracker(Generic[SpaceT]):
             rs = _as_set(r)
             if rs is None:
                 continue
-            page_set = rs.pages(self.page_bytes.get(memory, PAGE_BYTES))
+            page_set = rs.pages(self.page_bytes.get(memory, self.default_page_bytes))
             read_sets.append((memory, rs, page_set))
             for rec in _meeting(_candidates(self.writes.get(memory), page_set), rs):
                 deps.update(rec.cmds)
@@ -154,7 +157,7 @@ class AccessTracker(Generic[SpaceT]):
                 written[memory] = set_union(written[memory], ws) if memory in written else ws
         write_sets = []
         for memory, ws in written.items():
-            page_size = self.page_bytes.get(memory, PAGE_BYTES)
+            page_size = self.page_bytes.get(memory, self.default_page_bytes)
             page_set = ws.pages(page_size)
             write_sets.append((memory, ws, page_set))
             shared = self.shared_reads.get(memory, {})

@@ -33,6 +33,7 @@ import numpy as np
 from npu_sim.program import MemorySpace, View
 from scheduler.codegen.deps import AccessTracker
 from scheduler.codegen.stream import ACommand, ACompute, ACond, ADma, ALoop
+from scheduler.memory.allocators import FreePairs
 from scheduler.memory.buffers import BufView
 from scheduler.memory.byte_ranges import ByteSet, view_byte_set
 from scheduler.memory.liveness import LiveRange
@@ -59,18 +60,19 @@ class ImpliedOrder:
 
         return free
 
-    def free_matrix(self, order: Sequence[LiveRange]) -> np.ndarray:
-        """``free[i, j]``: :meth:`reuse_test` of (``order[j]``, ``order[i]``) for every pair, as
-        booleans (a row: the bits of ``order[i]``'s mask unpacked, then picked)."""
+    def free_pairs(self, order: Sequence[LiveRange]) -> FreePairs:
+        """:meth:`reuse_test` of (``order[j]``, ``order[i]``) for every pair: each mask's bits
+        unpacked (a row per range), each buffer's bit its column (a column of zeros for a buffer
+        no command touches)."""
         bits = max(self.last_bit.values(), default=-1) + 1
         width = (bits + 7) // 8
-        rows = np.zeros((len(order), bits + 1), dtype=bool)   # the last column: buffers never touched
+        waits = np.zeros((len(order), bits + 1), dtype=bool)   # the last column: buffers never touched
         for i, r in enumerate(order):
-            mask = self.first_waits.get(r.key, 0)
+            mask = self.first_waits.get(r.key, 0) & ((1 << bits) - 1)   # (bits no buffer has free none)
             if mask:
-                rows[i, :bits] = np.unpackbits(np.frombuffer(mask.to_bytes(width, "little"), dtype=np.uint8),
-                                               count=bits, bitorder="little")
-        return rows[:, [self.last_bit.get(r.key, bits) for r in order]]
+                waits[i, :bits] = np.unpackbits(np.frombuffer(mask.to_bytes(width, "little"), dtype=np.uint8),
+                                                count=bits, bitorder="little")
+        return FreePairs(waits, np.array([self.last_bit.get(r.key, bits) for r in order], dtype=np.intp))
 
 
 def _byte_set(view: BufView, cache: dict) -> ByteSet | None:
@@ -84,6 +86,8 @@ def _byte_set(view: BufView, cache: dict) -> ByteSet | None:
 
 
 _MISSING = object()
+#: The dependency index's page in a buffer's address space: larger than any buffer.
+BUFFER_PAGE_BYTES = 1 << 62
 
 
 def _accesses(cmd: ACommand, cache: dict) -> list[tuple[int, ByteSet, bool]]:
@@ -159,7 +163,9 @@ class _OrderWalk:
                  bits: dict[int, int]):
         self.ids, self.touched, self.bits = ids, touched, bits
         self.first_waits: dict[int, int] = {}
-        self.tracker: AccessTracker[int] = AccessTracker()
+        # one index page per buffer: a buffer's live records are few (its tiles, each soon
+        # overwritten or read whole), so one list scanned is cheaper than filing them on pages
+        self.tracker: AccessTracker[int] = AccessTracker(default_page_bytes=BUFFER_PAGE_BYTES)
         self.done_of: dict[int, int] = {}            # command id -> its done mask (before nested commands)
         self.queue_after: dict[object, int] = {}     # queue -> what its next command waits for
 

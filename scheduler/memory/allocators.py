@@ -22,7 +22,8 @@ from __future__ import annotations
 import bisect
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import Protocol, runtime_checkable
 
@@ -383,15 +384,35 @@ class BumpAllocator:
         return offsets
 
 
+@dataclass(frozen=True)
+class FreePairs:
+    """Which buffers of an order of ranges may take which one's bytes without a new wait:
+    ``free[later, earlier] = waits[later, columns_of[earlier]]``, ``waits`` a boolean row per
+    range (the last commands its first one waits for: one column per last command of some
+    buffer, and one of zeros) and ``columns_of`` each range's column. Blocks of the n^2
+    answers are gathered from these as they are needed, with no n^2 matrix."""
+
+    waits: np.ndarray
+    columns_of: np.ndarray
+
+    def rows(self, later: tuple[int, int], earlier: tuple[int, int]) -> np.ndarray:
+        """``free[later[0]:later[1], earlier[0]:earlier[1]]``."""
+        return self.waits[later[0]:later[1]][:, self.columns_of[earlier[0]:earlier[1]]]
+
+    def columns(self, earlier: tuple[int, int], later: tuple[int, int]) -> np.ndarray:
+        """``free[later[0]:later[1], earlier[0]:earlier[1]]`` transposed (rows: the earlier ones)."""
+        return self.rows(later, earlier).T
+
+
 @runtime_checkable
 class ReuseOrder(Protocol):
     """Which earlier buffers a buffer may take the bytes of without a new wait, for all pairs
     at once (:class:`scheduler.codegen.implied_order.ImpliedOrder` answers from its wait masks)."""
 
-    def free_matrix(self, order: Sequence[LiveRange]) -> np.ndarray:
-        """``free[i, j]`` (booleans): ``order[i]`` may take the bytes of ``order[j]``, live
-        before it, without a new wait (asked only of pairs where ``order[j]`` ends before
-        ``order[i]`` starts)."""
+    def free_pairs(self, order: Sequence[LiveRange]) -> FreePairs:
+        """``free[i, j]``: ``order[i]`` may take the bytes of ``order[j]``, live before it,
+        without a new wait (asked only of pairs where ``order[j]`` ends before ``order[i]``
+        starts)."""
 
 
 #: ``free(earlier, later)``: buffer ``later`` may take buffer ``earlier``'s bytes without a new wait.
@@ -405,14 +426,10 @@ class PairwiseReuse:
     def __init__(self, free: ReuseTest | None) -> None:
         self.free = free
 
-    def free_matrix(self, order: Sequence[LiveRange]) -> np.ndarray:
-        matrix = np.zeros((len(order), len(order)), dtype=bool)
-        if self.free is not None:
-            for i, later in enumerate(order):
-                for j, earlier in enumerate(order):
-                    if earlier.end < later.start:
-                        matrix[i, j] = self.free(earlier.key, later.key)
-        return matrix
+    def free_pairs(self, order: Sequence[LiveRange]) -> FreePairs:
+        waits = np.array([[earlier.end < later.start and self.free is not None and self.free(earlier.key, later.key)
+                           for earlier in order] for later in order], dtype=bool).reshape(len(order), len(order))
+        return FreePairs(waits, np.arange(len(order)))
 
 
 def avoid_false_dependencies(ranges: list[LiveRange], offsets: dict[int, int], alignment: int,
@@ -430,8 +447,9 @@ def avoid_false_dependencies(ranges: list[LiveRange], offsets: dict[int, int], a
     buffers it is not free to share with (the lowest such offset; it stays unless the
     count drops). Each move lowers the number of such pairs, the footprint never grows
     and buffers live at the same time never overlap; deterministic. Pairs live apart
-    that are not free can be most pairs (a prefetch waits for little): they are one
-    boolean matrix, and each buffer's costs are counted in arrays.
+    that are not free can be most pairs (a prefetch waits for little): they are found a
+    block of buffers at a time (:func:`_costly_pairs`), and each buffer's costs are counted
+    in arrays.
     """
     top = footprint(ranges, offsets)
     order = sorted(ranges, key=lambda r: (r.start, r.key))
@@ -439,19 +457,13 @@ def avoid_false_dependencies(ranges: list[LiveRange], offsets: dict[int, int], a
         reuse = PairwiseReuse(reuse)
     starts = np.array([r.start for r in order], dtype=np.int64)
     ends = np.array([r.end for r in order], dtype=np.int64)
-    costly = ends[None, :] < starts[:, None]   # [later, earlier]: live apart
-    np.greater(costly, reuse.free_matrix(order), out=costly)   # (and not free)
-    if np.all(starts <= ends):
-        _mirror_lower(costly)
-    else:   # (a range ending before it starts: pairs above the diagonal too)
-        costly |= costly.T
+    nears = _costly_pairs(starts, ends, reuse.free_pairs(order))
     placed = np.array([offsets[r.key] for r in order], dtype=np.int64)
     sizes = np.array([r.size_bytes for r in order], dtype=np.int64)
     live_with = _live_together(order)
     offsets_now, size_list = placed.tolist(), sizes.tolist()   # the same, as ints (read per neighbour)
     bins = _AlignedBins.fit(placed, sizes, top, alignment)
-    for i in range(len(order)):
-        near = np.flatnonzero(costly[i])
+    for i, near in enumerate(nears):
         if not near.size:
             continue
         here, size = offsets_now[i], size_list[i]
@@ -534,16 +546,27 @@ class _AlignedBins:
 _NEVER = np.iinfo(np.int64).max
 
 
-def _mirror_lower(matrix: np.ndarray, block: int = 256) -> None:
-    """``matrix |= matrix.T`` for a square matrix with nothing above its diagonal (a range
-    sorted later by start never ends before an earlier one starts), in blocks: a whole
-    transposed read misses the cache on every element."""
-    n = len(matrix)
+def _costly_pairs(starts: np.ndarray, ends: np.ndarray, free: FreePairs, block: int = 256) -> Iterator[np.ndarray]:
+    """Per range (sorted by start), the indices of the ranges live apart from it whose bytes it
+    may not share without a new wait: ``costly[i, j] or costly[j, i]``, ``costly[later, earlier]``
+    being "live apart and not ``free``". Worked out ``block`` rows at a time (their pairs with
+    earlier ranges, then the transposed slab of those with later ones), each row scanned while
+    the block is in the cache: no n^2 matrix.
+    Where every range ends at or after its start, a row's earlier ranges come before it and
+    its later ones after it: each half looks only there."""
+    n = len(starts)
+    ordered = bool(np.all(starts <= ends))
     for a in range(0, n, block):
-        for b in range(0, a, block):
-            matrix[b:b + block, a:a + block] = matrix[a:a + block, b:b + block].T
-        diagonal = matrix[a:a + block, a:a + block]
-        diagonal |= diagonal.T.copy()
+        b = min(a + block, n)
+        earlier, later = (b, a) if ordered else (n, 0)   # the columns each half can have
+        costly = np.zeros((b - a, n), dtype=bool)
+        half = costly[:, :earlier]
+        np.less(ends[None, :earlier], starts[a:b, None], out=half)
+        np.greater(half, free.rows((a, b), (0, earlier)), out=half)
+        after = ends[a:b, None] < starts[None, later:]
+        np.greater(after, free.columns((a, b), (later, n)), out=after)
+        costly[:, later:] |= after
+        yield from map(np.flatnonzero, costly)
 
 
 def _live_together(order: list[LiveRange]) -> list[list[int]]:

@@ -200,7 +200,7 @@ class ByteSet:
         cached = self._pages
         if cached is not None and cached[0] == page_bytes:
             return cached[1]
-        if len(self.starts) == 1:
+        if len(self.starts) == 1 or self.hi <= page_bytes:   # (one run, or all on the first page)
             result = set(range(self.lo // page_bytes, (self.hi - 1) // page_bytes + 1))
         elif len(self.starts) <= _NUMPY_PAGE_RUNS:
             result = set()

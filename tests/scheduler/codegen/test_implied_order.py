@@ -13,7 +13,7 @@ from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op, make_attribute
 from scheduler.codegen.compiler import CompileContext, compile_block, constant_pool_loads
 from scheduler.codegen.emit import Emitter
-from scheduler.codegen.implied_order import implied_order
+from scheduler.codegen.implied_order import ImpliedOrder, implied_order
 from scheduler.codegen.materialize import live_ranges, number
 from scheduler.codegen.stream import ACompute, ACond, ADma
 from scheduler.memory.buffers import Buffer, BufView
@@ -134,7 +134,7 @@ def test_cond_if_on_edge_loads_its_operand_without_waiting_for_the_selector():
     assert result.summary["peak_tcm_bytes"] == 112
 
 
-def test_the_free_matrix_answers_what_the_pairwise_test_answers():
+def test_the_free_pairs_answer_what_the_pairwise_test_answers():
     # every pair of TCM buffers of a real stream (ds_cnn's tiles, weights and pool on tiny)
     hw = load_hw_config("tiny")
     lowered = lower_graph(npu_sim.load_graph(EXAMPLES / "ds_cnn_kws_int8.tosa"), hw)
@@ -147,8 +147,28 @@ def test_the_free_matrix_answers_what_the_pairwise_test_answers():
                     for serial, (b, first, last) in live_ranges(cmds, numbering).items() if b.memory is TCM),
                    key=lambda r: (r.start, r.key))
     implied = implied_order(cmds, numbering.ids)
-    free, matrix = implied.reuse_test(), implied.free_matrix(order)
+    free, matrix = implied.reuse_test(), implied.free_pairs(order).rows((0, len(order)), (0, len(order)))
     assert len(order) > 40 and matrix.shape == (len(order), len(order))
     expected = [[free(earlier.key, later.key) for earlier in order] for later in order]
     assert matrix.tolist() == expected
     assert 0 < matrix.sum() < len(order) ** 2 / 2    # some pairs are free, most are not
+
+
+def test_free_pairs_of_any_wait_masks_are_the_pairwise_answers():
+    # masks of a prefix and a few more bits, of many bits, none, with bits no buffer has; buffers
+    # sharing a last command's bit, and buffers no command touches (never free)
+    rng = np.random.default_rng(6)
+    for case in range(40):
+        n, bits = int(rng.integers(1, 30)), int(rng.integers(1, 200))
+        last_bit = {key: int(rng.integers(0, bits)) for key in range(n) if rng.random() < 0.8}
+        first_waits = {}
+        for key in range(n):
+            if rng.random() < 0.9:
+                prefix = int(rng.integers(0, bits))
+                more = rng.random(bits) < (0.6 if case % 4 == 0 else 0.05)
+                first_waits[key] = (1 << prefix) - 1 | sum(1 << int(b) for b in np.flatnonzero(more))
+        implied = ImpliedOrder(first_waits, last_bit)
+        order = [LiveRange(key, 16, key, key) for key in rng.permutation(n).tolist()]
+        free = implied.reuse_test()
+        expected = [[free(earlier.key, later.key) for earlier in order] for later in order]
+        assert implied.free_pairs(order).rows((0, n), (0, n)).tolist() == expected

@@ -1,3 +1,5 @@
+import numpy as np
+
 from scheduler.memory.allocators import BumpAllocator, GreedyBySize, footprint
 from scheduler.memory.liveness import LiveRange, live_at, max_live_bytes
 
@@ -385,3 +387,35 @@ def test_greedy_runs_that_cannot_be_searched_from_give_up():
     runs = BestOfGreedy()._greedy_runs(r, 16, max_live_bytes(r), allocators.live_together(r))
     assert [(score, label, offsets) for score, label, _, _, offsets in runs[:2]] == _all_greedy_runs(r, 16)[:2]
     assert len(runs) < BestOfGreedy.GREEDY_RUNS   # (the others gave up)
+
+
+def _random_free_pairs(rng, n):
+    """Random :class:`FreePairs` of ``n`` ranges and the matrix they stand for."""
+    waits = rng.random((n, 9)) < 0.4
+    columns = rng.integers(0, 9, n)
+    return allocators.FreePairs(waits, columns), waits[:, columns]
+
+
+def test_free_pairs_give_the_blocks_of_their_matrix():
+    rng = np.random.default_rng(4)
+    for _ in range(100):
+        n = int(rng.integers(1, 30))
+        pairs, dense = _random_free_pairs(rng, n)
+        a, b = sorted(rng.integers(0, n + 1, 2).tolist())
+        c, d = sorted(rng.integers(0, n + 1, 2).tolist())
+        assert pairs.rows((a, b), (c, d)).tolist() == dense[a:b, c:d].tolist()
+        assert pairs.columns((a, b), (c, d)).tolist() == dense[c:d, a:b].T.tolist()
+
+
+def test_costly_pairs_by_blocks_are_those_of_the_whole_matrix():
+    # costly[later, earlier]: live apart and not free; each range's list joins its row and column
+    rng = np.random.default_rng(8)
+    for case in range(150):
+        n = int(rng.integers(1, 30))
+        starts = np.sort(rng.integers(0, 30, n))
+        ends = starts + rng.integers(-4 if case % 3 == 0 else 0, 10, n)   # (some end before they start)
+        pairs, free = _random_free_pairs(rng, n)
+        costly = (ends[None, :] < starts[:, None]) & ~free
+        expected = [np.flatnonzero(row).tolist() for row in costly | costly.T]
+        found = allocators._costly_pairs(starts, ends, pairs, block=int(rng.integers(1, 9)))
+        assert [near.tolist() for near in found] == expected

@@ -3,6 +3,8 @@
 import random
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from npu_sim.program import MemorySpace, View
 from npu_sim.tosa.dtype import DType
@@ -138,3 +140,54 @@ def test_a_block_tensor_view_touches_the_bytes_of_its_blocks():
     assert view_ranges(view).tolist() == [[0, 16], [32, 40], [72, 80]]
     column = View(MemorySpace.TCM, 4, (3,), DType.INT16, strides_bytes=(16,), blocks=(64, 0, 32), block_bytes=16)
     assert view_ranges(column).tolist() == [[4, 6], [36, 38], [68, 70]]
+
+
+def test_pages_of_a_set_on_the_first_page_and_beyond():
+    byte_set = ByteSet((3, 40, 90), (10, 50, 200))
+    assert byte_set.pages(1 << 62) == {0}
+    assert ByteSet((3, 40, 90), (10, 50, 200)).pages(32) == {0, 1, 2, 3, 4, 5, 6}
+
+
+def _grid_set(slots: list[int], period: int, phase: int, run: int) -> ByteSet:
+    """Runs of ``run`` bytes at ``phase`` in the given slots of a grid of ``period`` bytes."""
+    starts = sorted({slot * period + phase for slot in slots})
+    return ByteSet(tuple(starts), tuple(s + run for s in starts))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_difference_of_sets_on_one_grid_is_that_of_their_bytes(data):
+    # tiles of channels (runs at some phase of a pixel's period) of some pixels (the slots),
+    # runs at times longer than the gcd of their distances, periods that differ
+    period = data.draw(st.integers(2, 24))
+    slots = st.lists(st.integers(0, 12), min_size=1, max_size=10)
+    a_phase, b_phase = data.draw(st.integers(0, period - 1)), data.draw(st.integers(0, period - 1))
+    a_run = data.draw(st.integers(1, period - a_phase if data.draw(st.booleans()) else 2 * period))
+    b_run = data.draw(st.integers(1, period))
+    b_period = period * data.draw(st.sampled_from([1, 1, 2]))
+    if data.draw(st.booleans()):
+        a = _grid_set(data.draw(slots), period, a_phase, a_run)
+    else:   # runs longer than the gcd of their distances (that of slots 0, 3, 5 is one period)
+        gaps = data.draw(st.lists(st.integers(a_run // period + 1, a_run // period + 4), min_size=1, max_size=8))
+        a = _grid_set([sum(gaps[:k]) for k in range(len(gaps) + 1)], period, a_phase, a_run)
+    b = _grid_set(data.draw(st.one_of(slots, st.just(list(range(40))))), b_period, b_phase, b_run)   # (or all)
+    a, b = ByteSet.of(normalize(a.array())), ByteSet.of(normalize(b.array()))   # (runs merged if they touch)
+    expected = _bytes(a.array()) - _bytes(b.array())
+    rest = set_difference(a, b)
+    assert (set() if rest is None else _bytes(rest.array())) == expected
+    if rest is not None:
+        assert rest.array().tolist() == normalize(rest.array()).tolist()
+
+
+def test_a_tile_of_channels_leaves_the_others_of_every_pixel():
+    # the record: channels 32..64 of 4 pixels of 64 bytes; the write: channels 40..48 of them
+    record = _grid_set([0, 1, 2, 3], 64, 32, 32)
+    rest = set_difference(record, _grid_set([0, 1, 2, 3], 64, 40, 8))
+    assert rest is not None and rest.array().tolist() == [[p * 64 + lo, p * 64 + hi] for p in range(4)
+                                                          for lo, hi in ((32, 40), (48, 64))]
+    assert set_difference(record, _grid_set([0, 1, 2, 3, 4], 64, 32, 8)).array().tolist() == [
+        [p * 64 + 40, p * 64 + 64] for p in range(4)]
+    # runs longer than their lattice's period (distances 8 and 12: gcd 4) meet several of b's
+    long_runs = ByteSet((0, 8, 20), (6, 14, 26))
+    assert set_difference(long_runs, _grid_set(list(range(7)), 4, 0, 1)).array().tolist() == [
+        [1, 4], [5, 6], [9, 12], [13, 14], [21, 24], [25, 26]]
