@@ -58,6 +58,9 @@ from tests.robustness.hostile import add_graph, npu_sim, save
      "block_tensors.table_read_cycles_per_entry"),
     (b"extends: edge\nenergy: {cpu_cycle_pj: -1}\n", "energy.cpu_cycle_pj"),
     (b"extends: edge\ntcm: {packed_weight_streams: maybe}\n", "tcm.packed_weight_streams"),
+    (b"extends: edge\ntcm: {ddr_ifm_refetch: 3}\n", "tcm.ddr_ifm_refetch"),
+    (b"extends: edge\ntcm: {matrix_vector_weights_buffered_when_hidden: maybe}\n",
+     "tcm.matrix_vector_weights_buffered_when_hidden"),
     (b"extends: edge\nstripes: {slack_fraction: 2}\n", "stripes.slack_fraction"),
     (b"extends: edge\nstripes: {optimise: speed}\n", "stripes.optimise"),
 ])
