@@ -48,6 +48,11 @@ POOL_ITEM_ALIGNMENT = 8
 #: descriptors (the DDR latency overlaps the next descriptor), so small chunks only cost
 #: their setup.
 POOL_MIN_CHUNK_BYTES = 256
+#: A streamed pool chunk absorbing a later run lives at most this many operations past its own
+#: last reader, unless it holds at most POOL_LONG_LIVED_MAX_BYTES (scalars): a bias vector or a
+#: table dies near its reader.
+POOL_MERGE_LONGER_OPERATIONS = 2
+POOL_LONG_LIVED_MAX_BYTES = 64
 
 _HOME_KINDS = {ValueKind.INPUT: "input", ValueKind.OUTPUT: "output", ValueKind.VARIABLE: "variable",
                ValueKind.CONSTANT: "constant"}
@@ -202,7 +207,10 @@ def _segment_loads(values: dict[str, Value], pooled: dict[str, int], first_use: 
     last reader comes no earlier (its bytes are not kept beyond their last reader), and when the
     next is small too or has the same first reader: a large run is not loaded ahead of its first
     reader for a few bytes' DMA (DS-CNN int16's softmax tables, 2 KB, had come three operations
-    early with a pooling's 8 bytes of scales, over the network's peak)."""
+    early with a pooling's 8 bytes of scales, over the network's peak); and a chunk lives past its
+    own last reader for the run it absorbs by at most :data:`POOL_MERGE_LONGER_OPERATIONS`
+    operations unless it holds at most :data:`POOL_LONG_LIVED_MAX_BYTES` (a stateful LSTM's
+    256-byte bias had stayed to the end with a 1-byte shift read at every step)."""
     runs: list[list[int]] = []   # [first reader, start, end, last reader]
     for key in sorted(pooled, key=pooled.__getitem__):
         end = pooled[key] + align_up(values[key].size_bytes, POOL_ITEM_ALIGNMENT)
@@ -215,7 +223,8 @@ def _segment_loads(values: dict[str, Value], pooled: dict[str, int], first_use: 
     for run in runs:
         last = chunks[-1] if chunks else None
         if last is not None and last[2] - last[1] < min_chunk and run[3] >= last[3] and \
-                (run[2] - run[1] < min_chunk or run[0] == last[0]):
+                (run[2] - run[1] < min_chunk or run[0] == last[0]) and \
+                (run[3] - last[3] <= POOL_MERGE_LONGER_OPERATIONS or last[2] - last[1] <= POOL_LONG_LIVED_MAX_BYTES):
             last[2], last[3] = run[2], max(last[3], run[3])
         else:
             chunks.append(list(run))

@@ -44,14 +44,14 @@ def test_rows_of_compared_pairs_only():
 
 
 def test_mobilenet_v3_on_the_u85_runs_its_first_layers_in_stripes():
-    """102,496 bytes of TCM on whole activation maps (Vela: 46,448), 28,320 in the preset's stripes
+    """102,512 bytes of TCM on whole activation maps (Vela: 46,448), 27,824 in the preset's stripes
     (two chains; the first reads its 96x96x3 input's rows where it lives, since that takes the input
-    off the block's peak), 19,264 in the fewest-bytes stripes; the preset's stripes take 4.3% fewer
-    cycles than whole maps, the fewest-bytes ones 1.1% more (its squeeze-excite products read their
+    off the block's peak), 18,992 in the fewest-bytes stripes; the preset's stripes take 4.0% fewer
+    cycles than whole maps, the fewest-bytes ones 1.4% more (its squeeze-excite products read their
     weights in place)."""
     ours = run_ours(EXAMPLES / "mobilenet_v3_small_int8.tosa", "ethos-u85-256")
     assert (ours["unstriped_peak_tcm_bytes"], ours["peak_tcm_bytes"], ours["size_peak_tcm_bytes"]) == (
-        102496, 28320, 19264)
-    assert (ours["unstriped_cycles"], ours["cycles"], ours["size_cycles"]) == (349403, 334228, 353236)
-    assert (ours["striped_chains"], ours["tcm_lower_bound_unstriped_bytes"]) == (2, 90400)
+        102512, 27824, 18992)
+    assert (ours["unstriped_cycles"], ours["cycles"], ours["size_cycles"]) == (349475, 335653, 354227)
+    assert (ours["striped_chains"], ours["tcm_lower_bound_unstriped_bytes"]) == (2, 90416)
     assert ours["by_kind"]["stripe"] == 20160

@@ -49,7 +49,7 @@ def test_presets():
 
 # 8 and 64 reach back over the whole chain alike (a reach longer than the operations before
 # one takes them all, not the last few)
-@pytest.mark.parametrize(("prefetch", "cycles"), [(64, 4495), (8, 4495), (1, 6971), (0, 6971)])
+@pytest.mark.parametrize(("prefetch", "cycles"), [(64, 4495), (8, 4495), (1, 7161), (0, 7161)])
 def test_weight_loads_wait_for_the_operation_before(prefetch, cycles):
     summary = run(prefetch)
     assert summary["total_cycles"] == cycles
@@ -59,4 +59,6 @@ def test_weight_loads_wait_for_the_operation_before(prefetch, cycles):
     # still runs; behind one CLAMP (16 cycles) they come after it: 1,645 cycles a convolution
     assert later_start_before_earlier_end is (prefetch >= 8)
     if prefetch <= 1:
-        assert [b["start_cycle"] - a["start_cycle"] for a, b in zip(convs, convs[1:])] == [1645] * 3
+        # (the second's per-channel parameters load in a pool chunk of their own, not kept from the
+        # first operation on: 190 cycles more before it)
+        assert [b["start_cycle"] - a["start_cycle"] for a, b in zip(convs, convs[1:])] == [1835, 1645, 1645]

@@ -106,3 +106,26 @@ def test_several_invocations_keep_the_resident_pool_when_constants_stream():
     # the resident pool as without streaming: a, c (3,000 B, any size fits a resident pool), b, d
     assert fixed.segment_loads == {} and fixed.pool_tcm is not None and fixed.pool_tcm.size_bytes == 3616
     assert fixed.pool_chunks == {0: (0, 104), 1: (104, 3200), 2: (3304, 304)}
+
+
+def test_a_small_chunk_does_not_keep_a_vector_alive_for_a_scalar_read_much_later():
+    """A 104-byte constant read by op0 and a 1-byte one read by op0 and op5: both runs are below the
+    256-byte minimum chunk, but joined, the 104 bytes would live to op5 for one scalar's DMA; they
+    load apart (a stateful LSTM's 256-byte bias had stayed to the end with a 1-byte shift read at
+    every step). A 1-byte run read up to op1 still joins it (one operation longer)."""
+    hw = make_hw(tcm={"constant_stream_slack_fraction": 0.02}, dma={"prefetch_operations": 0})
+
+    def chunks(last_read: int) -> list[tuple[int, int]]:
+        values = {v.key: v for v in (
+            _value("x", ValueKind.INPUT, 64), _value("y", ValueKind.OUTPUT, 64),
+            _value("a", ValueKind.CONSTANT, 100, data=True), _value("s", ValueKind.CONSTANT, 1, data=True),
+            _value("t", ValueKind.INTERMEDIATE, 64))}
+        ops = [_add("op0", "x", "a", "t", values)]
+        ops[0].steps = (*ops[0].steps, _add("op0s", "t", "s", "t", values).steps[0])
+        for i in range(1, 6):
+            ops.append(_add(f"op{i}", "t", "s" if i == last_read else "t", "t" if i < 5 else "y", values))
+        fixed = fixed_placements(LoweredGraph(LoweredBlock("main", ops, ["x"], ["y"]), values), hw, tcm_alignment=16)
+        return [(start, size) for loads in fixed.segment_loads.values() for start, size, _ in loads]
+
+    assert chunks(5) == [(0, 104), (104, 8)]
+    assert chunks(1) == [(0, 112)]
