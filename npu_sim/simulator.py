@@ -63,7 +63,7 @@ import npu_sim.reference  # noqa: F401  (registers the kernels the compute units
 from npu_sim import progress
 from npu_sim.errors import InputError, MemoryAccessError, ProgramError, SimulationDeadlock, SimulationError
 from npu_sim.gc_pause import gc_paused
-from npu_sim.hw.compute import ComputeOp, TimedComputeOp, WeightRead, compile_compute, no_binding
+from npu_sim.hw.compute import ComputeOp, InPlaceRead, TimedComputeOp, compile_compute, no_binding
 from npu_sim.hw.compute_units import unit_names
 from npu_sim.hw.config import HwConfig, load_hw_config
 from npu_sim.hw.cost import ComputeCycles, command_mac_pe_cycles, command_macs, command_tcm_bytes
@@ -332,7 +332,7 @@ class Simulator:
             cycles, macs = self._compute_cycles(cmd), command_macs(cmd)
             node = (TimedComputeOp if self.timing_only else ComputeOp)(
                 cmd, self.compute_units[cmd.unit], self, steps, outputs, cycles, macs, self._constant_tcm)
-            node.weight_read = self._weight_read(cmd)
+            node.in_place_read = self._in_place_read(cmd)
         elif isinstance(cmd, (CondCommand, LoopCommand)):
             with named(f"{where} condition"):
                 condition = self.memories[cmd.condition.memory].access(cmd.condition)
@@ -349,7 +349,7 @@ class Simulator:
         self.nodes[cmd.id] = node
         return node
 
-    def _weight_read(self, cmd: ComputeCommand) -> WeightRead | None:
+    def _in_place_read(self, cmd: ComputeCommand) -> InPlaceRead | None:
         """What ``cmd`` reads from the DDR while it computes (:func:`in_place_read_bytes`: whole bursts,
         its read latency)."""
         if any(v.memory is not MemorySpace.DDR for v in cmd.in_place_weights()):
@@ -358,7 +358,7 @@ class Simulator:
         if not size:
             return None
         latency = self.hw.ddr.read_latency_cycles
-        return WeightRead(self.channels[MemorySpace.DDR], burst_bytes, latency, self._dma_model.read_cap(latency))
+        return InPlaceRead(self.channels[MemorySpace.DDR], burst_bytes, latency, self._dma_model.read_cap(latency))
 
     def _check_descriptor(self, cmd: DmaCommand) -> None:
         """Reject a copy that needs more than 3 levels (:func:`make_descriptor`), once per geometry:
@@ -392,7 +392,7 @@ class Simulator:
                 continue
             del node.machine
             if isinstance(node, ComputeOp):
-                node.steps, node.outputs, node.weight_read = [], [], None
+                node.steps, node.outputs, node.in_place_read = [], [], None
             else:
                 del node.src, node.dst, node.channel
         for memory in self.memories.values():
@@ -477,7 +477,7 @@ class Simulator:
         goes on past REQUIREs (the kernels record each violation where it happens), nor where a
         compute command moves bytes over a channel (weights read in place: replay checks the
         DMAs' transfers only)."""
-        if active_log() is not None or any(isinstance(n, ComputeOp) and n.weight_read for n in self.all_nodes):
+        if active_log() is not None or any(isinstance(n, ComputeOp) and n.in_place_read for n in self.all_nodes):
             return None
         units = self.dma_units + list({id(u): u for u in self.compute_units.values()}.values())
         # (a block tensor's bytes are found through its pointer table: not worth bounding)

@@ -156,7 +156,7 @@ def _feeds(cs: CompiledStep, constants: list[np.ndarray | None]) -> tuple[tuple[
     return tuple(feeds)
 
 
-class WeightRead(NamedTuple):
+class InPlaceRead(NamedTuple):
     """What a compute command reads where it lives (its weight stream, ``weights_in_place``; its
     input's block fetches, ``ifm_refetch_bytes``): the bytes cross ``channel`` (whole bursts, at most
     ``cap_bytes_per_cycle``: the bursts a read keeps in flight over its latency) while it
@@ -172,7 +172,7 @@ class ComputeOp(QueuedCommand):
     """A compute command compiled for one machine (``steps``/``outputs`` from :func:`compile_compute`)."""
 
     __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound", "constant_tcm", "all_bound", "feeds",
-                 "fold", "plan", "memo", "copy_from", "weight_read", "parts_left")
+                 "fold", "plan", "memo", "copy_from", "in_place_read", "parts_left")
 
     def __init__(self, command: ComputeCommand, unit: Unit, machine: Machine,
                  steps: list[CompiledStep], outputs: list[ViewAccess], cycles: int, macs: int,
@@ -202,14 +202,14 @@ class ComputeOp(QueuedCommand):
         #: with ``fold``, an IDENTITY of one operand read from memory: that operand (its bytes are
         #: copied to the output, no kernel run; None: not such a command)
         self.copy_from: ViewAccess | None = None
-        #: the weights it reads where they live (None: it reads only the TCM)
-        self.weight_read: WeightRead | None = None
+        #: what it reads from the DDR while it computes (None: it reads only the TCM)
+        self.in_place_read: InPlaceRead | None = None
         self.parts_left = 0
 
     def start(self) -> None:
         env = self.machine.env
         now = self.start_cycle = env.now
-        read = self.weight_read
+        read = self.in_place_read
         if read is None:
             env.timeout(self.cycles).callbacks.append(self._end)
             return

@@ -205,19 +205,18 @@ class DmaModel:
 
     def __init__(self, hw: HwConfig):
         ddr = hw.ddr
+        self.hw = hw
         self.burst = ddr.burst_size_bytes
         self.read_latency, self.write_latency = ddr.read_latency_cycles, ddr.write_latency_cycles
         self.setup = hw.dma.setup_cycles
         self.table_entry_cycles = hw.block_tensors.table_read_cycles_per_entry
-        self.outstanding_bytes = hw.dma.max_outstanding_bursts * ddr.burst_size_bytes
-        self.burst_cycles = ddr.burst_size_bytes / ddr.bandwidth_bytes_per_cycle
         self.port = {space: float(port_bytes_per_cycle(hw, space)) for space in MemorySpace}
         self._contiguous: dict[tuple, DmaTiming] = {}
         self._strided: dict[tuple, DmaTiming] = {}
 
     def read_cap(self, latency_cycles: int) -> float:
         """Bytes a cycle one stream of DDR reads reaches (:func:`read_cap_bytes_per_cycle`)."""
-        return self.outstanding_bytes / (latency_cycles + self.burst_cycles)
+        return read_cap_bytes_per_cycle(self.hw, latency_cycles)
 
     def timing(self, src: View, dst: View, access_bytes: int = 0) -> DmaTiming:
         """Where the copy ``src -> dst`` is arbitrated, the bytes it moves there, its cap and

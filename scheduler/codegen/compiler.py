@@ -35,7 +35,7 @@ from scheduler.codegen.emit import Emitter, staging_need_bytes
 from scheduler.codegen.stream import ACommand, ACompute, ACond, ADma, ALoop, OpRecord
 from scheduler.codegen.stripe_emit import emit_chain
 from scheduler.cost_model import dma_issue_cycles
-from scheduler.ir.npu_ops import LoweredBlock, NpuOp, OpKind, Value, ValueKind
+from scheduler.ir.npu_ops import LoweredBlock, NpuOp, OpKind, Value, ValueKind, copied_graph_input, copy_producers
 from scheduler.memory.buffers import Buffer, Placement
 from scheduler.memory.fixed_placements import Fixed
 from scheduler.passes.cascade import follow_producers
@@ -196,17 +196,8 @@ class _BlockCompiler:
         """The graph input value ``key`` is (a copy made in this block of), None if none; and whether
         a SLICE is among the copies."""
         if self.copy_producers is None:
-            self.copy_producers = {out: op for op in self.block.ops if op.kind is OpKind.COPY for out in op.outputs}
-        sliced = False
-        for _ in range(len(self.block.ops) + 1):
-            kind = self.ctx.values[key].kind
-            if kind is ValueKind.INPUT:
-                return key, sliced
-            producer = self.copy_producers.get(key)
-            if kind is not ValueKind.INTERMEDIATE or producer is None or not producer.sources:
-                return None, False
-            key, sliced = producer.sources[0], sliced or producer.slice_offset_elements is not None
-        return None, False
+            self.copy_producers = copy_producers(self.block)
+        return copied_graph_input(key, self.copy_producers, self.ctx.values)
 
     def make_alias(self, i: int, op: NpuOp) -> None:
         """COPY operation ``i`` moves nothing: its result is (a slice of) its source's bytes."""

@@ -180,6 +180,26 @@ class LoweredBlock:
                 yield from sub.walk_blocks()
 
 
+def copy_producers(block: LoweredBlock) -> dict[str, NpuOp]:
+    """The block's values made by a COPY operation (a SLICE, a RESHAPE, a staging copy) -> it."""
+    return {out: op for op in block.ops if op.kind is OpKind.COPY for out in op.outputs}
+
+
+def copied_graph_input(key: str, producers: dict[str, NpuOp], values: dict[str, Value]) -> tuple[str | None, bool]:
+    """The graph input value ``key`` is, or is a chain of copies of (``producers``:
+    :func:`copy_producers`); None if it is neither. And whether a SLICE is among the copies."""
+    sliced = False
+    for _ in range(len(producers) + 1):
+        kind = values[key].kind
+        if kind is ValueKind.INPUT:
+            return key, sliced
+        producer = producers.get(key)
+        if kind is not ValueKind.INTERMEDIATE or producer is None or not producer.sources:
+            return None, False
+        key, sliced = producer.sources[0], sliced or producer.slice_offset_elements is not None
+    return None, False
+
+
 @dataclass
 class LoweredGraph:
     """The lowered main block and every value of the graph by key."""

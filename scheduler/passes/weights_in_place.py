@@ -29,18 +29,19 @@ from npu_sim.hw.config import HwConfig
 from npu_sim.hw.dma import read_cap_bytes_per_cycle
 from npu_sim.program import WEIGHT_OPS, reads_weight_stream
 from scheduler import cost_model
-from scheduler.ir.npu_ops import LoweredGraph, NpuOp, OpKind, ValueKind
+from scheduler.ir.npu_ops import LoweredGraph, NpuOp, OpKind, ValueKind, copied_graph_input, copy_producers
 
 
 def mark_weights_in_place(lowered: LoweredGraph, hw: HwConfig) -> int:
     """Mark each main-block matrix-vector product whose weights are constants (but, where the config
     buffers them when that pays, those :func:`_buffer_pays` keeps loading); how many."""
     marked = 0
+    producers = copy_producers(lowered.main)
     for op in lowered.main.ops:
         if not _matrix_vector_product(op, lowered):
             continue
         if hw.tcm.matrix_vector_weights_buffered_when_hidden and \
-                _buffer_pays(hw, _stream_bytes(op, lowered), _op_cycles(hw, op, lowered)):
+                _buffer_pays(hw, _stream_bytes(op, lowered), _op_cycles(hw, op, lowered, producers)):
             continue
         op.weights_in_place = True
         marked += 1
@@ -59,27 +60,14 @@ def _buffer_pays(hw: HwConfig, stream_bytes: int, op_cycles: float) -> bool:
     return transfer + from_tcm <= op_cycles
 
 
-def _op_cycles(hw: HwConfig, op: NpuOp, lowered: LoweredGraph) -> float:
+def _op_cycles(hw: HwConfig, op: NpuOp, lowered: LoweredGraph, producers: dict[str, NpuOp]) -> float:
     """``op``'s estimated cycles as the simulator charges them: its body and the latencies of its
-    first input block and last output block (the DDR's read latency where it reads a graph input
-    or a recurrent state the NPU keeps there, ``hw.cost``'s block latencies)."""
-    from_ddr = any(lowered.values[k].kind is ValueKind.INPUT or k in lowered.recurrent_state
-                   or _copied_input(k, lowered) for k in op.inputs)
+    first input block and last output block (the DDR's read latency where it reads a graph input,
+    or a copy of one, or a recurrent state the NPU keeps there: ``hw.cost``'s block latencies)."""
+    from_ddr = any(k in lowered.recurrent_state or copied_graph_input(k, producers, lowered.values)[0] is not None
+                   for k in op.inputs)
     read = hw.ddr.read_latency_cycles if from_ddr else hw.tcm.read_latency_cycles
     return _estimated_cycles(hw, op) + read + hw.tcm.write_latency_cycles
-
-
-def _copied_input(key: str, lowered: LoweredGraph) -> bool:
-    """Whether value ``key`` is a copy (a SLICE, a RESHAPE) of a graph input, made in the main block."""
-    producers = {out: op for op in lowered.main.ops if op.kind is OpKind.COPY for out in op.outputs}
-    for _ in range(8):
-        producer = producers.get(key)
-        if producer is None or not producer.sources:
-            return False
-        key = producer.sources[0]
-        if lowered.values[key].kind is ValueKind.INPUT:
-            return True
-    return False
 
 
 def _stream_bytes(op: NpuOp, lowered: LoweredGraph) -> int:
