@@ -309,12 +309,31 @@ def reads_weight_stream(step_op: Op, operand_index: int) -> bool:
 
 
 def reads_in_place(command_unit: str, composite: str, step_op: Op, operand_index: int,
-                   weights_in_place: bool = False) -> bool:
+                   weights_in_place: bool = False, parameter: bool = False) -> bool:
     """True for the operand a command may read where it lives, in any memory: a lookup's table
-    (:func:`reads_table_in_place`), and with ``weights_in_place`` (see ``ComputeCommand``) its
-    weight stream (:func:`reads_weight_stream`)."""
-    return reads_table_in_place(command_unit, composite, step_op, operand_index) or \
+    (:func:`reads_table_in_place`), with ``weights_in_place`` (see ``ComputeCommand``) its
+    weight stream (:func:`reads_weight_stream`), and a ``parameter`` (see
+    :func:`is_command_parameter`) of a command with ``parameters_in_place``."""
+    return parameter or reads_table_in_place(command_unit, composite, step_op, operand_index) or \
         (weights_in_place and reads_weight_stream(step_op, operand_index))
+
+
+def command_reads_in_place(command: ComputeCommand, step: KernelStep, operand_index: int) -> bool:
+    """:func:`reads_in_place` for operand ``operand_index`` of ``step`` of ``command``."""
+    parameter = command.parameters_in_place and \
+        is_command_parameter(step.op, operand_index, step.input_types[operand_index])
+    return reads_in_place(command.unit, command.composite, step.op, operand_index, command.weights_in_place,
+                          parameter)
+
+
+def is_command_parameter(step_op: Op, operand_index: int, operand_type: TensorType) -> bool:
+    """True for an operand an NPU's command stream carries in its registers, not read from a
+    memory: a SHAPE tensor (a RESHAPE's new shape), or a single value other than a matrix
+    product's weights and bias (zero points, a RESCALE's or MUL's scalar multiplier and shift, an
+    elementwise operation's scalar operand: the Ethos-U's IFM2 scalar mode)."""
+    if operand_type.dtype is DType.SHAPE:
+        return True
+    return math.prod(operand_type.shape) == 1 and not (step_op in WEIGHT_OPS and operand_index in (1, 2))
 
 
 def reads_table_in_place(command_unit: str, composite: str, step_op: Op, operand_index: int) -> bool:
@@ -361,6 +380,9 @@ class ComputeCommand:
     #: bytes they take
     ifm_refetch_bytes: int = 0
     ifm_refetch_burst_bytes: int = 0
+    #: it reads its parameters (:func:`is_command_parameter`) where they live, as the command
+    #: stream's register values: no TCM copy, no transfer (``tcm.parameters_in_command_stream``)
+    parameters_in_place: bool = False
 
     def in_place_weights(self) -> list[View]:
         """The views of its weight stream it reads outside the TCM (empty unless

@@ -85,7 +85,7 @@ from scheduler.passes.stripes import ChainMemo
 from scheduler.passes.tiling import Tiler
 from scheduler.passes.unit_choice import assign_units
 from scheduler.passes.weight_streams import private_weight_streams
-from scheduler.passes.weights_in_place import mark_weights_in_place
+from scheduler.passes.weights_in_place import mark_parameters_in_place, mark_weights_in_place
 from scheduler.plan_stats import plan_stats
 
 MAX_ATTEMPTS = 64
@@ -133,8 +133,7 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     assign_units(lowered, hw)
     lowered.cpu_fallbacks = assign_cpu_fallbacks(lowered, hw)
     keep = hw.tcm.keep_reused_constants   # (else no constant is above the threshold: none is staged)
-    if hw.tcm.matrix_vector_weights_in_place and streams_constants(hw, resident_constants):
-        mark_weights_in_place(lowered, hw)
+    _mark_in_place(lowered, hw, resident_constants)
     if hw.tcm.packed_weight_streams and not keep and streams_constants(hw, resident_constants):
         private_weight_streams(lowered, pool_item_max_bytes(hw, resident_constants))
     stage(lowered, pool_item_max_bytes(hw, resident_constants) if keep else sys.maxsize, on_chip_kinds(hw))
@@ -144,6 +143,14 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     if not keep and streams_constants(hw, resident_constants):   # (after the order is final)
         reload_distant_constants(lowered, pool_item_max_bytes(hw, resident_constants))
     return lowered
+
+
+def _mark_in_place(lowered: LoweredGraph, hw: HwConfig, resident_constants: bool) -> None:
+    """Mark what the operations read where it lives: matrix-vector weights, command parameters."""
+    if hw.tcm.matrix_vector_weights_in_place and streams_constants(hw, resident_constants):
+        mark_weights_in_place(lowered, hw)
+    if hw.tcm.parameters_in_command_stream:
+        mark_parameters_in_place(lowered)
 
 
 def _compile(graph: Graph, lowered: LoweredGraph, fixed: Fixed, hw: HwConfig, planner: Planner,

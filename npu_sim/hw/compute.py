@@ -37,7 +37,7 @@ from npu_sim.hw.memory import Memory, ViewAccess
 from npu_sim.hw.queues import Machine, QueuedCommand, Unit
 from npu_sim.hw.result_memo import ResultMemo
 from npu_sim.hw.table_folding import PlanEntry, fold_plan
-from npu_sim.program import ComputeCommand, KernelStep, MemorySpace, View, reads_in_place
+from npu_sim.program import ComputeCommand, KernelStep, MemorySpace, View, command_reads_in_place
 from npu_sim.reference.custom import custom_implementation
 from npu_sim.reference.kernel_api import BoundKernel, KernelArgs, bind_kernel, run_kernel
 from npu_sim.tosa.ops import Op
@@ -83,14 +83,14 @@ def no_binding(view: View) -> None:
 
 def compile_step(step: KernelStep, index: int, bind: Binder, where: str,
                  readable: tuple[MemorySpace, ...] = (MemorySpace.TCM,),
-                 in_place: Callable[[Op, int], bool] = lambda op, i: False) -> CompiledStep:
+                 in_place: Callable[[KernelStep, int], bool] = lambda step, i: False) -> CompiledStep:
     """Bind a step's operands (``bind``: see :data:`Binder`): views of the ``readable`` memories
-    (the TCM; a fused composite also reads the variable SRAM; ``in_place(op, i)``: operand ``i``
-    is a table read where it lives), or earlier steps' results."""
+    (the TCM; a fused composite also reads the variable SRAM; ``in_place(step, i)``: operand ``i``
+    is read where it lives: a table, weights, a parameter), or earlier steps' results."""
     operands: list[ViewAccess | int] = []
     for i, operand in enumerate(step.operands):
         if type(operand) is View or isinstance(operand, View):
-            if operand.memory not in readable and not in_place(step.op, i):
+            if operand.memory not in readable and not in_place(step, i):
                 _unreadable(operand, i, index, readable, where)
             operands.append(bind(operand))  # type: ignore[arg-type]   # (None only when timing only)
         elif isinstance(operand, int) and 0 <= operand < index:
@@ -125,8 +125,8 @@ def compile_compute(command: ComputeCommand, memories: Mapping[MemorySpace, Memo
     readable = COMPOSITE_READABLE if command.composite else (MemorySpace.TCM,)
     bind = bind or binder(memories)
 
-    def in_place(op: Op, operand_index: int) -> bool:
-        return reads_in_place(command.unit, command.composite, op, operand_index, command.weights_in_place)
+    def in_place(step: KernelStep, operand_index: int) -> bool:
+        return command_reads_in_place(command, step, operand_index)
 
     steps = [compile_step(step, i, bind, where, readable, in_place) for i, step in enumerate(command.steps)]
     if command.output_steps and (len(command.output_steps) != len(command.outputs) or

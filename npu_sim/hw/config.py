@@ -145,6 +145,14 @@ class TcmConfig(_Strict):
         "copy: every weight is read once, so a buffer would hide nothing. Vela 5.2 on the Ethos-U55 "
         "with its weights in flash buffers none (its debug database for an unrolled LSTM lists no "
         "weight buffer, and each gate convolution's cycles are its flash access cycles)")
+    parameters_in_command_stream: bool = Field(
+        default=False, description="an NPU operation's parameters are register values of its command "
+        "stream, not tensors in a memory: SHAPE tensors (a RESHAPE's new shape) and single values other "
+        "than a matrix product's weights and bias (zero points, a RESCALE's or MUL's scalar multiplier and "
+        "shift, an elementwise operation's scalar operand) stay where they live, with no TCM copy and no "
+        "transfer (Ethos-U: the command stream's zero-point, scale and shift registers and its IFM2 scalar "
+        "mode; Vela 5.2 places no such tensor in the SRAM: its debug database of an unrolled LSTM on the "
+        "U55 lists only feature maps there)")
     matrix_vector_weights_buffered_when_hidden: bool = Field(
         default=False, description="with matrix_vector_weights_in_place: a matrix-vector product loads its "
         "weights into the TCM as before where that makes it no slower, and only the others read in place: "

@@ -31,6 +31,8 @@ from npu_sim.memory_layout import align_up, element_size_bytes
 from npu_sim.program import MemorySpace, RollingBufferStats, StripedChainStats
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
+from npu_sim.tosa.ops import Op
+from scheduler.codegen.concat_in_place import live_spans, slice_offsets_bytes, worth_it
 from scheduler.codegen.emit import Emitter, staging_need_bytes
 from scheduler.codegen.stream import ACommand, ACompute, ACond, ADma, ALoop, OpRecord
 from scheduler.codegen.stripe_emit import emit_chain
@@ -207,13 +209,86 @@ class _BlockCompiler:
         self.placed.clear()
         self.skip.add(i)
 
+    def write_in_place(self, i: int, op: NpuOp) -> None:
+        """COPY operation ``i`` moves nothing: its source is computed into its result's bytes."""
+        self.alias[op.sources[0]] = op.outputs[0]
+        self.alias_offset[op.sources[0]] = 0
+        self.placed.clear()
+        self.skip.add(i)
+
     # -- passes
     def find_aliases(self) -> None:
+        concats = []
         for i, op in enumerate(self.block.ops):
             if op.kind is OpKind.COPY and op.alias_ok and not op.staged:
                 dst, src = op.outputs[0], op.sources[0]
                 if self.is_local(dst) and self.ctx.values[src].kind is not ValueKind.VARIABLE:
                     self.make_alias(i, op)
+                elif self._receives_in_place(op):
+                    self.write_in_place(i, op)
+            elif op.kind is OpKind.COMPUTE and op.steps and op.steps[0].op is Op.CONCAT:
+                concats.append(i)
+        for i in concats:
+            self._concat_in_place(i, self.block.ops[i])
+
+    def _concat_in_place(self, i: int, op: NpuOp) -> None:
+        """Compute the inputs of CONCAT operation ``i`` into their slices of its result where
+        :mod:`scheduler.codegen.concat_in_place` says so; the CONCAT then runs nothing."""
+        found = self._concat_operands(op)
+        if found is None:
+            return
+        operands, offsets = found
+        result = self.root(op.outputs[0])
+        ops, values, alignment = self.block.ops, self.ctx.values, self.ctx.alignment
+        spans = live_spans(ops, self.skip, self.root, lambda r: self.is_local(r) or self._tcm_home(r))
+        for r, span in spans.items():   # (a home in the TCM: from the start or to the end)
+            if not self.is_local(r):
+                span[0], span[1] = 0 if self._home_from_start(r) else span[0], len(ops) - 1
+        if not all(k in spans for k in (*operands, result)) or \
+                not worth_it(spans, operands, result, lambda r: align_up(values[r].size_bytes, alignment), len(ops)):
+            return
+        for key, at in zip(operands, offsets):
+            self.alias[key] = op.outputs[0]
+            self.alias_offset[key] = at
+        self.placed.clear()
+        self.skip.add(i)
+
+    def _concat_operands(self, op: NpuOp) -> tuple[list[str], tuple[int, ...]] | None:
+        """The values a CONCAT's inputs are (the roots of RESHAPEs of them) and their offsets in
+        its result, if each may take its slice of the result; else None."""
+        offsets = slice_offsets_bytes(op, self.ctx.values)
+        if offsets is None:
+            return None
+        values = self.ctx.values
+        keys = [str(k) for k in op.steps[0].operands]
+        operands = [self.root(k) for k in keys]
+        result = self.root(op.outputs[0])
+        if len(set(operands)) != len(operands) or result in operands or \
+                not (self.is_local(result) or self._tcm_home(result)):
+            return None
+        if not all(self.is_local(r) and self.offset(k) == 0 and values[r].size_bytes == values[k].size_bytes
+                   for k, r in zip(keys, operands)):
+            return None
+        return operands, offsets
+
+    def _tcm_home(self, key: str) -> bool:
+        """Whether ``key`` is a tensor whose home is the TCM (not the block's to place)."""
+        home = self.ctx.fixed.get(key)
+        return home is not None and home.memory is TCM and not self.is_local(key)
+
+    def _home_from_start(self, key: str) -> bool:
+        buffer = self.ctx.fixed[key].buffer
+        return buffer.whole_program or buffer.host_writes
+
+    def _receives_in_place(self, op: NpuOp) -> bool:
+        """Whether a RESHAPE's result whose home is the TCM (a graph output in the arena of a
+        Shared_Sram NPU) can take its source's bytes: the source is computed there, as Vela
+        writes a graph's last feature map into its output tensor."""
+        dst, src = op.outputs[0], op.sources[0]
+        home = self.ctx.fixed.get(dst)
+        return (op.slice_offset_elements is None and home is not None and home.memory is TCM
+                and self.is_local(src) and src not in self.alias
+                and self.ctx.values[src].size_bytes == self.ctx.values[dst].size_bytes)
 
     def groups(self) -> tuple[dict[str, Group], set[str]]:
         """Groups of local values (by root) and the roots that must live in DDR."""
@@ -296,7 +371,7 @@ class _BlockCompiler:
         striped chains' plans with their operands where residency left them."""
         ops = self.block.ops
         chained = {i for chain in self.chains for i in chain.ops}
-        plans = {i: plan for i, plan in result.plans.items() if i not in chained}
+        plans = {i: plan for i, plan in result.plans.items() if i not in chained and i not in self.skip}
         self.cascades = follow_producers(ops, plans, self.ctx.tiler, in_tcm, _cascade_budgets(result, self.capacity))
         result.plans.update(plans)
         for chain in self.chains:
@@ -314,8 +389,10 @@ class _BlockCompiler:
         ops, ctx = self.block.ops, self.ctx
         values = self._chain_values(eligible)
         whole = dict(values.sizes)
-        self.chains = find_chains(ops, ctx.tiler, values, lambda key: root_of(key) is not None or fixed_tcm(key),
-                                  ctx.alignment, ctx.chain_memo)
+        self.chains = [c for c in find_chains(ops, ctx.tiler, values,
+                                              lambda key: root_of(key) is not None or fixed_tcm(key),
+                                              ctx.alignment, ctx.chain_memo)
+                       if self.skip.isdisjoint(c.ops)]
         while True:
             _size_groups(eligible, whole, self.chains, ctx.alignment)
             streamed = {key for chain in self.chains for key in chain.streamed}   # (read where the input lives)
@@ -429,6 +506,7 @@ class _BlockCompiler:
                 c.reads_ddr_state |= state_in
                 c.writes_ddr_state |= state_out
                 c.weights_in_place |= op.weights_in_place
+                c.parameters_in_place |= op.parameters_in_place
 
     def _hoist(self, i: int, op: NpuOp, own: list[ACommand], done: list[_Emitted], result: ResidencyResult,
                extra: dict[int, int]) -> list[ACommand]:

@@ -188,11 +188,8 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
     usage = live_ranges(cmds, numbering)
     last_id = max(0, numbering.count - 1)
     buffers: dict[int, Buffer] = {b.serial: b for b in fixed}
-    first_last: dict[int, tuple[int, int]] = {}
-    for serial, (b, first, last) in usage.items():
-        buffers[serial] = b
-        if not b.whole_program:
-            first_last[serial] = (first, last)
+    buffers.update((serial, b) for serial, (b, _, _) in usage.items())
+    first_last = _timed_ranges(usage, fixed, last_id)
     tcm = [b for b in buffers.values() if b.memory is TCM and (b.whole_program or b.serial in first_last)]
     ranges = {b.serial: LiveRange(b.serial, b.size_bytes, *((0, last_id) if b.whole_program else first_last[b.serial]))
               for b in tcm}
@@ -208,6 +205,22 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
     _share_ddr_when_short(buffers, first_last, hw.ddr.size_bytes, planner, ddr_alignment)
     return MemoryPlan(not overflow, peak, max_live_bytes(exact), overflow, ranges, buffers,
                       first_last, compact)
+
+
+def _timed_ranges(usage: dict[int, tuple[Buffer, int, int]], fixed: list[Buffer],
+                  last_id: int) -> dict[int, tuple[int, int]]:
+    """Each buffer's live range in command ids but the whole-program ones: from its first to its
+    last command; an arena input from the start, an arena output to the end (the host writes one
+    before the first command, reads the other after the last), there all along if no command
+    touches it."""
+    first_last: dict[int, tuple[int, int]] = {}
+    for serial, (b, first, last) in usage.items():
+        if not b.whole_program:
+            first_last[serial] = (0 if b.host_writes else first, last_id if b.host_reads else last)
+    for b in fixed:
+        if (b.host_writes or b.host_reads) and b.serial not in first_last:
+            first_last[b.serial] = (0, last_id)
+    return first_last
 
 
 def _place_tcm(cmds: list[ACommand], numbering: Numbering, exact: list[LiveRange], tcm: list[Buffer],
@@ -240,7 +253,7 @@ def _block_tensors(exact: list[LiveRange], offsets: dict[int, int], tcm: list[Bu
     if not config.enabled or max_live_bytes(exact) > hw.tcm.size_bytes:
         return None
     alignment, var_alignment = alignments   # (TCM, variable SRAM)
-    eligible = {b.serial for b in tcm if not b.whole_program}
+    eligible = {b.serial for b in tcm if not (b.whole_program or b.host_writes or b.host_reads)}
     var_bytes = sum(align_up(b.size_bytes, var_alignment) for b in buffers.values() if b.memory is VAR)
     room = TableRoom(hw.variable_sram.size_bytes - var_bytes, config.pointer_bytes, var_alignment)
     block_bytes = align_up(config.block_bytes, alignment)
@@ -462,7 +475,7 @@ class _CommandBuilder:
         return ComputeCommand(cid, cmd.unit, tuple(steps), outputs, implied.reduce(cid, deps, cmd.unit),
                               cmd.name, cmd.macs, cmd.output_steps, cmd.composite, cmd.lut_function,
                               cmd.reads_ddr_home, cmd.reads_ddr_state, cmd.writes_ddr_state, cmd.weights_in_place,
-                              cmd.ifm_refetch_bytes, cmd.ifm_refetch_burst_bytes)
+                              cmd.ifm_refetch_bytes, cmd.ifm_refetch_burst_bytes, cmd.parameters_in_place)
 
     def control(self, cid: int, cmd: ACond | ALoop, deps: tuple[int, ...]) -> CondCommand | LoopCommand:
         condition = self.resolve(cmd.condition)

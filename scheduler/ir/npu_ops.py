@@ -20,7 +20,7 @@ from enum import Enum
 import numpy as np
 
 from npu_sim.memory_layout import element_size_bytes
-from npu_sim.program import CompositeCandidate, CompositeFacts, CpuFallback
+from npu_sim.program import CompositeCandidate, CompositeFacts, CpuFallback, is_command_parameter
 from npu_sim.program import reads_in_place as command_reads_in_place
 from npu_sim.tosa.ir import Operator, TensorType
 from npu_sim.tosa.ops import Attribute, Op
@@ -118,6 +118,9 @@ class NpuOp:
     #: its matrix products read their constant weights where they live (see
     #: :mod:`scheduler.passes.weights_in_place`)
     weights_in_place: bool = False
+    #: it reads its parameters (SHAPE tensors, single values) where they live, as the command
+    #: stream's registers (see :func:`npu_sim.program.is_command_parameter`)
+    parameters_in_place: bool = False
     #: ``inputs`` and the (steps, sources) it was computed from
     _inputs: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -142,8 +145,11 @@ class NpuOp:
     def reads_in_place(self, step: int, operand: int) -> bool:
         """True for an operand read where it lives, with no TCM copy: a lookup's table, weights
         read in place (see :func:`npu_sim.program.reads_in_place`)."""
+        kernel = self.steps[step]
+        parameter = self.parameters_in_place and \
+            is_command_parameter(kernel.op, operand, kernel.input_types[operand])
         return command_reads_in_place(self.unit, self.composite.kind if self.composite else "",
-                                      self.steps[step].op, operand, self.weights_in_place)
+                                      kernel.op, operand, self.weights_in_place, parameter)
 
     def output_type(self, k: int) -> TensorType:
         """The type of output ``k`` of a COMPUTE operation."""

@@ -31,6 +31,11 @@ class Buffer:
     kind: str = "activation"  # input | output | constant | activation | stripe | spill | variable | tile
     initial_data: bytes | None = None
     whole_program: bool = False   # live for the whole program (its lifetime is not computed)
+    #: an arena buffer of the TCM the host writes before each invocation (a graph input: live
+    #: from the start to its last reader) and/or reads after it (an output: from its first writer
+    #: to the end); otherwise timed like an intermediate, as TFLite Micro's arena plans them
+    host_writes: bool = False
+    host_reads: bool = False
     op: int | None = None         # tile buffers: live over all commands of this operation (ping-pong)
     offset_bytes: int | None = None
     serial: int = field(default_factory=lambda: next(_ids))

@@ -114,8 +114,9 @@ def fixed_placements(lowered: LoweredGraph, hw: HwConfig, tcm_alignment: int, *,
     placements: dict[str, Placement] = {}
     const_ddr: dict[str, Placement] = {}
     buffers: list[Buffer] = []
+    graph_outputs = frozenset(lowered.main.outputs)
     for key, value in values.items():
-        buffer = None if key in pooled else _home_buffer(value, hw)
+        buffer = None if key in pooled else _home_buffer(value, hw, graph_outputs)
         if buffer is None:
             continue
         buffers.append(buffer)
@@ -335,14 +336,20 @@ def tables_read_in_place(block: LoweredBlock) -> set[str]:
     return in_place - elsewhere
 
 
-def _home_buffer(value: Value, hw: HwConfig) -> Buffer | None:
-    """The whole-program buffer of an input, output, variable or constant (None for the others),
-    in the memory its role names (:mod:`scheduler.memory.roles`)."""
+def _home_buffer(value: Value, hw: HwConfig, graph_outputs: frozenset[str]) -> Buffer | None:
+    """The buffer of an input, output, variable or constant (None for the others), in the memory
+    its role names (:mod:`scheduler.memory.roles`): whole-program, except a graph input or output
+    in the TCM (the arena of a Shared_Sram NPU), which lives from the invocation's start to its
+    last reader, or from its first writer to the end."""
     kind, memory = _HOME_KINDS.get(value.kind), home_memory(value.kind, hw)
     if kind is None or memory is None:
         return None
     data = None if value.data is None else memory_bytes(value.data, value.type.dtype)
-    return Buffer(value.name, memory, max(1, value.size_bytes), kind=kind, initial_data=data, whole_program=True)
+    size = max(1, value.size_bytes)
+    if memory is TCM and value.kind in (ValueKind.INPUT, ValueKind.OUTPUT):
+        return Buffer(value.name, memory, size, kind=kind, host_writes=value.kind is ValueKind.INPUT,
+                      host_reads=value.key in graph_outputs or value.kind is ValueKind.OUTPUT)
+    return Buffer(value.name, memory, size, kind=kind, initial_data=data, whole_program=True)
 
 
 def _pool_image(values: dict[str, Value], pooled: dict[str, int], size: int) -> bytes:

@@ -17,6 +17,7 @@ from npu_sim.errors import ScheduleError
 from npu_sim.hw.config import HwConfig
 from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace, Program, View
 from scheduler.ir.npu_ops import ValueKind
+from scheduler.memory.buffers import Buffer
 
 DDR, TCM, VAR = MemorySpace.DDR, MemorySpace.TCM, MemorySpace.VARIABLE_SRAM
 _MEMORY = {"ddr": DDR, "tcm": TCM}
@@ -71,17 +72,22 @@ def _allocation(program: Program, view: View) -> str:
     return repr(names[0]) if names else f"offset {lo}"
 
 
-def whole_program_tcm_bytes(buffers: Iterable, skip: str = "") -> int:
+def whole_program_tcm_bytes(buffers: Iterable[Buffer], skip: str = "") -> int:
     """Bytes of the TCM that whole-program buffers (the arena's inputs and outputs, resident
     constants) hold, other than the one named ``skip`` (the constant pool, counted apart)."""
-    return sum(b.size_bytes for b in buffers if b.memory is TCM and b.whole_program and b.name != skip)
+    return sum(b.size_bytes for b in buffers if b.memory is TCM and _homed(b) and b.name != skip)
 
 
-def homes_too_big_error(buffers: Iterable, streamed_pool_bytes: int, hw: HwConfig) -> ScheduleError:
+def _homed(buffer: Buffer) -> bool:
+    """Whether ``buffer`` is the TCM home of a tensor: whole-program, or an arena input or output."""
+    return buffer.whole_program or buffer.host_writes or buffer.host_reads
+
+
+def homes_too_big_error(buffers: Iterable[Buffer], streamed_pool_bytes: int, hw: HwConfig) -> ScheduleError:
     """The error of tensors whose home is the TCM (and the constant pool: resident among
     ``buffers``, or the most bytes its streamed chunks take at once) that do not fit it,
     naming the largest."""
-    homed = [b for b in buffers if b.memory is TCM and b.whole_program]
+    homed = [b for b in buffers if b.memory is TCM and _homed(b)]
     largest = max(homed, key=lambda b: b.size_bytes)
     total = sum(b.size_bytes for b in homed) + streamed_pool_bytes
     constants = streamed_pool_bytes > 0 or any(b.kind == "constant" for b in homed)

@@ -18,13 +18,19 @@ gate weights (1.5 KB for 1,400 cycles, the DRAM latency of its state's read amon
 autoencoder's dense layers (16-80 KB, each bound by its weights' DRAM reads) nor an unrolled GRU's
 recurrent product (13 KB for 4,700 cycles).
 
+With ``tcm.parameters_in_command_stream`` (the Ethos-U presets) every NPU operation reads its
+parameters (SHAPE tensors, single values: :func:`npu_sim.program.is_command_parameter`) where they
+live, as its command stream's registers (:func:`mark_parameters_in_place`): the constant pool does
+not take them (a recurrent network's zero points and shifts, read at every step, held chunks of the
+TCM throughout).
+
 Takes the lowered graph after unit choice (before the weight streams copy shared weights);
 marks operations in place.
 """
 
 from __future__ import annotations
 
-from npu_sim.hw.compute_units import MAC_ARRAY
+from npu_sim.hw.compute_units import CPU, MAC_ARRAY
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.dma import read_cap_bytes_per_cycle
 from npu_sim.program import WEIGHT_OPS, reads_weight_stream
@@ -46,6 +52,14 @@ def mark_weights_in_place(lowered: LoweredGraph, hw: HwConfig) -> int:
         op.weights_in_place = True
         marked += 1
     return marked
+
+
+def mark_parameters_in_place(lowered: LoweredGraph) -> None:
+    """Mark every compute operation on an NPU unit, in every block, as reading its parameters in place."""
+    for block in lowered.main.walk_blocks():
+        for op in block.ops:
+            if op.kind is OpKind.COMPUTE and op.unit != CPU.name:
+                op.parameters_in_place = True
 
 
 def _buffer_pays(hw: HwConfig, stream_bytes: int, op_cycles: float) -> bool:

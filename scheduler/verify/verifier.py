@@ -53,7 +53,7 @@ from npu_sim.program import (
     MemorySpace,
     Program,
     View,
-    reads_in_place,
+    command_reads_in_place,
 )
 from scheduler.memory.byte_ranges import Ranges, covered, overlaps, pages, view_ranges
 
@@ -108,8 +108,7 @@ def _check_compute_reads(cmd: ComputeCommand, reads: list[View]) -> None:
     """Compute units read the TCM (a composite also the variable SRAM, a LUT its tables where
     they live, a matrix-vector product with ``weights_in_place`` its weights)."""
     readable = (TCM, VAR) if cmd.composite else (TCM,)
-    tables = {id(o) for s in cmd.steps for i, o in enumerate(s.operands)
-              if reads_in_place(cmd.unit, cmd.composite, s.op, i, cmd.weights_in_place)}
+    tables = {id(o) for s in cmd.steps for i, o in enumerate(s.operands) if command_reads_in_place(cmd, s, i)}
     for v in reads:
         if v.element_count and v.memory not in readable and id(v) not in tables:
             raise PlanError(f"{_label(cmd)}: compute operand {v} is not in TCM")
@@ -434,11 +433,19 @@ def verify_program(program: Program) -> None:
     program.validate()
     check_allocations(program)
     verifier = _Verifier(program)
-    for name, view in {**program.inputs, **program.outputs, **program.variables}.items():
+    ids = [cmd.id for cmd in program.walk()]
+    # (the host writes an input before the first command and reads an output after the last:
+    # an arena buffer in the TCM is live from the start, or to the end, not throughout)
+    first, last = (min(ids), max(ids)) if ids else (None, None)
+    for name, view in program.inputs.items():
+        verifier.containment.check(view, first, f"graph tensor {name!r}")
+    for name, view in program.outputs.items():
+        verifier.containment.check(view, last, f"graph tensor {name!r}")
+    for name, view in program.variables.items():
         verifier.containment.check(view, None, f"graph tensor {name!r}")
     verifier.run_list(program.commands, 0, _Records(dict(program.memory_sizes)))
     for name, view in program.outputs.items():
         for start, end in view_ranges(view):
-            a = verifier.containment.find(view, None, f"graph output {name!r}")
+            a = verifier.containment.find(view, last, f"graph output {name!r}")
             if (verifier.owner[view.memory][start:end] != verifier.index[id(a)]).any():
                 raise PlanError(f"graph output {name!r}: some bytes are never written")

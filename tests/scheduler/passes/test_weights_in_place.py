@@ -73,12 +73,13 @@ def test_the_weight_stream_crosses_the_ddr_channel_while_the_product_computes():
 def test_a_keras_lstm_reads_its_gate_weights_from_the_flash_as_vela_times_it():
     """LSTM(16) over 8 steps and a Dense layer (TFLite, unrolled): every gate product is a
     matrix-vector product. Vela 5.2 estimates 36,470 cycles on this configuration; reading their
-    weight streams in place it takes 32,648 here, in 516 bytes of TCM (33,559 cycles and 1,124
-    bytes with each gate's stream loaded into the TCM before it)."""
+    weight streams in place it takes 31,700 here, in 336 bytes of TCM, its result computed into the
+    graph output, its zero points and shifts command parameters (33,376 cycles and 944 bytes with
+    each gate's stream loaded into the TCM before it)."""
     graph = load_graph(Path(__file__).resolve().parents[2] / "data" / "tflite" / "lstm_int8.tflite")
     inputs = {name: np.zeros(t.shape, np.int8) for name, t in graph.input_types.items()}
     summary = npu_sim.simulate(graph, "ethos-u55-256", inputs).summary
-    assert (summary["total_cycles"], summary["peak_tcm_bytes"]) == (32648, 516)
+    assert (summary["total_cycles"], summary["peak_tcm_bytes"]) == (31700, 336)
 
 
 def test_a_long_stream_of_a_program_reading_weights_in_place_runs_every_invocation():
@@ -113,3 +114,23 @@ def test_on_the_u85_a_product_keeps_its_weight_buffer_where_the_buffer_pays():
     assert [op.weights_in_place for op in _products(lower_graph(_dense(), hw))] == [True, True]
     check_end_to_end(small, hw)
     check_end_to_end(_dense(), hw)
+
+
+def test_parameters_are_command_stream_registers_on_the_ethos_u_presets() -> None:
+    """Zero points and scalar shifts stay where they live (no TCM copy) on the Ethos-U presets
+    (``tcm.parameters_in_command_stream``), the outputs bit for bit; a generic preset loads them."""
+    from npu_sim.program import is_command_parameter
+    from npu_sim.tosa.ir import TensorType
+    from npu_sim.tosa.ops import Op
+
+    assert is_command_parameter(Op.RESCALE, 3, TensorType((1,), DType.INT8))
+    assert is_command_parameter(Op.RESHAPE, 1, TensorType((4,), DType.SHAPE))
+    assert not is_command_parameter(Op.CONV2D, 1, TensorType((1, 1, 1, 1), DType.INT8))   # a weight
+    assert not is_command_parameter(Op.ADD, 1, TensorType((1, 1, 1, 8), DType.INT32))
+    graph = _dense(4)
+    for preset, in_place in (("ethos-u55-256", True), ("ethos-u85-256", True), ("edge", False)):
+        program, _ = check_end_to_end(graph, load_hw_config(preset))
+        products = [c for c in program.walk() if isinstance(c, ComputeCommand) and c.unit == "mac_array"]
+        zero_points = [c.steps[0].operands[3] for c in products]   # the CONV2D's input zero point
+        assert {v.memory for v in zero_points} == {MemorySpace.DDR if in_place else MemorySpace.TCM}, preset
+        assert all(c.parameters_in_place is in_place for c in products), preset
