@@ -375,17 +375,23 @@ def _runs_minus(a_starts: tuple[int, ...], a_ends: tuple[int, ...], b_starts: tu
     """The runs of ``a`` less those of ``b`` (both sorted and disjoint), in one merge."""
     starts: list[int] = []
     ends: list[int] = []
+    count = len(b_starts)
     j = 0
     for s, e in zip(a_starts, a_ends):
-        while j < len(b_ends) and b_ends[j] <= s:
+        while j < count and b_ends[j] <= s:
             j += 1
         k = j
-        while k < len(b_starts) and b_starts[k] < e:
-            if b_starts[k] > s:
+        while k < count:
+            b_start = b_starts[k]
+            if b_start >= e:
+                break
+            if b_start > s:
                 starts.append(s)
-                ends.append(b_starts[k])
-            s = max(s, b_ends[k])
-            if b_ends[k] >= e:
+                ends.append(b_start)
+            b_end = b_ends[k]
+            if b_end > s:
+                s = b_end
+            if b_end >= e:
                 break
             k += 1
         if s < e:
