@@ -288,6 +288,10 @@ class MacArrayConfig(_Strict):
     channel_parameter_read_cycles: float = Field(
         0.0, ge=0, le=1 << 16, description="cycles per output channel a convolution spends reading its scales "
         "and biases, once per OFM block (a stream beside the MAC work, see ofm_block_elements)")
+    channel_parameter_bytes: int = Field(
+        0, ge=0, le=1 << 10, description="bytes per output channel a convolution reads again from the "
+        "constants' memory beside its weight stream, once per operation (its scales and biases for the "
+        "output unit; 0 = none): off-chip bytes, moved over the DDR channel while it computes")
     ofm_block_elements: int = Field(
         0, ge=0, le=1 << 20, description="results one OFM block holds (the accumulators the array walks the "
         "output in); 0 = a command is one block")

@@ -42,8 +42,8 @@ def test_the_page_leads_with_the_answer_in_human_units(kws_runs: tuple[Run, Run]
            "compute-bound" in page
     assert re.findall(r'<div class="label">([^<]*)</div><div class="value">([^<]*)</div>', page) == [
         ("Latency", "69.6 us"), ("Inferences per second", "14.4 k/s"), ("MAC utilisation", "14.9 %"),
-        ("DDR bandwidth", "0.507 GB/s"), ("DDR per inference", "34.5 KiB"), ("Peak TCM", "19.3 KiB"),
-        ("Energy per inference", "12.4 uJ"), ("Area", "4.31 mm2")]
+        ("DDR bandwidth", "0.591 GB/s"), ("DDR per inference", "40.2 KiB"), ("Peak TCM", "19.3 KiB"),
+        ("Energy per inference", "13.6 uJ"), ("Area", "4.31 mm2")]
     assert "Share of cycles by bound: compute-bound 68.0 %, memory-bound 11.8 %, setup/latency-bound 20.2 %." in page
     for heading in ("Where the time goes", "Timeline", "Operations", "Roofline", "Memory timeline",
                     "Energy and area"):

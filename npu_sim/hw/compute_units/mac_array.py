@@ -223,6 +223,19 @@ def channel_parameter_cycles(hw: HwConfig, step: KernelStep) -> int:
     return math.ceil(rate * out_shape(step)[-1] * ofm_blocks(hw, step))
 
 
+def channel_parameter_bytes(hw: HwConfig, step: KernelStep) -> int:
+    """Bytes a convolution's tile reads again of its output channels' scales and biases
+    (``mac_array.channel_parameter_bytes`` per output channel, once per operation: a tile pays its
+    share by output elements; 0 by default), from the constants' memory while it computes."""
+    per_channel = hw.mac_array.channel_parameter_bytes
+    if per_channel <= 0 or step.op not in BLOCKED_PARAMETER_OPS or not step.output_types:
+        return 0
+    full = step.output_types[0].shape
+    whole = prod(full)
+    share = out_elements(step) / whole if whole else 1.0
+    return math.ceil(per_channel * (full[-1] if full else 1) * share)
+
+
 #: Operators whose weights (operand 1, a constant) go through the weight decoder.
 DECODED_WEIGHT_OPS = frozenset({Op.CONV2D, Op.CONV3D, Op.DEPTHWISE_CONV2D, Op.TRANSPOSE_CONV2D})
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -259,3 +260,19 @@ def test_a_matmul_by_columns_is_a_mul_and_a_depth_sum_per_output_column():
     edge = load_hw_config("edge")
     assert not edge.mac_array.matmul_by_columns
     assert mac_array.step_cycles(edge, step) < mac_array.step_cycles(u55, step) // 10
+
+
+def test_the_u85_reads_its_channel_parameters_again_as_off_chip_bytes_once_per_operation():
+    """10 B per output channel beside the weight stream (Vela 5.2's DramWeights_read less its
+    weight_total_bytes), once per operation: a tile of a quarter of the outputs pays a quarter;
+    the other presets count none."""
+    from npu_sim.hw.config import load_hw_config
+
+    u85, u55 = load_hw_config("ethos-u85-256"), load_hw_config("ethos-u55-256")
+    gates = _conv((1, 1, 1, 64), (256, 1, 1, 64), (1, 1, 1, 256))
+    assert mac_array.channel_parameter_bytes(u85, gates) == 2560
+    assert mac_array.channel_parameter_bytes(u55, gates) == 0
+    conv = _conv((1, 8, 8, 16), (32, 3, 3, 16), (1, 8, 8, 32))
+    quarter = dataclasses.replace(conv, out_region=((0, 1), (0, 4), (0, 4), (0, 32)))
+    assert mac_array.channel_parameter_bytes(u85, conv) == 320
+    assert mac_array.channel_parameter_bytes(u85, quarter) == 80

@@ -6,6 +6,7 @@ from __future__ import annotations
 from npu_sim.hw.config import load_hw_config
 from npu_sim.hw.dma import DmaModel
 from npu_sim.program import ComputeCommand
+from npu_sim.simulator import in_place_read_bytes
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
 from tests.scheduler.graphs import check_end_to_end, conv_block
@@ -43,12 +44,15 @@ def test_a_convolution_reads_a_graph_input_in_the_dram_once_per_ofm_block():
     latency = hw.ddr.read_latency_cycles
     read_cap = DmaModel(hw).read_cap(latency)
     assert round(read_cap, 3) == 3.258
+    # (each tile also reads its 16 channels' scales and biases again: mac_array.channel_parameter_bytes)
+    parameters = {c.id: in_place_read_bytes(hw, c)[0] - c.ifm_refetch_bytes for c in products}
+    assert [parameters[c.id] for c in products] == [16 * 10] * 4 + [8 * 10] * 2   # (then 16 channels in 2 tiles)
     for c in first:
         record = records[c.id]
-        assert record.ddr_read_bytes == c.ifm_refetch_bytes
+        assert record.ddr_read_bytes == c.ifm_refetch_bytes + parameters[c.id]
         assert record.end_cycle - record.start_cycle >= c.ifm_refetch_burst_bytes / read_cap + latency
     dma_reads = sum(r.ddr_read_bytes for r in result.trace.commands if r.kind == "dma")
-    assert result.trace.counters.ddr_read_bytes == dma_reads + 8320
+    assert result.trace.counters.ddr_read_bytes == dma_reads + 8320 + sum(parameters.values())
 
 
 def test_presets_whose_npu_stages_its_input_read_it_once():
