@@ -137,9 +137,11 @@ def _reference_run(graph: Graph, per_invocation: Sequence[Mapping[str, np.ndarra
 
 
 def _checked_job(graph: Graph, hw: HwConfig, per_invocation: Sequence[Mapping[str, np.ndarray]],
-                 stack: bool, max_memory_bytes: int | None) -> list[dict[str, np.ndarray]]:
-    """The inputs of each invocation, checked, once the job is known to fit its budgets."""
-    check_host_memory(graph, max_memory_bytes or default_host_budget_bytes(), simulated=True)
+                 stack: bool, max_memory_bytes: int | None, host_memory_checked: bool) -> list[dict[str, np.ndarray]]:
+    """The inputs of each invocation, checked, once the job is known to fit its budgets (the host's
+    checked here unless ``host_memory_checked``)."""
+    if not host_memory_checked:
+        check_host_memory(graph, max_memory_bytes or default_host_budget_bytes(), simulated=True)
     if not per_invocation:
         raise InputError("at least one invocation is needed")
     if not stack and len(per_invocation) != 1:
@@ -157,7 +159,7 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
                          spread_tcm: bool = False, verify: bool = False,
                          validate: bool = True, max_memory_bytes: int | None = None,
                          composite_fusion: bool = True, timing_only: bool = False,
-                         program: Program | None = None) -> SimulationResult:
+                         program: Program | None = None, host_memory_checked: bool = False) -> SimulationResult:
     """Schedule ``graph`` for ``hw`` and simulate one invocation per element of ``per_invocation``.
 
     ``stack``: return outputs stacked along a leading invocation axis (else those
@@ -172,12 +174,14 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     conditions are values): what a sweep needs of a configuration whose bits are known.
     ``program``: the Program this graph compiles to on ``hw`` for these invocations, compiled
     before (a sweep's points that differ only in timing fields share it): not compiled again.
+    ``host_memory_checked``: the caller has checked the graph against ``max_memory_bytes`` already
+    (:func:`npu_sim.budget.check_host_memory`, as ``npu-sim run`` does before reading the inputs).
     """
     graph, path_label = _graph(graph)
     if validate and not path_label:
         validate_graph(graph)
     hw = _hw(hw)
-    checked = _checked_job(graph, hw, per_invocation, stack, max_memory_bytes)
+    checked = _checked_job(graph, hw, per_invocation, stack, max_memory_bytes, host_memory_checked)
     wall: dict[str, float] = {}
     with gc_paused():
         start = time.perf_counter()

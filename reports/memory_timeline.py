@@ -18,13 +18,14 @@ import and draw).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from npu_sim.hw.trace import AllocationRecord, InvocationRecord, Trace
 from npu_sim.program import MemorySpace, block_tensor_of
-from reports.occupancy import UsedAllocation, occupancy_steps, selected
+from reports.occupancy import UsedAllocation, occupancy_steps, selected, trace_occupancy_steps
 from reports.raster_plot import GREY, Canvas, Colour, Panel, blend, font, hex_colour, nice_step
 
 #: Colour of each allocation kind (Program.Allocation.kind); other kinds are grey.
@@ -166,7 +167,7 @@ def plot_memory_timeline(trace: Trace, path: str | Path, *, tcm_size_bytes: int 
     _draw_map(canvas, memory_map, shown)
     _mark_limits(canvas, memory_map, shown, tcm_size_bytes)
     _label_map(canvas, memory_map, shown, len(trace.invocations), tcm_size_bytes, title)
-    use = _plot_use(canvas, x_range, shown.allocations, shown.span)
+    use = _plot_use(canvas, x_range, trace, shown)
     for inv in shown.invocations[1:]:
         canvas.vline(use, inv.start_cycle, GREY, dash=3)
     canvas.x_ticks(use, nice_step(x_range[1] - x_range[0], 8), lambda v: f"{int(v):,}", FONT_PX)
@@ -254,14 +255,19 @@ def _text_measure() -> tuple[Callable[[str], float], float]:
     return measure, float(LABEL_FONT_PX + 2)
 
 
-def _plot_use(canvas: Canvas, x_range: tuple[float, float], allocations: Iterable[AllocationRecord],
-              span: tuple[int, int]) -> Panel:
-    """Bytes in use over time in the TCM, the variable SRAM and the DDR spill space."""
-    allocations = list(allocations)
+def _plot_use(canvas: Canvas, x_range: tuple[float, float], trace: Trace, shown: _Shown) -> Panel:
+    """Bytes in use over time in the TCM, the variable SRAM and the DDR spill space (of the
+    invocations shown: the trace's own curves when that is all of them)."""
+    span = shown.span
+    steps: Callable[..., tuple[list[int], list[int]]]
+    if len(shown.allocations) == len(trace.allocations):
+        steps = partial(trace_occupancy_steps, trace)
+    else:
+        steps = partial(occupancy_steps, shown.allocations)
     curves = [
-        ("TCM", occupancy_steps(allocations, MemorySpace.TCM), "#4c72b0"),
-        ("variable SRAM", occupancy_steps(allocations, MemorySpace.VARIABLE_SRAM, span=span), "#da8bc3"),
-        ("DDR spill", occupancy_steps(allocations, MemorySpace.DDR, kinds=("spill",)), "#c44e52"),
+        ("TCM", steps(MemorySpace.TCM), "#4c72b0"),
+        ("variable SRAM", steps(MemorySpace.VARIABLE_SRAM, span=span), "#da8bc3"),
+        ("DDR spill", steps(MemorySpace.DDR, kinds=("spill",)), "#c44e52"),
     ]
     top = max((max(values) for _, (_, values), _ in curves if values), default=0)
     panel = Panel(USE_BOX, x_range, (0, max(1, top) * 1.05))

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Protocol, cast
+from weakref import WeakKeyDictionary
 
-from npu_sim.hw.trace import AllocationRecord, usage_steps
+from npu_sim.hw.trace import AllocationRecord, Trace, usage_steps
 from npu_sim.program import MemorySpace, Program
 
 #: Memories whose allocations persist across invocations (live from the first to the last cycle).
@@ -82,6 +83,25 @@ def occupancy_steps(allocations: Iterable[AllocationRecord], memory: MemorySpace
     hi = max(a.last_cycle for a in records) if span is None else span[1]
     return usage_steps((lo, hi, a.offset_bytes, a.size_bytes) if persistent
                        else (a.first_cycle, a.last_cycle, a.offset_bytes, a.size_bytes) for a in records)
+
+
+#: Per trace, the curves :func:`trace_occupancy_steps` computed (by memory, kinds and span).
+_TRACE_STEPS: WeakKeyDictionary[Trace, dict[tuple[str, tuple[str, ...] | None, tuple[int, int] | None],
+                                        tuple[list[int], list[int]]]] = WeakKeyDictionary()
+
+
+def trace_occupancy_steps(trace: Trace, memory: MemorySpace | str, *, kinds: Iterable[str] | None = None,
+                          span: tuple[int, int] | None = None) -> tuple[list[int], list[int]]:
+    """:func:`occupancy_steps` of ``trace.allocations``, computed once per trace (the summary, the
+    Perfetto trace and the memory timeline draw the same curves). Read only: the lists are shared."""
+    if type(trace) is not Trace:   # (a stand-in, as tests build: not necessarily hashable)
+        return occupancy_steps(trace.allocations, memory, kinds=kinds, span=span)
+    key = (memory_name(memory), None if kinds is None else tuple(kinds), span)
+    memo = _TRACE_STEPS.setdefault(trace, {})
+    steps = memo.get(key)
+    if steps is None:
+        steps = memo[key] = occupancy_steps(trace.allocations, memory, kinds=kinds, span=span)
+    return steps
 
 
 def spilled_bytes(allocations: Iterable[AllocationRecord]) -> int:

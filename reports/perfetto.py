@@ -34,7 +34,7 @@ from typing import Any
 
 from npu_sim.hw.trace import CommandRecord, Trace
 from npu_sim.program import MemorySpace, Program
-from reports.occupancy import occupancy_steps
+from reports.occupancy import trace_occupancy_steps
 from reports.operations import OperationSpan, operation_spans
 
 UNITS_PID = 1
@@ -236,7 +236,7 @@ def _span_args(span: OperationSpan) -> dict[str, Any]:
 
 def _counters(trace: Trace, clock_hz: int) -> list[str]:
     """The TCM bytes in use at each change, then the DDR bandwidth per window, as JSON text."""
-    cycles, values = occupancy_steps(trace.allocations, MemorySpace.TCM)
+    cycles, values = trace_occupancy_steps(trace, MemorySpace.TCM)
     events = [f'{{"name":"TCM in use","ph":"C","pid":{UNITS_PID},"tid":0,"ts":{_us(cycle, clock_hz)!r},'
               f'"args":{{"bytes":{value}}}}}' for cycle, value in zip(cycles, values)]
     starts, rates = ddr_bandwidth_bins(trace)

@@ -73,7 +73,7 @@ from reports.composites import fused_composites
 from reports.cpu_ops import cpu_ops
 from reports.energy import energy_area_figures
 from reports.memory_traffic import memory_figures
-from reports.occupancy import occupancy_steps, peak, spilled_bytes, tcm_plan_figures
+from reports.occupancy import peak, spilled_bytes, tcm_plan_figures, trace_occupancy_steps
 from reports.operations import BOUNDS, OperationSpan, bound_of, command_setup_cycles, operation_spans, shares
 from reports.peak_tensors import resident_constant_tcm_bytes, tcm_peak
 from reports.preamble import preamble_figures
@@ -98,7 +98,7 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
     mac_pes = hw.mac_array.rows * hw.mac_array.cols
 
     tcm_footprint, tcm_compact, tcm_bound = tcm_plan_figures(program)
-    tcm_steps = occupancy_steps(trace.allocations, MemorySpace.TCM)
+    tcm_steps = trace_occupancy_steps(trace, MemorySpace.TCM)
     span = (min((i.start_cycle for i in trace.invocations), default=0),
             max((i.end_cycle for i in trace.invocations), default=cycles))
 
@@ -128,11 +128,9 @@ def build_summary(trace: Trace, hw: HwConfig, program: Program | None = None, *,
         "tcm_lower_bound_bytes": tcm_bound,
         "tcm_size_bytes": hw.tcm.size_bytes,
         "peak_live_tcm_bytes": peak(tcm_steps[1]),
-        "variable_sram_bytes": peak(occupancy_steps(trace.allocations, MemorySpace.VARIABLE_SRAM,
-                                                    span=span)[1]),
+        "variable_sram_bytes": peak(trace_occupancy_steps(trace, MemorySpace.VARIABLE_SRAM, span=span)[1]),
         "ddr_spill_bytes": spilled_bytes(trace.allocations),
-        "ddr_spill_space_bytes": peak(occupancy_steps(trace.allocations, MemorySpace.DDR,
-                                                      kinds=("spill",))[1]),
+        "ddr_spill_space_bytes": peak(trace_occupancy_steps(trace, MemorySpace.DDR, kinds=("spill",))[1]),
         "utilization": counters.utilization(cycles),
         "busy_cycles": dict(counters.busy_cycles),
         "command_counts": dict(counters.command_counts),

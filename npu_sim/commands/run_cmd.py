@@ -80,8 +80,8 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
         result = simulate_invocations(graph, hw, loaded.invocations, graph_label=str(graph_path),
                                       stack=invocations is not None, spread_tcm=spread_tcm,
                                       verify=verify, validate=False,   # load_graph validated it
-                                      max_memory_bytes=budget, composite_fusion=composite_fusion,
-                                      timing_only=timing_only)
+                                      max_memory_bytes=budget, host_memory_checked=True,
+                                      composite_fusion=composite_fusion, timing_only=timing_only)
 
     start = time.perf_counter()
     progress.stage("writing the outputs and reports")

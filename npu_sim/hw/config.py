@@ -13,6 +13,7 @@ with ``extends: <preset name or path>``: it is deep-merged over that base.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -46,6 +47,15 @@ Cycles = Field(ge=0, le=MAX_CYCLES)
 Rate = Field(gt=0, le=MAX_RATE)
 MemoryBytes = Field(gt=0, le=MAX_MEMORY_BYTES)
 OnChipBytes = Field(gt=0, le=MAX_ON_CHIP_BYTES)
+
+
+#: The models below are built without pydantic's plugins (its documented switch, set while
+#: their classes are made, as typer does for its parameters): looking the plugins up scans the
+#: entry points of every installed distribution, milliseconds of every ``npu-sim`` command,
+#: and none has any business with a hardware config. Restored after :class:`HwConfig`.
+_PLUGINS_SWITCH = "PYDANTIC_DISABLE_PLUGINS"
+_plugins_setting = os.environ.get(_PLUGINS_SWITCH)
+os.environ[_PLUGINS_SWITCH] = "1"
 
 
 class _Strict(BaseModel):
@@ -628,6 +638,12 @@ class HwConfig(_Strict):
             if kind not in COMPOSITES:
                 raise ValueError(f"composites: unknown composite {kind!r} (known: {', '.join(sorted(COMPOSITES))})")
         return self
+
+
+if _plugins_setting is None:
+    del os.environ[_PLUGINS_SWITCH]
+else:
+    os.environ[_PLUGINS_SWITCH] = _plugins_setting
 
 
 def with_block_tensors(hw: HwConfig, enabled: bool) -> HwConfig:
