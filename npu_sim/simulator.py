@@ -64,8 +64,9 @@ from npu_sim import progress
 from npu_sim.errors import InputError, MemoryAccessError, ProgramError, SimulationDeadlock, SimulationError
 from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.compute import ComputeOp, InPlaceRead, TimedComputeOp, compile_compute, no_binding
-from npu_sim.hw.compute_units import MAC_ARRAY, unit_names
+from npu_sim.hw.compute_units import MAC_ARRAY, VECTOR, unit_names
 from npu_sim.hw.compute_units.mac_array import channel_parameter_bytes
+from npu_sim.hw.compute_units.vector import per_channel_rescale_bytes
 from npu_sim.hw.config import HwConfig, load_hw_config
 from npu_sim.hw.cost import ComputeCycles, command_mac_pe_cycles, command_macs, command_tcm_bytes
 from npu_sim.hw.ddr import BandwidthChannel
@@ -169,11 +170,14 @@ def in_place_read_bytes(hw: HwConfig, cmd: ComputeCommand) -> tuple[int, int]:
     """Bytes ``cmd`` reads from the DDR while it computes, and the DDR bursts' bytes they take: the
     weight stream it reads where it lives (one stream: Vela's encoder packs an operation's weights
     and scales together), the channel parameters a convolution reads again
-    (``mac_array.channel_parameter_bytes``) and its input feature map's block fetches beyond the TCM
+    (``mac_array.channel_parameter_bytes``), a per-channel RESCALE's multipliers read per element
+    (``vector.per_channel_rescale_read_bytes``) and its input feature map's block fetches beyond the TCM
     copy."""
     size = sum(v.size_bytes for v in cmd.in_place_weights())
     if cmd.unit == MAC_ARRAY.name and hw.mac_array.channel_parameter_bytes:
         size += sum(channel_parameter_bytes(hw, step) for step in cmd.steps)
+    elif cmd.unit == VECTOR.name and hw.vector.per_channel_rescale_read_bytes:
+        size += sum(per_channel_rescale_bytes(hw, step) for step in cmd.steps)
     burst = hw.ddr.burst_size_bytes
     return size + cmd.ifm_refetch_bytes, -(-size // burst) * burst + cmd.ifm_refetch_burst_bytes
 

@@ -402,6 +402,11 @@ class VectorConfig(_Strict):
         "each taking transpose_cycles_per_micro_block_bit cycles per input bit (empty: the elementwise rates)")
     transpose_cycles_per_micro_block_bit: float = Field(
         0.0, ge=0, le=MAX_RATE, description="cycles of one transpose micro-block per bit of the input's element")
+    per_channel_rescale_read_bytes: int = Field(
+        0, ge=0, le=1 << 10, description="bytes a per-channel RESCALE outside a matrix product reads of its "
+        "multipliers from their home for each output element, over the DDR channel while it computes "
+        "(0 = none): an output unit without per-channel scaling for elementwise work runs it as a MUL by "
+        "the [1, 1, 1, C] multipliers, a broadcast operand read per element")
     scaled_ops: list[str] = Field(
         default_factory=list, description="elementwise operators whose output unit scales their inputs and "
         "output: the RESCALEs widening only their inputs and the one narrowing their result fold into them "

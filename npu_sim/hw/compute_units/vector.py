@@ -137,6 +137,17 @@ def rescale_cycles(hw: HwConfig, step: KernelStep) -> int | None:
     return math.ceil(micro_blocked_elements(out_shape(step), hw.vector.rescale_micro_block) * per_element)
 
 
+def per_channel_rescale_bytes(hw: HwConfig, step: KernelStep) -> int:
+    """Bytes a per-channel RESCALE reads of its multipliers per output element where the output unit
+    cannot scale by channel (``vector.per_channel_rescale_read_bytes``; 0 by default, and for
+    any other step)."""
+    per_element = hw.vector.per_channel_rescale_read_bytes
+    if per_element <= 0 or step.op is not Op.RESCALE or len(step.input_types) < 2 or \
+            prod(step.input_types[1].shape) <= 1:
+        return 0
+    return out_elements(step) * per_element
+
+
 def micro_blocked_elements(shape: Sequence[int], block: Sequence[int]) -> int:
     """Elements of ``shape`` seen as ``[H, W, C]`` (leading dimensions folded into H) with each
     dimension rounded up to a multiple of ``block``'s (``[H, W, C]``, missing leading ones 1)."""

@@ -222,3 +222,35 @@ def test_an_int32_maximum_over_channels_costs_per_element_read_on_the_u85():
     step = KernelStep(Op.REDUCE_MAX, make_attribute(Op.REDUCE_MAX, axis=3), (), step.input_types, step.output_types)
     assert vector.step_cycles(load_hw_config("ethos-u85-256"), step) == 2 * 49 * 49 * 9
     assert vector.step_cycles(make_hw(), step) == -(-2 * 49 * 49 // 8)   # the int32 lanes
+
+
+def _rescale(channels: int, multipliers: int) -> KernelStep:
+    shape = (1, 32, 32, channels)
+    return KernelStep(Op.RESCALE, make_attribute(Op.RESCALE, per_channel=multipliers > 1), (),
+                      (TensorType(shape, DType.INT32), TensorType((multipliers,), DType.INT32),
+                       TensorType((multipliers,), DType.INT8), TensorType((1,), DType.INT32),
+                       TensorType((1,), DType.INT8)),
+                      (TensorType(shape, DType.INT8),))
+
+
+def test_a_per_channel_rescale_reads_its_multipliers_per_element_on_the_u55():
+    """Vela 5.2 runs a U-Net's per-channel RESCALE (after its TRANSPOSE_CONV2D, TOSA input) on the
+    U55 as a MUL by the multipliers in flash: 8 B read per output element, 131,072 for 32x32x16.
+    A per-tensor RESCALE, and the U85 (which scales by channel), read none."""
+    u55, u85 = load_hw_config("ethos-u55-256"), load_hw_config("ethos-u85-256")
+    assert vector.per_channel_rescale_bytes(u55, _rescale(16, 16)) == 131072
+    assert vector.per_channel_rescale_bytes(u55, _rescale(16, 1)) == 0
+    assert vector.per_channel_rescale_bytes(u85, _rescale(16, 16)) == 0
+
+
+def test_the_u_net_reads_its_rescale_multipliers_from_the_flash_while_it_computes():
+    from pathlib import Path
+
+    import npu_sim
+    from benchmarks.graphs import random_inputs
+
+    graph = npu_sim.load_graph(Path(__file__).resolve().parents[3] / "examples" / "unet_int8.tosa")
+    summary = npu_sim.simulate(graph, "ethos-u55-256", random_inputs(graph, seed=0)).summary
+    rescale = next(op for op in summary["ops"] if op["name"].startswith("RESCALE(layer_49)"))
+    assert rescale["ddr_read_bytes"] == 32 * 32 * 16 * 8
+    assert rescale["cycles"] >= 131072   # (the flash gives a byte a cycle)
