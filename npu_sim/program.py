@@ -326,14 +326,27 @@ def command_reads_in_place(command: ComputeCommand, step: KernelStep, operand_in
                           parameter)
 
 
+#: Operands that scale or offset an operation (zero points, a RESCALE's multiplier and shift, a
+#: MUL's shift), by operator: a single one is a register of the command stream, whatever its width.
+_SCALING_OPERANDS: dict[Op, tuple[int, ...]] = {
+    Op.RESCALE: (1, 2, 3, 4), Op.MUL: (2,), Op.CONV2D: (3, 4), Op.CONV3D: (3, 4), Op.DEPTHWISE_CONV2D: (3, 4),
+    Op.TRANSPOSE_CONV2D: (3, 4), Op.MATMUL: (2, 3), Op.AVG_POOL2D: (1, 2), Op.NEGATE: (1, 2)}
+
+#: Widest scalar data operand the command stream holds (the Ethos-U's 16-bit IFM2 scalar register).
+SCALAR_REGISTER_BITS = 16
+
+
 def is_command_parameter(step_op: Op, operand_index: int, operand_type: TensorType) -> bool:
     """True for an operand an NPU's command stream carries in its registers, not read from a
-    memory: a SHAPE tensor (a RESHAPE's new shape), or a single value other than a matrix
-    product's weights and bias (zero points, a RESCALE's or MUL's scalar multiplier and shift, an
-    elementwise operation's scalar operand: the Ethos-U's IFM2 scalar mode)."""
+    memory: a SHAPE tensor (a RESHAPE's new shape); a single zero point, multiplier or shift
+    (:data:`_SCALING_OPERANDS`); a single data operand of at most :data:`SCALAR_REGISTER_BITS`
+    bits (the Ethos-U's IFM2 scalar mode: Vela 5.2 reads an int32 scalar of a MUL from the flash,
+    64 B an operation, an int8 one of an ADD not at all)."""
     if operand_type.dtype is DType.SHAPE:
         return True
-    return math.prod(operand_type.shape) == 1 and not (step_op in WEIGHT_OPS and operand_index in (1, 2))
+    if math.prod(operand_type.shape) != 1 or (step_op in WEIGHT_OPS and operand_index in (1, 2)):
+        return False
+    return operand_index in _SCALING_OPERANDS.get(step_op, ()) or operand_type.dtype.bits <= SCALAR_REGISTER_BITS
 
 
 def reads_table_in_place(command_unit: str, composite: str, step_op: Op, operand_index: int) -> bool:
