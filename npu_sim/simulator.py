@@ -169,17 +169,26 @@ def _attach_pointer_tables(program: Program, memories: dict[MemorySpace, Memory]
 def in_place_read_bytes(hw: HwConfig, cmd: ComputeCommand) -> tuple[int, int]:
     """Bytes ``cmd`` reads from the DDR while it computes, and the DDR bursts' bytes they take: the
     weight stream it reads where it lives (one stream: Vela's encoder packs an operation's weights
-    and scales together), the channel parameters a convolution reads again
-    (``mac_array.channel_parameter_bytes``), a per-channel RESCALE's multipliers read per element
+    and scales together), a per-channel RESCALE's multipliers read per element
     (``vector.per_channel_rescale_read_bytes``) and its input feature map's block fetches beyond the TCM
-    copy."""
+    copy: what crosses the DDR channel while it computes (:class:`InPlaceRead`)."""
     size = sum(v.size_bytes for v in cmd.in_place_weights())
-    if cmd.unit == MAC_ARRAY.name and hw.mac_array.channel_parameter_bytes:
-        size += sum(channel_parameter_bytes(hw, step) for step in cmd.steps)
-    elif cmd.unit == VECTOR.name and hw.vector.per_channel_rescale_read_bytes:
+    if cmd.unit == VECTOR.name and hw.vector.per_channel_rescale_read_bytes:
         size += sum(per_channel_rescale_bytes(hw, step) for step in cmd.steps)
     burst = hw.ddr.burst_size_bytes
     return size + cmd.ifm_refetch_bytes, -(-size // burst) * burst + cmd.ifm_refetch_burst_bytes
+
+
+def command_ddr_read_bytes(hw: HwConfig, cmd: ComputeCommand) -> tuple[int, int]:
+    """:func:`in_place_read_bytes` and the channel parameters a convolution reads again
+    (``mac_array.channel_parameter_bytes``, whole bursts): their time is the cost model's
+    (``mac_array.channel_parameter_read_cycles``, in the command's cycles), their bytes count."""
+    size, burst_bytes = in_place_read_bytes(hw, cmd)
+    if cmd.unit != MAC_ARRAY.name or not hw.mac_array.channel_parameter_bytes:
+        return size, burst_bytes
+    parameters = sum(channel_parameter_bytes(hw, step) for step in cmd.steps)
+    burst = hw.ddr.burst_size_bytes
+    return size + parameters, burst_bytes + -(-parameters // burst) * burst
 
 
 def _where(cmd: Command) -> str:
@@ -228,7 +237,7 @@ class _StaticFacts:
                               t.ddr_write_burst_bytes, touched)
         if isinstance(node, ComputeOp):
             cmd = node.command
-            weights = in_place_read_bytes(self.hw, cmd)
+            weights = command_ddr_read_bytes(self.hw, cmd)
             return StaticInfo("compute", cmd.unit, "+".join(s.op.name for s in cmd.steps),
                               command_tcm_bytes(cmd.steps, cmd.outputs), node.macs,
                               command_mac_pe_cycles(self.hw, cmd), weights[0], 0, weights[1], 0, touched)

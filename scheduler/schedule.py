@@ -141,7 +141,7 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     if hw.stripes.enabled:   # (the peak TCM is what the planner then minimises)
         sink_feature_maps(lowered, pool_item_max_bytes(hw, resident_constants))
     if not keep and streams_constants(hw, resident_constants):   # (after the order is final)
-        reload_distant_constants(lowered, pool_item_max_bytes(hw, resident_constants))
+        reload_distant_constants(lowered, pool_item_max_bytes(hw, resident_constants), hw=hw)
     return lowered
 
 

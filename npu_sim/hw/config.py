@@ -95,6 +95,11 @@ class DmaConfig(_Strict):
         "graph inputs) may be issued this many operations before it, as far as needed to hide them "
         "(0: each operation loads its own operands when it comes). Vela stages an operation's "
         "buffered weights under the previous operation only (1)")
+    prefetch_holds_partner_buffers: bool = Field(
+        True, description="an operation's loads issued ahead (prefetch_operations) hold all its tile buffers, "
+        "the ping-pong partners of the ones they fill included, from the first of them; False: a partner is "
+        "held only from its own first use or the operation's first compute (Vela pre-buffers the first "
+        "weight slice of the next operation alone: its debug database's weight_pre_buffer)")
 
 
 class TcmConfig(_Strict):
@@ -301,7 +306,8 @@ class MacArrayConfig(_Strict):
     channel_parameter_bytes: int = Field(
         0, ge=0, le=1 << 10, description="bytes per output channel a convolution reads again from the "
         "constants' memory beside its weight stream, once per operation (its scales and biases for the "
-        "output unit; 0 = none): off-chip bytes, moved over the DDR channel while it computes")
+        "output unit; 0 = none): off-chip bytes, counted with the command's DDR reads; their time is "
+        "channel_parameter_read_cycles'")
     ofm_block_elements: int = Field(
         0, ge=0, le=1 << 20, description="results one OFM block holds (the accumulators the array walks the "
         "output in); 0 = a command is one block")

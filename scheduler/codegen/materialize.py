@@ -116,22 +116,22 @@ def _number(cmds: list[ACommand], numbering: Numbering) -> None:
             numbering.last_nested[cid] = numbering.count - 1
 
 
-def live_ranges(cmds: list[ACommand], numbering: Numbering) -> dict[int, tuple[Buffer, int, int]]:
-    """Buffer serial -> (buffer, first id, last id) over every command touching it.
+def live_ranges(cmds: list[ACommand], numbering: Numbering,
+                partners_from_loads: bool = True) -> dict[int, tuple[Buffer, int, int]]:
+    """Buffer serial -> (buffer, first id, last id) over every command touching it; an operation's
+    tile buffers (ping-pong partners) coexist over its commands, or (``partners_from_loads``
+    False, ``dma.prefetch_holds_partner_buffers``) over its compute commands only: its loads
+    hoisted into earlier operations then hold just the buffers they fill.
 
     (The walk meets the commands in id order: a buffer's or operation's first command is the
     first met, its last the latest end met, a loop's end being its last nested command.)"""
     spans: dict[int, list] = {}   # serial -> [buffer, first, last]
-    op_span: dict[int, list[int]] = {}
+    op_span: dict[int, list] = {}   # op -> [first, last, only loads so far]
     ids = numbering.ids
     for cmd in walk(cmds):
         cid = ids[id(cmd)]
         end = numbering.last_nested.get(cid, cid) if isinstance(cmd, ALoop) else cid
-        span = op_span.get(cmd.op)
-        if span is None:
-            op_span[cmd.op] = [cid, cid]
-        else:
-            span[1] = cid
+        _extend_op_span(op_span, cmd.op, cid, not partners_from_loads and isinstance(cmd, ADma))
         for view in views_of(cmd):
             b = view.buffer
             if b is None:
@@ -144,11 +144,21 @@ def live_ranges(cmds: list[ACommand], numbering: Numbering) -> dict[int, tuple[B
     usage: dict[int, tuple[Buffer, int, int]] = {}
     for serial, (b, first, last) in spans.items():
         if b.op is not None and b.op in op_span:   # ping-pong partners must coexist
-            lo, hi = op_span[b.op]
+            lo, hi, _ = op_span[b.op]
             first, last = min(first, lo), max(last, hi)
         usage[serial] = (b, first, last)
     _span_loops(cmds, numbering, usage)
     return usage
+
+
+def _extend_op_span(op_span: dict[int, list], op: int, cid: int, load: bool) -> None:
+    """Command ``cid`` of operation ``op`` extends its span (``[first, last, only loads so far]``);
+    a ``load`` counts only until the operation's first other command, which restarts the span."""
+    span = op_span.get(op)
+    if span is None or (span[2] and not load):
+        op_span[op] = [cid, cid, load]
+    elif not load or span[2]:
+        span[1] = cid
 
 
 def _span_loops(cmds: list[ACommand], numbering: Numbering, usage: dict[int, tuple[Buffer, int, int]]) -> None:
@@ -185,7 +195,7 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
                   tcm_alignment: int, ddr_alignment: int, var_alignment: int,
                   spread: bool = False) -> MemoryPlan:
     """Offsets of every buffer (TCM by ``planner``, DDR and the variable SRAM by bump allocation)."""
-    usage = live_ranges(cmds, numbering)
+    usage = live_ranges(cmds, numbering, hw.dma.prefetch_holds_partner_buffers)
     last_id = max(0, numbering.count - 1)
     buffers: dict[int, Buffer] = {b.serial: b for b in fixed}
     buffers.update((serial, b) for serial, (b, _, _) in usage.items())

@@ -42,7 +42,7 @@ from scheduler.ir.npu_ops import LoweredGraph, NpuOp, OpKind, Value, ValueKind
 _DDR_KINDS = frozenset({ValueKind.INPUT, ValueKind.CONSTANT})
 
 
-def _timing(op: NpuOp, values: dict[str, Value], hw: HwConfig) -> tuple[float, float]:
+def operation_timing(op: NpuOp, values: dict[str, Value], hw: HwConfig) -> tuple[float, float]:
     """``(busy, tail)``: estimated cycles the operation occupies its unit, and cycles
     after that until its result is usable (a copy's DDR latency)."""
     if op.kind is OpKind.COPY:
@@ -111,7 +111,7 @@ def list_schedule(ops: list[NpuOp], values: dict[str, Value], hw: HwConfig) -> l
     for i, ps in enumerate(preds):
         for p in ps:
             succs[p].append(i)
-    timing = [_timing(op, values, hw) for op in ops]
+    timing = [operation_timing(op, values, hw) for op in ops]
     rank = [0.0] * n
     for i in range(n - 1, -1, -1):
         rank[i] = sum(timing[i]) + max((rank[s] for s in succs[i]), default=0.0)

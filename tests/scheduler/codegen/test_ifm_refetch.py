@@ -6,7 +6,7 @@ from __future__ import annotations
 from npu_sim.hw.config import load_hw_config
 from npu_sim.hw.dma import DmaModel
 from npu_sim.program import ComputeCommand
-from npu_sim.simulator import in_place_read_bytes
+from npu_sim.simulator import command_ddr_read_bytes
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
 from tests.scheduler.graphs import check_end_to_end, conv_block
@@ -45,7 +45,7 @@ def test_a_convolution_reads_a_graph_input_in_the_dram_once_per_ofm_block():
     read_cap = DmaModel(hw).read_cap(latency)
     assert round(read_cap, 3) == 3.258
     # (each tile also reads its 16 channels' scales and biases again: mac_array.channel_parameter_bytes)
-    parameters = {c.id: in_place_read_bytes(hw, c)[0] - c.ifm_refetch_bytes for c in products}
+    parameters = {c.id: command_ddr_read_bytes(hw, c)[0] - c.ifm_refetch_bytes for c in products}
     assert [parameters[c.id] for c in products] == [16 * 10] * 4 + [8 * 10] * 2   # (then 16 channels in 2 tiles)
     for c in first:
         record = records[c.id]

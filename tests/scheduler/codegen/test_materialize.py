@@ -85,3 +85,32 @@ def test_a_buffer_lives_from_its_first_command_to_the_last_a_loop_touching_it_ru
     spans = {b.name: (first, last) for b, first, last in usage.values()}
     # (the tile buffer outlives the loop: live across all of it)
     assert spans == {"home": (0, 6), "state": (0, 5), "flag": (1, 6), "inner": (3, 4), "tile": (1, 5)}
+
+
+def test_a_prefetched_load_holds_its_partner_buffer_only_where_the_config_says():
+    """Operation 2's load into its first tile buffer is hoisted into operation 1: by default both
+    ping-pong buffers are held from that load; with ``dma.prefetch_holds_partner_buffers`` off
+    (the Ethos-U presets) the partner is held from the operation's first compute only."""
+    from npu_sim.program import KernelStep
+    from npu_sim.tosa.ir import TensorType
+    from npu_sim.tosa.ops import make_attribute
+    from scheduler.codegen.materialize import live_ranges, number
+    from scheduler.codegen.stream import ACompute, ADma
+    from scheduler.memory.buffers import Buffer, BufView
+
+    def view(b):
+        return BufView(b, 0, (16,), DType.INT8)
+
+    home, out = Buffer("home", MemorySpace.DDR, 16, kind="input"), Buffer("out", MemorySpace.TCM, 16)
+    ping, pong = (Buffer(n, MemorySpace.TCM, 16, kind="tile", op=2) for n in ("ping", "pong"))
+    other = Buffer("other", MemorySpace.TCM, 16)
+    step = KernelStep(Op.IDENTITY, make_attribute(Op.IDENTITY), (view(ping),),
+                      (TensorType((16,), DType.INT8),), (TensorType((16,), DType.INT8),))
+    cmds = [ADma(0, view(home), view(other), "op 1: load", 1),          # 0
+            ADma(1, view(home), view(ping), "op 2: load ahead", 2),     # 1
+            ADma(0, view(other), view(out), "op 1: work", 1),           # 2
+            ADma(1, view(home), view(pong), "op 2: load", 2),           # 3
+            ACompute("vector", [step], [view(out)], "op 2: compute", op=2)]   # 4
+    for holds, pong_span in ((True, (1, 4)), (False, (3, 4))):
+        spans = {b.name: (f, last) for b, f, last in live_ranges(cmds, number(cmds), holds).values()}
+        assert spans["ping"] == (1, 4) and spans["pong"] == pong_span, holds

@@ -60,3 +60,17 @@ def test_the_reload_reads_the_bytes_again_and_frees_the_tcm_between():
         update={"keep_reused_constants": True})}), x).summary
     assert reloaded["ddr_read_bytes"] - kept["ddr_read_bytes"] == 256
     assert (reloaded["peak_tcm_bytes"], kept["peak_tcm_bytes"]) == (1536, 1792)
+
+
+def test_readers_a_long_time_apart_load_it_again_though_few_operations_lie_between():
+    """A CNN's few long operations: readers a few operations apart but with more estimated cycles
+    between them than 100 loads of the constant start a run of their own (ResNet-50 on the U85
+    read one 2 KB multiplier vector in operations 17 to 74, held through its peak)."""
+    from scheduler.passes.constant_reloads import _far_cycles, _runs
+
+    assert _runs([3, 5, 9], 32, [0.0] * 3 + [10.0] * 7, 5.0) == [0, 0, 0]
+    assert _runs([3, 5, 9], 32, [0.0] * 7 + [100.0] * 3, 5.0) == [0, 0, 1]   # (operation 6: 100 cycles)
+    assert _runs([3, 40], 32, None, 0.0) == [0, 1]
+    lowered = lower_graph(_chain(4), load_hw_config("ethos-u85-256"))
+    hw = load_hw_config("ethos-u85-256")   # (the DRAM latency, and the 256 bytes at its bandwidth)
+    assert _far_cycles(lowered, "bias", hw) == 100 * (500 + 256 / hw.ddr.bandwidth_bytes_per_cycle)
