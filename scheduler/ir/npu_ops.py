@@ -123,6 +123,8 @@ class NpuOp:
     parameters_in_place: bool = False
     #: ``inputs`` and the (steps, sources) it was computed from
     _inputs: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    #: the ordering's estimate of its cycles and the (steps, sources, config) it was made for
+    timing_memo: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def inputs(self) -> tuple[str, ...]:

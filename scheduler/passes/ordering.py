@@ -44,7 +44,18 @@ _DDR_KINDS = frozenset({ValueKind.INPUT, ValueKind.CONSTANT})
 
 def operation_timing(op: NpuOp, values: dict[str, Value], hw: HwConfig) -> tuple[float, float]:
     """``(busy, tail)``: estimated cycles the operation occupies its unit, and cycles
-    after that until its result is usable (a copy's DDR latency)."""
+    after that until its result is usable (a copy's DDR latency); remembered on the operation
+    for its steps and the config (later passes ask again)."""
+    memo = op.timing_memo
+    if memo is not None and memo[0] is op.steps and memo[1] is op.sources and memo[2] is hw:
+        return memo[3]
+    timing = _estimate(op, values, hw)
+    op.timing_memo = (op.steps, op.sources, hw, timing)
+    return timing
+
+
+def _estimate(op: NpuOp, values: dict[str, Value], hw: HwConfig) -> tuple[float, float]:
+    """:func:`operation_timing`, computed."""
     if op.kind is OpKind.COPY:
         size = sum(values[k].size_bytes for k in op.outputs)
         ddr = any(values[k].kind in _DDR_KINDS or values[k].kind is ValueKind.OUTPUT
