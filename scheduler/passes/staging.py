@@ -83,7 +83,8 @@ def stage(lowered: LoweredGraph, pooled_max_bytes: int, on_chip: frozenset[Value
     ops: list[NpuOp] = []
     for op in block.ops:
         if op.kind is OpKind.COPY and op.alias_ok and values[op.sources[0]].kind is ValueKind.INPUT \
-                and want(op.sources[0]):
+                and values[op.outputs[0]].kind is ValueKind.INTERMEDIATE and want(op.sources[0]):
+            # (a renaming copy of a re-read input stages it; one into a graph output copies it there)
             op.staged = True
         if op.kind is OpKind.COMPUTE:
             for key in op.inputs:

@@ -71,3 +71,17 @@ def test_fp16_weights_move_as_fp16_and_are_cast_on_the_npu():
     program, result = check_end_to_end(_fp16_weights_graph(), machine("edge"))
     weights = 64 * 256 * 2
     assert weights <= result.trace.counters.ddr_read_bytes < weights + 8 * 64 * 4 + 4096   # fp16, not fp32
+
+
+def test_a_graph_output_that_is_an_input_copied_is_written_though_the_input_is_staged():
+    """The input is re-read (a convolution and the IDENTITY giving it back as an output): its
+    renaming copy into the graph output is no staging copy, so the output's bytes are written
+    (the plan verifier had found them never written on DDR-home presets)."""
+    from npu_sim.hw.config import load_hw_config
+
+    b = GraphBuilder()
+    x = b.input("x", (1, 2, 2, 8), DType.INT8)
+    b.output(conv_block(b, x, 8, kernel=1, pad=0))
+    b.output(b.op(Op.IDENTITY, [x]))
+    for preset in ("edge", "ethos-u85-256", "ethos-u55-256"):
+        check_end_to_end(b.build(), load_hw_config(preset), invocations=2)
