@@ -32,7 +32,7 @@ from npu_sim.program import MemorySpace, RollingBufferStats, StripedChainStats
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op
-from scheduler.codegen.concat_in_place import live_spans, slice_offsets_bytes, worth_it
+from scheduler.codegen.concat_in_place import Spans, live_spans, merge_spans, slice_offsets_bytes, worth_it
 from scheduler.codegen.emit import Emitter, staging_need_bytes
 from scheduler.codegen.stream import ACommand, ACompute, ACond, ADma, ALoop, OpRecord
 from scheduler.codegen.stripe_emit import emit_chain
@@ -228,25 +228,34 @@ class _BlockCompiler:
                     self.write_in_place(i, op)
             elif op.kind is OpKind.COMPUTE and op.steps and op.steps[0].op is Op.CONCAT:
                 concats.append(i)
+        spans: Spans | None = None   # (the block's live spans, computed once: see _concat_in_place)
         for i in concats:
-            self._concat_in_place(i, self.block.ops[i])
+            found = self._concat_operands(self.block.ops[i])
+            if found is not None:
+                spans = spans if spans is not None else self._live_spans()
+                self._concat_in_place(i, self.block.ops[i], *found, spans)
 
-    def _concat_in_place(self, i: int, op: NpuOp) -> None:
-        """Compute the inputs of CONCAT operation ``i`` into their slices of its result where
-        :mod:`scheduler.codegen.concat_in_place` says so; the CONCAT then runs nothing."""
-        found = self._concat_operands(op)
-        if found is None:
-            return
-        operands, offsets = found
-        result = self.root(op.outputs[0])
-        ops, values, alignment = self.block.ops, self.ctx.values, self.ctx.alignment
+    def _live_spans(self) -> Spans:
+        """The block's values' spans for :func:`worth_it` (a home in the TCM: from the start or to the end)."""
+        ops = self.block.ops
         spans = live_spans(ops, self.skip, self.root, lambda r: self.is_local(r) or self._tcm_home(r))
-        for r, span in spans.items():   # (a home in the TCM: from the start or to the end)
+        for r, span in spans.items():
             if not self.is_local(r):
                 span[0], span[1] = 0 if self._home_from_start(r) else span[0], len(ops) - 1
+        return spans
+
+    def _concat_in_place(self, i: int, op: NpuOp, operands: list[str], offsets: tuple[int, ...],
+                         spans: Spans) -> None:
+        """Compute the inputs of CONCAT operation ``i`` into their slices of its result where
+        :mod:`scheduler.codegen.concat_in_place` says so; the CONCAT then runs nothing (``spans``
+        then take the inputs into the result's)."""
+        result = self.root(op.outputs[0])
+        values, alignment = self.ctx.values, self.ctx.alignment
         if not all(k in spans for k in (*operands, result)) or \
-                not worth_it(spans, operands, result, lambda r: align_up(values[r].size_bytes, alignment), len(ops)):
+                not worth_it(spans, operands, result, lambda r: align_up(values[r].size_bytes, alignment),
+                             len(self.block.ops)):
             return
+        merge_spans(spans, operands, result)
         for key, at in zip(operands, offsets):
             self.alias[key] = op.outputs[0]
             self.alias_offset[key] = at

@@ -84,12 +84,18 @@ def worth_it(spans: Spans, operands: Sequence[str], result: str, size_bytes: Cal
     if all(spans[k][2] == 1 for k in operands):
         return True
     merged = dict(spans)
+    merge_spans(merged, operands, result)
+    return _peak(merged, size_bytes, op_count) < _peak(spans, size_bytes, op_count)
+
+
+def merge_spans(spans: Spans, operands: Sequence[str], result: str) -> None:
+    """``spans`` with the inputs ``operands`` taken into the result's span (computed in place)."""
     first = min(spans[k][0] for k in (*operands, result))
     last = max(spans[k][1] for k in (*operands, result))
+    reads = spans[result][2]
     for k in operands:
-        del merged[k]
-    merged[result] = [first, last, 0]
-    return _peak(merged, size_bytes, op_count) < _peak(spans, size_bytes, op_count)
+        del spans[k]
+    spans[result] = [first, last, reads]
 
 
 def _peak(spans: Spans, size_bytes: Callable[[str], int], op_count: int) -> int:

@@ -66,6 +66,13 @@ def _wanted(value: Value, ops: list[NpuOp], aliases: dict[str, list[str]], poole
         and len(_readers(ops, value.key, aliases)) > 1
 
 
+def _renames_input(op: NpuOp, values: dict[str, Value]) -> bool:
+    """Whether ``op`` is a renaming copy of a graph input to an intermediate (staged with the input;
+    a copy into a graph output copies it there)."""
+    return op.kind is OpKind.COPY and op.alias_ok and values[op.sources[0]].kind is ValueKind.INPUT \
+        and values[op.outputs[0]].kind is ValueKind.INTERMEDIATE
+
+
 def stage(lowered: LoweredGraph, pooled_max_bytes: int, on_chip: frozenset[ValueKind] = frozenset()) -> None:
     """Stage re-read graph inputs, and constants above ``pooled_max_bytes`` that several
     operations read (main block), unless their kind lives in the TCM (``on_chip``)."""
@@ -82,9 +89,7 @@ def stage(lowered: LoweredGraph, pooled_max_bytes: int, on_chip: frozenset[Value
     staged: dict[str, str] = {}
     ops: list[NpuOp] = []
     for op in block.ops:
-        if op.kind is OpKind.COPY and op.alias_ok and values[op.sources[0]].kind is ValueKind.INPUT \
-                and values[op.outputs[0]].kind is ValueKind.INTERMEDIATE and want(op.sources[0]):
-            # (a renaming copy of a re-read input stages it; one into a graph output copies it there)
+        if _renames_input(op, values) and want(op.sources[0]):
             op.staged = True
         if op.kind is OpKind.COMPUTE:
             for key in op.inputs:
