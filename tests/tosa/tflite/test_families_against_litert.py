@@ -46,3 +46,22 @@ def test_a_family_tflite_gives_litert_outputs_folded_or_not(stem):
         np.testing.assert_array_equal(simulated.reshape(want.shape), want)
     folded, apart = (len(run.summary["ops"]) for run in runs)
     assert folded < apart and runs[0].total_cycles < runs[1].total_cycles
+
+
+@pytest.mark.parametrize("stem, u55_peak", [("autoencoder_int8", 768), ("lstm_sequence_int8", 1152)])
+def test_the_ethos_u55_holds_no_more_than_velas_sram_with_litert_outputs(stem, u55_peak):
+    """The dense autoencoder and the LSTM with its output sequence (examples/): LiteRT's bits on
+    both Ethos-U presets, and on the U55 at most Vela 5.2's SRAM (768 and 1,152 bytes): the graph
+    input and output live only while needed, the last layer writes the output, the steps write
+    their slices of the sequence, zero points stay in the command stream."""
+    path = EXAMPLES / f"{stem}.tflite"
+    graph = load_graph(path)
+    x = _input(graph, seed=3)
+    (want,) = litert_outputs(path, [x], builtin=True)
+    name = graph.main.inputs[0]
+    for preset in ("ethos-u55-256", "ethos-u85-256"):
+        run = npu_sim.simulate(graph, preset, {name: x})
+        (simulated,) = run.outputs.values()
+        np.testing.assert_array_equal(simulated.reshape(want.shape), want)
+        if preset == "ethos-u55-256":
+            assert run.summary["peak_tcm_bytes"] == u55_peak

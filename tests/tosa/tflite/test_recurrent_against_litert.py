@@ -96,18 +96,23 @@ def test_the_simulated_npu_gives_litert_outputs(stem):
         assert_close(ours[k], want)
 
 
-@pytest.mark.parametrize("stem", ["lstm_int8", "lstm_stacked_int8", "gru_int8", "lstm_sequence_int8"])
-def test_the_u55_reading_gate_weights_in_place_gives_litert_outputs(stem):
-    """One invocation on ethos-u55-256: the gates' products read their weight streams from the
-    flash (tcm.matrix_vector_weights_in_place) and a slice of the output sequence reads its step
-    (scheduler/passes/concat_slices.py); LiteRT's bits."""
+@pytest.mark.parametrize("preset", ["ethos-u55-256", "ethos-u85-256"])
+@pytest.mark.parametrize("stem", ["lstm_int8", "lstm_stacked_int8", "gru_int8", "lstm_sequence_int8",
+                                  "lstm_bidirectional_int8"])
+def test_the_ethos_u_presets_give_litert_outputs(stem, preset):
+    """Three invocations on the Ethos-U presets: the gates' products read their weight streams from
+    the flash or DRAM (tcm.matrix_vector_weights_in_place), a slice of the output sequence reads its
+    step (scheduler/passes/concat_slices.py), the steps write their slices of the sequence
+    (codegen/concat_in_place.py), the U55's graph input and output live in its SRAM only while
+    needed; LiteRT's bits."""
     path = DATA / f"{stem}.tflite"
     graph = load_graph(path)
-    (x,) = random_inputs(graph, 1, seed=7)
-    (want,) = litert_outputs(path, [x], builtin=stem in XNNPACK_ROUNDS)
-    result = npu_sim.simulate(graph, "ethos-u55-256", {graph.main.inputs[0]: x})
+    inputs = random_inputs(graph, INVOCATIONS, seed=7)
+    expected = litert_outputs(path, inputs, builtin=stem in XNNPACK_ROUNDS)
+    result = npu_sim.simulate(graph, preset, {graph.main.inputs[0]: np.stack(inputs)}, invocations=INVOCATIONS)
     (ours,) = result.outputs.values()
-    assert_close(ours, want)
+    for k, want in enumerate(expected):
+        assert_close(ours[k], want)
 
 
 @pytest.mark.parametrize("stem, cells", [("lstm_int8", 8), ("lstm_fused_fp32", 4), ("lstm_bidirectional_int8", 16),
