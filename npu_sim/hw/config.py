@@ -413,6 +413,10 @@ class VectorConfig(_Strict):
         "multipliers from their home for each output element, over the DDR channel while it computes "
         "(0 = none): an output unit without per-channel scaling for elementwise work runs it as a MUL by "
         "the [1, 1, 1, C] multipliers, a broadcast operand read per element")
+    source_softmax_read_bytes: int = Field(
+        0, ge=0, le=1 << 10, description="bytes a TFLite SOFTMAX run as one operation (cycles_per_element."
+        "source_softmax) reads from the constants' memory per element of its input, over the DDR channel "
+        "while it computes (0 = none)")
     scaled_ops: list[str] = Field(
         default_factory=list, description="elementwise operators whose output unit scales their inputs and "
         "output: the RESCALEs widening only their inputs and the one narrowing their result fold into them "

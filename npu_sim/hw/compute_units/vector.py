@@ -443,6 +443,15 @@ def source_softmax_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | No
     return math.ceil(out_elements(steps[0]) * hw.vector.cycles_per_element["source_softmax"])
 
 
+def source_softmax_bytes(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
+    """Bytes a TFLite SOFTMAX run as one operation reads from the constants' memory
+    (``vector.source_softmax_read_bytes`` per element of its input; 0 by default, or for other steps)."""
+    per_element = hw.vector.source_softmax_read_bytes
+    if per_element <= 0 or not is_source_softmax(hw, steps):
+        return 0
+    return out_elements(steps[0]) * per_element
+
+
 def is_source_softmax(hw: HwConfig, steps: Sequence[StepFacts]) -> bool:
     """True if ``steps`` are a TFLite SOFTMAX that ``hw`` compiles as Vela's TFLite reader does
     (:func:`source_softmax_cycles` times them): Vela's TFLite support runs it on the NPU of every

@@ -254,3 +254,19 @@ def test_the_u_net_reads_its_rescale_multipliers_from_the_flash_while_it_compute
     rescale = next(op for op in summary["ops"] if op["name"].startswith("RESCALE(layer_49)"))
     assert rescale["ddr_read_bytes"] == 32 * 32 * 16 * 8
     assert rescale["cycles"] >= 131072   # (the flash gives a byte a cycle)
+
+
+def test_a_tflite_softmax_on_the_u55_reads_the_flash_as_velas_does():
+    """Vela's softmax on the U55 adds two int32 tensors of its input's shape, one read from the
+    flash: 19,208 B for the keyword transformer's 2 x 49 x 49 (its debug database). Its time is the
+    source_softmax rate already; the bytes count (vector.source_softmax_read_bytes)."""
+    from pathlib import Path
+
+    import npu_sim
+    from benchmarks.graphs import random_inputs
+
+    graph = npu_sim.load_graph(Path(__file__).resolve().parents[3] / "examples" / "kws_transformer_int8.tflite")
+    for preset, expected in (("ethos-u55-256", 2 * 49 * 49 * 4), ("ethos-u85-256", 0)):
+        summary = npu_sim.simulate(graph, preset, random_inputs(graph, seed=0)).summary
+        softmaxes = [op for op in summary["ops"] if "REDUCE_MAX" in op["op"] and "TABLE" in op["op"]]
+        assert len(softmaxes) == 2 and all(op["ddr_read_bytes"] == expected for op in softmaxes), preset
