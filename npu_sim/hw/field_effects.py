@@ -13,7 +13,8 @@ DMA setup and every unit's rates (tile shapes and the operation order are chosen
 so those change the schedule too, and so does the DMA's outstanding-burst limit (a read
 stream's rate decides which matrix-vector products read their weights in place:
 :mod:`scheduler.passes.weights_in_place`); what does not is the clock (the scheduler counts
-cycles) and the variable SRAM's port. Whether the compute units share
+cycles), the variable SRAM's port, and the off-chip bytes the simulator counts beside the plan's
+(a convolution's channel parameters read again, the U55's per-element flash reads). Whether the compute units share
 one pipeline changes the schedule (a striped chain then reads a staged input from its TCM copy:
 :mod:`scheduler.passes.stripes`).
 """
@@ -38,6 +39,10 @@ TIMING_FIELDS = frozenset({
     "clock_hz",
     "variable_sram.bytes_per_cycle",
     "block_tensors.table_read_cycles_per_entry",
+    # off-chip bytes the simulator counts beside the plan's (Vela's re-reads and flash reads)
+    "mac_array.channel_parameter_bytes",
+    "vector.per_channel_rescale_read_bytes",
+    "vector.source_softmax_read_bytes",
 })
 #: Sections only energy and area are counted from.
 COST_SECTIONS = frozenset({"energy", "area"})
