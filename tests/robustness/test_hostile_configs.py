@@ -119,6 +119,12 @@ def test_the_cli_refuses_an_unknown_composite_in_one_line(tmp_path):
     ("extends: ethos-u85-256\nvector: {transpose_block_bytes: many}\n", "vector.transpose_block_bytes"),
     ("extends: ethos-u85-256\ndma: {thin_pixel_access_bytes: 1.0e+12}\n", "dma.thin_pixel_access_bytes"),
     ("extends: ethos-u85-256\nlut: {table_source_latency_cycles: -500}\n", "lut.table_source_latency_cycles"),
+    ("extends: ethos-u85-256\nmac_array: {channel_parameter_bytes: -10}\n", "mac_array.channel_parameter_bytes"),
+    ("extends: ethos-u55-256\nvector: {per_channel_rescale_read_bytes: 1.0e+9}\n",
+     "vector.per_channel_rescale_read_bytes"),
+    ("extends: ethos-u55-256\nvector: {source_softmax_read_bytes: -1}\n", "vector.source_softmax_read_bytes"),
+    ("extends: ethos-u85-256\ndma: {prefetch_holds_partner_buffers: maybe}\n", "dma.prefetch_holds_partner_buffers"),
+    ("extends: ethos-u55-256\ntcm: {parameters_in_command_stream: 3}\n", "tcm.parameters_in_command_stream"),
 ])
 def test_the_cli_refuses_a_bad_calibration_field_in_one_line(tmp_path, text, message):
     graph = save(add_graph((4, 4)), tmp_path / "add.tosa")

@@ -227,3 +227,20 @@ def check_end_to_end(graph: Graph, hw, invocations: int = 1, seed: int = 0, inpu
             assert got[name].dtype == want[name].dtype, (k, name)
             assert np.array_equal(got[name], want[name], equal_nan=want[name].dtype.kind == "f"), (k, name)
     return program, result
+
+
+def check_against_reference_model(graph, tmp_path, presets) -> None:
+    """The simulated NPU's outputs on ``presets`` equal Arm's TOSA reference model's (the graph
+    saved and run by tosa-tools), bit for bit, for one int8 input."""
+    import npu_sim
+    from npu_sim.tosa.loader import save_graph
+    from tests.oracle import run_graph_bytes
+
+    save_graph(graph, tmp_path / "model.tosa")
+    (name, t), = graph.input_types.items()
+    x = np.random.default_rng(9).integers(-128, 128, size=t.shape).astype(np.int8)
+    want = run_graph_bytes((tmp_path / "model.tosa").read_bytes(), [x], list(graph.output_types.values()))
+    for preset in presets:
+        outputs = npu_sim.simulate(graph, preset, {name: x}).outputs
+        for got, expected in zip(outputs.values(), want):
+            np.testing.assert_array_equal(got.reshape(expected.shape), expected, err_msg=preset)

@@ -9,7 +9,7 @@ from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op
 from scheduler.codegen.concat_in_place import worth_it
-from tests.scheduler.graphs import check_end_to_end, conv_block
+from tests.scheduler.graphs import check_against_reference_model, check_end_to_end, conv_block
 
 STEPS, UNITS = 6, 24
 
@@ -73,13 +73,7 @@ def test_the_arena_input_dies_after_its_last_reader_and_the_output_is_computed_i
     is the input and the first layer's result, or the last layer's input and the output, as
     TFLite Micro's arena plans them (Vela: 768 bytes for the MLPerf Tiny autoencoder's 640-byte
     input and output, which we held both throughout)."""
-    b = GraphBuilder()
-    x = b.input("x", (1, 1, 1, 640), DType.INT8)
-    y = conv_block(b, x, 128, kernel=1, pad=0, seed=1)
-    y = conv_block(b, y, 128, kernel=1, pad=0, seed=2)
-    y = conv_block(b, y, 640, kernel=1, pad=0, seed=3)
-    b.output(b.op(Op.RESHAPE, [y, b.const_shape(None, [1, 640])]))
-    program, _ = check_end_to_end(b.build(), load_hw_config("ethos-u55-256"))
+    program, _ = check_end_to_end(_dense(), load_hw_config("ethos-u55-256"))
     assert not [c for c in program.walk() if isinstance(c, DmaCommand) and c.dst.memory is MemorySpace.TCM
                 and c.src.memory is MemorySpace.TCM]   # (no copy into the output)
     inp = next(a for a in program.allocations if a.kind == "input")
@@ -88,6 +82,17 @@ def test_the_arena_input_dies_after_its_last_reader_and_the_output_is_computed_i
     assert out.last_use == max(c.id for c in program.walk())
     assert _writes(program, "CONV2D")[-1].outputs[0].offset_bytes == out.offset_bytes
     assert program.stats.peak_tcm_bytes == 640 + 128   # (the layers' zero points are command parameters)
+
+
+def _dense():
+    """Three dense layers, 640 -> 128 -> 128 -> 640, the last through a RESHAPE into the output."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 1, 1, 640), DType.INT8)
+    y = conv_block(b, x, 128, kernel=1, pad=0, seed=1)
+    y = conv_block(b, y, 128, kernel=1, pad=0, seed=2)
+    y = conv_block(b, y, 640, kernel=1, pad=0, seed=3)
+    b.output(b.op(Op.RESHAPE, [y, b.const_shape(None, [1, 640])]))
+    return b.build()
 
 
 def test_worth_it_follows_vela_for_one_reader_and_else_the_peak() -> None:
@@ -101,3 +106,8 @@ def test_worth_it_follows_vela_for_one_reader_and_else_the_peak() -> None:
     # step results each read by the next step too, nothing else live: the peak falls
     steps = {f"h{t}": [t, 6, 2] for t in range(4)}
     assert worth_it({**steps, "out": [6, 8, 1]}, list(steps), "out", {"out": 128, **dict.fromkeys(steps, 32)}.get, 9)
+
+
+def test_the_reference_model_agrees_with_the_sequence_written_in_place(tmp_path):
+    for graph in (_sequence(True), _sequence(False), _dense()):
+        check_against_reference_model(graph, tmp_path, ("ethos-u55-256", "ethos-u85-256", "edge"))

@@ -7,7 +7,7 @@ from scheduler.ir.npu_ops import OpKind, ValueKind
 from scheduler.passes.folding import fold_constants
 from scheduler.passes.lowering import lower
 from scheduler.passes.staging import stage
-from tests.scheduler.graphs import _rescale, check_end_to_end, conv_block, machine
+from tests.scheduler.graphs import _rescale, check_against_reference_model, check_end_to_end, conv_block, machine
 
 
 def _graph():
@@ -73,7 +73,7 @@ def test_fp16_weights_move_as_fp16_and_are_cast_on_the_npu():
     assert weights <= result.trace.counters.ddr_read_bytes < weights + 8 * 64 * 4 + 4096   # fp16, not fp32
 
 
-def test_a_graph_output_that_is_an_input_copied_is_written_though_the_input_is_staged():
+def test_a_graph_output_that_is_an_input_copied_is_written_though_the_input_is_staged(tmp_path):
     """The input is re-read (a convolution and the IDENTITY giving it back as an output): its
     renaming copy into the graph output is no staging copy, so the output's bytes are written
     (the plan verifier had found them never written on DDR-home presets)."""
@@ -85,3 +85,4 @@ def test_a_graph_output_that_is_an_input_copied_is_written_though_the_input_is_s
     b.output(b.op(Op.IDENTITY, [x]))
     for preset in ("edge", "ethos-u85-256", "ethos-u55-256"):
         check_end_to_end(b.build(), load_hw_config(preset), invocations=2)
+    check_against_reference_model(b.build(), tmp_path, ("edge", "ethos-u85-256", "ethos-u55-256"))
