@@ -174,10 +174,8 @@ def in_place_read_bytes(hw: HwConfig, cmd: ComputeCommand) -> tuple[int, int]:
     (``vector.source_softmax_read_bytes``) and its input feature map's block fetches beyond the TCM
     copy: what crosses the DDR channel while it computes (:class:`InPlaceRead`)."""
     size = sum(v.size_bytes for v in cmd.in_place_weights())
-    if cmd.unit == VECTOR.name and hw.vector.per_channel_rescale_read_bytes:
-        size += sum(per_channel_rescale_bytes(hw, step) for step in cmd.steps)
-    if cmd.unit == VECTOR.name and hw.vector.source_softmax_read_bytes:
-        size += source_softmax_bytes(hw, cmd.steps)
+    if cmd.unit == VECTOR.name:   # (both 0 unless the config sets their bytes)
+        size += sum(per_channel_rescale_bytes(hw, step) for step in cmd.steps) + source_softmax_bytes(hw, cmd.steps)
     burst = hw.ddr.burst_size_bytes
     return size + cmd.ifm_refetch_bytes, -(-size // burst) * burst + cmd.ifm_refetch_burst_bytes
 

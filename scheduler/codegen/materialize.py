@@ -126,12 +126,15 @@ def live_ranges(cmds: list[ACommand], numbering: Numbering,
     (The walk meets the commands in id order: a buffer's or operation's first command is the
     first met, its last the latest end met, a loop's end being its last nested command.)"""
     spans: dict[int, list] = {}   # serial -> [buffer, first, last]
-    op_span: dict[int, list] = {}   # op -> [first, last, only loads so far]
+    op_span: dict[int, list[int]] = {}       # op -> [first, last] over its commands
+    compute_span: dict[int, list[int]] = {}  # op -> [first, last] over its commands but DMAs
     ids = numbering.ids
     for cmd in walk(cmds):
         cid = ids[id(cmd)]
         end = numbering.last_nested.get(cid, cid) if isinstance(cmd, ALoop) else cid
-        _extend_op_span(op_span, cmd.op, cid, not partners_from_loads and isinstance(cmd, ADma))
+        _extend(op_span, cmd.op, cid)
+        if not isinstance(cmd, ADma):
+            _extend(compute_span, cmd.op, cid)
         for view in views_of(cmd):
             b = view.buffer
             if b is None:
@@ -144,20 +147,19 @@ def live_ranges(cmds: list[ACommand], numbering: Numbering,
     usage: dict[int, tuple[Buffer, int, int]] = {}
     for serial, (b, first, last) in spans.items():
         if b.op is not None and b.op in op_span:   # ping-pong partners must coexist
-            lo, hi, _ = op_span[b.op]
+            lo, hi = op_span[b.op] if partners_from_loads else compute_span.get(b.op, op_span[b.op])
             first, last = min(first, lo), max(last, hi)
         usage[serial] = (b, first, last)
     _span_loops(cmds, numbering, usage)
     return usage
 
 
-def _extend_op_span(op_span: dict[int, list], op: int, cid: int, load: bool) -> None:
-    """Command ``cid`` of operation ``op`` extends its span (``[first, last, only loads so far]``);
-    a ``load`` counts only until the operation's first other command, which restarts the span."""
-    span = op_span.get(op)
-    if span is None or (span[2] and not load):
-        op_span[op] = [cid, cid, load]
-    elif not load or span[2]:
+def _extend(spans: dict[int, list[int]], op: int, cid: int) -> None:
+    """Command ``cid`` (in id order) of operation ``op`` extends its ``[first, last]``."""
+    span = spans.get(op)
+    if span is None:
+        spans[op] = [cid, cid]
+    else:
         span[1] = cid
 
 
