@@ -30,8 +30,9 @@ from npu_sim.paths import follow_umask
 #: Environment variable of the size limit.
 MAX_BYTES_ENV = "NPU_SIM_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 1 << 30
-#: The kinds of entry (one subfolder each).
-KINDS = ("tflite",)
+#: The kinds of entry (one subfolder each): the converter's MLIR text of a ``.tflite`` and the
+#: graph read from it (:mod:`npu_sim.tosa.converted_graph`).
+KINDS = ("tflite", "graph")
 #: A temporary file older than this is left over from a killed process, and removed.
 STALE_TEMPORARY_SECONDS = 3600
 _ENTRY = re.compile(r"^[0-9a-f]{64}\.[a-z]+$")
@@ -86,23 +87,38 @@ def entry_path(kind: str, key: str, suffix: str) -> Path:
 def lookup(kind: str, key: str, suffix: str) -> str | None:
     """The text kept under ``key``, marked as just used; None when absent or unreadable.
     A bad ``$NPU_SIM_CACHE_MAX_BYTES`` is refused here, before any conversion."""
+    data = lookup_bytes(kind, key, suffix)
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def lookup_bytes(kind: str, key: str, suffix: str) -> bytes | None:
+    """The bytes kept under ``key``, marked as just used; None when absent or unreadable."""
     max_bytes()
     path = entry_path(kind, key, suffix)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        data = path.read_bytes()
+    except OSError:
         return None
     try:
         os.utime(path)
     except OSError:
         pass   # a read-only cache still serves
-    return text
+    return data
 
 
 def store(kind: str, key: str, suffix: str, text: str) -> None:
-    """Keep ``text`` under ``key`` (atomically), then evict down to the limit. An entry larger
+    """Keep ``text`` under ``key`` (see :func:`store_bytes`)."""
+    store_bytes(kind, key, suffix, text.encode("utf-8"))
+
+
+def store_bytes(kind: str, key: str, suffix: str, data: bytes) -> None:
+    """Keep ``data`` under ``key`` (atomically), then evict down to the limit. An entry larger
     than the limit is not kept; a cache that cannot be written only costs a conversion later."""
-    data = text.encode("utf-8")
     limit = max_bytes()
     if len(data) > limit:
         evict(limit)

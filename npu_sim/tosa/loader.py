@@ -18,6 +18,7 @@ import numpy as np
 
 from npu_sim.errors import GraphValidationError, PathError, TosaFormatError, UnsupportedFeatureError
 from npu_sim.paths import GRAPH_MAX_BYTES, read_regular_file
+from npu_sim.tosa.converted_graph import tflite_graph
 from npu_sim.tosa.fb_schema import FILE_IDENTIFIER
 from npu_sim.tosa.flatbuffer_io import read_graph, write_graph
 from npu_sim.tosa.ir import Graph
@@ -25,11 +26,8 @@ from npu_sim.tosa.json_io import read_json, write_json
 from npu_sim.tosa.levels import DEFAULT_LEVEL, check_level
 from npu_sim.tosa.mlir_reader import looks_like_mlir, read_mlir
 from npu_sim.tosa.shape_resolution import has_unknown_dims, resolve_unknown_dims
-from npu_sim.tosa.tflite.flatbuffer import TfliteModel
 from npu_sim.tosa.tflite.legalize import Legalizer
-from npu_sim.tosa.tflite.rounding import round_fully_connected_once
-from npu_sim.tosa.tflite.saturation import saturate_quantizations
-from npu_sim.tosa.tflite_import import is_tflite, tflite_to_mlir
+from npu_sim.tosa.tflite_import import is_tflite
 from npu_sim.tosa.validation import validate as validate_graph
 
 PathLike = str | os.PathLike
@@ -72,11 +70,7 @@ def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
     if kind == "json":
         graph = read_json(data.removeprefix(b"\xef\xbb\xbf"))
     elif kind == "tflite":
-        text = tflite_to_mlir(data, str(path), use_cache)   # (refuses a damaged model in the converter's words)
-        model = TfliteModel(data, str(path))
-        graph = read_mlir(text, str(path), Legalizer(model, str(path)))
-        round_fully_connected_once(graph, model)   # LiteRT's rounding (npu_sim/tosa/tflite/rounding.py)
-        saturate_quantizations(graph)   # and its saturating QUANTIZE (npu_sim/tosa/tflite/saturation.py)
+        graph = tflite_graph(data, str(path), use_cache)
     elif kind == "mlir":
         graph = read_mlir(data.removeprefix(b"\xef\xbb\xbf"), str(path), Legalizer(None, str(path)))
     else:

@@ -1,0 +1,85 @@
+"""The TOSA graph of a ``.tflite`` model: converted by Arm's converter, read and legalized by
+npu-sim, and kept in the conversion cache so that a second run reads it back at once.
+
+A ``.tflite`` passes through three stages before it is a graph: the converter's MLIR text
+(:mod:`npu_sim.tosa.tflite_import`, cached as text), that text read and legalized
+(:mod:`npu_sim.tosa.mlir_reader` with :mod:`npu_sim.tosa.tflite.legalize`: ResNet-50's 52 MB
+of text take a third of a second), then LiteRT's rounding and saturation. The graph those
+stages give is a function of the model's bytes, its path (legalized names quote it) and
+npu-sim's own TOSA code, so it is cached under a key of all three (:data:`GRAPH_FORMAT`,
+:func:`code_fingerprint`): any change to the code under ``npu_sim/tosa`` reads the text again.
+
+The entry is the graph pickled. It lives in the user's own cache folder, which only npu-sim
+writes (:mod:`npu_sim.conversion_cache`); as with Python's bytecode cache, whoever can write
+there can already run code as that user. An entry that cannot be read back is a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from functools import lru_cache
+from pathlib import Path
+
+from npu_sim import conversion_cache
+from npu_sim.tosa.ir import Graph
+from npu_sim.tosa.mlir_reader import read_mlir
+from npu_sim.tosa.tflite.flatbuffer import TfliteModel
+from npu_sim.tosa.tflite.legalize import Legalizer
+from npu_sim.tosa.tflite.rounding import round_fully_connected_once
+from npu_sim.tosa.tflite.saturation import saturate_quantizations
+from npu_sim.tosa.tflite_import import tflite_to_mlir
+
+#: What the key also hashes: the form of the entry (a pickled :class:`Graph`).
+GRAPH_FORMAT = b"\0graph-pickle-1"
+#: The cache's kind and suffix for these entries.
+KIND, SUFFIX = "graph", "pickle"
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> bytes:
+    """SHA-256 of the sources that turn a model into a graph (every module under npu_sim/tosa:
+    the readers, the legalizer and the IR the entry is made of)."""
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.digest()
+
+
+def graph_key(data: bytes, source: str) -> str:
+    digest = hashlib.sha256(data)   # (fed in parts: a model's bytes are not copied)
+    for part in (b"\0", source.encode("utf-8", "surrogatepass"), GRAPH_FORMAT, code_fingerprint()):
+        digest.update(part)
+    return digest.hexdigest()
+
+
+def tflite_graph(data: bytes, source: str, use_cache: bool = True) -> Graph:
+    """The legalized TOSA graph of the ``.tflite`` model ``data`` read from ``source`` (not yet
+    validated or resolved to known dimensions: :func:`npu_sim.tosa.loader.parse_graph` does)."""
+    key = graph_key(data, source) if use_cache else ""
+    if use_cache:
+        cached = _read_back(conversion_cache.lookup_bytes(KIND, key, SUFFIX))
+        if cached is not None:
+            return cached
+    text = tflite_to_mlir(data, source, use_cache)   # (refuses a damaged model in the converter's words)
+    model = TfliteModel(data, source)
+    graph = read_mlir(text, source, Legalizer(model, source))
+    round_fully_connected_once(graph, model)   # LiteRT's rounding (npu_sim/tosa/tflite/rounding.py)
+    saturate_quantizations(graph)   # and its saturating QUANTIZE (npu_sim/tosa/tflite/saturation.py)
+    if use_cache:
+        conversion_cache.store_bytes(KIND, key, SUFFIX, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL))
+    return graph
+
+
+def _read_back(entry: bytes | None) -> Graph | None:
+    """The graph an entry holds; None for no entry or one that does not read back as a graph
+    (cut short by a full disk, written by an older npu-sim under the same key)."""
+    if entry is None:
+        return None
+    try:
+        graph = pickle.loads(entry)
+    except Exception:   # a damaged entry may fail in any way unpickling can: it is a miss
+        return None
+    return graph if isinstance(graph, Graph) else None
