@@ -3,7 +3,8 @@
 A ``.tflite`` model is converted to TOSA MLIR once and kept by the SHA-256 of its bytes
 (:mod:`npu_sim.tosa.tflite_import`), so that a sweep or a second run over it skips the
 converter; the graph read from that text is kept beside it (:mod:`npu_sim.tosa.converted_graph`),
-so that a second run skips reading the text too. MLIR text of a large model is large (ResNet-50: 52 MB), so the cache has a limit:
+so that a second run skips reading the text too. MLIR text of a large model is large
+(ResNet-50: 52 MB), so the cache has a limit:
 ``$NPU_SIM_CACHE_MAX_BYTES`` (a byte count or a size such as ``500M``, ``2G``; default
 1 GiB; 0 keeps nothing). Each store evicts the entries used longest ago until the cache
 fits; an entry larger than the limit is never stored. Using an entry (a hit) marks it

@@ -417,6 +417,11 @@ class VectorConfig(_Strict):
         0, ge=0, le=1 << 10, description="bytes a TFLite SOFTMAX run as one operation (cycles_per_element."
         "source_softmax) reads from the constants' memory per element of its input, over the DDR channel "
         "while it computes (0 = none)")
+    depth_reshape_min_depth: int = Field(
+        0, ge=0, le=1024, description="an elementwise-like operation (elementwise, CLAMP, SIGMOID, TANH, "
+        "RESCALE, TABLE, CAST) with no broadcast operand and no per-channel scales, whose output is shallower "
+        "than 8 and larger than 16 elements, runs on its data reshaped to a depth of at least this many "
+        "(0 = as shaped); see npu_sim/hw/compute_units/vector.py, output_unit_shape")
     scaled_ops: list[str] = Field(
         default_factory=list, description="elementwise operators whose output unit scales their inputs and "
         "output: the RESCALEs widening only their inputs and the one narrowing their result fold into them "

@@ -123,6 +123,8 @@ def test_the_cli_refuses_an_unknown_composite_in_one_line(tmp_path):
     ("extends: ethos-u55-256\nvector: {per_channel_rescale_read_bytes: 1.0e+9}\n",
      "vector.per_channel_rescale_read_bytes"),
     ("extends: ethos-u55-256\nvector: {source_softmax_read_bytes: -1}\n", "vector.source_softmax_read_bytes"),
+    ("extends: ethos-u85-256\nvector: {depth_reshape_min_depth: -16}\n", "vector.depth_reshape_min_depth"),
+    ("extends: ethos-u55-256\nvector: {depth_reshape_min_depth: 16.5}\n", "vector.depth_reshape_min_depth"),
     ("extends: ethos-u85-256\ndma: {prefetch_holds_partner_buffers: maybe}\n", "dma.prefetch_holds_partner_buffers"),
     ("extends: ethos-u55-256\ntcm: {parameters_in_command_stream: 3}\n", "tcm.parameters_in_command_stream"),
 ])

@@ -117,9 +117,75 @@ def elementwise_kinds(step: KernelStep) -> tuple[str, ...]:
     return ("other",)
 
 
-def channel_rounded_elements(step: KernelStep, granule: int) -> int:
-    """Output elements with the last dimension rounded up to ``granule`` (channel bricks)."""
+#: What the output unit may reshape (Vela's DecomposeAsElementwise, regor/compiler/op_type.hpp):
+#: elementwise operators, activations, RESCALE, TABLE and CAST.
+RESHAPED_OPS = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.MAXIMUM, Op.MINIMUM, Op.INTDIV, Op.ARITHMETIC_RIGHT_SHIFT,
+                          Op.LOGICAL_LEFT_SHIFT, Op.LOGICAL_RIGHT_SHIFT, Op.BITWISE_AND, Op.BITWISE_OR,
+                          Op.BITWISE_XOR, Op.LOGICAL_AND, Op.LOGICAL_OR, Op.LOGICAL_XOR, Op.EQUAL, Op.GREATER,
+                          Op.GREATER_EQUAL, Op.ABS, Op.CLZ, Op.LOGICAL_NOT, Op.BITWISE_NOT, Op.NEGATE,
+                          Op.CLAMP, Op.SIGMOID, Op.TANH, Op.RESCALE, Op.TABLE, Op.CAST})
+#: Of those, the operators with two data operands (the others' later inputs are parameters:
+#: a RESCALE's multipliers, a TABLE's table, a MUL's shift).
+TWO_OPERAND_OPS = RESHAPED_OPS & (BINARY_OPS | {Op.LOGICAL_AND, Op.LOGICAL_OR, Op.LOGICAL_XOR})
+#: Vela reshapes only outputs shallower than this and larger than the next (scheduler_packing.cpp:
+#: maxDepth 8, minElements 16).
+RESHAPE_BELOW_DEPTH, RESHAPE_ABOVE_ELEMENTS = 8, 16
+
+
+def output_unit_shape(hw: HwConfig, step: KernelStep) -> tuple[int, ...]:
+    """The output tile as the output unit walks it: where ``vector.depth_reshape_min_depth`` is set
+    and the step is elementwise-like work with no broadcast operand and no per-channel scales, whose
+    whole output is shallow (depth below 8, more than 16 elements), the tile reshaped to a depth of at least that many
+    (Vela's ReshapeToIncreaseDepth, regor/compiler/scheduler_packing.cpp: a [1, 96, 96, 3] image
+    runs as [72, 24, 16]), else its own shape."""
     shape = out_shape(step)
+    whole = step.output_types[0].shape if step.output_types else ()
+    min_depth = hw.vector.depth_reshape_min_depth
+    if min_depth <= 0 or step.op not in RESHAPED_OPS or not whole or whole[-1] >= RESHAPE_BELOW_DEPTH \
+            or prod(whole) <= RESHAPE_ABOVE_ELEMENTS or not _elementwise_operands(step):
+        return shape
+    return depth_reshaped(prod(shape), min_depth)   # (Vela decides for the operation; a tile runs its part)
+
+
+def _elementwise_operands(step: KernelStep) -> bool:
+    """True if every data operand of ``step`` is a scalar or of its output's shape, and a RESCALE
+    scales by one multiplier."""
+    full = step.output_types[0].shape if step.output_types else ()
+    data = step.input_types[:2 if step.op in TWO_OPERAND_OPS else 1]
+    if any(t.shape != full and prod(t.shape) != 1 for t in data):
+        return False
+    return step.op is not Op.RESCALE or len(step.input_types) < 2 or prod(step.input_types[1].shape) <= 1
+
+
+def depth_reshaped(elements: int, min_depth: int) -> tuple[int, int, int]:
+    """``[H, W, C]`` of ``elements``: its prime factors, smallest first, multiplied into C until it
+    reaches ``min_depth``, the rest dealt to H and W (H first, W whenever it is the smaller), H
+    the larger (Vela's ReshapeToIncreaseDepth, regor/compiler/shape_util.hpp)."""
+    factors: list[int] = []
+    rest = elements
+    factor = 2
+    while rest > 1 and factor * factor <= rest:
+        while rest % factor == 0:
+            factors.append(factor)
+            rest //= factor
+        factor += 1 if factor == 2 else 2
+    if rest > 1:
+        factors.append(rest)
+    depth, index = 1, 0
+    while index < len(factors) and depth < min_depth:
+        depth *= factors[index]
+        index += 1
+    height = width = 1
+    for factor in factors[index:]:
+        if width < height:
+            width *= factor
+        else:
+            height *= factor
+    return (max(height, width), min(height, width), depth)
+
+
+def channel_rounded_elements(shape: Sequence[int], granule: int) -> int:
+    """Elements of ``shape`` with the last dimension rounded up to ``granule`` (channel bricks)."""
     if granule <= 1 or not shape:
         return prod(shape)
     return prod(shape[:-1]) * ceil_div(shape[-1], granule) * granule
@@ -134,7 +200,8 @@ def rescale_cycles(hw: HwConfig, step: KernelStep) -> int | None:
     per_element = hw.vector.cycles_per_element.get(f"rescale_int{step.input_types[0].dtype.bits}")
     if per_element is None:
         return None
-    return math.ceil(micro_blocked_elements(out_shape(step), hw.vector.rescale_micro_block) * per_element)
+    return math.ceil(micro_blocked_elements(output_unit_shape(hw, step), hw.vector.rescale_micro_block)
+                     * per_element)
 
 
 def per_channel_rescale_bytes(hw: HwConfig, step: KernelStep) -> int:
@@ -235,7 +302,8 @@ def step_cycles(hw: HwConfig, step: KernelStep) -> int:
     kinds = elementwise_kinds(step) if table else ()
     if kinds and all(kind in table for kind in kinds):
         per_element = sum(table[kind] for kind in kinds)
-        return math.ceil(channel_rounded_elements(step, hw.vector.channel_granule) * per_element)
+        return math.ceil(channel_rounded_elements(output_unit_shape(hw, step), hw.vector.channel_granule)
+                         * per_element)
     return vector_cycles(work_elements(step), elements_per_cycle(hw, step_dtype(step)))
 
 
@@ -425,7 +493,8 @@ def source_activation_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int |
             not any(step.op is Op.CLAMP for step in steps) or not steps[0].input_types:
         return None
     width = max(1, steps[0].input_types[0].dtype.bits // 8)
-    return math.ceil(channel_rounded_elements(steps[-1], hw.vector.channel_granule) * rate * width)
+    return math.ceil(channel_rounded_elements(output_unit_shape(hw, steps[-1]), hw.vector.channel_granule)
+                     * rate * width)
 
 
 #: The operators that make a source operator's TOSA form a softmax's (TFLite's int8 SOFTMAX as
@@ -474,7 +543,7 @@ def zero_point_cycles(hw: HwConfig, step: KernelStep) -> int:
     per_element = hw.vector.cycles_per_element.get("binary_int32")
     if per_element is None:
         return vector_cycles(out_elements(step), elements_per_cycle(hw, DType.INT32))
-    return math.ceil(channel_rounded_elements(step, hw.vector.channel_granule) * per_element)
+    return math.ceil(channel_rounded_elements(output_unit_shape(hw, step), hw.vector.channel_granule) * per_element)
 
 
 UNIT = ComputeUnit("vector", COMPUTE_OPS, step_cycles, body_cycles, fallback=True, label="the vector unit")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from npu_sim.hw.compute_units import vector
@@ -270,3 +272,56 @@ def test_a_tflite_softmax_on_the_u55_reads_the_flash_as_velas_does():
         summary = npu_sim.simulate(graph, preset, random_inputs(graph, seed=0)).summary
         softmaxes = [op for op in summary["ops"] if "REDUCE_MAX" in op["op"] and "TABLE" in op["op"]]
         assert len(softmaxes) == 2 and all(op["ddr_read_bytes"] == expected for op in softmaxes), preset
+
+
+def test_depth_reshape_factors_as_velas_reshape_to_increase_depth():
+    """regor's test_operation_utils.cpp cases: [1, 512, 4, 1] -> [16, 8, 16], [256, 2] -> [8, 4, 16],
+    [3, 7, 11] -> [11, 1, 21]; a prime count stays one deep; MobileNetV3's 96x96x3 input -> [72, 24, 16]."""
+    assert vector.depth_reshaped(512 * 4, 16) == (16, 8, 16)
+    assert vector.depth_reshaped(256 * 2, 16) == (8, 4, 16)
+    assert vector.depth_reshaped(3 * 7 * 11, 16) == (11, 1, 21)
+    assert vector.depth_reshaped(97, 16) == (1, 1, 97)
+    assert vector.depth_reshaped(96 * 96 * 3, 16) == (72, 24, 16)
+    assert vector.depth_reshaped(1, 16) == (1, 1, 1)
+
+
+def _scalar_mul(shape: tuple[int, ...], other: tuple[int, ...] = (1, 1, 1, 1)) -> KernelStep:
+    return KernelStep(Op.MUL, make_attribute(Op.MUL), (), (TensorType(shape, DType.INT8), TensorType(other, DType.INT8),
+                                                           TensorType((1,), DType.INT8)),
+                      (TensorType(shape, DType.INT8),))
+
+
+def test_a_shallow_elementwise_operation_runs_reshaped_deeper_on_ethos_u():
+    """Vela 5.2 on a Keras MobileNetV3-Small at 96x96 (.tflite, TOSA alike): its input rescaling MUL by a
+    scalar runs on [72, 24, 16] (ethos-u55-256: 10,368 cycles, 0.375 per element; ethos-u85-256:
+    6,912, 0.25), not on 96 x 96 bricks 16 deep of which 3 hold data (5.3 times that)."""
+    u55, u85, edge = load_hw_config("ethos-u55-256"), load_hw_config("ethos-u85-256"), load_hw_config("edge")
+    image = (1, 96, 96, 3)
+    assert vector.output_unit_shape(u55, _scalar_mul(image)) == (72, 24, 16)
+    assert vector.step_cycles(u55, _scalar_mul(image)) == 10368
+    assert vector.step_cycles(u85, _scalar_mul(image)) == 6912
+    assert vector.output_unit_shape(edge, _scalar_mul(image)) == image       # the generic presets: as shaped
+    assert vector.output_unit_shape(u55, _scalar_mul(image, image)) == (72, 24, 16)   # same-shape operands too
+
+
+def test_broadcasts_per_channel_scales_deep_or_small_outputs_keep_their_shape():
+    u85 = load_hw_config("ethos-u85-256")
+    image = (1, 96, 96, 3)
+    assert vector.output_unit_shape(u85, _scalar_mul(image, (1, 1, 1, 3))) == image     # a broadcast operand
+    assert vector.output_unit_shape(u85, _scalar_mul((1, 96, 96, 8))) == (1, 96, 96, 8)  # deep enough
+    assert vector.output_unit_shape(u85, _scalar_mul((1, 2, 2, 4))) == (1, 2, 2, 4)      # 16 elements: too small
+    assert vector.output_unit_shape(u85, _rescale(4, 4)) == (1, 32, 32, 4)             # per-channel multipliers
+    assert vector.output_unit_shape(u85, _rescale(4, 1)) == (16, 16, 16)              # one multiplier
+    pool = KernelStep(Op.AVG_POOL2D, make_attribute(Op.AVG_POOL2D, kernel=(1, 1), stride=(1, 1), pad=(0, 0, 0, 0)),
+                      (), (TensorType(image, DType.INT8),), (TensorType(image, DType.INT8),))
+    assert vector.output_unit_shape(u85, pool) == image                                 # not elementwise
+
+
+def test_the_operation_decides_and_a_tile_runs_its_part_reshaped():
+    """Vela reshapes an operation by its whole output; a tile of a reshaped operation runs its own
+    elements reshaped, a 4-deep tile of an 8-deep operation keeps its shape (16-deep bricks)."""
+    u55 = load_hw_config("ethos-u55-256")
+    half = dataclasses.replace(_scalar_mul((1, 96, 96, 3)), out_region=((0, 1), (0, 48), (0, 96), (0, 3)))
+    assert vector.output_unit_shape(u55, half) == (36, 24, 16)
+    split = dataclasses.replace(_scalar_mul((1, 24, 24, 8)), out_region=((0, 1), (0, 24), (0, 24), (4, 8)))
+    assert vector.output_unit_shape(u55, split) == (1, 24, 24, 4)
