@@ -65,7 +65,7 @@ from npu_sim.errors import InputError, MemoryAccessError, ProgramError, Simulati
 from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.compute import ComputeOp, InPlaceRead, TimedComputeOp, compile_compute, no_binding
 from npu_sim.hw.compute_units import MAC_ARRAY, VECTOR, unit_names
-from npu_sim.hw.compute_units.mac_array import channel_parameter_bytes
+from npu_sim.hw.compute_units.mac_array import channel_parameter_bytes, decomposed_read_bytes
 from npu_sim.hw.compute_units.vector import per_channel_rescale_bytes, source_softmax_bytes
 from npu_sim.hw.config import HwConfig, load_hw_config
 from npu_sim.hw.cost import ComputeCycles, command_mac_pe_cycles, command_macs, command_tcm_bytes
@@ -181,13 +181,16 @@ def in_place_read_bytes(hw: HwConfig, cmd: ComputeCommand) -> tuple[int, int]:
 
 
 def command_ddr_read_bytes(hw: HwConfig, cmd: ComputeCommand) -> tuple[int, int]:
-    """:func:`in_place_read_bytes` and the channel parameters a convolution reads again
-    (``mac_array.channel_parameter_bytes``, whole bursts): their time is the cost model's
-    (``mac_array.channel_parameter_read_cycles``, in the command's cycles), their bytes count."""
+    """:func:`in_place_read_bytes` and what a convolution reads again: the channel parameters
+    (``mac_array.channel_parameter_bytes``) and, run one output position at a time beyond
+    ``mac_array.max_stride``, the weight stream per position (whole bursts). Their time is the
+    cost model's (in the command's cycles), their bytes count."""
     size, burst_bytes = in_place_read_bytes(hw, cmd)
-    if cmd.unit != MAC_ARRAY.name or not hw.mac_array.channel_parameter_bytes:
+    if cmd.unit != MAC_ARRAY.name or not (hw.mac_array.channel_parameter_bytes or hw.mac_array.max_stride):
         return size, burst_bytes
-    parameters = sum(channel_parameter_bytes(hw, step) for step in cmd.steps)
+    parameters = sum(channel_parameter_bytes(hw, step) + decomposed_read_bytes(hw, step) for step in cmd.steps)
+    if not parameters:
+        return size, burst_bytes
     burst = hw.ddr.burst_size_bytes
     return size + parameters, burst_bytes + -(-parameters // burst) * burst
 

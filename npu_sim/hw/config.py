@@ -308,6 +308,15 @@ class MacArrayConfig(_Strict):
         "constants' memory beside its weight stream, once per operation (its scales and biases for the "
         "output unit; 0 = none): off-chip bytes, counted with the command's DDR reads; their time is "
         "channel_parameter_read_cycles'")
+    max_stride: int = Field(
+        0, ge=0, le=1 << 10, description="largest convolution stride the array walks in one operation (0 = any): "
+        "a CONV2D or DEPTHWISE_CONV2D of a larger stride runs as one operation per output position, each "
+        "fetching the whole weight stream again (decomposed_fetch_latency_cycles + its bytes at "
+        "decomposed_fetch_bytes_per_cycle), off-chip bytes counted with the command's DDR reads")
+    decomposed_fetch_latency_cycles: float = Field(
+        0.0, ge=0, le=1 << 20, description="cycles each such per-position operation waits before its weights arrive")
+    decomposed_fetch_bytes_per_cycle: float = Field(
+        1.0, gt=0, le=MAX_RATE, description="rate each such per-position operation fetches its weight stream at")
     ofm_block_elements: int = Field(
         0, ge=0, le=1 << 20, description="results one OFM block holds (the accumulators the array walks the "
         "output in); 0 = a command is one block")

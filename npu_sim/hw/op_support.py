@@ -42,7 +42,9 @@ class OpFacts:
     """What the support rules look at: one operator (a kernel step) of an NPU operation.
 
     ``constants``: the values of its constant inputs (None where an input is not constant);
-    ``fused``: it is a later step of a fused operation (an epilogue the MAC array applies)."""
+    ``fused``: it is a later step of a fused operation (an epilogue the MAC array applies);
+    ``tflite_source``: it comes from a TFLite operator and the preset compiles as Vela's TFLite
+    reader does (``npu_support.source_operators``), whose rules then apply where they differ."""
 
     op: Op
     attribute: Attribute | None
@@ -50,6 +52,7 @@ class OpFacts:
     output_types: tuple[TensorType, ...]
     constants: tuple[np.ndarray | None, ...] = field(default=(), compare=False)
     fused: bool = False
+    tflite_source: bool = False
 
     def in_dtype(self, index: int = 0) -> DType | None:
         return self.input_types[index].dtype if index < len(self.input_types) else None
@@ -126,9 +129,21 @@ def _conv(facts: OpFacts) -> str | None:
     stride = tuple(getattr(facts.attribute, "stride", ()) or ())
     if facts.op is Op.TRANSPOSE_CONV2D:
         return None if stride in ((1, 1), (2, 2)) else f"stride {stride}, needs (1, 1) or (2, 2)"
-    if any(not 1 <= s <= 3 for s in _effective_stride(facts, stride[-2:])):
+    if any(not 1 <= s <= 3 for s in _effective_stride(facts, stride[-2:])) and not _tflite_large_stride(facts):
         return f"stride {stride}, each 1..3"
     return None
+
+
+def _tflite_large_stride(facts: OpFacts) -> bool:
+    """True for a TFLite CONV_2D that Vela's TFLite reader runs with a stride above 3: without
+    dilation and padding (SUPPORTED_OPS.md, Ethos-U55/U65 TFLite CONV_2D: "Stride>3 is only
+    supported IF (dilation = 1 AND padding = VALID)"; it then runs one output position at a time,
+    ``mac_array.max_stride``)."""
+    if not facts.tflite_source or facts.op is not Op.CONV2D:
+        return False
+    dilation = tuple(getattr(facts.attribute, "dilation", ()) or ())
+    pad = tuple(getattr(facts.attribute, "pad", ()) or ())
+    return all(d == 1 for d in dilation) and not any(pad)
 
 
 def _effective_stride(facts: OpFacts, stride: tuple[int, ...]) -> tuple[int, ...]:

@@ -38,7 +38,7 @@ def assign_cpu_fallbacks(lowered: LoweredGraph, hw: HwConfig) -> list[CpuFallbac
             if op.kind is not OpKind.COMPUTE or op.composite is not None or op.unit == CPU.name or _lookup(op) \
                     or is_source_softmax(hw, op.steps):
                 continue
-            found = _first_unsupported(profile, op, lowered.values)
+            found = _first_unsupported(hw, op, lowered.values)
             if found is None:
                 continue
             step, reason = found
@@ -56,21 +56,23 @@ def _lookup(op: NpuOp) -> bool:
         all(s.op in LOOKUP_OPS or s.op in INDEX_OPS for s in op.steps)
 
 
-def _first_unsupported(profile: str, op: NpuOp, values: dict[str, Value]) -> tuple[Step, str] | None:
-    """The first step of ``op`` the NPU of ``profile`` cannot run, with the reason."""
+def _first_unsupported(hw: HwConfig, op: NpuOp, values: dict[str, Value]) -> tuple[Step, str] | None:
+    """The first step of ``op`` the NPU of ``hw`` cannot run, with the reason."""
     for index, step in enumerate(op.steps):
-        reason = unsupported_reason(profile, _facts(op, index, step, values))
+        reason = unsupported_reason(hw.npu_support.profile, _facts(hw, op, index, step, values))
         if reason is not None:
             return step, reason
     return None
 
 
-def _facts(op: NpuOp, index: int, step: Step, values: dict[str, Value]) -> OpFacts:
-    """The facts of step ``index`` of ``op``: its constants' values, fused behind a MAC step or not."""
+def _facts(hw: HwConfig, op: NpuOp, index: int, step: Step, values: dict[str, Value]) -> OpFacts:
+    """The facts of step ``index`` of ``op``: its constants' values, fused behind a MAC step or not,
+    from a TFLite operator compiled as Vela's TFLite reader does or not."""
     constants = tuple([values[o].data if isinstance(o, str) and values[o].kind is ValueKind.CONSTANT else None
                        for o in step.operands])
     return OpFacts(step.op, step.attribute, step.input_types, step.output_types, constants,
-                   fused=index > 0 and op.unit == MAC_ARRAY.name)
+                   fused=index > 0 and op.unit == MAC_ARRAY.name,
+                   tflite_source=bool(step.origin) and hw.npu_support.source_operators)
 
 
 def _dtype_name(step: Step) -> str:

@@ -103,3 +103,19 @@ def test_a_stride_over_an_output_of_one_element_is_no_stride():
     assert unsupported_reason("ethos-u55", pool(1)) is None
     assert unsupported_reason("ethos-u55", pool(2)) == \
         "AVG_POOL2D: stride (8, 8), each 1..3 (Vela 5.2 SUPPORTED_OPS.md, Ethos-U55/U65 TOSA)"
+
+
+def test_a_tflite_conv2d_of_a_large_stride_without_padding_or_dilation_runs_on_the_u55():
+    """SUPPORTED_OPS.md, Ethos-U55/U65 TFLite CONV_2D: "Stride>3 is only supported IF (dilation = 1
+    AND padding = VALID)" (a ViT's patch embedding); its TOSA rule and TFLite DEPTHWISE_CONV_2D's
+    keep 1..3."""
+    def conv(op=Op.CONV2D, pad=(0, 0, 0, 0), dilation=(1, 1), tflite=True) -> OpFacts:
+        weights = (4, 4, 16, 1) if op is Op.DEPTHWISE_CONV2D else (16, 4, 4, 16)
+        facts = _facts(op, (DType.INT8, DType.INT8), DType.INT32, weights=weights, stride=(4, 4), pad=pad,
+                       dilation=dilation)
+        return OpFacts(facts.op, facts.attribute, facts.input_types, facts.output_types, tflite_source=tflite)
+
+    assert unsupported_reason("ethos-u55", conv()) is None
+    assert unsupported_reason("ethos-u65", conv()) is None
+    for refused in (conv(tflite=False), conv(pad=(1, 1, 1, 1)), conv(dilation=(2, 2)), conv(Op.DEPTHWISE_CONV2D)):
+        assert "stride (4, 4), each 1..3" in unsupported_reason("ethos-u55", refused)

@@ -236,6 +236,55 @@ def channel_parameter_bytes(hw: HwConfig, step: KernelStep) -> int:
     return math.ceil(per_channel * (full[-1] if full else 1) * share)
 
 
+#: Convolutions that run one output position at a time beyond ``mac_array.max_stride``.
+STRIDED_OPS = frozenset({Op.CONV2D, Op.DEPTHWISE_CONV2D})
+
+
+def decomposed_positions(hw: HwConfig, step: KernelStep) -> int:
+    """Output positions (H x W) of a convolution's tile where its stride exceeds
+    ``mac_array.max_stride``, else 0. Such a convolution runs as one operation per output
+    position, over all its channels (regor's DecomposeConv2D, scheduler_decompose.cpp: Vela 5.2
+    compiles a 4x4 stride-4 patch embedding of an 8x8 output as 64 operations, a 1x5 stride-5
+    convolution of an 8x40 output as 320)."""
+    limit = hw.mac_array.max_stride
+    if limit <= 0 or step.op not in STRIDED_OPS:
+        return 0
+    stride = getattr(step.attribute, "stride", ())
+    if not stride or max(stride) <= limit:
+        return 0
+    return prod(out_shape(step)[:-1])
+
+
+def weight_stream_bytes(step: KernelStep) -> int:
+    """Bytes of a convolution's weight stream: its weights and its biases (operands 1 and 2)."""
+    return sum(t.size_bytes for t in step.input_types[1:3])
+
+
+def decomposed_cycles(hw: HwConfig, step: KernelStep) -> int:
+    """Cycles of a convolution's tile run one output position at a time
+    (:func:`decomposed_positions`): each position's operation fetches the whole weight stream,
+    ``mac_array.decomposed_fetch_latency_cycles`` and then its bytes at
+    ``mac_array.decomposed_fetch_bytes_per_cycle``; 0 for other steps."""
+    positions = decomposed_positions(hw, step)
+    if not positions:
+        return 0
+    fetch = hw.mac_array.decomposed_fetch_latency_cycles + \
+        weight_stream_bytes(step) / hw.mac_array.decomposed_fetch_bytes_per_cycle
+    return math.ceil(positions * fetch)
+
+
+def decomposed_read_bytes(hw: HwConfig, step: KernelStep) -> int:
+    """Off-chip bytes a convolution's tile reads again where it runs one output position at a time:
+    every position fetches the weight stream, the plan loads it once (a tile pays its share of
+    the other positions' fetches); 0 for other steps."""
+    positions = decomposed_positions(hw, step)
+    if not positions:
+        return 0
+    full = step.output_types[0].shape
+    total = prod(full[:-1])
+    return math.ceil(weight_stream_bytes(step) * positions * (total - 1) / total) if total > 1 else 0
+
+
 #: Operators whose weights (operand 1, a constant) go through the weight decoder.
 DECODED_WEIGHT_OPS = frozenset({Op.CONV2D, Op.CONV3D, Op.DEPTHWISE_CONV2D, Op.TRANSPOSE_CONV2D})
 
@@ -302,8 +351,9 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     results reach the epilogue. For equal blocks this is exactly a two-stage pipeline;
     in the usual MAC-bound case it is ``mac + epilogue_block``. Without epilogue,
     ``body = mac``. The scale and bias reads (:func:`channel_parameter_cycles`) and the
-    weight decoder (:func:`weight_decode_cycles`) stream beside both; the body is at least as
-    long as each of them.
+    weight decoder (:func:`weight_decode_cycles`; with the weight fetches of a convolution run
+    one output position at a time, :func:`decomposed_cycles`) stream beside both; the body is
+    at least as long as each of them.
     """
     rows, cols = hw.mac_array.rows, hw.mac_array.cols
     mac = mac_block = parameters = decode = 0
@@ -312,7 +362,7 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
         if step.op in MAC_OPS:
             mac += step_cycles(hw, step)
             parameters += channel_parameter_cycles(hw, step)
-            decode += weight_decode_cycles(hw, step)
+            decode += weight_decode_cycles(hw, step) + decomposed_cycles(hw, step)
             m, n, k = cycle_dims(hw, step)
             mac_block = max(mac_block, mac_array_cycles(min(m, rows), min(n, cols), k, rows, cols,
                                                         k_step_cycles(hw, step.input_types[0].dtype)))

@@ -276,3 +276,34 @@ def test_the_u85_reads_its_channel_parameters_again_as_off_chip_bytes_once_per_o
     quarter = dataclasses.replace(conv, out_region=((0, 1), (0, 4), (0, 4), (0, 32)))
     assert mac_array.channel_parameter_bytes(u85, conv) == 320
     assert mac_array.channel_parameter_bytes(u85, quarter) == 80
+
+
+def _patch_embedding(out_region=None) -> KernelStep:
+    """A ViT's 4x4 stride-4 patch embedding: [1, 32, 32, 3] -> [1, 8, 8, 64], 3,072 int8 weights and
+    64 int32 biases (3,328 B)."""
+    attribute = make_attribute(Op.CONV2D, pad=(0, 0, 0, 0), stride=(4, 4), dilation=(1, 1))
+    return KernelStep(Op.CONV2D, attribute, (), (TensorType((1, 32, 32, 3), DType.INT8),
+                                                 TensorType((64, 4, 4, 3), DType.INT8),
+                                                 TensorType((64,), DType.INT32)),
+                      (TensorType((1, 8, 8, 64), DType.INT32),), out_region=out_region)
+
+
+def test_a_stride_beyond_the_array_runs_one_output_position_at_a_time():
+    """Vela 5.2 compiles the patch embedding as 64 operations each fetching the weight stream: 4,800
+    cycles each on ethos-u55-256 (flash), 2,515 on ethos-u85-256; ours 171 + 3,328 / 0.741 and
+    523 + 3,328 / 1.767 per position. Off-chip, every position but the one the plan loads reads
+    the stream again."""
+    u55, u85, edge = load_hw_config("ethos-u55-256"), load_hw_config("ethos-u85-256"), load_hw_config("edge")
+    step = _patch_embedding()
+    assert mac_array.decomposed_positions(u55, step) == 64
+    assert mac_array.decomposed_cycles(u55, step) == math.ceil(64 * (171 + 3328 / 0.741)) == 298_383
+    assert mac_array.decomposed_cycles(u85, step) == math.ceil(64 * (523 + 3328 / 1.767)) == 154_011
+    assert mac_array.body_cycles(u55, [step]) >= 298_383
+    assert mac_array.decomposed_read_bytes(u55, step) == 63 * 3328
+    half = _patch_embedding(((0, 1), (0, 4), (0, 8), (0, 64)))            # a tile of half the rows
+    assert mac_array.decomposed_positions(u55, half) == 32
+    assert mac_array.decomposed_read_bytes(u55, half) == math.ceil(32 * 3328 * 63 / 64)
+    assert mac_array.decomposed_positions(edge, step) == 0 and mac_array.decomposed_read_bytes(edge, step) == 0
+    three = dataclasses.replace(step, attribute=make_attribute(Op.CONV2D, pad=(0, 0, 0, 0), stride=(3, 3),
+                                                               dilation=(1, 1)))
+    assert mac_array.decomposed_positions(u55, three) == 0
