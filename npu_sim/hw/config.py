@@ -160,6 +160,13 @@ class TcmConfig(_Strict):
         "copy: every weight is read once, so a buffer would hide nothing. Vela 5.2 on the Ethos-U55 "
         "with its weights in flash buffers none (its debug database for an unrolled LSTM lists no "
         "weight buffer, and each gate convolution's cycles are its flash access cycles)")
+    read_once_weights_in_place: bool = Field(
+        default=False, description="with matrix_vector_weights_in_place: a convolution or matrix product "
+        "whose weights the array reads once (its whole output in one OFM block in H x W: "
+        "mac_array.ofm_block_elements) over at most two OFM depth slices (mac_array.ofm_block_max_depth) "
+        "reads them in place too (Vela 5.2, regor scheduler.cpp ProposeSlicedWeightBuffering: weights "
+        "refetched once and cut into no more than two slices are left unbuffered where their transfer "
+        "cannot hide, as from a flash it cannot)")
     parameters_in_command_stream: bool = Field(
         default=False, description="an NPU operation's parameters are register values of its command "
         "stream, not tensors in a memory: SHAPE tensors (a RESHAPE's new shape) and single values other "

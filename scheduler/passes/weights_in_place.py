@@ -11,6 +11,12 @@ streamed pool does not take them (:func:`scheduler.memory.fixed_placements.table
 and its command moves their bytes over the DDR channel while it computes
 (``ComputeCommand.weights_in_place``, :mod:`npu_sim.hw.compute`).
 
+With ``tcm.read_once_weights_in_place`` (the U55) so does any product whose weights the array reads
+once (:func:`_weights_read_once`: its output one OFM block in H x W) in at most two depth slices:
+Vela 5.2 leaves those unbuffered too (ProposeSlicedWeightBuffering slices deeper weights, and a
+transfer from the flash hides nothing), as a Keras Conv1D net's second convolution in its debug
+database (10 KB of weights for a [64, 64] output: no weight buffer, flash-bound cycles).
+
 With ``tcm.matrix_vector_weights_buffered_when_hidden`` (the U85) an operation keeps its load where
 a buffer makes it no slower (:func:`_buffer_pays`): Vela buffers the weights of a product read once
 only where their transfer and the read from SRAM fit within the operation's own cycles: an LSTM's
@@ -30,6 +36,8 @@ marks operations in place.
 
 from __future__ import annotations
 
+import math
+
 from npu_sim.hw.compute_units import CPU, MAC_ARRAY
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.dma import read_cap_bytes_per_cycle
@@ -44,7 +52,8 @@ def mark_weights_in_place(lowered: LoweredGraph, hw: HwConfig) -> int:
     marked = 0
     producers = copy_producers(lowered.main)
     for op in lowered.main.ops:
-        if not _matrix_vector_product(op, lowered):
+        if not _matrix_vector_product(op, lowered) and not (hw.tcm.read_once_weights_in_place
+                                                            and _weights_read_once(hw, op, lowered)):
             continue
         if hw.tcm.matrix_vector_weights_buffered_when_hidden and \
                 _buffer_pays(hw, _stream_bytes(op, lowered), _op_cycles(hw, op, lowered, producers)):
@@ -99,6 +108,40 @@ def _estimated_cycles(hw: HwConfig, op: NpuOp) -> float:
     regions = [tuple((0, n) for n in step.output_types[0].shape) for step in op.steps]
     return float(cost_model.command_cycles(hw, op.unit, op.steps, regions,
                                            op.composite.kind if op.composite else ""))
+
+
+def _weights_read_once(hw: HwConfig, op: NpuOp, lowered: LoweredGraph) -> bool:
+    """One operation on the MAC array (not a fused composite) whose matrix products read constant
+    weights, each product's whole output one OFM block in H x W (``mac_array.ofm_block_elements``
+    results of at most ``ofm_block_max_depth`` channels: the array reads each weight once) over at
+    most two depth slices of that depth (Vela slices deeper weights whatever they cost)."""
+    capacity, depth_cap = hw.mac_array.ofm_block_elements, hw.mac_array.ofm_block_max_depth
+    if capacity <= 0 or depth_cap <= 0 or not _constant_products(op, lowered):
+        return False
+    for step in op.steps:
+        if step.op not in WEIGHT_OPS:
+            continue
+        shape = step.output_types[0].shape
+        channels = shape[-1] if shape else 1
+        depth = min(channels, depth_cap)
+        if -(-channels // depth_cap) > 2 or math.prod(shape[:-1]) > capacity // max(depth, 1):
+            return False
+    return True
+
+
+def _constant_products(op: NpuOp, lowered: LoweredGraph) -> bool:
+    """One operation on the MAC array (not a fused composite) whose matrix products all read a
+    constant weight tensor."""
+    if op.kind is not OpKind.COMPUTE or op.composite is not None or op.unit != MAC_ARRAY.name:
+        return False
+    products = [step for step in op.steps if step.op in WEIGHT_OPS]
+    if not products:
+        return False
+    for step in products:
+        weights = step.operands[1] if len(step.operands) > 1 else None
+        if not isinstance(weights, str) or lowered.values[weights].kind is not ValueKind.CONSTANT:
+            return False
+    return True
 
 
 def _matrix_vector_product(op: NpuOp, lowered: LoweredGraph) -> bool:

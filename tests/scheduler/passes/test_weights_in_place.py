@@ -34,7 +34,10 @@ def _products(lowered):
 def test_only_matrix_vector_products_on_the_u55_read_their_weights_in_place():
     assert [op.weights_in_place for op in _products(lower_graph(_dense(), load_hw_config("ethos-u55-256")))] == \
         [True, True]
-    assert not any(op.weights_in_place for op in _products(lower_graph(_dense(4), load_hw_config("ethos-u55-256"))))
+    # four positions: the 256-channel product's weights come in 8 depth slices (buffered), the
+    # 64-channel one's in 2, read once (tcm.read_once_weights_in_place)
+    assert [op.weights_in_place for op in _products(lower_graph(_dense(4), load_hw_config("ethos-u55-256")))] == \
+        [False, True]
     # the U85 reads them in place too where a buffer would not pay (16 KiB for a few thousand cycles)
     assert [op.weights_in_place for op in _products(lower_graph(_dense(), load_hw_config("ethos-u85-256")))] == \
         [True, True]
@@ -138,3 +141,26 @@ def test_parameters_are_command_stream_registers_on_the_ethos_u_presets() -> Non
         zero_points = [c.steps[0].operands[3] for c in products]   # the CONV2D's input zero point
         assert {v.memory for v in zero_points} == {MemorySpace.DDR if in_place else MemorySpace.TCM}, preset
         assert all(c.parameters_in_place is in_place for c in products), preset
+
+
+def _conv1d_pair(positions: int, channels: int):
+    """Two pointwise convolutions over ``positions`` x 1 (a Conv1D net's): 32 -> 32 -> ``channels``."""
+    b = GraphBuilder()
+    x = b.input("x", (1, positions, 1, 32), DType.INT8)
+    y = conv_block(b, x, 32, kernel=1, pad=0, seed=1)
+    b.output(conv_block(b, y, channels, kernel=1, pad=0, seed=2))
+    return b.build()
+
+
+def test_on_the_u55_weights_read_once_in_two_depth_slices_stay_in_the_flash():
+    """Vela 5.2 leaves a Keras Conv1D net's second convolution (10 KB of weights, a [64, 64] output:
+    one OFM block, two 32-deep slices) unbuffered, reading its weights from the flash as it computes;
+    a deeper output (four slices) or one of more positions than a block holds (the weights read
+    again per block) keeps its buffer. Bits stay the reference's."""
+    u55 = load_hw_config("ethos-u55-256")
+    assert [op.weights_in_place for op in _products(lower_graph(_conv1d_pair(64, 64), u55))] == [True, True]
+    assert [op.weights_in_place for op in _products(lower_graph(_conv1d_pair(64, 128), u55))] == [True, False]
+    assert [op.weights_in_place for op in _products(lower_graph(_conv1d_pair(128, 64), u55))] == [False, False]
+    edge = load_hw_config("ethos-u85-256")   # (the U85 does not set tcm.read_once_weights_in_place)
+    assert not any(op.weights_in_place for op in _products(lower_graph(_conv1d_pair(64, 64), edge)))
+    check_end_to_end(_conv1d_pair(64, 64), u55)
