@@ -179,3 +179,20 @@ def test_the_first_gap_skips_the_intervals_ending_before_by_bisection_and_finds_
             t += busy
         earliest, length = rng.uniform(-1, t + 2), rng.choice((0.0, rng.uniform(0, 4)))
         assert _first_gap(lane, earliest, length) == scan(lane, earliest, length)
+
+
+def _shared(hw):
+    return hw.model_copy(update={"shared_compute_pipeline": True})
+
+
+def test_on_a_shared_pipeline_a_reorder_holding_more_bytes_live_is_not_taken():
+    """One NPU operation at a time (the Ethos-U presets): a reorder that keeps more bytes live than
+    the graph order is refused however large the TCM (a stacked Keras LSTM's second layer, computed
+    ahead in pieces while the first ran, had held 2.3x Vela's SRAM on the U55)."""
+    lowered = lower(two_chains(), (EpilogueRule(),))
+    hw = machine("edge")
+    assert [o.name for o in reorder_block(lowered.main.ops, lowered.values, hw, 1 << 20)] != \
+        [o.name for o in lowered.main.ops]
+    kept = reorder_block(lowered.main.ops, lowered.values, _shared(hw), 1 << 20)
+    assert [o.name for o in kept] == [o.name for o in lowered.main.ops]
+

@@ -62,12 +62,13 @@ def test_each_product_loads_its_weights_and_parameters_in_one_dma_bit_for_bit():
     # 256 + 80 = 336 B for the recurrent ones; the other loads are the input and small chunks
     sizes = sorted(c.size_bytes for c in loads)
     assert sizes.count(304) == 32 and sizes.count(336) == 32
-    assert (len(loads), sum(sizes)) == (67, 20584)
+    assert (len(loads), sum(sizes)) == (74, 20648)
     unpacked = schedule(load_graph(LSTM), _u55(packed=False))
     before = [c for c in unpacked.walk() if isinstance(c, DmaCommand) and c.src.memory is MemorySpace.DDR]
     assert len(before) == 227   # a DMA per tensor: 32 x 4 + 32 x 3 of them, and 3 others
     # a gate product reads its weights and bias from the buffer one load filled
-    gate = next(c for c in program.walk() if isinstance(c, ComputeCommand) and c.name.startswith("CONV2D"))
+    gate = next(c for c in program.walk() if isinstance(c, ComputeCommand) and c.name.startswith("CONV2D")
+                and c.steps[0].operands[2].shape == (16,))   # (an input projection: a bias per channel)
     weights, bias = gate.steps[0].operands[1], gate.steps[0].operands[2]
     chunk = next(c for c in loads if c.dst.offset_bytes <= weights.offset_bytes < c.dst.offset_bytes + c.size_bytes)
     assert chunk.dst.offset_bytes <= bias.offset_bytes < chunk.dst.offset_bytes + chunk.size_bytes
@@ -80,5 +81,5 @@ def test_fewer_cycles_and_burst_bytes_than_a_dma_per_tensor_on_the_flash():
     inputs = {name: np.zeros(t.shape, np.int8) for name, t in graph.input_types.items()}
     packed = npu_sim.simulate(graph, _u55(packed=True), inputs).summary
     unpacked = npu_sim.simulate(graph, _u55(packed=False), inputs).summary
-    assert (packed["total_cycles"], unpacked["total_cycles"]) == (33551, 43325)   # (scalars in the command stream)
+    assert (packed["total_cycles"], unpacked["total_cycles"]) == (33132, 43546)   # (scalars in the command stream)
     assert packed["ddr_read_burst_bytes"] < unpacked["ddr_read_burst_bytes"]
