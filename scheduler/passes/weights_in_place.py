@@ -147,16 +147,6 @@ def _constant_products(op: NpuOp, lowered: LoweredGraph) -> bool:
 def _matrix_vector_product(op: NpuOp, lowered: LoweredGraph) -> bool:
     """One operation on the MAC array (not a fused composite) whose matrix products each have
     one output position and read a constant weight tensor."""
-    if op.kind is not OpKind.COMPUTE or op.composite is not None or op.unit != MAC_ARRAY.name:
-        return False
-    products = [step for step in op.steps if step.op in WEIGHT_OPS]
-    if not products:
-        return False
-    for step in products:
-        weights = step.operands[1] if len(step.operands) > 1 else None
-        if not isinstance(weights, str) or lowered.values[weights].kind is not ValueKind.CONSTANT:
-            return False
-        out = step.output_types[0]
-        if out.element_count != out.shape[-1]:
-            return False
-    return True
+    return _constant_products(op, lowered) and all(
+        step.output_types[0].element_count == step.output_types[0].shape[-1]
+        for step in op.steps if step.op in WEIGHT_OPS)
