@@ -429,6 +429,11 @@ class VectorConfig(_Strict):
         "multipliers from their home for each output element, over the DDR channel while it computes "
         "(0 = none): an output unit without per-channel scaling for elementwise work runs it as a MUL by "
         "the [1, 1, 1, C] multipliers, a broadcast operand read per element")
+    rescale_multiplier_fetch_bytes: int = Field(
+        0, ge=0, le=1 << 10, description="bytes a RESCALE by one 32-bit multiplier reads of it from the "
+        "constants' memory, run as a MUL by that scalar (0 = none: the multiplier is a register): the "
+        "RESCALE takes at least those bytes at the DDR's rate, at the burst efficiency of its output "
+        "rows (depth x 4 bytes of a ddr.burst_size_bytes burst, at most 1)")
     source_softmax_read_bytes: int = Field(
         0, ge=0, le=1 << 10, description="bytes a TFLite SOFTMAX run as one operation (cycles_per_element."
         "source_softmax) reads from the constants' memory per element of its input, over the DDR channel "

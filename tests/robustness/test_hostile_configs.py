@@ -125,6 +125,8 @@ def test_the_cli_refuses_an_unknown_composite_in_one_line(tmp_path):
     ("extends: ethos-u55-256\nvector: {source_softmax_read_bytes: -1}\n", "vector.source_softmax_read_bytes"),
     ("extends: ethos-u85-256\nvector: {depth_reshape_min_depth: -16}\n", "vector.depth_reshape_min_depth"),
     ("extends: ethos-u55-256\ntcm: {read_once_weights_in_place: maybe}\n", "tcm.read_once_weights_in_place"),
+    ("extends: ethos-u55-256\nvector: {rescale_multiplier_fetch_bytes: -64}\n",
+     "vector.rescale_multiplier_fetch_bytes"),
     ("extends: ethos-u55-256\nmac_array: {max_stride: -1}\n", "mac_array.max_stride"),
     ("extends: ethos-u85-256\nmac_array: {decomposed_fetch_bytes_per_cycle: 0}\n",
      "mac_array.decomposed_fetch_bytes_per_cycle"),

@@ -288,6 +288,28 @@ MINMAX_OPS = frozenset({Op.REDUCE_MAX, Op.REDUCE_MIN})
 
 
 def step_cycles(hw: HwConfig, step: KernelStep) -> int:
+    return max(_step_cycles(hw, step), multiplier_fetch_cycles(hw, step))
+
+
+def multiplier_fetch_cycles(hw: HwConfig, step: KernelStep) -> int:
+    """Cycles a RESCALE by one 32-bit multiplier spends reading it from the constants' memory where
+    the output unit cannot hold it (``vector.rescale_multiplier_fetch_bytes``; 0 by default, and for
+    other steps): Vela 5.2 runs such a RESCALE on the U55 as a MUL by the int32 scalar in flash, and
+    counts its 64 B at the burst efficiency of the output's rows (a [1, 16] int32 output: half a
+    128-byte burst, 128 cycles at 1 B/cycle; [1, 64]: 64 cycles, below its 72 of work)."""
+    per_op = hw.vector.rescale_multiplier_fetch_bytes
+    if per_op <= 0 or step.op is not Op.RESCALE or len(step.input_types) < 2:
+        return 0
+    multiplier = step.input_types[1]
+    if prod(multiplier.shape) != 1 or multiplier.dtype.bits != 32:
+        return 0
+    shape = output_unit_shape(hw, step)
+    row_bytes = (shape[-1] if shape else 1) * 4
+    efficiency = min(1.0, row_bytes / hw.ddr.burst_size_bytes)
+    return math.ceil(per_op / efficiency / hw.ddr.bandwidth_bytes_per_cycle)
+
+
+def _step_cycles(hw: HwConfig, step: KernelStep) -> int:
     if hw.vector.transpose_reductions and step.op is Op.REDUCE_SUM:
         return lowered_sum_cycles(hw, step)
     minmax = hw.vector.cycles_per_element.get("reduce_minmax_int32")

@@ -325,3 +325,24 @@ def test_the_operation_decides_and_a_tile_runs_its_part_reshaped():
     assert vector.output_unit_shape(u55, half) == (36, 24, 16)
     split = dataclasses.replace(_scalar_mul((1, 24, 24, 8)), out_region=((0, 1), (0, 24), (0, 24), (4, 8)))
     assert vector.output_unit_shape(u55, split) == (1, 24, 24, 4)
+
+
+def _rescale_by(shape: tuple[int, ...], multiplier: DType) -> KernelStep:
+    return KernelStep(Op.RESCALE, make_attribute(Op.RESCALE, scale32=multiplier is DType.INT32), (),
+                      (TensorType(shape, DType.INT32), TensorType((1,), multiplier), TensorType((1,), DType.INT8),
+                       TensorType((1,), DType.INT32), TensorType((1,), DType.INT32)),
+                      (TensorType(shape, DType.INT32),))
+
+
+def test_a_u55_rescale_by_a_32_bit_multiplier_fetches_it_from_the_flash():
+    """Vela 5.2 on a TOSA LSTM (ethos-u55-256): a [1, 16] int32 RESCALE runs as a MUL by the int32
+    multiplier in flash, 128 cycles (64 B at half a burst's efficiency, 1 B/cycle) where its work
+    is 18; a [1, 64] one takes its 72 of work (the fetch, 64 cycles, hides). A 16-bit multiplier is
+    a register; the U85 holds either."""
+    u55, u85 = load_hw_config("ethos-u55-256"), load_hw_config("ethos-u85-256")
+    assert vector.multiplier_fetch_cycles(u55, _rescale_by((1, 16), DType.INT32)) == 128
+    assert vector.step_cycles(u55, _rescale_by((1, 16), DType.INT32)) == 128
+    assert vector.multiplier_fetch_cycles(u55, _rescale_by((1, 64), DType.INT32)) == 64
+    assert vector.step_cycles(u55, _rescale_by((1, 64), DType.INT32)) == 72
+    assert vector.multiplier_fetch_cycles(u55, _rescale_by((1, 16), DType.INT16)) == 0
+    assert vector.multiplier_fetch_cycles(u85, _rescale_by((1, 16), DType.INT32)) == 0
