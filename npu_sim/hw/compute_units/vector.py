@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 from math import prod
 from typing import TYPE_CHECKING, Protocol
 
@@ -157,6 +158,7 @@ def _elementwise_operands(step: KernelStep) -> bool:
     return step.op is not Op.RESCALE or len(step.input_types) < 2 or prod(step.input_types[1].shape) <= 1
 
 
+@lru_cache(maxsize=4096)
 def depth_reshaped(elements: int, min_depth: int) -> tuple[int, int, int]:
     """``[H, W, C]`` of ``elements``: its prime factors, smallest first, multiplied into C until it
     reaches ``min_depth``, the rest dealt to H and W (H first, W whenever it is the smaller), H
@@ -184,8 +186,11 @@ def depth_reshaped(elements: int, min_depth: int) -> tuple[int, int, int]:
     return (max(height, width), min(height, width), depth)
 
 
-def channel_rounded_elements(shape: Sequence[int], granule: int) -> int:
-    """Elements of ``shape`` with the last dimension rounded up to ``granule`` (channel bricks)."""
+def brick_elements(hw: HwConfig, step: KernelStep) -> int:
+    """Elements of the step's output tile as the output unit walks it (:func:`output_unit_shape`),
+    the last dimension rounded up to ``vector.channel_granule`` (channel bricks)."""
+    shape = output_unit_shape(hw, step)
+    granule = hw.vector.channel_granule
     if granule <= 1 or not shape:
         return prod(shape)
     return prod(shape[:-1]) * ceil_div(shape[-1], granule) * granule
@@ -324,8 +329,7 @@ def _step_cycles(hw: HwConfig, step: KernelStep) -> int:
     kinds = elementwise_kinds(step) if table else ()
     if kinds and all(kind in table for kind in kinds):
         per_element = sum(table[kind] for kind in kinds)
-        return math.ceil(channel_rounded_elements(output_unit_shape(hw, step), hw.vector.channel_granule)
-                         * per_element)
+        return math.ceil(brick_elements(hw, step) * per_element)
     return vector_cycles(work_elements(step), elements_per_cycle(hw, step_dtype(step)))
 
 
@@ -515,8 +519,7 @@ def source_activation_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int |
             not any(step.op is Op.CLAMP for step in steps) or not steps[0].input_types:
         return None
     width = max(1, steps[0].input_types[0].dtype.bits // 8)
-    return math.ceil(channel_rounded_elements(output_unit_shape(hw, steps[-1]), hw.vector.channel_granule)
-                     * rate * width)
+    return math.ceil(brick_elements(hw, steps[-1]) * rate * width)
 
 
 #: The operators that make a source operator's TOSA form a softmax's (TFLite's int8 SOFTMAX as
@@ -565,7 +568,7 @@ def zero_point_cycles(hw: HwConfig, step: KernelStep) -> int:
     per_element = hw.vector.cycles_per_element.get("binary_int32")
     if per_element is None:
         return vector_cycles(out_elements(step), elements_per_cycle(hw, DType.INT32))
-    return math.ceil(channel_rounded_elements(output_unit_shape(hw, step), hw.vector.channel_granule) * per_element)
+    return math.ceil(brick_elements(hw, step) * per_element)
 
 
 UNIT = ComputeUnit("vector", COMPUTE_OPS, step_cycles, body_cycles, fallback=True, label="the vector unit")
