@@ -48,12 +48,7 @@ def sink_feature_maps(lowered: LoweredGraph, chunk_bytes: int) -> None:
 
 def sunk_order(block: LoweredBlock, values: dict[str, Value], chunk_bytes: int) -> list[NpuOp]:
     """``block``'s operations in the order :func:`sink_feature_maps` gives them."""
-    readers: dict[str, list[int]] = {}
-    for j, op in enumerate(block.ops):
-        for key in op.inputs:
-            readers.setdefault(key, []).append(j)
-    alone = _worth_sinking(block, values, readers, with_renames=False)
-    together = _worth_sinking(block, values, readers, with_renames=True)
+    alone, together = _worth_sinking(block, values)
     order = _moved(block, alone)
     if together != alone:
         added = max((min(chunk_bytes, _constant_bytes(block.ops[i], values)) for i in together - alone), default=0)
@@ -93,38 +88,66 @@ def _moved(block: LoweredBlock, sinking: set[int]) -> list[NpuOp]:
     return order
 
 
-def _worth_sinking(block: LoweredBlock, values: dict[str, Value], readers: dict[str, list[int]],
-                   with_renames: bool) -> set[int]:
+class _Readers:
+    """Who reads what in a block: each value's readers (indices), and how many barriers
+    (operations other than compute and copies) precede each index."""
+
+    def __init__(self, ops: list[NpuOp]):
+        self.of: dict[str, list[int]] = {}
+        self.barriers_before = [0] * (len(ops) + 1)
+        for j, op in enumerate(ops):
+            for key in op.inputs:
+                self.of.setdefault(key, []).append(j)
+            barrier = op.kind is not OpKind.COMPUTE and op.kind is not OpKind.COPY
+            self.barriers_before[j + 1] = self.barriers_before[j] + barrier
+
+    def barrier_between(self, i: int, first: int) -> bool:
+        """Whether an operation of ``ops[i + 1:first]`` is a barrier."""
+        return self.barriers_before[first] > self.barriers_before[i + 1]
+
+
+def _worth_sinking(block: LoweredBlock, values: dict[str, Value]) -> tuple[set[int], set[int]]:
     """Indices of the operations whose result is larger than the inputs they would keep live
-    longer, moved to their result's first reader (not the next operation already).
+    longer, moved to their result's first reader (not the next operation already): alone, and
+    with their renaming copies.
 
     A result that RESHAPE or contiguous SLICE copies only rename (``alias_ok``: they share its
     bytes) moves with those copies, to the first reader of any of their results: an unrolled
     GRU's input projection is split into its three gates' slices at once, each read steps
-    later. ``readers``: the indices of each value's readers."""
+    later."""
     ops = block.ops
+    readers = _Readers(ops)
     outputs = set(block.outputs)
-    chosen = set()
+    alone: set[int] = set()
+    together: set[int] = set()
     for i, op in enumerate(ops):
         if not _may_move(op, values, outputs):
             continue
-        family = {i, *(_renames(ops, i, readers, values, outputs) if with_renames else ())}
-        first = _first_outside_reader(ops, family, readers, i)
-        if first is None:
-            continue
-        longer = sum(values[k].size_bytes for k in op.inputs
-                     if values[k].kind is ValueKind.INTERMEDIATE and max(readers[k]) < first)
-        if values[op.outputs[0]].size_bytes > longer:
-            chosen |= family
-    return chosen
+        renames = _renames(ops, i, readers.of, values, outputs)
+        for family, chosen in (({i}, alone), ({i, *renames}, together)):
+            if _worth_moving(ops, family, readers, values, i):
+                chosen |= family
+    return alone, together
 
 
-def _first_outside_reader(ops: list[NpuOp], family: set[int], readers: dict[str, list[int]], i: int) -> int | None:
+def _worth_moving(ops: list[NpuOp], family: set[int], readers: _Readers, values: dict[str, Value], i: int) -> bool:
+    """Whether operation ``i``'s ``family`` may move to its first reader, and its result is larger
+    than the inputs it would then keep live longer (those whose last reader it was)."""
+    first = _first_outside_reader(ops, family, readers, i)
+    if first is None:
+        return False
+    longer = sum(values[k].size_bytes for k in ops[i].inputs
+                 if values[k].kind is ValueKind.INTERMEDIATE and readers.of[k][-1] < first)
+    return values[ops[i].outputs[0]].size_bytes > longer
+
+
+def _first_outside_reader(ops: list[NpuOp], family: set[int], readers: _Readers, i: int) -> int | None:
     """The first reader of operation ``i``'s family (it and its renaming copies) outside it, if
     the family may move to it: past the next operation, across compute and copies only, and
     with every copy before it."""
-    first = min((r for j in family for r in readers.get(ops[j].outputs[0], ()) if r not in family), default=i + 1)
-    if first <= i + 1 or any(o.kind not in (OpKind.COMPUTE, OpKind.COPY) for o in ops[i + 1:first]):
+    first = min((r for j in family for r in readers.of.get(ops[j].outputs[0], ()) if r not in family),
+                default=i + 1)
+    if first <= i + 1 or readers.barrier_between(i, first):
         return None
     return None if any(j > first for j in family) else first
 
