@@ -13,21 +13,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
 from npu_sim.errors import GraphValidationError, PathError, TosaFormatError, UnsupportedFeatureError
 from npu_sim.paths import GRAPH_MAX_BYTES, read_regular_file
-from npu_sim.tosa.converted_graph import tflite_graph
 from npu_sim.tosa.fb_schema import FILE_IDENTIFIER
 from npu_sim.tosa.flatbuffer_io import read_graph, write_graph
 from npu_sim.tosa.ir import Graph
-from npu_sim.tosa.json_io import read_json, write_json
 from npu_sim.tosa.levels import DEFAULT_LEVEL, check_level
-from npu_sim.tosa.mlir_reader import looks_like_mlir, read_mlir
 from npu_sim.tosa.shape_resolution import has_unknown_dims, resolve_unknown_dims
-from npu_sim.tosa.tflite.legalize import Legalizer
-from npu_sim.tosa.tflite_import import is_tflite
 from npu_sim.tosa.validation import validate as validate_graph
 
 PathLike = str | os.PathLike
@@ -37,23 +33,16 @@ def detect_format(data: bytes, path: PathLike = "") -> str:
     """``"flatbuffer"``, ``"json"``, ``"tflite"`` or ``"mlir"`` for the bytes of a graph file."""
     if len(data) >= 8 and data[4:8] == FILE_IDENTIFIER:
         return "flatbuffer"
-    if is_tflite(data):
-        return "tflite"
-    if data.lstrip()[:1] == b"{" or data.startswith(b"\xef\xbb\xbf{"):
-        return "json"
-    if looks_like_mlir(data.removeprefix(b"\xef\xbb\xbf")):
-        return "mlir"
-    if Path(path).suffix.lower() == ".tflite":
-        raise TosaFormatError(f"{path}: not a TFLite model (no 'TFL3' identifier; truncated or damaged?)")
-    suffix = Path(path).suffix.lower()
-    if not data.strip():
-        raise TosaFormatError(f"{path}: empty file, not a TOSA graph")
-    if suffix == ".json":
-        return "json"
-    if suffix == ".tosa" or len(data) >= 8:
-        return "flatbuffer"  # the reader names what is wrong with it
-    raise TosaFormatError(f"{path}: not a TOSA flatbuffer or JSON graph "
-                          f"({len(data)} bytes, no 'TOSA' identifier, not JSON)")
+    kind: str = _other_formats().detect_format(data, path)
+    return kind
+
+
+def _other_formats() -> ModuleType:
+    """:mod:`npu_sim.tosa.other_formats`, imported when a file is not a TOSA flatbuffer (a
+    ``.tosa`` run then loads neither the MLIR reader nor the ``.tflite`` legalizer)."""
+    from npu_sim.tosa import other_formats
+
+    return other_formats
 
 
 def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
@@ -67,14 +56,10 @@ def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
     either: the caller resolves and validates)."""
     validate = validate and resolve_dims
     kind = detect_format(data, path)
-    if kind == "json":
-        graph = read_json(data.removeprefix(b"\xef\xbb\xbf"))
-    elif kind == "tflite":
-        graph = tflite_graph(data, str(path), use_cache)
-    elif kind == "mlir":
-        graph = read_mlir(data.removeprefix(b"\xef\xbb\xbf"), str(path), Legalizer(None, str(path)))
-    else:
+    if kind == "flatbuffer":
         graph = read_graph(data)
+    else:
+        graph = _other_formats().read(kind, data, path, use_cache)
     if resolve_dims and kind in ("mlir", "tflite") and has_unknown_dims(graph):   # MLIR's "?" dimensions
         resolve_unknown_dims(graph, input_shapes)
     if validate:
@@ -119,6 +104,6 @@ def save_graph(graph: Graph, path: PathLike, validate: bool = True) -> None:
         validate_graph(graph)
     p = Path(path)
     if p.suffix.lower() == ".json":
-        p.write_text(write_json(graph), encoding="utf-8")
+        p.write_text(_other_formats().write_json(graph), encoding="utf-8")
     else:
         p.write_bytes(write_graph(graph))

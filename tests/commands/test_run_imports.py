@@ -1,0 +1,33 @@
+"""What a plain ``npu-sim run`` of a ``.tosa`` file imports: not the readers of other formats."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = ROOT / "examples" / "ds_cnn_kws_int8.tosa"
+
+SCRIPT = """
+import json, sys
+from npu_sim.cli import main
+status = main(["run", sys.argv[1], "--hw", "ethos-u55-256", "--random-inputs", "0", "-o", sys.argv[2]])
+print(json.dumps({"status": status, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_a_tosa_run_loads_neither_the_tflite_nor_the_mlir_reader(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(MODEL), str(tmp_path / "out")],
+                          capture_output=True, text=True, check=True, cwd=ROOT)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["status"] == 0
+    assert (tmp_path / "out" / "summary.json").is_file()
+    modules = set(result["modules"])
+    assert "npu_sim.tosa.loader" in modules
+    unwanted = sorted(m for m in modules if m.startswith(("npu_sim.tosa.tflite", "npu_sim.tosa.mlir_",
+                                                           "npu_sim.tosa.converted_graph",
+                                                           "npu_sim.tosa.other_formats",
+                                                           "npu_sim.conversion_cache")))
+    assert unwanted == []
