@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import functools
 import math
+import struct
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 Colour = tuple[int, int, int]
@@ -186,7 +189,31 @@ class Canvas:
             y += size_px + 6
 
     def save(self, path: Path, compress_level: int = 1) -> None:
-        """Write the PNG. A ``.png`` path names no format: Pillow then imports its PNG plugin
-        alone, where a format named loads five (BMP, GIF, JPEG, PPM too: ~10 ms of every run)."""
-        png = Path(path).suffix.lower() == ".png"
-        self.image.save(path, format=None if png else "PNG", compress_level=compress_level)
+        """Write the PNG (:func:`png_bytes`)."""
+        Path(path).write_bytes(png_bytes(self.image, compress_level))
+
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_bytes(image: Image.Image, compress_level: int = 1) -> bytes:
+    """``image`` (RGB) as a PNG file: 8-bit truecolour, every row stored as its difference to the
+    row above (PNG filter type 2, "Up": a plot's rows mostly repeat the one above, so the rows
+    become runs of zeros), one zlib stream at ``compress_level``. The same pixels Pillow's PNG
+    writer stores, in some 10 ms less: Pillow tries all five filters on every row, and its PNG
+    plugin imports in milliseconds."""
+    width, height = image.size
+    rgb = image if image.mode == "RGB" else image.convert("RGB")
+    rows = np.frombuffer(rgb.tobytes(), np.uint8).reshape(height, width * 3)
+    filtered = np.empty((height, width * 3 + 1), np.uint8)
+    filtered[:, 0] = 2
+    filtered[:1, 1:] = rows[:1]   # the row above the first is zeros
+    np.subtract(rows[1:], rows[:-1], out=filtered[1:, 1:])   # modulo 256, as PNG filters are
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)   # 8 bits, RGB, deflate, no interlace
+    return b"".join((PNG_SIGNATURE, _png_chunk(b"IHDR", header),
+                     _png_chunk(b"IDAT", zlib.compress(filtered.data, compress_level)),
+                     _png_chunk(b"IEND", b"")))
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
