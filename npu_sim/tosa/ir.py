@@ -120,10 +120,17 @@ class Tensor(_CountsAssignments):
     block_scale: BlockScale | None = None
     _type: TensorType | None = field(default=None, init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        self.shape = tuple(map(int, self.shape))
-        if type(self.dtype) is not DType:
-            self.dtype = DType(self.dtype)
+    def __init__(self, name: str, shape: Iterable[int], dtype: DType | int, data: np.ndarray | None = None,
+                 variable: bool = False, variable_name: str = "", is_unranked: bool = False,
+                 block_scale: BlockScale | None = None) -> None:
+        # The generated __init__ assigns each field through the counting __setattr__ (and
+        # shape and dtype twice); graphs of thousands of tensors are read, so the fields go
+        # straight into __dict__, counted as those assignments would be.
+        converted = type(dtype) is not DType
+        self.__dict__.update(name=name, shape=tuple(map(int, shape)),
+                             dtype=DType(dtype) if converted else dtype, data=data, variable=variable,
+                             variable_name=variable_name, is_unranked=is_unranked,
+                             block_scale=block_scale, _type=None, _assignments=9 + converted)
 
     @property
     def variable_key(self) -> str:
@@ -184,11 +191,11 @@ class Operator(_CountsAssignments):
 
     def __init__(self, op: Op | int, inputs: Iterable[str], outputs: Iterable[str],
                  attribute: Attribute | None = None, location: str = "") -> None:
-        self.op = op if type(op) is Op else Op(op)
-        self.inputs = list(inputs)
-        self.outputs = list(outputs)
-        self.attribute = attribute_class(self.op)() if attribute is None else attribute
-        self.location = location
+        op = op if type(op) is Op else Op(op)
+        # straight into __dict__, counted as five assignments (see Tensor.__init__)
+        self.__dict__.update(op=op, inputs=list(inputs), outputs=list(outputs),
+                             attribute=attribute_class(op)() if attribute is None else attribute,
+                             location=location, _assignments=5)
 
     @property
     def name(self) -> str:

@@ -156,9 +156,19 @@ def __getattr__(name: str) -> type[Attribute]:
 
 def attribute_class(op: Op) -> type[Attribute]:
     """The attribute class of ``op`` (the union member at the op's position)."""
+    cls = _CLASS_OF_OP.get(op) if type(op) is Op else None
+    if cls is not None:
+        return cls
     if op == Op.UNKNOWN:
         raise UnknownOperatorError("operator code 0 (UNKNOWN)")
-    return ATTRIBUTE_CLASSES[schema.UNIONS["Attribute"][op.value - 1]]
+    cls = ATTRIBUTE_CLASSES[schema.UNIONS["Attribute"][op.value - 1]]
+    if type(op) is Op:
+        _CLASS_OF_OP[op] = cls
+    return cls
+
+
+#: Op -> its attribute class, as attribute_class found it
+_CLASS_OF_OP: dict[Op, type[Attribute]] = {}
 
 
 def make_attribute(op: Op, **fields: Any) -> Attribute:
@@ -179,7 +189,13 @@ def op_from_name(name: str) -> Op:
         raise UnknownOperatorError(f"unknown TOSA operator {name!r}") from None
 
 
+_OPS = {int(op): op for op in Op}
+
+
 def op_from_code(code: int) -> Op:
+    op = _OPS.get(code) if type(code) is int else None
+    if op is not None and op != Op.UNKNOWN:
+        return op
     try:
         op = Op(code)
     except ValueError:

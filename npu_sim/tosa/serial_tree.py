@@ -104,7 +104,9 @@ def _block(tree: Tree, region: str) -> Block:
         if tensor.name in tensors:
             raise TosaFormatError(f"{where}: shape {tensor.name!r} has the name of another tensor")
         tensors[tensor.name] = tensor
-    operators = [_operator(o, where, i) for i, o in enumerate(_list(tree, "operators", where))]
+    attributes: dict[tuple, Attribute] = {}
+    operators = [_operator(o, where, i, attributes)
+                 for i, o in enumerate(_list(tree, "operators", where))]
     for op in operators:  # zero-element constants carry an empty data vector
         if op.op in (Op.CONST, Op.CONST_SHAPE):
             for out in op.outputs:
@@ -120,7 +122,13 @@ def _block(tree: Tree, region: str) -> Block:
                  list(tree.get("outputs", [])))
 
 
+_DTYPES = {int(d): d for d in DType}
+
+
 def _dtype(code: int, where: Callable[[], str]) -> DType:
+    dtype = _DTYPES.get(code) if type(code) is int else None
+    if dtype is not None:
+        return dtype
     try:
         return DType(code)
     except ValueError:
@@ -143,8 +151,8 @@ def _tensor(tree: Tree, block_where: str, index: int) -> Tensor:
         return _entry(block_where, "tensor", index, name)
 
     get = tree.get
-    if get("offset", 0) > 1 or get("size", 0) > 0 or \
-            get("scale_offset", 0) > 0 or get("scale_size", 0) > 0:
+    if not _EXTERNAL_DATA.isdisjoint(tree) and (get("offset", 0) > 1 or get("size", 0) > 0 or
+                                                get("scale_offset", 0) > 0 or get("scale_size", 0) > 0):
         raise UnsupportedFeatureError(f"{where()}: its data is stored outside the flatbuffer "
                                       "(the >2 GB 'offset'/'size' format), which npu-sim "
                                       "does not read")
@@ -165,6 +173,9 @@ def _tensor(tree: Tree, block_where: str, index: int) -> Tensor:
                                  bytes(get("scale_data", b"")))
     return Tensor(name, shape, dtype, data, bool(get("variable", False)),
                   get("variable_name", ""), is_unranked, block_scale)
+
+
+_EXTERNAL_DATA = frozenset(("offset", "size", "scale_offset", "scale_size"))
 
 
 def _decode(raw: bytes, dtype: DType, shape: tuple[int, ...],
@@ -206,7 +217,9 @@ def _shape(tree: Tree, block_where: str, index: int) -> Tensor:
     return Tensor(name=name, shape=(rank,), dtype=DType.SHAPE, data=data)
 
 
-def _operator(tree: Tree, block_where: str, index: int) -> Operator:
+def _operator(tree: Tree, block_where: str, index: int, attributes: dict[tuple, Attribute]) -> Operator:
+    """The operator ``tree``; ``attributes`` holds the attributes read so far, by
+    :func:`_attribute_key` (frozen, so operators with equal ones share one)."""
     get = tree.get
     code = get("op", 0)
     try:
@@ -229,8 +242,14 @@ def _operator(tree: Tree, block_where: str, index: int) -> Operator:
     if member is None:
         raise TosaFormatError(f"{where()}: unknown attribute type tag {tag}")
     if member == expected.schema_name:
-        return Operator(op, inputs, outputs, _attribute(expected, get("attribute", {}), where),
-                        location)
+        attribute_tree = get("attribute", {})
+        key = _attribute_key(expected, attribute_tree)
+        attribute = attributes.get(key) if key is not None else None
+        if attribute is None:
+            attribute = _attribute(expected, attribute_tree, where)
+            if key is not None:
+                attributes[key] = attribute
+        return Operator(op, inputs, outputs, attribute, location)
     if op == Op.IDENTITY and member in _VARIABLE_ATTRIBUTES:
         # tosa-opt's encoding of tosa.variable_read / tosa.variable_write
         if len(inputs) != 1 or len(outputs) != 1:
@@ -240,6 +259,27 @@ def _operator(tree: Tree, block_where: str, index: int) -> Operator:
             return Operator(target, inputs, outputs, attribute_class(target)(), location)
         return Operator(target, [outputs[0], inputs[0]], [], attribute_class(target)(), location)
     raise TosaFormatError(f"{where()}: carries a {member}, expected {expected.schema_name}")
+
+
+def _attribute_key(cls: type[Attribute], tree: Any) -> tuple | None:
+    """``cls`` and the fields of an attribute's tree with their types (an int field holding
+    True is an error, 1 is not), or None where a value is of a kind the key does not keep."""
+    if type(tree) is not dict:
+        return None
+    key: list[object] = [cls]
+    for name, value in tree.items():
+        kind = type(value)
+        if kind is list:
+            if not all(type(v) is int for v in value):
+                return None
+            value = tuple(value)
+        elif kind not in _KEY_TYPES:
+            return None
+        key += (name, kind, value)
+    return tuple(key)
+
+
+_KEY_TYPES = frozenset((int, bool, str, bytes))
 
 
 def _attribute(cls: type[Attribute], tree: Tree, where: Callable[[], str]) -> Attribute:
