@@ -57,6 +57,9 @@ DEFAULT_LEVEL = "8K"
 _CONVOLUTIONS = (Op.CONV2D, Op.CONV3D, Op.DEPTHWISE_CONV2D)
 _POOLS = (Op.AVG_POOL2D, Op.MAX_POOL2D)
 _LISTS = (Op.CONCAT, Op.COND_IF, Op.WHILE_LOOP, Op.CUSTOM)
+#: the operators with arguments a level bounds besides their operands' ranks
+_WITH_ARGUMENTS = frozenset((*_CONVOLUTIONS, *_POOLS, *_LISTS, Op.TRANSPOSE_CONV2D, Op.FFT2D, Op.RFFT2D,
+                             Op.RESIZE))
 
 
 def level_named(name: str) -> Level:
@@ -71,8 +74,14 @@ def check_level(graph: Graph, level: str | Level = DEFAULT_LEVEL) -> None:
     """GraphValidationError naming the first operator argument beyond ``level``'s maxima."""
     limits = level if isinstance(level, Level) else level_named(level)
     for block in graph.blocks():
+        # an operator passes every check but the rank's unless it has arguments of its own
+        over_rank = frozenset(name for name, tensor in block.tensors.items()
+                              if tensor.dtype is not DType.SHAPE and not tensor.is_unranked
+                              and len(tensor.shape) > limits.max_rank)
         for op in block.operators:
-            _check_operator(block, op, limits)
+            if op.op in _WITH_ARGUMENTS or over_rank and not (
+                    over_rank.isdisjoint(op.inputs) and over_rank.isdisjoint(op.outputs)):
+                _check_operator(block, op, limits)
 
 
 def _check_operator(block: Block, op: Operator, level: Level) -> None:

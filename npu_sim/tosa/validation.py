@@ -37,6 +37,7 @@ from npu_sim.tosa.ops import ARITY, TOSA_1_0_OPS, Op, attribute_class
 from npu_sim.tosa.profiles import describe_binding, supported_rows, type_binding
 from npu_sim.tosa.type_rules import RuleViolation, expected_outputs
 
+_VARIABLE_ACCESSES = (Op.VARIABLE_READ, Op.VARIABLE_WRITE)
 #: element types TOSA 1.0 defines (DType.is_tosa_1_0, as a set for the per-operand checks)
 _TOSA_1_0_DTYPES = frozenset(d for d in DType if d.is_tosa_1_0)
 
@@ -117,8 +118,9 @@ def _check_block(graph: Graph, block: Block) -> None:
 def _producers(graph: Graph, block: Block) -> dict[str, Operator]:
     """Tensor name -> the one operator producing it (each operator's form checked on the way)."""
     producers: dict[str, Operator] = {}
+    variables = frozenset(n for n, t in block.tensors.items() if t.variable)
     for op in block.operators:
-        _check_operator_form(graph, block, op)
+        _check_operator_form(block, op, variables)
         for name in op.outputs:
             if name in producers:
                 raise GraphValidationError(f"{_where(block, op)}: tensor {name!r} is already "
@@ -159,16 +161,19 @@ def _unavailable(block: Block, op: Operator, name: str, producers: dict[str, Ope
                                 "output)")
 
 
-def _check_operator_form(graph: Graph, block: Block, op: Operator) -> None:
-    if op.op == Op.VARIABLE:
+def _check_operator_form(block: Block, op: Operator, variables: frozenset[str]) -> None:
+    """Arity, attribute class and variable operands; ``variables``: the block's variable tensors."""
+    kind = op.op
+    if kind == Op.VARIABLE:
         raise GraphValidationError(f"{_where(block, op)}: the IR declares variables as variable "
                                    "tensors (Tensor.variable), not with VARIABLE operators")
     _check_arity(block, op)
-    expected = attribute_class(op.op)
-    if not isinstance(op.attribute, expected):
+    expected = attribute_class(kind)
+    if type(op.attribute) is not expected and not isinstance(op.attribute, expected):
         raise GraphValidationError(f"{_where(block, op)}: attribute is "
                                    f"{type(op.attribute).__name__}, expected {expected.__name__}")
-    _check_variable_operands(block, op)
+    if kind in _VARIABLE_ACCESSES or not (variables.isdisjoint(op.inputs) and variables.isdisjoint(op.outputs)):
+        _check_variable_operands(block, op)
 
 
 def _check_arity(block: Block, op: Operator) -> None:
@@ -188,7 +193,7 @@ def _check_arity(block: Block, op: Operator) -> None:
 def _check_variable_operands(block: Block, op: Operator) -> None:
     """Variables are read and written only through VARIABLE_READ / VARIABLE_WRITE."""
     tensors = block.tensors
-    accesses_variable = op.op in (Op.VARIABLE_READ, Op.VARIABLE_WRITE)
+    accesses_variable = op.op in _VARIABLE_ACCESSES
     for index, name in enumerate(op.inputs):
         is_variable_operand = accesses_variable and index == 0
         variable = tensors[name].variable
@@ -255,16 +260,32 @@ class _BlockFacts(NamedTuple):
     draft: frozenset[str]
     #: (op, attribute, input and output element types) -> does a profile support it?
     supported: dict[tuple, bool]
+    #: name of a SHAPE tensor -> what the shape rules read of it (its values)
+    shape_values: dict[str, object]
+    #: (op, attribute, operand types, values of SHAPE operands) of the operators found right
+    #: so far: their repeats need no second look
+    passed: set[tuple]
 
     @staticmethod
     def of(block: Block) -> _BlockFacts:
         tensors = block.tensors.items()
         return _BlockFacts(
-            types={n: TensorType(t.shape, t.dtype) for n, t in tensors},
+            types={n: t.type for n, t in tensors},
             dynamic=frozenset(n for n, t in tensors
                               if t.is_unranked or any(d < 0 for d in t.shape)),
             draft=frozenset(n for n, t in tensors if t.dtype not in _TOSA_1_0_DTYPES),
-            supported={})
+            supported={}, passed=set(),
+            shape_values={n: _value_key(t.data) for n, t in tensors if t.dtype is DType.SHAPE})
+
+
+def _value_key(data: object) -> object:
+    """What tells the values of a SHAPE tensor's data apart (a fresh object, equal to no other,
+    where the data is not an array)."""
+    if data is None:
+        return None
+    if not isinstance(data, np.ndarray):
+        return object()
+    return data.dtype.str, data.shape, data.tobytes()
 
 
 def _check_types(graph: Graph, block: Block, op: Operator, facts: _BlockFacts) -> None:
@@ -283,9 +304,13 @@ def _check_types(graph: Graph, block: Block, op: Operator, facts: _BlockFacts) -
     operands = (*op.inputs, *op.outputs)
     if facts.dynamic and any(n in facts.dynamic for n in operands):
         return  # dynamic shapes (1.1 draft): no static rule applies
+    key = (op.op, op.attribute, *in_types, None, *out_types, *map(facts.shape_values.get, op.inputs))
+    if key in facts.passed:
+        return
     _check_shape_rules(block, op, in_types, out_types)
     if op.op in TOSA_1_0_OPS and not (facts.draft and any(n in facts.draft for n in operands)):
         _check_profile_support(block, op, in_types, out_types, facts.supported)
+    facts.passed.add(key)
 
 
 def _check_constant(block: Block, op: Operator) -> None:
