@@ -181,7 +181,13 @@ def _block_need(graph: Graph, block: Block, depth: int, known: dict[str, int]) -
     """Peak bytes of the tensors alive at once while ``block`` runs (constants always), plus
     the temporaries of its largest operator; nested blocks add their own peak (each block
     counted once, down to the nesting the executor allows)."""
-    sizes = {name: exact_size_bytes(t.type) for name, t in block.tensors.items()}
+    sizes: dict[str, int] = {}
+    by_type: dict[TensorType, int] = {}   # (a graph repeats few tensor types)
+    for name, tensor in block.tensors.items():
+        size = by_type.get(tensor.type)
+        sizes[name] = by_type[tensor.type] = exact_size_bytes(tensor.type) if size is None else size
+    #: sizes of the tensors freed after their last use (not the constants)
+    freed = {name: sizes[name] for name, t in block.tensors.items() if t.data is None}
     last_use: dict[str, int] = {}
     for position, operator in enumerate(block.operators):
         for name in operator.inputs:
@@ -192,14 +198,22 @@ def _block_need(graph: Graph, block: Block, depth: int, known: dict[str, int]) -
     live_bytes = sum(sizes.get(n, 0) for n in live)
     largest, largest_bytes = max(((n, s) for n, s in sizes.items()), key=lambda item: item[1], default=("", 0))
     peak = live_bytes
+    # after each operator: the inputs it reads last, and the outputs nothing reads later
+    last_reads: dict[int, int] = {}
+    for name, position in last_use.items():
+        last_reads[position] = last_reads.get(position, 0) + freed.get(name, 0)
+    nested_by_attribute: dict[int, int] = {}   # id -> need (operators share attributes)
     for position, operator in enumerate(block.operators):
-        produced = sum(sizes.get(n, 0) for n in operator.outputs)
-        nested = _nested_need(graph, operator.attribute, depth + 1, known)
+        produced = sum([sizes.get(n, 0) for n in operator.outputs])
+        nested = nested_by_attribute.get(id(operator.attribute))
+        if nested is None:
+            nested = nested_by_attribute[id(operator.attribute)] = \
+                _nested_need(graph, operator.attribute, depth + 1, known)
         peak = max(peak, live_bytes + produced * KERNEL_TEMPORARY_FACTOR + nested)
-        live_bytes += produced
-        for name in {*operator.inputs, *operator.outputs}:
-            if last_use.get(name, -1) <= position and name in sizes and block.tensors[name].data is None:
-                live_bytes -= sizes[name]
+        live_bytes += produced - last_reads.get(position, 0)
+        for name in set(operator.outputs) if len(operator.outputs) > 1 else operator.outputs:
+            if name in freed and last_use.get(name, -1) < position:
+                live_bytes -= freed[name]
     return peak, largest, largest_bytes
 
 
