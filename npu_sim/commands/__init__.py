@@ -32,7 +32,7 @@ def _import_frozen(name: str) -> ModuleType:
     find nothing."""
     with gc_paused():
         module = importlib.import_module(name)
-    gc.freeze()
+        gc.freeze()   # before the collector resumes: else its first collection scans them all
     return module
 
 
