@@ -161,6 +161,10 @@ def _inline_unpacker(fields: list[tuple[int, _FieldPlan]]) -> tuple[Callable[[by
         list(range(len(fields)))
 
 
+#: byte vectors this long or longer are read as views where the reader is asked to
+_VIEW_BYTES = 4096
+
+
 class _Reader:
     """Bounds-checked access to a flatbuffer; raises TosaFormatError on any inconsistency.
 
@@ -171,9 +175,12 @@ class _Reader:
     vtable (flatbuffers deduplicates them) share its checked :class:`_Layout`.
     """
 
-    def __init__(self, data: bytes):
+    def __init__(self, data: bytes, byte_views: bool = False):
         self.data = data
         self.size = len(data)
+        #: where byte vectors of _VIEW_BYTES or more are cut from: with ``byte_views``, a view
+        #: of ``data`` (no copy of a model's weights; the IR's arrays are decoded from it)
+        self.large_bytes: bytes | memoryview = memoryview(data) if byte_views else data
         # Work budget: a valid buffer never needs more decoded items (tables, vector
         # elements) or data bytes than a small multiple of its size. Shared sub-objects
         # in a crafted buffer could otherwise amplify a small file into a huge tree.
@@ -309,6 +316,8 @@ class _Reader:
         self.bytes_left -= count
         if self.bytes_left < 0:
             raise self.too_much(where)
+        if count >= _VIEW_BYTES:
+            return self.large_bytes[start:start + count]
         return self.data[start:start + count]
 
     def scalar_vector(self, start: int, count: int, where: str, letter: str,
@@ -366,8 +375,9 @@ class _Reader:
         return items
 
 
-def read_tree(data: bytes | bytearray | memoryview) -> Tree:
-    """Decode a TOSA flatbuffer into a tree (no interpretation beyond the schema)."""
+def read_tree(data: bytes | bytearray | memoryview, byte_views: bool = False) -> Tree:
+    """Decode a TOSA flatbuffer into a tree (no interpretation beyond the schema).
+    ``byte_views``: long byte vectors are memoryviews of the buffer rather than bytes."""
     data = bytes(data)
     if not data:
         raise TosaFormatError("empty file: not a TOSA flatbuffer")
@@ -376,7 +386,7 @@ def read_tree(data: bytes | bytearray | memoryview) -> Tree:
     if data[4:8] != FILE_IDENTIFIER:
         raise TosaFormatError(f"not a TOSA flatbuffer: file identifier is {data[4:8]!r}, "
                               f"expected {FILE_IDENTIFIER!r}")
-    reader = _Reader(data)
+    reader = _Reader(data, byte_views)
     try:
         return reader.table(reader.indirect(0, "root offset"), ROOT_TABLE)
     except NpuSimError:
@@ -388,7 +398,7 @@ def read_tree(data: bytes | bytearray | memoryview) -> Tree:
 
 def read_graph(data: bytes | bytearray | memoryview) -> Graph:
     """Parse a TOSA flatbuffer into a :class:`~npu_sim.tosa.ir.Graph` (not yet validated)."""
-    return graph_from_tree(read_tree(data))
+    return graph_from_tree(read_tree(data, byte_views=True))
 
 
 # --- writing ------------------------------------------------------------------

@@ -110,25 +110,30 @@ def _check_block(graph: Graph, block: Block) -> None:
         if block.tensors[name].variable:
             raise GraphValidationError(f"{_where(block)}: variable {name!r} cannot be a block "
                                        "input")
-    producers = _producers(graph, block)
-    _check_no_cycle(block, producers)
+    producers, later = _producers(block)
+    if not later.isdisjoint(producers):   # some operand is produced after its use, if at all
+        _check_no_cycle(block, producers)
     _check_dataflow(graph, block, producers)
 
 
-def _producers(graph: Graph, block: Block) -> dict[str, Operator]:
-    """Tensor name -> the one operator producing it (each operator's form checked on the way)."""
+def _producers(block: Block) -> tuple[dict[str, Operator], set[str]]:
+    """Tensor name -> the one operator producing it (each operator's form checked on the way),
+    and the operands not produced by then where they are used."""
     producers: dict[str, Operator] = {}
+    later: set[str] = set()
     variables = frozenset(n for n, t in block.tensors.items() if t.variable)
+    inputs = set(block.inputs)
     for op in block.operators:
         _check_operator_form(block, op, variables)
+        later.update(name for name in op.inputs if name not in producers)
         for name in op.outputs:
             if name in producers:
                 raise GraphValidationError(f"{_where(block, op)}: tensor {name!r} is already "
                                            f"produced by {producers[name].name}")
-            if name in block.inputs:
+            if name in inputs:
                 raise GraphValidationError(f"{_where(block, op)}: writes block input {name!r}")
             producers[name] = op
-    return producers
+    return producers, later
 
 
 def _check_dataflow(graph: Graph, block: Block, producers: dict[str, Operator]) -> None:
@@ -217,9 +222,6 @@ def _count(lo: int, hi: int | None) -> str:
 def _check_no_cycle(block: Block, producers: dict[str, Operator]) -> None:
     """Depth-first search over operator -> producer-of-input edges (variables excluded)."""
     index = {id(op): i for i, op in enumerate(block.operators)}
-    if all(index[id(producers[name])] < i for i, op in enumerate(block.operators)
-           for name in op.inputs if name in producers):
-        return  # every operand is produced by an earlier operator: no cycle possible
     state = [0] * len(block.operators)  # 0 new, 1 on stack, 2 done
     for start in range(len(block.operators)):
         if state[start]:
