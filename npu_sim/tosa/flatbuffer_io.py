@@ -310,7 +310,7 @@ class _Reader:
         self.indirect(start, f"{where}[0]")  # pragma: no cover - the TOSA schema has no other vector kinds
         raise TosaFormatError(f"{where}: vectors of {detail} are not supported")  # pragma: no cover
 
-    def byte_vector(self, start: int, count: int, where: str) -> bytes:
+    def byte_vector(self, start: int, count: int, where: str) -> bytes | memoryview:
         if start + count > self.size:
             raise self.outside(start, count, where)
         self.bytes_left -= count
