@@ -100,6 +100,10 @@ class DmaConfig(_Strict):
         "the ping-pong partners of the ones they fill included, from the first of them; False: a partner is "
         "held only from its own first use or the operation's first compute (Vela pre-buffers the first "
         "weight slice of the next operation alone: its debug database's weight_pre_buffer)")
+    constants_on_first_engine: bool = Field(
+        False, description="loads of constants from their home (weights, biases and scales in the DDR or "
+        "flash) all go on engine 0, one stream of bursts: the NPU's weight channel, whose bursts in flight "
+        "cap it whatever the other engines do; False: a load goes on the engine with the least work queued")
 
 
 class TcmConfig(_Strict):

@@ -46,6 +46,8 @@ class Emitter:
     variable SRAM bank) go to the engine with the least DMA work queued so far (by
     the cost model's estimate of the cycles each occupies its engine), so the two
     state writes at the end of a stateful LSTM do not queue the output's store.
+    With ``dma.constants_on_first_engine`` the loads of constants from their home all
+    go to engine 0 (the NPU's one weight channel).
     """
 
     def __init__(self, hw: HwConfig, alignment: int):
@@ -53,12 +55,16 @@ class Emitter:
         self.dma_engines = max(1, hw.dma.engine_count)
         self.alignment = alignment
         self.engine_work = [0.0] * self.dma_engines
+        self.constants_on_first_engine = hw.dma.constants_on_first_engine
 
     def _engine(self, src: BufView, dst: BufView) -> int:
         store = src.memory is TCM and dst.memory is DDR
         cost = dma_issue_cycles(self.hw, src.size_bytes)
         if store:
             engine = self.dma_engines - 1
+        elif self.constants_on_first_engine and src.memory is DDR and src.buffer is not None and \
+                src.buffer.kind == "constant":
+            engine = 0
         else:
             engine = min(range(self.dma_engines), key=lambda e: (self.engine_work[e], e))
         self.engine_work[engine] += cost

@@ -47,6 +47,24 @@ def test_copy_paths():
     assert [c.engine for c in staged][1::2] == [1, 1]          # stores on the last engine
 
 
+def test_constant_loads_on_the_first_engine_when_the_config_says_so():
+    t = TensorType((8, 64), DType.INT8)
+    weights = [Placement(Buffer(f"w{i}", DDR, 512, kind="constant"), 0, t) for i in range(4)]
+    maps = [Placement(Buffer(f"x{i}", DDR, 512, kind="activation"), 0, t) for i in range(4)]
+    tcm = Placement(Buffer("tile", TCM, 512), 0, t)
+
+    def engines(hw):
+        em = Emitter(hw, 16)
+        return [cmd.engine for p in weights + maps for cmd in em.copy(p, tcm, "load", 0, 0)]
+
+    edge = machine("edge")
+    assert engines(edge) == [0, 1, 0, 1, 0, 1, 0, 1]   # balanced: the least loaded engine
+    one_channel = edge.model_copy(update={"dma": edge.dma.model_copy(update={"constants_on_first_engine": True})})
+    # the weights queue on engine 0, the feature maps then balance over both (engine 1 first)
+    assert engines(one_channel) == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert machine("ethos-u85-256").dma.constants_on_first_engine
+
+
 def test_compute_ping_pong():
     lowered = lower(small_cnn(8))
     values = lowered.values
