@@ -11,7 +11,8 @@ the IR; the JSON form (:mod:`npu_sim.tosa.json_io`) uses the same trees.
 Tree form: a table is a dict holding only the fields present in the buffer;
 scalars and enums are ints (bools for ``bool``), a union is two keys
 (``attribute_type``: the tag, ``attribute``: the member table), strings are
-``str``, ``[ubyte]`` vectors are ``bytes``, other vectors are lists.
+``str``, ``[ubyte]`` vectors are ``bytes`` (long ones views of the buffer for
+:func:`read_graph`, whose arrays copy them), other vectors are lists.
 
 Reading is defensive: every offset is checked against the buffer length, every
 element count against the bytes that remain, and the total amount of decoded
