@@ -8,6 +8,7 @@ exception is a bug and exits 1 with one line (``--debug`` shows the traceback).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -103,6 +104,9 @@ def _commands() -> ModuleType:
     """The command implementations: the whole simulator, imported only when a command runs."""
     import npu_sim.commands
 
+    if _state.pop("collector_paused", False):   # by run(): what exists now lives as long as the process
+        gc.freeze()
+        gc.enable()
     return npu_sim.commands
 
 
@@ -350,6 +354,12 @@ def _one_line(text: str) -> str:
 
 
 def run() -> None:
+    """The console script. The cycle collector is paused until the command starts (typer's first
+    dispatch imports pydantic: tens of thousands of objects for the process's lifetime, which
+    collections would scan to find nothing), then resumes with them frozen (:func:`_commands`)."""
+    if gc.isenabled():
+        gc.disable()
+        _state["collector_paused"] = True
     sys.exit(main())
 
 
