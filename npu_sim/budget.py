@@ -181,27 +181,11 @@ def _block_need(graph: Graph, block: Block, depth: int, known: dict[str, int]) -
     """Peak bytes of the tensors alive at once while ``block`` runs (constants always), plus
     the temporaries of its largest operator; nested blocks add their own peak (each block
     counted once, down to the nesting the executor allows)."""
-    sizes: dict[str, int] = {}
-    by_type: dict[TensorType, int] = {}   # (a graph repeats few tensor types)
-    for name, tensor in block.tensors.items():
-        size = by_type.get(tensor.type)
-        sizes[name] = by_type[tensor.type] = exact_size_bytes(tensor.type) if size is None else size
-    #: sizes of the tensors freed after their last use (not the constants)
-    freed = {name: sizes[name] for name, t in block.tensors.items() if t.data is None}
-    last_use: dict[str, int] = {}
-    for position, operator in enumerate(block.operators):
-        for name in operator.inputs:
-            last_use[name] = position
-    for name in block.outputs:
-        last_use[name] = len(block.operators)
+    sizes, freed, last_use, last_reads = _lifetimes(block)
     live = set(block.inputs) | {n for n, t in block.tensors.items() if t.data is not None}
     live_bytes = sum(sizes.get(n, 0) for n in live)
     largest, largest_bytes = max(((n, s) for n, s in sizes.items()), key=lambda item: item[1], default=("", 0))
     peak = live_bytes
-    # after each operator: the inputs it reads last, and the outputs nothing reads later
-    last_reads: dict[int, int] = {}
-    for name, position in last_use.items():
-        last_reads[position] = last_reads.get(position, 0) + freed.get(name, 0)
     nested_by_attribute: dict[int, int] = {}   # id -> need (operators share attributes)
     for position, operator in enumerate(block.operators):
         produced = sum([sizes.get(n, 0) for n in operator.outputs])
@@ -215,6 +199,28 @@ def _block_need(graph: Graph, block: Block, depth: int, known: dict[str, int]) -
             if name in freed and last_use.get(name, -1) < position:
                 live_bytes -= freed[name]
     return peak, largest, largest_bytes
+
+
+def _lifetimes(block: Block) -> tuple[dict[str, int], dict[str, int], dict[str, int], dict[int, int]]:
+    """Of ``block``'s tensors: bytes by name; bytes of those freed after their last use (not
+    the constants); the position of that use (an output's: after the last operator); and per
+    operator position, the bytes of the inputs it reads last."""
+    sizes: dict[str, int] = {}
+    by_type: dict[TensorType, int] = {}   # (a graph repeats few tensor types)
+    for name, tensor in block.tensors.items():
+        size = by_type.get(tensor.type)
+        sizes[name] = by_type[tensor.type] = exact_size_bytes(tensor.type) if size is None else size
+    freed = {name: sizes[name] for name, t in block.tensors.items() if t.data is None}
+    last_use: dict[str, int] = {}
+    for position, operator in enumerate(block.operators):
+        for name in operator.inputs:
+            last_use[name] = position
+    for name in block.outputs:
+        last_use[name] = len(block.operators)
+    last_reads: dict[int, int] = {}
+    for name, position in last_use.items():
+        last_reads[position] = last_reads.get(position, 0) + freed.get(name, 0)
+    return sizes, freed, last_use, last_reads
 
 
 def _nested_need(graph: Graph, attribute: object, depth: int, known: dict[str, int]) -> int:
