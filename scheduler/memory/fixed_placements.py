@@ -8,7 +8,10 @@ before the main-block operation that first reads its entries (laid out in order 
 use, so each operation loads only its new entries). Where constants stream
 (``tcm.constant_stream_slack_fraction``, one invocation) there is no resident TCM copy: each
 chunk is a TCM buffer of its own, its entries laid out by first and last reader, dead after
-the last.
+the last; and where reused constants are not kept either (the Ethos-U presets) a loop body's
+constants other than scalars stream from their home at every iteration, as its weights do (Vela
+compiles a TFLite WHILE body, a Keras GRU's, as a subgraph of its own, run again at each step:
+nothing of it stays in the SRAM across the loop).
 """
 
 from __future__ import annotations
@@ -269,10 +272,8 @@ def _pool_layout(lowered: LoweredGraph, hw: HwConfig,
     pooled: dict[str, int] = {}
     first_use: dict[str, int] = {}
     size = 0
-    tables = tables_read_in_place(lowered.main)
+    tables = _never_pooled(lowered, hw, resident_constants)
     in_loops = loop_operands(lowered.main) if hw.tcm.keep_reused_constants else set()
-    if not hw.tcm.keep_reused_constants:   # weights stream from their home at every use
-        tables |= weight_operands(lowered.main, packed=hw.tcm.packed_weight_streams)
     for index, op in enumerate(lowered.main.ops):
         for key in op_compute_operands(op):
             value = lowered.values[key]
@@ -285,6 +286,19 @@ def _pool_layout(lowered: LoweredGraph, hw: HwConfig,
                 first_use[key] = index
                 size += item
     return pooled, first_use, size
+
+
+def _never_pooled(lowered: LoweredGraph, hw: HwConfig, resident_constants: bool) -> set[str]:
+    """Constants the pool never takes: tables read in place, and where reused constants are not kept,
+    the weights (they stream from their home at every use) and, where constants stream, a loop
+    body's constants other than scalars (at every iteration)."""
+    never = tables_read_in_place(lowered.main)
+    if not hw.tcm.keep_reused_constants:
+        never |= weight_operands(lowered.main, packed=hw.tcm.packed_weight_streams)
+        if streams_constants(hw, resident_constants):
+            never |= {key for key in loop_operands(lowered.main)
+                      if lowered.values[key].size_bytes > POOL_LONG_LIVED_MAX_BYTES}
+    return never
 
 
 def weight_operands(block: LoweredBlock, *, packed: bool = False) -> set[str]:

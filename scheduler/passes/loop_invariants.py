@@ -18,6 +18,11 @@ constant initial values it reads, is true), so an operator that could break a RE
 never runs where the original graph would not have run it. The bits are the same: the
 same kernels run on the same values, only once. Names made here contain ``.hoisted.``.
 
+Then every loop drops the values it only carries: a body input handed back unchanged at its
+position that neither the body nor the condition reads, and whose result nothing after the
+loop reads (what hoisting leaves of the captured sequence: a Keras GRU's whole dequantized
+input, copied into the loop's state at entry for nobody). The loop computes the same values.
+
 The graph given is not changed; the result is a copy (or the same graph when nothing moves).
 A scheduler pass: ``npu-sim exec`` and ``npu-sim convert`` keep the graph as it was.
 """
@@ -65,6 +70,8 @@ def hoist_loop_invariants(graph: Graph) -> Graph:
         for op in list(block.operators):
             if op.op is Op.WHILE_LOOP and _hoist_from(result, block, op, references):
                 changed = True
+            if op.op is Op.WHILE_LOOP and _drop_carried_only(result, block, op, references):
+                changed = True
     return result if changed else graph
 
 
@@ -86,6 +93,33 @@ def _hoist_from(graph: Graph, block: Block, loop: Operator, references: Counter[
         return False
     _move(block, loop, cond, body, hoist)
     return True
+
+
+def _drop_carried_only(graph: Graph, block: Block, loop: Operator, references: Counter[int]) -> bool:
+    """Take out of ``loop`` the values it only carries (see the module doc); False if none."""
+    cond, body = (graph.block(name) for name in _branch_names(loop))
+    if references[id(cond)] != 1 or references[id(body)] != 1 or cond is body:
+        return False
+    dropped = _carried_only(block, loop, cond, body)
+    for k in reversed(dropped):
+        body.tensors.pop(body.inputs[k], None)
+        cond.tensors.pop(cond.inputs[k], None)
+        block.tensors.pop(loop.outputs[k], None)
+        for names in (loop.inputs, loop.outputs, cond.inputs, body.inputs, body.outputs):
+            del names[k]
+    return bool(dropped)
+
+
+def _carried_only(block: Block, loop: Operator, cond: Block, body: Block) -> list[int]:
+    """Positions of ``loop``'s values that the body hands back unchanged and nothing reads: not the
+    body, not the condition, nothing after the loop."""
+    read_in_body = {name for op in body.operators for name in op.inputs}
+    read_in_cond = {name for op in cond.operators for name in op.inputs} | set(cond.outputs)
+    read_after = {name for op in block.operators for name in op.inputs} | set(block.outputs)
+    return [k for k, name in enumerate(body.inputs)
+            if k < len(body.outputs) and body.outputs[k] == name and body.outputs.count(name) == 1
+            and name not in read_in_body and cond.inputs[k] not in read_in_cond
+            and loop.outputs[k] not in read_after]
 
 
 def _invariant_work(body: Block) -> _Hoist | None:

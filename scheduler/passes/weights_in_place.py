@@ -47,19 +47,21 @@ from scheduler.ir.npu_ops import LoweredGraph, NpuOp, OpKind, ValueKind, copied_
 
 
 def mark_weights_in_place(lowered: LoweredGraph, hw: HwConfig) -> int:
-    """Mark each main-block matrix-vector product whose weights are constants (but, where the config
-    buffers them when that pays, those :func:`_buffer_pays` keeps loading); how many."""
+    """Mark each matrix-vector product whose weights are constants, in every block (a loop body's
+    gates too: Vela's WHILE body of a Keras GRU reads them from the flash, no SRAM buffer; but,
+    where the config buffers them when that pays, those :func:`_buffer_pays` keeps loading); how many."""
     marked = 0
-    producers = copy_producers(lowered.main)
-    for op in lowered.main.ops:
-        if not _matrix_vector_product(op, lowered) and not (hw.tcm.read_once_weights_in_place
-                                                            and _weights_read_once(hw, op, lowered)):
-            continue
-        if hw.tcm.matrix_vector_weights_buffered_when_hidden and \
-                _buffer_pays(hw, _stream_bytes(op, lowered), _op_cycles(hw, op, lowered, producers)):
-            continue
-        op.weights_in_place = True
-        marked += 1
+    for block in lowered.main.walk_blocks():
+        producers = copy_producers(block)
+        for op in block.ops:
+            if not _matrix_vector_product(op, lowered) and not (hw.tcm.read_once_weights_in_place
+                                                                and _weights_read_once(hw, op, lowered)):
+                continue
+            if hw.tcm.matrix_vector_weights_buffered_when_hidden and \
+                    _buffer_pays(hw, _stream_bytes(op, lowered), _op_cycles(hw, op, lowered, producers)):
+                continue
+            op.weights_in_place = True
+            marked += 1
     return marked
 
 

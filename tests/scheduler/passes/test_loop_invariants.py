@@ -44,7 +44,9 @@ def test_invariant_chain_moves_before_the_loop():
     main_ops = [op.op for op in hoisted.main.operators if op.op not in (Op.CONST, Op.CONST_SHAPE)]
     assert main_ops == [Op.MUL, Op.CAST, Op.WHILE_LOOP]
     loop = next(op for op in hoisted.main.operators if op.op is Op.WHILE_LOOP)
-    assert len(loop.inputs) == len(loop.outputs) == 5 == len(body.inputs) == len(body.outputs)
+    # x, only carried once its chain moved out, leaves the loop; the moved result comes in
+    assert len(loop.inputs) == len(loop.outputs) == 4 == len(body.inputs) == len(body.outputs)
+    assert "x" not in loop.inputs and loop.inputs[-1].endswith("cast_14")
     assert body.inputs[-1] == body.outputs[-1]   # the moved result is carried unchanged
     # the original graph is untouched
     assert [op.op for op in _body(graph).operators if op.op not in (Op.CONST, Op.CONST_SHAPE)] == \
@@ -53,6 +55,32 @@ def test_invariant_chain_moves_before_the_loop():
     want = execute(graph, {"x": x})
     got = execute(hoisted, {"x": x})
     assert np.array_equal(got[hoisted.main.outputs[0]], want[graph.main.outputs[0]])
+
+
+def test_values_a_loop_only_carries_leave_it_and_the_others_stay():
+    """A value the body hands back unchanged leaves the loop only if nothing reads it: the counter
+    bound n is read by the condition, x by the body (the loop may not run: nothing moved out)."""
+    graph = _loop_graph(5)
+    assert hoist_loop_invariants(graph) is graph
+    b = GraphBuilder()
+    x = b.input("x", (4, 8), DType.INT32)
+    unused = b.input("unused", (2, 2), DType.INT32)
+    n = b.const("n", np.array([[3]], np.int32))
+
+    def cond_fn(bb, i, nn, xx, uu):
+        return bb.op(Op.GREATER, [nn, i])
+
+    def body_fn(bb, i, nn, xx, uu):
+        return [bb.op(Op.ADD, [i, bb.const(None, np.array([[1]], np.int32))]), nn, bb.op(Op.ADD, [xx, xx]), uu]
+    _, _, out, _ = b.while_loop([b.const(None, np.array([[0]], np.int32)), n, x, unused], cond_fn, body_fn)
+    b.output(out)
+    graph = b.build()
+    dropped = hoist_loop_invariants(graph)
+    loop = next(op for op in dropped.main.operators if op.op is Op.WHILE_LOOP)
+    assert "unused" not in loop.inputs and len(loop.inputs) == len(_body(dropped).inputs) == 3
+    inputs = {"x": np.arange(32, dtype=np.int32).reshape(4, 8), "unused": np.ones((2, 2), np.int32)}
+    assert np.array_equal(execute(dropped, inputs)[dropped.main.outputs[0]],
+                          execute(graph, inputs)[graph.main.outputs[0]])
 
 
 def test_a_loop_that_may_not_run_keeps_its_body():

@@ -14,6 +14,7 @@ from npu_sim.hw.config import load_hw_config
 from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ops import Op
 from scheduler.schedule import lower_graph
 from tests.scheduler.graphs import check_end_to_end, conv_block
 
@@ -164,3 +165,38 @@ def test_on_the_u55_weights_read_once_in_two_depth_slices_stay_in_the_flash():
     edge = load_hw_config("ethos-u85-256")   # (the U85 does not set tcm.read_once_weights_in_place)
     assert not any(op.weights_in_place for op in _products(lower_graph(_conv1d_pair(64, 64), edge)))
     check_end_to_end(_conv1d_pair(64, 64), u55)
+
+
+def _dense_loop(steps: int = 3):
+    """h = dense(h) (a 1x1 convolution of 64 channels, its bias and rescale) ``steps`` times in a
+    WHILE_LOOP: a recurrent cell's product in a loop body, as TFLite exports a Keras GRU."""
+    b = GraphBuilder()
+    h0 = b.input("h", (1, 1, 1, 64), DType.INT8)
+
+    def cond_fn(bb, i, h):
+        return bb.op(Op.GREATER, [bb.const(None, np.array([[steps]], np.int32)), i])
+
+    def body_fn(bb, i, h):
+        table = bb.const(None, np.arange(-128, 128, dtype=np.int8)[::-1].copy())   # a lookup: 256 B
+        return [bb.op(Op.ADD, [i, bb.const(None, np.array([[1]], np.int32))]),
+                bb.op(Op.TABLE, [conv_block(bb, h, 64, kernel=1, pad=0, seed=3), table])]
+    _, h = b.while_loop([b.const(None, np.array([[0]], np.int32)), h0], cond_fn, body_fn)
+    b.output(h)
+    return b.build()
+
+
+def test_a_loop_body_streams_its_constants_at_every_iteration_where_the_preset_streams_them():
+    """On the U55 a loop body's product reads its weights from the flash at every iteration and
+    its bias and scales stream with it (Vela's WHILE body of a Keras GRU: no SRAM copy): nothing
+    of them stays in the TCM across the loop. The edge preset keeps reused constants: loaded once,
+    before the loop, they stay. (The lookup's table is no weight: it streams as a loop body's constant.)"""
+    graph = _dense_loop()
+    lowered = lower_graph(graph, load_hw_config("ethos-u55-256"))
+    body_ops = [op for block in lowered.main.walk_blocks() for op in block.ops if op.unit == "mac_array"]
+    assert [op.weights_in_place for op in body_ops] == [True]
+    for preset, pooled_bytes in (("ethos-u55-256", 0), ("edge", 4096 + 256)):
+        program, _ = check_end_to_end(graph, load_hw_config(preset))
+        # (scalars, the counter's step and bound, may stay: 16 B across the loop)
+        pool = sum(a.size_bytes for a in program.allocations
+                   if a.memory is MemorySpace.TCM and a.kind == "constant" and a.size_bytes > 64)
+        assert pool >= pooled_bytes if pooled_bytes else pool == 0, (preset, pool)
