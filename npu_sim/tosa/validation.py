@@ -123,8 +123,9 @@ def _producers(block: Block) -> tuple[dict[str, Operator], set[str]]:
     later: set[str] = set()
     variables = frozenset(n for n, t in block.tensors.items() if t.variable)
     inputs = set(block.inputs)
+    forms: set[tuple] = set()
     for op in block.operators:
-        _check_operator_form(block, op, variables)
+        _check_operator_form(block, op, variables, forms)
         later.update(name for name in op.inputs if name not in producers)
         for name in op.outputs:
             if name in producers:
@@ -166,17 +167,21 @@ def _unavailable(block: Block, op: Operator, name: str, producers: dict[str, Ope
                                 "output)")
 
 
-def _check_operator_form(block: Block, op: Operator, variables: frozenset[str]) -> None:
-    """Arity, attribute class and variable operands; ``variables``: the block's variable tensors."""
+def _check_operator_form(block: Block, op: Operator, variables: frozenset[str], forms: set[tuple]) -> None:
+    """Arity, attribute class and variable operands; ``variables``: the block's variable tensors,
+    ``forms``: the (op, attribute class, operand counts) found right so far."""
     kind = op.op
-    if kind == Op.VARIABLE:
-        raise GraphValidationError(f"{_where(block, op)}: the IR declares variables as variable "
-                                   "tensors (Tensor.variable), not with VARIABLE operators")
-    _check_arity(block, op)
-    expected = attribute_class(kind)
-    if type(op.attribute) is not expected and not isinstance(op.attribute, expected):
-        raise GraphValidationError(f"{_where(block, op)}: attribute is "
-                                   f"{type(op.attribute).__name__}, expected {expected.__name__}")
+    form = (kind, type(kind), type(op.attribute), len(op.inputs), len(op.outputs))
+    if form not in forms:
+        if kind == Op.VARIABLE:
+            raise GraphValidationError(f"{_where(block, op)}: the IR declares variables as variable "
+                                       "tensors (Tensor.variable), not with VARIABLE operators")
+        _check_arity(block, op)
+        expected = attribute_class(kind)
+        if not isinstance(op.attribute, expected):
+            raise GraphValidationError(f"{_where(block, op)}: attribute is "
+                                       f"{type(op.attribute).__name__}, expected {expected.__name__}")
+        forms.add(form)
     if kind in _VARIABLE_ACCESSES or not (variables.isdisjoint(op.inputs) and variables.isdisjoint(op.outputs)):
         _check_variable_operands(block, op)
 
