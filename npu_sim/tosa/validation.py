@@ -37,7 +37,10 @@ from npu_sim.tosa.ops import ARITY, TOSA_1_0_OPS, Op, attribute_class
 from npu_sim.tosa.profiles import describe_binding, supported_rows, type_binding
 from npu_sim.tosa.type_rules import RuleViolation, expected_outputs
 
-_VARIABLE_ACCESSES = (Op.VARIABLE_READ, Op.VARIABLE_WRITE)
+_VARIABLE_ACCESSES = frozenset((Op.VARIABLE_READ, Op.VARIABLE_WRITE))
+_CONSTANTS = frozenset((Op.CONST, Op.CONST_SHAPE))
+#: the operators whose types no shape rule checks: control flow and variable accesses
+_SPECIAL_TYPING = _VARIABLE_ACCESSES | {Op.COND_IF, Op.WHILE_LOOP}
 #: element types TOSA 1.0 defines (DType.is_tosa_1_0, as a set for the per-operand checks)
 _TOSA_1_0_DTYPES = frozenset(d for d in DType if d.is_tosa_1_0)
 
@@ -296,22 +299,22 @@ def _value_key(data: object) -> object:
 
 
 def _check_types(graph: Graph, block: Block, op: Operator, facts: _BlockFacts) -> None:
-    if op.op in (Op.CONST, Op.CONST_SHAPE):
+    kind = op.op
+    if kind in _CONSTANTS:
         _check_constant(block, op)
         return
-    types = facts.types
-    in_types = [types[n] for n in op.inputs]
-    out_types = [types[n] for n in op.outputs]
-    if op.op in (Op.COND_IF, Op.WHILE_LOOP):
-        _check_control_flow(graph, block, op, in_types, out_types)
-        return
-    if op.op in (Op.VARIABLE_READ, Op.VARIABLE_WRITE):
-        _check_variable_value(block, op, out_types[0] if op.op == Op.VARIABLE_READ else in_types[1])
+    in_types = list(map(facts.types.__getitem__, op.inputs))
+    out_types = list(map(facts.types.__getitem__, op.outputs))
+    if kind in _SPECIAL_TYPING:
+        if kind in _VARIABLE_ACCESSES:
+            _check_variable_value(block, op, out_types[0] if kind == Op.VARIABLE_READ else in_types[1])
+        else:
+            _check_control_flow(graph, block, op, in_types, out_types)
         return
     operands = (*op.inputs, *op.outputs)
     if facts.dynamic and any(n in facts.dynamic for n in operands):
         return  # dynamic shapes (1.1 draft): no static rule applies
-    key = (op.op, op.attribute, *in_types, None, *out_types, *map(facts.shape_values.get, op.inputs))
+    key = (kind, op.attribute, *in_types, None, *out_types, *map(facts.shape_values.get, op.inputs))
     if key in facts.passed:
         return
     _check_shape_rules(block, op, in_types, out_types)
