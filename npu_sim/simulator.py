@@ -225,15 +225,16 @@ class _StaticFacts:
     command, when the trace's tables are first asked for). Apart from the :class:`Simulator`:
     a trace must not keep the whole machine alive."""
 
-    def __init__(self, allocations: list[Allocation], hw: HwConfig):
-        self.allocations, self.hw = allocations, hw
+    def __init__(self, program: Program, hw: HwConfig):
+        self.program, self.hw = program, hw
 
     @cached_property
-    def _allocation_index(self) -> AllocationIndex:
-        return AllocationIndex(self.allocations)
+    def _touched(self) -> dict[int, tuple[int, ...]]:
+        """The allocations each command touches (:meth:`AllocationIndex.touched_all`), by id."""
+        return AllocationIndex(self.program.allocations).touched_all(self.program.walk())
 
     def __call__(self, node: Node) -> StaticInfo:
-        touched = self._allocation_index.touched(node.command)
+        touched = self._touched[node.command.id]
         if isinstance(node, DmaOp):
             t = node.timing
             return StaticInfo("dma", node.unit.name, "copy", node.command.src.size_bytes, 0, 0,
@@ -449,7 +450,7 @@ class Simulator:
         if driver.is_alive:
             raise SimulationDeadlock(self._deadlock_message())
         units = [u.name for u in self.dma_units] + list(unit_names())
-        trace = Trace(self.recorder.raw, self.recorder.invocations, _StaticFacts(self.program.allocations, self.hw),
+        trace = Trace(self.recorder.raw, self.recorder.invocations, _StaticFacts(self.program, self.hw),
                       self.program.allocations, units, self.recorder.repeats)
         per_invocation = [inv.cycles for inv in self.recorder.invocations]
         variables = {} if self.timing_only else self._read_variables()
@@ -475,6 +476,10 @@ class Simulator:
             yield from self._run_preamble(preamble)
         if len(invocations) >= FOLD_MIN_INVOCATIONS:
             self._fold_chains()
+        if len(invocations) == 1:   # the top-level commands run once: none binds its kernels
+            for node in self.top:
+                if isinstance(node, ComputeOp):
+                    node.binds = False
         resident = {id(n) for n in preamble}
         per_invocation = [n for n in self.all_nodes if id(n) not in resident]
         top = [n for n in self.top if id(n) not in resident]

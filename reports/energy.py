@@ -11,8 +11,6 @@ of the config. The figures per event are the config's ``energy`` and ``area`` se
 
 from __future__ import annotations
 
-import math
-
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.trace import Trace
 from npu_sim.program import Command, ComputeCommand, DmaCommand, MemorySpace, Program, command_views
@@ -26,13 +24,14 @@ def _command_energy_pj(program: Program, hw: HwConfig) -> dict[int, list[tuple[s
     e = hw.energy
     byte_pj = {"tcm": e.tcm_byte_pj * e.scale, "variable_sram": e.variable_sram_byte_pj * e.scale}
     energy: dict[int, list[tuple[str, float]]] = {}
+    blocks = bool(program.block_tensors)   # (only views of block tensors walk pointer tables)
     for cmd in program.walk():
         if isinstance(cmd, DmaCommand):
-            size = math.prod(cmd.src.shape) * cmd.src.element_bytes
+            size = cmd.src.size_bytes
             energy[cmd.id] = [(_MEMORY_KEYS[view.memory], size * byte_pj[_MEMORY_KEYS[view.memory]])
                               for view in (cmd.src, cmd.dst) if view.memory in _MEMORY_KEYS]
         elif isinstance(cmd, ComputeCommand):
-            elements = sum(math.prod(view.shape) for view in cmd.outputs)
+            elements = sum(view.element_count for view in cmd.outputs)
             if cmd.unit == "vector":
                 energy[cmd.id] = [("vector", elements * e.vector_element_pj * e.scale)]
             elif cmd.unit == "lut":
@@ -40,7 +39,7 @@ def _command_energy_pj(program: Program, hw: HwConfig) -> dict[int, list[tuple[s
             elif cmd.unit == "mac_array":
                 dtype = cmd.steps[0].input_types[0].dtype.name.lower()
                 energy[cmd.id] = [("mac_array", e.mac_pj.get(dtype, e.mac_pj.get("int8", 0.0)) * e.scale)]
-        table_bytes = pointer_table_read_bytes(cmd, hw)
+        table_bytes = blocks and pointer_table_read_bytes(cmd, hw)
         if table_bytes:
             energy.setdefault(cmd.id, []).append(("variable_sram", table_bytes * byte_pj["variable_sram"]))
     return energy

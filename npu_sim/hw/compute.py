@@ -172,7 +172,7 @@ class ComputeOp(QueuedCommand):
     """A compute command compiled for one machine (``steps``/``outputs`` from :func:`compile_compute`)."""
 
     __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound", "constant_tcm", "all_bound", "feeds",
-                 "fold", "plan", "memo", "copy_from", "in_place_read", "parts_left")
+                 "fold", "plan", "memo", "copy_from", "in_place_read", "parts_left", "binds")
 
     def __init__(self, command: ComputeCommand, unit: Unit, machine: Machine,
                  steps: list[CompiledStep], outputs: list[ViewAccess], cycles: int, macs: int,
@@ -188,6 +188,8 @@ class ComputeOp(QueuedCommand):
         self.bound: list[BoundKernel | None] = [None] * len(steps)
         #: every step bound and its results checked once: later runs take the straight loop
         self.all_bound = False
+        #: bind its kernels after a first run (False: it runs once, binding would be wasted)
+        self.binds = True
         #: per bound step, where each operand comes from: (0, access) read from memory, (1, k)
         #: step k's result, (2, array) a constant's value kept since binding (read-only)
         self.feeds: list[tuple[tuple[int, Any], ...] | None] = [None] * len(steps)
@@ -263,7 +265,7 @@ class ComputeOp(QueuedCommand):
             else:
                 out = run_kernel(args)
             self._check(index, cs, out)
-            if step.op is not Op.CUSTOM and _whole_tensors(cs, inputs):
+            if self.binds and step.op is not Op.CUSTOM and _whole_tensors(cs, inputs):
                 constants = self._constants(cs, inputs)
                 self.bound[index] = bind_kernel(args, constants)
                 self.feeds[index] = _feeds(cs, constants)

@@ -19,9 +19,7 @@ implementation of this convention; the reports build on it.
 
 from __future__ import annotations
 
-import bisect
-import math
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
@@ -367,18 +365,6 @@ def _allocation_records(allocations: list[Allocation], invocations: list[Invocat
     return records
 
 
-def _segments(ranges: list[tuple[int, int, int]]) -> tuple[list[int], list[tuple[int, ...]]]:
-    """The boundaries of the ``(index, lo, hi)`` ranges, and per segment between two of them
-    the indices of the ranges covering it (sorted)."""
-    bounds = sorted({lo for _, lo, _ in ranges} | {hi for _, _, hi in ranges})
-    position = {b: k for k, b in enumerate(bounds)}
-    segments: list[list[int]] = [[] for _ in range(len(bounds) - 1)] if bounds else []
-    for i, lo, hi in ranges:  # in index order: every segment's list comes out sorted
-        for k in range(position[lo], position[hi]):
-            segments[k].append(i)
-    return bounds, [tuple(s) for s in segments]
-
-
 def _block_pieces(views: Sequence[View]) -> Sequence[View]:
     """``views`` with each view of a block tensor replaced by the blocks it touches (its span
     is the hull of its blocks, which may hold other tensors' bytes)."""
@@ -393,112 +379,114 @@ def _block_pieces(views: Sequence[View]) -> Sequence[View]:
     return out
 
 
+def _expand(starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ranges ``[starts[i], stops[i])`` of ints: each range's index, and each of its ints."""
+    counts = np.maximum(stops - starts, 0)
+    owner = np.repeat(np.arange(len(counts)), counts)
+    return owner, np.arange(int(counts.sum())) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
+
+
+def _overlaps(item_lo: np.ndarray, item_hi: np.ndarray, query_lo: np.ndarray, query_hi: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs ``(query, item)`` (perhaps repeated) of the items ``[lo, hi)`` overlapping each
+    query ``[lo, hi)``: ``item_lo < query_hi`` and ``item_hi > query_lo`` (an empty query at
+    ``x`` overlaps the items holding ``x`` strictly inside). Their bounds cut the axis into
+    segments; each segment lists the items covering it, and a query reads the lists of the
+    segments it meets, which lie one after the other."""
+    bounds = np.unique(np.concatenate([item_lo, item_hi]))
+    segments = max(len(bounds) - 1, 0)
+    item, segment = _expand(np.searchsorted(bounds, item_lo), np.searchsorted(bounds, item_hi))
+    covering = item[np.argsort(segment, kind="stable")]
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(segment, minlength=segments))])
+    first = np.clip(np.searchsorted(bounds, query_lo, side="right") - 1, 0, segments)
+    last = np.maximum(np.minimum(np.searchsorted(bounds, query_hi), segments), first)
+    query, position = _expand(ptr[first], ptr[last])
+    return query, covering[position]
+
+
+def _command_views(commands: list[Command], pieces: bool) -> tuple[list[View], list[int]]:
+    """The views of the commands and the index of each one's command (``pieces``: a view of a
+    block tensor replaced by its blocks, :func:`_block_pieces`)."""
+    views: list[View] = []
+    owners: list[int] = []
+    for k, command in enumerate(commands):
+        found: Sequence[View] = (command.src, command.dst) if type(command) is DmaCommand \
+            else command_views(command)
+        if pieces:
+            found = _block_pieces(found)
+        views += found
+        owners += [k] * len(found)
+    return views, owners
+
+
+#: Stands for a missing ``first_use``/``last_use`` (the whole program) among command ids.
+_FOREVER = 1 << 60
+
+
 class AllocationIndex:
     """Which allocations a command's views touch (address overlap, and lifetime covering its id).
 
-    Per memory, the allocation boundaries cut the addresses into segments; each
-    segment lists the allocations (``size_bytes > 0``) covering it, built in one pass
-    over the allocations. A view spanning ``[lo, hi)`` overlaps the allocations of the
-    segments it intersects: those with ``offset_bytes < hi`` and ``end_bytes > lo``
-    (an empty view at ``x`` intersects a segment only if ``x`` is strictly inside it).
+    A view spanning ``[lo, hi)`` overlaps the allocations (``size_bytes > 0``) with
+    ``offset_bytes < hi`` and ``end_bytes > lo``; an empty view at ``x``, those holding ``x``
+    strictly inside, unless ``x`` is the bound of any allocation of its memory. Computed in
+    arrays for many commands at once (:meth:`touched_all`): per memory, the allocations live
+    for the whole program are found by address, the others (short-lived buffers reusing the
+    same bytes) by the command's id first, then checked by address.
     """
 
     def __init__(self, allocations: list[Allocation]):
         self.allocations = allocations
-        self.bounds: dict[MemorySpace, list[int]] = {}
-        self.covering: dict[MemorySpace, list[tuple[int, ...]]] = {}
-        # per memory (keyed by id(): a str Enum hashes in Python): bounds, covering, lookup cache
-        self._by_space: dict[int, tuple[list[int], list[tuple[int, ...]], dict]] = {}
-        ranges: dict[int, list[tuple[int, int, int]]] = {id(space): [] for space in MemorySpace}
-        for i, a in enumerate(allocations):
-            size = a.size_bytes
-            if size > 0:
-                ranges[id(a.memory)].append((i, a.offset_bytes, a.offset_bytes + size))
-        for space in MemorySpace:
-            bounds, covering = _segments(ranges[id(space)])
-            self.bounds[space], self.covering[space] = bounds, covering
-            self._by_space[id(space)] = (bounds, covering, {})
-        self.life = [(-math.inf if a.first_use is None else a.first_use,
-                      math.inf if a.last_use is None else a.last_use) for a in allocations]
-        self._lives = [(first, i, last) for i, (first, last) in enumerate(self.life)]
-        # the lives in order, and each allocation's place in it: a long candidate list is put in
-        # that order by sorting ints (the places), not tuples
-        self._ordered = sorted(self._lives)
-        self._place = [0] * len(self._lives)
-        for place, (_, i, _) in enumerate(self._ordered):
-            self._place[i] = place
-
-    def _space(self, memory: MemorySpace | str) -> tuple[list[int], list[tuple[int, ...]], dict]:
-        space = self._by_space.get(id(memory))
-        if space is None:  # a plain string naming the memory
-            space = self._by_space[id(MemorySpace(memory))]
-        return space
-
-    #: Candidate lists longer than this are searched by bisection on first use (else scanned).
-    SCAN_LIMIT = 16
-
-    def _candidates(self, memory: MemorySpace | str, lo: int, hi: int) -> tuple:
-        """The allocations overlapping ``[lo, hi)`` of ``memory`` (computed once per span):
-        ``(entries, first_uses, running_max_last_use)`` with ``entries`` the
-        ``(first_use, index, last_use)`` of each; a long list is sorted by first use, for
-        :meth:`touched` to bisect (the last two are None for a short one, scanned whole)."""
-        bounds, covering, cache = self._space(memory)
-        found = cache.get((lo, hi))
-        if found is None:
-            first = max(bisect.bisect_right(bounds, lo) - 1, 0)
-            last = min(bisect.bisect_left(bounds, hi), len(covering))
-            if last == first + 1 and bounds[first] < hi and bounds[first + 1] > lo:  # one segment
-                hits: Collection[int] = covering[first]
-            else:   # (in no particular order: the hits of a command are sorted at the end)
-                union: set[int] = set()
-                for segment in range(first, last):
-                    if bounds[segment] < hi and bounds[segment + 1] > lo:
-                        union.update(covering[segment])
-                hits = union
-            if len(hits) <= self.SCAN_LIMIT:
-                lives = self._lives
-                found = ([lives[i] for i in hits], None, None)
-            else:
-                place, ordered = self._place, self._ordered
-                entries = [ordered[k] for k in sorted([place[i] for i in hits])]
-                running, most = [], -math.inf
-                for _, _, end in entries:
-                    if end > most:
-                        most = end
-                    running.append(most)
-                found = (entries, [e[0] for e in entries], running)
-            cache[(lo, hi)] = found
-        return found
-
-    def overlapping(self, view: View) -> tuple[int, ...]:
-        """Indices of the allocations whose bytes overlap the view's span (sorted)."""
-        lo, hi = view.span
-        return tuple(sorted(index for _, index, _ in self._candidates(view.memory, lo, hi)[0]))
+        spaces = {id(space): k for k, space in enumerate(MemorySpace)}
+        self._space_of = spaces
+        columns = [(spaces[id(a.memory)], a.offset_bytes, a.offset_bytes + a.size_bytes,
+                    -_FOREVER if a.first_use is None else a.first_use,
+                    _FOREVER if a.last_use is None else a.last_use) for a in allocations]
+        table = np.array(columns, dtype=np.int64).reshape(-1, 5)
+        self._space, self._lo, self._hi, self._first, self._last = table.T
+        self._sized = table[:, 2] > table[:, 1]
 
     def touched(self, command: Command) -> tuple[int, ...]:
         """Allocations the command's views overlap whose lifetime (command ids) covers it."""
-        views = _block_pieces((command.src, command.dst) if type(command) is DmaCommand else command_views(command))
-        cid = command.id
-        by_space = self._by_space
-        hits: list[int] = []
-        for view in views:
-            lo, hi = view.span
-            space = by_space.get(id(view.memory))
-            found = None if space is None else space[2].get((lo, hi))
-            if found is None:
-                found = self._candidates(view.memory, lo, hi)
-            entries, firsts, running = found
-            if firsts is None:
-                for first, index, last in entries:
-                    if first <= cid <= last and index not in hits:
-                        hits.append(index)
-                continue
-            k = bisect.bisect_right(firsts, cid) - 1  # entries[:k + 1] started at or before cid
-            while k >= 0 and running[k] >= cid:  # and one of them at least lives on at cid
-                _, index, last = entries[k]
-                if last >= cid and index not in hits:
-                    hits.append(index)
-                k -= 1
-        if len(hits) > 1:
-            hits.sort()
-        return tuple(hits)
+        return self.touched_all([command])[command.id]
+
+    def touched_all(self, commands: Iterable[Command]) -> dict[int, tuple[int, ...]]:
+        """:meth:`touched` of each command, by id (sorted indices)."""
+        commands = list(commands)
+        ids = [command.id for command in commands]
+        views, owners = _command_views(commands, pieces=False)
+        if any(view.blocks is not None for view in views):
+            views, owners = _command_views(commands, pieces=True)
+        spaces = self._space_of
+        codes = [spaces.get(id(view.memory)) for view in views]
+        rows = [(owner, spaces[id(MemorySpace(view.memory))] if code is None else code) + view.span
+                for owner, code, view in zip(owners, codes, views)]
+        table = np.array(rows, dtype=np.int64).reshape(-1, 4)
+        command_ids = np.array(ids, dtype=np.int64)
+        pairs = [self._pairs(table, command_ids, space) for space in range(len(spaces))]
+        count = max(len(self.allocations), 1)
+        keys = np.unique(np.concatenate([np.zeros(0, dtype=np.int64)] + pairs))
+        owners, hits = keys // count, (keys % count).tolist()
+        ends = np.searchsorted(owners, np.arange(len(ids) + 1)).tolist()
+        return {cid: tuple(hits[ends[k]:ends[k + 1]]) for k, cid in enumerate(ids)}
+
+    def _pairs(self, views: np.ndarray, command_ids: np.ndarray, space: int) -> np.ndarray:
+        """``command index * allocations + allocation`` of the pairs touching in one memory."""
+        in_space = views[views[:, 1] == space]
+        allocation = np.flatnonzero((self._space == space) & self._sized)
+        whole = (self._first[allocation] == -_FOREVER) & (self._last[allocation] == _FOREVER)
+        found = []
+        lasting = allocation[whole]   # by address alone
+        query, item = _overlaps(self._lo[lasting], self._hi[lasting], in_space[:, 2], in_space[:, 3])
+        found.append((query, lasting[item]))
+        brief = allocation[~whole]   # alive at the command, then overlapping it
+        cid = command_ids[in_space[:, 0]]
+        query, item = _overlaps(self._first[brief], self._last[brief] + 1, cid, cid + 1)
+        item = brief[item]
+        near = (self._lo[item] < in_space[query, 3]) & (self._hi[item] > in_space[query, 2])
+        found.append((query[near], item[near]))
+        query = np.concatenate([q for q, _ in found])
+        item = np.concatenate([i for _, i in found])
+        # an empty view at an allocation's bound lies in no segment: it touches nothing
+        bounds = np.concatenate([self._lo[allocation], self._hi[allocation]])
+        empty = (in_space[query, 2] == in_space[query, 3]) & np.isin(in_space[query, 2], bounds)
+        return in_space[query[~empty], 0] * max(len(self.allocations), 1) + item[~empty]
