@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -405,18 +406,37 @@ def _overlaps(item_lo: np.ndarray, item_hi: np.ndarray, query_lo: np.ndarray, qu
 
 
 def _command_views(commands: list[Command], pieces: bool) -> tuple[list[View], list[int]]:
-    """The views of the commands and the index of each one's command (``pieces``: a view of a
-    block tensor replaced by its blocks, :func:`_block_pieces`)."""
+    """The views of the commands and how many each command has (``pieces``: a view of a block
+    tensor replaced by its blocks, :func:`_block_pieces`)."""
     views: list[View] = []
-    owners: list[int] = []
-    for k, command in enumerate(commands):
+    counts: list[int] = []
+    for command in commands:
         found: Sequence[View] = (command.src, command.dst) if type(command) is DmaCommand \
             else command_views(command)
         if pieces:
             found = _block_pieces(found)
         views += found
-        owners += [k] * len(found)
-    return views, owners
+        counts.append(len(found))
+    return views, counts
+
+
+def _view_table(views: list[View], counts: list[int]) -> np.ndarray:
+    """Per view: its command's index, its memory's index in :class:`MemorySpace`, its span."""
+    table = np.empty((len(views), 4), dtype=np.int64)
+    table[:, 0] = np.repeat(np.arange(len(counts)), counts)
+    memories = list(map(_MEMORY, views))
+    where = np.fromiter(map(id, memories), dtype=np.int64, count=len(views))
+    table[:, 1] = -1
+    for k, space in enumerate(MemorySpace):
+        table[where == id(space), 1] = k
+    for i in np.flatnonzero(table[:, 1] < 0).tolist():   # a plain string naming the memory
+        table[i, 1] = list(MemorySpace).index(MemorySpace(memories[i]))
+    table[:, 2:] = np.fromiter(chain.from_iterable(map(_SPAN, views)), dtype=np.int64,
+                               count=2 * len(views)).reshape(-1, 2)
+    return table
+
+
+_MEMORY, _SPAN = attrgetter("memory"), attrgetter("span")
 
 
 #: Stands for a missing ``first_use``/``last_use`` (the whole program) among command ids.
@@ -437,7 +457,6 @@ class AllocationIndex:
     def __init__(self, allocations: list[Allocation]):
         self.allocations = allocations
         spaces = {id(space): k for k, space in enumerate(MemorySpace)}
-        self._space_of = spaces
         columns = [(spaces[id(a.memory)], a.offset_bytes, a.offset_bytes + a.size_bytes,
                     -_FOREVER if a.first_use is None else a.first_use,
                     _FOREVER if a.last_use is None else a.last_use) for a in allocations]
@@ -453,16 +472,12 @@ class AllocationIndex:
         """:meth:`touched` of each command, by id (sorted indices)."""
         commands = list(commands)
         ids = [command.id for command in commands]
-        views, owners = _command_views(commands, pieces=False)
+        views, counts = _command_views(commands, pieces=False)
         if any(view.blocks is not None for view in views):
-            views, owners = _command_views(commands, pieces=True)
-        spaces = self._space_of
-        codes = [spaces.get(id(view.memory)) for view in views]
-        rows = [(owner, spaces[id(MemorySpace(view.memory))] if code is None else code) + view.span
-                for owner, code, view in zip(owners, codes, views)]
-        table = np.array(rows, dtype=np.int64).reshape(-1, 4)
+            views, counts = _command_views(commands, pieces=True)
+        table = _view_table(views, counts)
         command_ids = np.array(ids, dtype=np.int64)
-        pairs = [self._pairs(table, command_ids, space) for space in range(len(spaces))]
+        pairs = [self._pairs(table, command_ids, space) for space in range(len(MemorySpace))]
         count = max(len(self.allocations), 1)
         keys = np.unique(np.concatenate([np.zeros(0, dtype=np.int64)] + pairs))
         owners, hits = keys // count, (keys % count).tolist()
