@@ -187,6 +187,12 @@ class TcmConfig(_Strict):
         "latencies included) (Vela 5.2, "
         "regor scheduler.cpp ProposeSlicedWeightBuffering for weights read once; on the U85 it buffers an "
         "LSTM's gate weights and none of an autoencoder's 16-80 KB dense layers)")
+    weight_buffer_visible_cycles: int = Field(
+        default=0, ge=0, le=1 << 24, description="with matrix_vector_weights_buffered_when_hidden, cycles: a "
+        "buffer is also kept only where its transfer, less the estimated cycles of the NPU operation before it "
+        "in its block (none at the block's start or after one on the CPU) that hide it, leaves fewer than this "
+        "many cycles (or a twentieth of it) in sight (regor scheduler.cpp ProposeSlicedWeightBuffering: "
+        "fullBufferingHidden, STARTUP_DELAY_CYCLES = 1000); 0: not asked")
 
     @model_validator(mode="after")
     def _check(self) -> TcmConfig:

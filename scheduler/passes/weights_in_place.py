@@ -22,7 +22,10 @@ a buffer makes it no slower (:func:`_buffer_pays`): Vela buffers the weights of 
 only where their transfer and the read from SRAM fit within the operation's own cycles: an LSTM's
 gate weights (1.5 KB for 1,400 cycles, the DRAM latency of its state's read among them), not an
 autoencoder's dense layers (16-80 KB, each bound by its weights' DRAM reads) nor an unrolled GRU's
-recurrent product (13 KB for 4,700 cycles).
+recurrent product (13 KB for 4,700 cycles). And, with ``tcm.weight_buffer_visible_cycles`` (the U85),
+only where the NPU operation before it hides most of the transfer (:func:`_transfer_hidden`): a Keras
+GRU's WHILE body on the U85, Vela reads its recurrent product's weights in place (2,688 B, its first
+product, after a scalar counter update) and buffers its input product's (1,440 B, after the first).
 
 With ``tcm.parameters_in_command_stream`` (the Ethos-U presets) every NPU operation reads its
 parameters (SHAPE tensors, single values: :func:`npu_sim.program.is_command_parameter`) where they
@@ -53,12 +56,17 @@ def mark_weights_in_place(lowered: LoweredGraph, hw: HwConfig) -> int:
     marked = 0
     for block in lowered.main.walk_blocks():
         producers = copy_producers(block)
+        slack = 0.0   # estimated cycles of the last compute operation so far, if on an NPU unit
         for op in block.ops:
+            hiding, slack = slack, (slack if op.kind is not OpKind.COMPUTE else
+                                    _op_cycles(hw, op, lowered, producers) if op.unit != CPU.name else 0.0)
             if not _matrix_vector_product(op, lowered) and not (hw.tcm.read_once_weights_in_place
                                                                 and _weights_read_once(hw, op, lowered)):
                 continue
+            stream = _stream_bytes(op, lowered)
             if hw.tcm.matrix_vector_weights_buffered_when_hidden and \
-                    _buffer_pays(hw, _stream_bytes(op, lowered), _op_cycles(hw, op, lowered, producers)):
+                    _buffer_pays(hw, stream, _op_cycles(hw, op, lowered, producers)) and \
+                    _transfer_hidden(hw, stream, hiding):
                 continue
             op.weights_in_place = True
             marked += 1
@@ -79,10 +87,28 @@ def _buffer_pays(hw: HwConfig, stream_bytes: int, op_cycles: float) -> bool:
     buffer where the whole transfer and the read from SRAM take longer than the operation
     unbuffered): the transfer (its bytes at one read stream's rate, ``dma.max_outstanding_bursts``
     in flight, and the DDR's latency) and the read from the TCM fit within the operation's cycles."""
-    latency = hw.ddr.read_latency_cycles
-    transfer = stream_bytes / read_cap_bytes_per_cycle(hw, latency) + latency
     from_tcm = stream_bytes / hw.tcm.bandwidth_bytes_per_cycle + hw.tcm.read_latency_cycles
-    return transfer + from_tcm <= op_cycles
+    return _weight_transfer_cycles(hw, stream_bytes) + from_tcm <= op_cycles
+
+
+def _weight_transfer_cycles(hw: HwConfig, stream_bytes: int) -> float:
+    """Cycles a weight stream's transfer into the TCM takes: its bytes at one read stream's rate
+    (``dma.max_outstanding_bursts`` in flight), and the DDR's latency."""
+    latency = hw.ddr.read_latency_cycles
+    return stream_bytes / read_cap_bytes_per_cycle(hw, latency) + latency
+
+
+def _transfer_hidden(hw: HwConfig, stream_bytes: int, hiding_cycles: float) -> bool:
+    """Whether a weight buffer's transfer, less ``hiding_cycles`` (the NPU operation's before it),
+    leaves less than ``tcm.weight_buffer_visible_cycles`` (or a twentieth of it) in sight (Vela 5.2,
+    regor ProposeSlicedWeightBuffering's fullBufferingHidden: a product with no NPU operation before
+    it buffers its weights only where their transfer is that short)."""
+    most = hw.tcm.weight_buffer_visible_cycles
+    if most <= 0:
+        return True
+    transfer = _weight_transfer_cycles(hw, stream_bytes)
+    visible = max(transfer - hiding_cycles, 0.0)
+    return visible < most or visible < transfer / 20
 
 
 def _op_cycles(hw: HwConfig, op: NpuOp, lowered: LoweredGraph, producers: dict[str, NpuOp]) -> float:

@@ -15,6 +15,7 @@ from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op
+from scheduler.passes.weights_in_place import _stream_bytes
 from scheduler.schedule import lower_graph
 from tests.scheduler.graphs import check_end_to_end, conv_block
 
@@ -200,3 +201,20 @@ def test_a_loop_body_streams_its_constants_at_every_iteration_where_the_preset_s
         pool = sum(a.size_bytes for a in program.allocations
                    if a.memory is MemorySpace.TCM and a.kind == "constant" and a.size_bytes > 64)
         assert pool >= pooled_bytes if pooled_bytes else pool == 0, (preset, pool)
+
+
+def test_on_the_u85_a_weight_buffer_needs_the_operation_before_to_hide_its_transfer():
+    """An unrolled LSTM on the U85 (tcm.weight_buffer_visible_cycles: 1000): each step's input
+    product (4,740 B of weights and parameters) follows a lookup on the LUT, a few dozen cycles,
+    and reads its weights in place; each recurrent product (1,668 B) follows a vector rescale, and
+    its transfer (1,012 cycles) is short enough to buffer: as Vela's debug database has them
+    (6,112 B unbuffered, 1,696 B double-buffered). Without the rule every product but the last
+    kept its buffer."""
+    graph = load_graph(Path(__file__).parents[3] / "examples" / "lstm_unrolled8_int8.tosa")
+    hw = load_hw_config("ethos-u85-256")
+    assert hw.tcm.weight_buffer_visible_cycles == 1000
+    lowered = lower_graph(graph, hw)
+    assert [(_stream_bytes(op, lowered), op.weights_in_place) for op in _products(lowered)] == \
+        [(4740, True), (1668, False), (1668, False), (4740, True)] + [(1668, False), (4740, True)] * 6 + [(152, True)]
+    off = hw.model_copy(update={"tcm": hw.tcm.model_copy(update={"weight_buffer_visible_cycles": 0})})
+    assert [op.weights_in_place for op in _products(lower_graph(graph, off))] == [False] * 16 + [True]
