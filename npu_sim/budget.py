@@ -118,16 +118,19 @@ def check_npu_capacity(graph: Graph, hw: HwConfig) -> None:
     empty = empty_tensor(graph)
     if empty is not None:
         raise ScheduleError(empty)
+    sizes: dict[TensorType, int] = {}   # (an unrolled network repeats a few types thousands of times)
     for block in graph.blocks():
+        signature = set(block.inputs).union(block.outputs) if block is graph.main else set()
         for tensor in block.tensors.values():
-            size = exact_size_bytes(tensor.type)
             if tensor.variable:
                 continue   # the variable SRAM: placed (and refused, naming every variable) first thing
-            if _ddr_home(block, tensor, graph):
-                _check_fits(tensor, size, hw.ddr.size_bytes, f"the DDR of {name}")
+            size = sizes.get(tensor.type)
+            if size is None:
+                size = sizes[tensor.type] = exact_size_bytes(tensor.type)
+            # an intermediate is tiled through the TCM, spilled to the DDR at worst: it must fit there too
+            _check_fits(tensor, size, hw.ddr.size_bytes, f"the DDR of {name}")
+            if tensor.data is not None or tensor.name in signature:   # its home is the DDR
                 ddr_total += size
-            else:   # an intermediate: tiled through the TCM, spilled to DDR at worst
-                _check_fits(tensor, size, hw.ddr.size_bytes, f"the DDR of {name}")
     if ddr_total > hw.ddr.size_bytes:
         raise ScheduleError(f"the graph's inputs, outputs and constants need {format_bytes(ddr_total)}; "
                             f"the DDR of {name} holds {format_bytes(hw.ddr.size_bytes)}")
@@ -141,11 +144,6 @@ def empty_tensor(graph: Graph) -> str | None:
                 return (f"tensor {tensor.name!r} of block {block.name!r} has shape {list(tensor.type.shape)}: "
                         "npu-sim does not schedule empty tensors (npu-sim exec runs the graph)")
     return None
-
-
-def _ddr_home(block: Block, tensor: Tensor, graph: Graph) -> bool:
-    main = block is graph.main
-    return tensor.data is not None or (main and (tensor.name in block.inputs or tensor.name in block.outputs))
 
 
 def _check_fits(tensor: Tensor, size: int, limit: int, where: str) -> None:
