@@ -117,8 +117,11 @@ class OperationSpan:
         whose commands are issued lazily (the constant pool's loads) are not its work."""
         if self.moved_from is not None:
             return self.moved_from.cycles
-        return sum(end - start for start, end in merged(
-            [i for intervals in self.busy_intervals.values() for i in intervals]))
+        if len(self.busy_intervals) == 1:   # (one unit's intervals are merged already)
+            intervals = next(iter(self.busy_intervals.values()))
+        else:
+            intervals = merged([i for intervals in self.busy_intervals.values() for i in intervals])
+        return sum(end - start for start, end in intervals)
 
     @property
     def bound_cycles(self) -> dict[str, int]:
@@ -297,8 +300,9 @@ def _invocation_spans(by_invocation: dict[int, list[CommandRecord]], by_command:
             continue
         records = by_invocation[invocation]
         base = min(r.start_cycle for r in records)
-        key = _timing_key(records, base)
-        known = seen.get(key)
+        # (an invocation can repeat only another one: a run of one has none to key)
+        key = _timing_key(records, base) if len(by_invocation) > 1 else None
+        known = seen.get(key) if key is not None else None
         if known is not None:
             ran = [span.shifted(invocation, base - known[0]) for span in known[1]]
         else:
@@ -306,7 +310,8 @@ def _invocation_spans(by_invocation: dict[int, list[CommandRecord]], by_command:
             for record in records:
                 _add(groups, _operation(record, by_command), record)
             ran = [_span(name, invocation, group, infos.get(name), setup_cycles) for name, group in groups.items()]
-            seen[key] = (base, ran)
+            if key is not None:
+                seen[key] = (base, ran)
         if invocation in sources:
             spans_of[invocation] = ran
         spans += ran

@@ -157,10 +157,18 @@ def _quoted(text: str) -> str:
     return json.dumps(text)
 
 
-def _slice(name: str, category: str, pid: int, tid: int, start_ns: int, end_ns: int, args: str) -> str:
-    """A complete event ("X") over ``[start_ns, end_ns)``; ``args``: its args object, as JSON."""
-    return (f'{{"name":{_quoted(name)},"cat":{_quoted(category)},"ph":"X","pid":{pid},"tid":{tid},'
-            f'"ts":{start_ns / 1000!r},"dur":{max(0, end_ns - start_ns) / 1000!r},"args":{args}}}')
+@lru_cache(maxsize=4096)
+def _head(category: str, pid: int, tid: int) -> str:
+    """The text of a complete event between its name and its start (one per track and category)."""
+    return f',"cat":{_quoted(category)},"ph":"X","pid":{pid},"tid":{tid},"ts":'
+
+
+def _slice(name: str, head: str, start_ns: int, end_ns: int, args: str) -> str:
+    """A complete event ("X") over ``[start_ns, end_ns)``; ``head``: :func:`_head` of its track;
+    ``args``: its args object, as JSON."""
+    duration = end_ns - start_ns
+    return (f'{{"name":{_quoted(name)}{head}{start_ns / 1000!r},"dur":{(duration if duration > 0 else 0) / 1000!r},'
+            f'"args":{args}}}')
 
 
 def _in_order(slices: list[tuple[int, int, str]]) -> list[str]:
@@ -173,12 +181,21 @@ def _unit_slices(trace: Trace, units: list[str], clock_hz: int) -> Iterator[list
     """A track per unit with its commands, a DMA until it leaves its engine."""
     tracks: dict[str, list[tuple[int, int, str]]] = {unit: [] for unit in units}
     tid_of = {unit: tid for tid, unit in enumerate(units, 1)}
+    scale, denominator = 2 * 10**9, 2 * clock_hz   # (_ns, inline: two calls a command)
     for r in trace.commands:
-        busy_end = r.end_cycle if r.busy_end_cycle is None else r.busy_end_cycle
-        start_ns, end_ns = _ns(r.start_cycle, clock_hz), _ns(busy_end, clock_hz)
-        text = _slice(r.name or r.op, r.kind, UNITS_PID, tid_of[r.unit], start_ns, end_ns,
-                      _command_args(r, busy_end))
-        tracks[r.unit].append((start_ns, end_ns - start_ns, text))
+        cid, name, kind, unit, op, invocation, start, end, size, macs, ddr_read, ddr_write, busy_end = r
+        if busy_end is None:
+            busy_end = end
+        start_ns, end_ns = (scale * start + clock_hz) // denominator, (scale * busy_end + clock_hz) // denominator
+        args = (f'{{"id":{cid},"op":{_quoted(op)},"kind":{_quoted(kind)},"invocation":{invocation},'
+                f'"start_cycle":{start},"end_cycle":{end},"cycles":{end - start},'
+                f'"busy_cycles":{busy_end - start},"bytes":{size}')
+        if macs:
+            args += f',"macs":{macs}'
+        if ddr_read or ddr_write:
+            args += f',"ddr_read_bytes":{ddr_read},"ddr_write_bytes":{ddr_write}'
+        text = _slice(name or op, _head(kind, UNITS_PID, tid_of[unit]), start_ns, end_ns, args + "}")
+        tracks[unit].append((start_ns, end_ns - start_ns, text))
     for unit in units:
         yield _in_order(tracks[unit])
 
@@ -191,21 +208,10 @@ def _tail_slices(tails: list[tuple[CommandRecord, int]], lanes: list[int], first
         start_ns, end_ns = _ns(busy_end, clock_hz), _ns(r.end_cycle, clock_hz)
         args = f'{{"id":{r.id},"unit":{_quoted(r.unit)},"latency_cycles":{r.end_cycle - busy_end}}}'
         tracks[lane].append((start_ns, end_ns - start_ns,
-                             _slice(r.name or r.op, "latency", UNITS_PID, first_tid + lane, start_ns, end_ns, args)))
+                             _slice(r.name or r.op, _head("latency", UNITS_PID, first_tid + lane), start_ns, end_ns,
+                                    args)))
     for track in tracks:
         yield _in_order(track)
-
-
-def _command_args(r: CommandRecord, busy_end: int) -> str:
-    """The args object of a command's event, as JSON text."""
-    text = (f'{{"id":{r.id},"op":{_quoted(r.op)},"kind":{_quoted(r.kind)},"invocation":{r.invocation},'
-            f'"start_cycle":{r.start_cycle},"end_cycle":{r.end_cycle},"cycles":{r.end_cycle - r.start_cycle},'
-            f'"busy_cycles":{busy_end - r.start_cycle},"bytes":{r.bytes}')
-    if r.macs:
-        text += f',"macs":{r.macs}'
-    if r.ddr_read_bytes or r.ddr_write_bytes:
-        text += f',"ddr_read_bytes":{r.ddr_read_bytes},"ddr_write_bytes":{r.ddr_write_bytes}'
-    return text + "}"
 
 
 def _operation_slices(trace: Trace, spans: list[OperationSpan], lanes: list[int],
@@ -215,15 +221,15 @@ def _operation_slices(trace: Trace, spans: list[OperationSpan], lanes: list[int]
     for inv in trace.invocations:
         start_ns, end_ns = _ns(inv.start_cycle, clock_hz), _ns(inv.end_cycle, clock_hz)
         invocations.append((start_ns, end_ns - start_ns,
-                            _slice(f"invocation {inv.index}", "invocation", OPERATIONS_PID, INVOCATIONS_TID,
+                            _slice(f"invocation {inv.index}", _head("invocation", OPERATIONS_PID, INVOCATIONS_TID),
                                    start_ns, end_ns, f'{{"cycles":{inv.cycles}}}')))
     yield _in_order(invocations)
     tracks: list[list[tuple[int, int, str]]] = [[] for _ in range(max(lanes, default=-1) + 1)]
     for span, lane in zip(spans, lanes):
         start_ns, end_ns = _ns(span.start_cycle, clock_hz), _ns(span.end_cycle, clock_hz)
         tracks[lane].append((start_ns, end_ns - start_ns,
-                             _slice(span.name, "operation", OPERATIONS_PID, INVOCATIONS_TID + 1 + lane, start_ns,
-                                    end_ns, _compact(_span_args(span)))))
+                             _slice(span.name, _head("operation", OPERATIONS_PID, INVOCATIONS_TID + 1 + lane),
+                                    start_ns, end_ns, _compact(_span_args(span)))))
     for track in tracks:
         yield _in_order(track)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import fields
+from operator import attrgetter
 
 from npu_sim.errors import ProgramError
 from npu_sim.hw.compute_units import MAC_ARRAY, VECTOR, ComputeUnit, unit
@@ -132,12 +133,13 @@ def _block_step(hw: HwConfig, command: ComputeCommand) -> KernelStep | None:
 def tile_position(step: KernelStep) -> tuple[bool, bool]:
     """Whether ``step`` computes its operation's first tile (its region starts at the origin) and
     its last (the region ends where the output does); a step without a region is both."""
-    if step.out_region is None or not step.output_types:
+    region = step.out_region
+    if region is None or not step.output_types:
         return True, True
     shape = step.output_types[0].shape
-    first = all(start == 0 for start, _ in step.out_region)
-    last = all(stop == dim for (_, stop), dim in zip(step.out_region, shape))
-    return first, last
+    starts, stops = zip(*region) if region else ((), ())
+    n = min(len(stops), len(shape))   # (compared as far as both go)
+    return not any(starts), stops[:n] == tuple(shape[:n])
 
 
 def variable_sram_read_cycles(command: ComputeCommand, hw: HwConfig) -> int:
@@ -187,7 +189,7 @@ class ComputeCycles:
     def __call__(self, command: ComputeCommand) -> int:
         if command.composite:
             return compute_command_cycles(self.hw, command)
-        key = (tuple([getattr(command, name) for name in _SHAPE_FIELDS]),
+        key = (_shape_fields(command),
                tuple([_step_key(step) for step in command.steps]),
                tuple([tile_position(step) for step in command.steps]),
                tuple([_view_key(v) for v in command.outputs]))
@@ -200,6 +202,7 @@ class ComputeCycles:
 #: The fields of a compute command besides its identity, steps and outputs (unit, composite, ...).
 _SHAPE_FIELDS = tuple(f.name for f in fields(ComputeCommand)
                       if f.name not in ("id", "name", "deps", "steps", "outputs"))
+_shape_fields = attrgetter(*_SHAPE_FIELDS)
 
 
 def _step_key(step: KernelStep) -> tuple:
