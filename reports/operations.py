@@ -19,7 +19,7 @@ from npu_sim.errors import ProgramError
 from npu_sim.hw.compute_units import unit
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.trace import CommandRecord
-from npu_sim.program import OperationStats, Program
+from npu_sim.program import OperationStats, PlanStats, Program
 
 #: What an operation's cycles go to (see :attr:`OperationSpan.bound_cycles`).
 BOUNDS = ("compute", "memory", "setup_latency")
@@ -210,7 +210,8 @@ class OperationSpan:
 
 
 def command_operations(program: Program | None) -> tuple[dict[int, str], dict[str, OperationStats]]:
-    """``(command id -> operation key, operation key -> its record)`` from ``program.stats``.
+    """``(command id -> operation key, operation key -> its record)`` from ``program.stats``
+    (read only: the last plan's are kept).
 
     The key of an operation is its name, suffixed ``#index`` if two operations share a
     name. A command the scheduler did not map is its own operation (see
@@ -219,6 +220,9 @@ def command_operations(program: Program | None) -> tuple[dict[int, str], dict[st
     if program is None or program.stats is None:
         return {}, {}
     stats = program.stats
+    known = _operations_of.get(id(stats))
+    if known is not None and known[0] is stats:   # (the summary's and the trace's, of one plan)
+        return known[1]
     counts = Counter(op.name for op in stats.operations)
     keys = [op.name if counts[op.name] == 1 else f"{op.name}#{i}" for i, op in enumerate(stats.operations)]
     by_command: dict[int, str] = {}
@@ -230,7 +234,13 @@ def command_operations(program: Program | None) -> tuple[dict[int, str], dict[st
     for cid, index in stats.command_operation.items():
         if 0 <= index < len(keys):
             by_command.setdefault(cid, keys[index])
+    _operations_of.clear()
+    _operations_of[id(stats)] = (stats, (by_command, infos))
     return by_command, infos
+
+
+#: The last plan's :func:`command_operations` (read only), by the id of its stats (frozen).
+_operations_of: dict[int, tuple[PlanStats, tuple[dict[int, str], dict[str, OperationStats]]]] = {}
 
 
 def fallback_operation_name(record: CommandRecord) -> str:
@@ -260,9 +270,9 @@ def operation_spans(commands: Iterable[CommandRecord], program: Program | None =
     by_invocation: dict[int, list[CommandRecord]] = {}
     for record in commands:
         if record.id in preamble and record.start_cycle < preamble_end_cycle:
-            _add(preamble_groups, (PREAMBLE, _operation(record, by_command)), record)
+            preamble_groups.setdefault((PREAMBLE, _operation(record, by_command)), []).append(record)
         elif record.invocation not in repeats:
-            _add(by_invocation, record.invocation, record)
+            by_invocation.setdefault(record.invocation, []).append(record)
     spans = [_span(name, invocation, records, infos.get(name), setup_cycles)
              for (invocation, name), records in preamble_groups.items()]
     spans += _invocation_spans(by_invocation, by_command, infos, setup_cycles, repeats)
@@ -272,14 +282,6 @@ def operation_spans(commands: Iterable[CommandRecord], program: Program | None =
 
 def _operation(record: CommandRecord, by_command: dict[int, str]) -> str:
     return by_command.get(record.id) or fallback_operation_name(record)
-
-
-def _add(groups: dict[Any, list[CommandRecord]], key: Any, record: CommandRecord) -> None:
-    group = groups.get(key)
-    if group is None:
-        groups[key] = [record]
-    else:
-        group.append(record)
 
 
 def _invocation_spans(by_invocation: dict[int, list[CommandRecord]], by_command: dict[int, str],
@@ -308,7 +310,7 @@ def _invocation_spans(by_invocation: dict[int, list[CommandRecord]], by_command:
         else:
             groups: dict[str, list[CommandRecord]] = {}
             for record in records:
-                _add(groups, _operation(record, by_command), record)
+                groups.setdefault(by_command.get(record.id) or fallback_operation_name(record), []).append(record)
             ran = [_span(name, invocation, group, infos.get(name), setup_cycles) for name, group in groups.items()]
             if key is not None:
                 seen[key] = (base, ran)
@@ -360,32 +362,35 @@ def _span(name: str, invocation: int, records: list[CommandRecord],
     compute_ops: list[str] = []
     compute_units: list[str] = []
     for r in records:
-        if r.start_cycle < start:
-            start = r.start_cycle
-        if r.end_cycle > end:
-            end = r.end_cycle
-        macs += r.macs
-        ddr_read += r.ddr_read_bytes
-        ddr_write += r.ddr_write_bytes
-        busy_end = r.end_cycle if r.busy_end_cycle is None else r.busy_end_cycle
-        busy_cycles = busy_end - r.start_cycle
-        unit = r.unit
+        _, _, kind, unit, op, _, first, last, _, r_macs, r_read, r_write, r_busy_end = r
+        if first < start:
+            start = first
+        if last > end:
+            end = last
+        macs += r_macs
+        ddr_read += r_read
+        ddr_write += r_write
+        busy_end = last if r_busy_end is None else r_busy_end
+        busy_cycles = busy_end - first
         busy[unit] = busy.get(unit, 0) + busy_cycles
-        intervals.setdefault(unit, []).append((r.start_cycle, busy_end))
-        kind = r.kind
+        unit_intervals = intervals.get(unit)
+        if unit_intervals is None:
+            intervals[unit] = [(first, busy_end)]
+        else:
+            unit_intervals.append((first, busy_end))
         command_setup = setup_cycles(r) if setup_cycles is not None else 0
         setup += command_setup
         if kind == "compute":
             compute_cycles += busy_cycles
             compute_commands += 1
             compute_setup += command_setup
-            compute_ops.append(r.op)
+            compute_ops.append(op)
             compute_units.append(unit)
         elif kind == "dma":
             dma_cycles += busy_cycles
             dma_commands += 1
-            if r.busy_end_cycle is not None:
-                latency += r.end_cycle - r.busy_end_cycle
+            if r_busy_end is not None:
+                latency += last - r_busy_end
     op, unit = _label(info, records, compute_ops, compute_units, busy)
     return OperationSpan(name, op, unit, invocation, start, end, macs, ddr_read, ddr_write,
                          compute_cycles, dma_cycles, compute_commands, dma_commands, busy, info,

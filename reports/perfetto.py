@@ -29,8 +29,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from npu_sim.hw.trace import CommandRecord, Trace
 from npu_sim.program import MemorySpace, Program
@@ -172,9 +175,13 @@ def _slice(name: str, head: str, start_ns: int, end_ns: int, args: str) -> str:
 
 
 def _in_order(slices: list[tuple[int, int, str]]) -> list[str]:
-    """The events of one track by start, the longer first at one start (then as made)."""
-    slices.sort(key=lambda s: (s[0], -s[1]))
+    """The events of one track, each ``(start, -duration, text)``, by start, the longer first at
+    one start (then as made)."""
+    slices.sort(key=_START_LONGER_FIRST)
     return [text for _, _, text in slices]
+
+
+_START_LONGER_FIRST = itemgetter(0, 1)
 
 
 def _unit_slices(trace: Trace, units: list[str], clock_hz: int) -> Iterator[list[str]]:
@@ -195,7 +202,7 @@ def _unit_slices(trace: Trace, units: list[str], clock_hz: int) -> Iterator[list
         if ddr_read or ddr_write:
             args += f',"ddr_read_bytes":{ddr_read},"ddr_write_bytes":{ddr_write}'
         text = _slice(name or op, _head(kind, UNITS_PID, tid_of[unit]), start_ns, end_ns, args + "}")
-        tracks[unit].append((start_ns, end_ns - start_ns, text))
+        tracks[unit].append((start_ns, start_ns - end_ns, text))
     for unit in units:
         yield _in_order(tracks[unit])
 
@@ -207,7 +214,7 @@ def _tail_slices(tails: list[tuple[CommandRecord, int]], lanes: list[int], first
     for (r, busy_end), lane in zip(tails, lanes):
         start_ns, end_ns = _ns(busy_end, clock_hz), _ns(r.end_cycle, clock_hz)
         args = f'{{"id":{r.id},"unit":{_quoted(r.unit)},"latency_cycles":{r.end_cycle - busy_end}}}'
-        tracks[lane].append((start_ns, end_ns - start_ns,
+        tracks[lane].append((start_ns, start_ns - end_ns,
                              _slice(r.name or r.op, _head("latency", UNITS_PID, first_tid + lane), start_ns, end_ns,
                                     args)))
     for track in tracks:
@@ -220,14 +227,14 @@ def _operation_slices(trace: Trace, spans: list[OperationSpan], lanes: list[int]
     invocations = []
     for inv in trace.invocations:
         start_ns, end_ns = _ns(inv.start_cycle, clock_hz), _ns(inv.end_cycle, clock_hz)
-        invocations.append((start_ns, end_ns - start_ns,
+        invocations.append((start_ns, start_ns - end_ns,
                             _slice(f"invocation {inv.index}", _head("invocation", OPERATIONS_PID, INVOCATIONS_TID),
                                    start_ns, end_ns, f'{{"cycles":{inv.cycles}}}')))
     yield _in_order(invocations)
     tracks: list[list[tuple[int, int, str]]] = [[] for _ in range(max(lanes, default=-1) + 1)]
     for span, lane in zip(spans, lanes):
         start_ns, end_ns = _ns(span.start_cycle, clock_hz), _ns(span.end_cycle, clock_hz)
-        tracks[lane].append((start_ns, end_ns - start_ns,
+        tracks[lane].append((start_ns, start_ns - end_ns,
                              _slice(span.name, _head("operation", OPERATIONS_PID, INVOCATIONS_TID + 1 + lane),
                                     start_ns, end_ns, _compact(_span_args(span)))))
     for track in tracks:
@@ -253,28 +260,31 @@ def _counters(trace: Trace, clock_hz: int) -> list[str]:
 
 def ddr_bandwidth_bins(trace: Trace, bins: int = BANDWIDTH_BINS) -> tuple[list[int], list[float]]:
     """``(window start cycles, DDR bytes/cycle in each window)``: each DMA's DDR payload
-    spread evenly over the cycles it occupied its engine (its bursts cross the bus then)."""
-    records = [r for r in trace.commands if r.ddr_read_bytes or r.ddr_write_bytes]
-    if not records:
+    spread evenly over the cycles it occupied its engine (its bursts cross the bus then), in
+    arrays."""
+    uses = [(r.start_cycle, r.end_cycle if r.busy_end_cycle is None else r.busy_end_cycle,
+             r.ddr_read_bytes + r.ddr_write_bytes) for r in trace.commands if r.ddr_read_bytes or r.ddr_write_bytes]
+    if not uses:
         return [], []
     lo = min(r.start_cycle for r in trace.commands)
     hi = max(r.end_cycle for r in trace.commands)
     width = max(1, -(-(hi - lo) // bins))
     count = -(-(hi - lo) // width) or 1
-    totals = [0.0] * count
-    for r in records:
-        payload = r.ddr_read_bytes + r.ddr_write_bytes
-        end = r.end_cycle if r.busy_end_cycle is None else r.busy_end_cycle
-        if end == r.start_cycle:
-            totals[min(count - 1, (r.start_cycle - lo) // width)] += payload
-            continue
-        rate = payload / (end - r.start_cycle)
-        first = (r.start_cycle - lo) // width
-        last = min(count - 1, (end - 1 - lo) // width)
-        for b in range(first, last + 1):
-            a0 = max(r.start_cycle, lo + b * width)
-            a1 = min(end, lo + (b + 1) * width)
-            totals[b] += rate * max(0, a1 - a0)
+    start, end, payload = np.array(uses, dtype=np.int64).T
+    first = (start - lo) // width
+    instant = end == start   # (all its payload in the window of its start)
+    first = np.where(instant, np.minimum(count - 1, first), first)
+    last = np.where(instant, first, np.minimum(count - 1, (end - 1 - lo) // width))
+    # every window each use overlaps, use by use in order (np.add.at adds in that order: the sums
+    # are the ones a loop over the uses makes)
+    windows = last - first + 1
+    owner = np.repeat(np.arange(len(uses)), windows)
+    window = np.arange(len(owner)) + np.repeat(first - np.cumsum(windows) + windows, windows)
+    overlap = np.minimum(end[owner], lo + (window + 1) * width) - np.maximum(start[owner], lo + window * width)
+    rate = payload / np.where(instant, 1, end - start)
+    added = np.where(instant[owner], payload[owner], rate[owner] * np.maximum(0, overlap))
+    totals = np.zeros(count)
+    np.add.at(totals, window, added)
     starts = [lo + b * width for b in range(count)]
-    rates = [t / (min(hi, s + width) - s) for t, s in zip(totals, starts)]
+    rates = [t / (min(hi, s + width) - s) for t, s in zip(totals.tolist(), starts)]
     return starts + [hi], rates + [0.0]

@@ -24,8 +24,9 @@ reference executor). Nothing wrong is ever written silently.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
@@ -37,9 +38,10 @@ from npu_sim.hw.memory import Memory, ViewAccess
 from npu_sim.hw.queues import Machine, QueuedCommand, Unit
 from npu_sim.hw.result_memo import ResultMemo
 from npu_sim.hw.table_folding import PlanEntry, fold_plan
-from npu_sim.program import ComputeCommand, KernelStep, MemorySpace, View, command_reads_in_place
+from npu_sim.program import ComputeCommand, KernelStep, MemorySpace, Region, View, command_reads_in_place
 from npu_sim.reference.custom import custom_implementation
 from npu_sim.reference.kernel_api import BoundKernel, KernelArgs, bind_kernel, run_kernel
+from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op
 
 
@@ -103,11 +105,22 @@ def compile_step(step: KernelStep, index: int, bind: Binder, where: str,
         raise ProgramError(f"{where}: step {index} has {len(step.operands)} operands but "
                            f"{len(step.input_types)} input types")
     offsets = None if step.input_offsets is None else [tuple(o) for o in step.input_offsets]
-    region = None if step.out_region is None else tuple([b - a for a, b in step.out_region])
-    output_types = list(step.output_types)
-    expected = tuple([(tuple(t.shape) if region is None else region, t.dtype.numpy_dtype)
-                      for t in output_types])
-    return CompiledStep(step, operands, input_types, output_types, offsets, step.name, expected)
+    try:
+        expected = _cached_expected(step.output_types, step.out_region)
+    except TypeError:   # (a step built with lists)
+        expected = _expected(step.output_types, step.out_region)
+    return CompiledStep(step, operands, input_types, list(step.output_types), offsets, step.name, expected)
+
+
+def _expected(output_types: Sequence[TensorType], region: Region | None
+              ) -> tuple[tuple[tuple[int, ...], np.dtype], ...]:
+    """(shape, storage dtype) of each output of a step (of its tile: ``region``), as its kernel
+    returns them (the tiles of an operation share their types and extents)."""
+    extents = None if region is None else tuple([b - a for a, b in region])
+    return tuple([(tuple(t.shape) if extents is None else extents, t.dtype.numpy_dtype) for t in output_types])
+
+
+_cached_expected = lru_cache(maxsize=4096)(_expected)
 
 
 def _unreadable(operand: View, i: int, index: int, readable: tuple[MemorySpace, ...], where: str) -> NoReturn:
