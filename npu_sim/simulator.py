@@ -180,12 +180,13 @@ def in_place_read_bytes(hw: HwConfig, cmd: ComputeCommand) -> tuple[int, int]:
     return size + cmd.ifm_refetch_bytes, -(-size // burst) * burst + cmd.ifm_refetch_burst_bytes
 
 
-def command_ddr_read_bytes(hw: HwConfig, cmd: ComputeCommand) -> tuple[int, int]:
-    """:func:`in_place_read_bytes` and what a convolution reads again: the channel parameters
-    (``mac_array.channel_parameter_bytes``) and, run one output position at a time beyond
-    ``mac_array.max_stride``, the weight stream per position (whole bursts). Their time is the
-    cost model's (in the command's cycles), their bytes count."""
-    size, burst_bytes = in_place_read_bytes(hw, cmd)
+def command_ddr_read_bytes(hw: HwConfig, cmd: ComputeCommand,
+                           in_place: tuple[int, int] | None = None) -> tuple[int, int]:
+    """:func:`in_place_read_bytes` (``in_place``, if known) and what a convolution reads again: the
+    channel parameters (``mac_array.channel_parameter_bytes``) and, run one output position at a
+    time beyond ``mac_array.max_stride``, the weight stream per position (whole bursts). Their
+    time is the cost model's (in the command's cycles), their bytes count."""
+    size, burst_bytes = in_place_read_bytes(hw, cmd) if in_place is None else in_place
     if cmd.unit != MAC_ARRAY.name or not (hw.mac_array.channel_parameter_bytes or hw.mac_array.max_stride):
         return size, burst_bytes
     parameters = sum(channel_parameter_bytes(hw, step) + decomposed_read_bytes(hw, step) for step in cmd.steps)
@@ -242,7 +243,7 @@ class _StaticFacts:
                               t.ddr_write_burst_bytes, touched)
         if isinstance(node, ComputeOp):
             cmd = node.command
-            weights = command_ddr_read_bytes(self.hw, cmd)
+            weights = command_ddr_read_bytes(self.hw, cmd, node.in_place_bytes)
             return StaticInfo("compute", cmd.unit, "+".join(s.op.name for s in cmd.steps),
                               command_tcm_bytes(cmd.steps, cmd.outputs), node.macs,
                               command_mac_pe_cycles(self.hw, cmd), weights[0], 0, weights[1], 0, touched)
@@ -355,7 +356,8 @@ class Simulator:
             cycles, macs = self._compute_cycles(cmd), command_macs(cmd)
             node = (TimedComputeOp if self.timing_only else ComputeOp)(
                 cmd, self.compute_units[cmd.unit], self, steps, outputs, cycles, macs, self._constant_tcm)
-            node.in_place_read = self._in_place_read(cmd)
+            node.in_place_bytes = in_place_read_bytes(self.hw, cmd)
+            node.in_place_read = self._in_place_read(cmd, node.in_place_bytes)
         elif isinstance(cmd, (CondCommand, LoopCommand)):
             with named(f"{where} condition"):
                 condition = self.memories[cmd.condition.memory].access(cmd.condition)
@@ -372,12 +374,12 @@ class Simulator:
         self.nodes[cmd.id] = node
         return node
 
-    def _in_place_read(self, cmd: ComputeCommand) -> InPlaceRead | None:
-        """What ``cmd`` reads from the DDR while it computes (:func:`in_place_read_bytes`: whole bursts,
-        its read latency)."""
+    def _in_place_read(self, cmd: ComputeCommand, in_place: tuple[int, int]) -> InPlaceRead | None:
+        """What ``cmd`` reads from the DDR while it computes (``in_place``: :func:`in_place_read_bytes`,
+        whole bursts; its read latency)."""
         if any(v.memory is not MemorySpace.DDR for v in cmd.in_place_weights()):
             raise ProgramError(f"{_where(cmd)}: weights read in place must be in the DDR")
-        size, burst_bytes = in_place_read_bytes(self.hw, cmd)
+        size, burst_bytes = in_place
         if not size:
             return None
         latency = self.hw.ddr.read_latency_cycles

@@ -185,7 +185,7 @@ class ComputeOp(QueuedCommand):
     """A compute command compiled for one machine (``steps``/``outputs`` from :func:`compile_compute`)."""
 
     __slots__ = ("command", "steps", "outputs", "cycles", "macs", "bound", "constant_tcm", "all_bound", "feeds",
-                 "fold", "plan", "memo", "copy_from", "in_place_read", "parts_left", "binds")
+                 "fold", "plan", "memo", "copy_from", "in_place_read", "in_place_bytes", "parts_left", "binds")
 
     def __init__(self, command: ComputeCommand, unit: Unit, machine: Machine,
                  steps: list[CompiledStep], outputs: list[ViewAccess], cycles: int, macs: int,
@@ -219,6 +219,8 @@ class ComputeOp(QueuedCommand):
         self.copy_from: ViewAccess | None = None
         #: what it reads from the DDR while it computes (None: it reads only the TCM)
         self.in_place_read: InPlaceRead | None = None
+        #: the bytes it reads where they live and their bursts' (``simulator.in_place_read_bytes``)
+        self.in_place_bytes = (0, 0)
         self.parts_left = 0
 
     def start(self) -> None:

@@ -53,12 +53,13 @@ def command_tcm_bytes(steps: Sequence[KernelStep], outputs: Sequence[View], dist
     """Bytes a compute command reads and writes in the TCM (each view once per reference, or
     once in all if ``distinct``: a composite reads an operand into the unit once, and its
     LUT holds its tables, which cross once per table load, timed by ``lut.table_load_*``)."""
-    views = [v for s in steps for i, v in enumerate(s.operands)
-             if isinstance(v, View) and v.memory is MemorySpace.TCM and not (distinct and _lut_table(s.op, i))]
+    tcm = MemorySpace.TCM
     if distinct:
-        views = list(dict.fromkeys(views))
-    read = sum(v.size_bytes for v in views)
-    return read + sum(v.size_bytes for v in outputs if v.memory is MemorySpace.TCM)
+        views = list(dict.fromkeys([v for s in steps for i, v in enumerate(s.operands)
+                                    if isinstance(v, View) and v.memory is tcm and not _lut_table(s.op, i)]))
+    else:
+        views = [v for s in steps for v in s.operands if isinstance(v, View) and v.memory is tcm]
+    return sum([v.size_bytes for v in views]) + sum([v.size_bytes for v in outputs if v.memory is tcm])
 
 
 def _lut_table(op: Op, operand: int) -> bool:
