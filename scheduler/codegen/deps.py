@@ -70,6 +70,8 @@ def _candidates(index: dict[int, dict[_Record, None]] | None, page_set: set[int]
 def _meeting(found: Iterable[_Record], byte_set: ByteSet) -> list[_Record]:
     """The records of ``found`` having a byte in ``byte_set``: bounding boxes first, then the
     runs (one run against many: a bisection; many against many: :func:`many_runs_overlap`)."""
+    if not found:
+        return []
     lo, hi, starts, ends = byte_set.lo, byte_set.hi, byte_set.starts, byte_set.ends
     single = len(starts) == 1
     lattice = None if single else byte_set.lattice()
@@ -136,14 +138,17 @@ class AccessTracker(Generic[SpaceT]):
                       ) -> list[tuple[SpaceT, ByteSet, set[int]]]:
         """Add to ``deps`` the writers of the bytes read; the reads' byte sets and pages."""
         read_sets = []
+        page_bytes, default_page_bytes, writes = self.page_bytes, self.default_page_bytes, self.writes
         for memory, r in reads:
-            rs = _as_set(r)
+            rs = r if type(r) is ByteSet else _as_set(r)
             if rs is None:
                 continue
-            page_set = rs.pages(self.page_bytes.get(memory, self.default_page_bytes))
+            page_set = rs.pages(page_bytes.get(memory, default_page_bytes))
             read_sets.append((memory, rs, page_set))
-            for rec in _meeting(_candidates(self.writes.get(memory), page_set), rs):
-                deps.update(rec.cmds)
+            index = writes.get(memory)
+            if index:
+                for rec in _meeting(_candidates(index, page_set), rs):
+                    deps.update(rec.cmds)
         return read_sets
 
     def _wait_to_write(self, writes: Sequence[tuple[SpaceT, ByteSet | Ranges]], deps: set[int]
@@ -152,7 +157,7 @@ class AccessTracker(Generic[SpaceT]):
         bytes out of their records; the writes' byte sets (one per memory) and pages."""
         written: dict[SpaceT, ByteSet] = {}
         for memory, w in writes:
-            ws = _as_set(w)
+            ws = w if type(w) is ByteSet else _as_set(w)
             if ws is not None:
                 written[memory] = set_union(written[memory], ws) if memory in written else ws
         write_sets = []
@@ -160,13 +165,15 @@ class AccessTracker(Generic[SpaceT]):
             page_size = self.page_bytes.get(memory, self.default_page_bytes)
             page_set = ws.pages(page_size)
             write_sets.append((memory, ws, page_set))
-            shared = self.shared_reads.get(memory, {})
             for index in (self.writes.get(memory), self.reads.get(memory)):
                 if not index:
                     continue
                 met = _meeting(_candidates(index, page_set), ws)
+                if not met:
+                    continue
                 for rec in met:
                     deps.update(rec.cmds)
+                shared = self.shared_reads.get(memory, {})
                 for rec in met:
                     _overwrite(index, rec, ws, page_size, None if rec.write else shared)
         return write_sets

@@ -188,6 +188,7 @@ class OperationEmission:
                                 for i in range(plan.output_buffers)] for k in plan.output_bytes}
         self.loaded: dict[tuple[int, int], tuple[Region, BufView]] = {}   # slot -> (window, view holding it)
         self.next_buffer = {slot: 0 for slot in self.slot_buffers}
+        self.direct: dict[tuple[int, int], bool] = {}   # slot -> read where it lives (see _reads_direct)
         self.cmds: list[ACommand] = []
 
     def tile(self, t: int, tiles: list[StepTile]) -> None:
@@ -246,11 +247,12 @@ class OperationEmission:
         """Operand ``j`` of step ``s``: in place in TCM, else the tile buffer holding its window
         (loaded now unless a buffer holds it already)."""
         placement = self.place(operand)
-        if placement.memory is TCM or region_size(window) == 0 or \
-                (placement.memory is VAR and self.op.composite is not None) or \
-                (placement.memory is DDR and self.op.reads_in_place(s, j)):   # a composite's state, a LUT's table
-            return placement.window(window)
         slot = (s, j)
+        direct = self.direct.get(slot)
+        if direct is None:
+            direct = self.direct[slot] = self._reads_direct(s, j, placement.memory)
+        if direct or region_size(window) == 0:
+            return placement.window(window)
         held = self.loaded.get(slot)
         if held is not None and held[0] == window:
             return held[1]
@@ -266,6 +268,12 @@ class OperationEmission:
         self.loaded[slot] = (window, view)
         this_tile[(operand, window)] = view
         return view
+
+    def _reads_direct(self, s: int, j: int, memory: MemorySpace) -> bool:
+        """Whether operand ``j`` of step ``s`` (in ``memory``: the same at every tile) is read
+        where it lives: in the TCM, a composite's state, a LUT's table, weights read in place."""
+        return memory is TCM or (memory is VAR and self.op.composite is not None) or \
+            (memory is DDR and self.op.reads_in_place(s, j))
 
     def outputs(self, t: int, out_region: Region) -> tuple[list[BufView], list[tuple[BufView, BufView]]]:
         """Where tile ``t`` writes each output (in place in TCM, else a tile buffer), and the

@@ -90,11 +90,16 @@ _MISSING = object()
 BUFFER_PAGE_BYTES = 1 << 62
 
 
-def _accesses(cmd: ACommand, cache: dict) -> list[tuple[int, ByteSet, bool]]:
-    """``(buffer serial, bytes, write?)`` per view one command reads and writes (nested
-    commands aside), reads first; the bytes are exact (a tile of channels skips the other
-    channels' bytes, so the next operation's tile of the same channels waits for it alone).
-    Reads of DDR inputs and constants are left out: nothing writes them, so they order nothing."""
+#: A command's ``(buffer serial, bytes)`` read, those written, and the serials of both.
+Touched = tuple[list[tuple[int, ByteSet]], list[tuple[int, ByteSet]], list[int]]
+
+
+def _accesses(cmd: ACommand, cache: dict) -> Touched:
+    """``(buffer serial, bytes)`` per view one command reads, and per view it writes (nested
+    commands aside), and the serials of both; the bytes are exact (a tile of channels skips
+    the other channels' bytes, so the next operation's tile of the same channels waits for it
+    alone). Reads of DDR inputs and constants are left out: nothing writes them, so they order
+    nothing."""
     if isinstance(cmd, ADma):
         reads, writes = ([] if _read_only(cmd.src) else [cmd.src]), [cmd.dst]
     elif isinstance(cmd, ACompute):
@@ -102,13 +107,18 @@ def _accesses(cmd: ACommand, cache: dict) -> list[tuple[int, ByteSet, bool]]:
         writes = cmd.outputs
     else:
         reads, writes = [cmd.condition], []
+    read_sets, write_sets = _sets(reads, cache), _sets(writes, cache)
+    return read_sets, write_sets, [serial for serial, _ in (*read_sets, *write_sets)]
+
+
+def _sets(views: list[BufView], cache: dict) -> list[tuple[int, ByteSet]]:
+    """``(buffer serial, bytes)`` of the views with bytes."""
     out = []
-    for views, write in ((reads, False), (writes, True)):
-        for v in views:
-            if v.buffer is not None:
-                byte_set = _byte_set(v, cache)
-                if byte_set is not None:
-                    out.append((v.buffer.serial, byte_set, write))
+    for v in views:
+        if v.buffer is not None:
+            byte_set = _byte_set(v, cache)
+            if byte_set is not None:
+                out.append((v.buffer.serial, byte_set))
     return out
 
 
@@ -134,8 +144,8 @@ def implied_order(cmds: list[ACommand], ids: dict[int, int]) -> ImpliedOrder:
     cache: dict = {}
     touched = {cid: _accesses(cmd, cache) for cmd, cid in _walk(cmds, ids)}
     last: dict[int, int] = {}
-    for cid, accesses in touched.items():
-        for serial, _, _ in accesses:
+    for cid, (_, _, serials) in touched.items():
+        for serial in serials:
             last[serial] = cid
     bit_of = {cid: i for i, cid in enumerate(sorted(set(last.values())))}
     walk = _OrderWalk(ids, touched, {cid: 1 << i for cid, i in bit_of.items()})
@@ -159,7 +169,7 @@ class _OrderWalk:
     """The walk of :func:`implied_order`: per command, a bit mask of the buffer-last commands
     done before it starts (``bits``: command id -> its bit, for the commands that have one)."""
 
-    def __init__(self, ids: dict[int, int], touched: dict[int, list[tuple[int, ByteSet, bool]]],
+    def __init__(self, ids: dict[int, int], touched: dict[int, Touched],
                  bits: dict[int, int]):
         self.ids, self.touched, self.bits = ids, touched, bits
         self.first_waits: dict[int, int] = {}
@@ -176,16 +186,14 @@ class _OrderWalk:
             cid = self.ids[id(cmd)]
             queue = _queue(cmd)
             mask = entry | self.queue_after.get(queue, 0)
-            touched = self.touched[cid]
-            deps = self.tracker.access(cid, [(serial, byte_set) for serial, byte_set, write in touched if not write],
-                                       [(serial, byte_set) for serial, byte_set, write in touched if write])
-            for dep in deps:
+            reads, writes, serials = self.touched[cid]
+            for dep in self.tracker.access(cid, reads, writes):
                 mask |= self.done_of[dep]
             control = isinstance(cmd, (ACond, ALoop))
             if control:
                 mask |= everything   # a control command waits for every earlier command of its list
             done = self.done_of[cid] = mask | self.bits.get(cid, 0)
-            for serial, _, _ in touched:
+            for serial in serials:
                 self.first_waits.setdefault(serial, mask)
             if isinstance(cmd, (ACond, ALoop)):
                 # a loop body runs after its condition commands; the else branch is taken as

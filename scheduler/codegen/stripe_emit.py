@@ -36,12 +36,19 @@ def emit_chain(chain: StripedChain, ops: Sequence[NpuOp], emitter: Emitter, tile
     homes = {key: place(key) for key in chain.rolling}
     producers = {ops[i].outputs[0]: i for i in chain.ops}
 
+    shifted: dict[tuple[str, int], Placement] = {}   # (a Placement's window cache serves all tiles of a stripe)
+
     def placed(key: str) -> Placement:
         buffer = chain.rolling.get(key)
         if buffer is None:
             return place(key)
-        home = homes[key]
-        return Placement(home.buffer, home.offset_bytes - bases[key] * buffer.row_bytes, home.type)
+        base = bases[key]
+        found = shifted.get((key, base))
+        if found is None:
+            home = homes[key]
+            found = shifted[key, base] = Placement(home.buffer, home.offset_bytes - base * buffer.row_bytes,
+                                                   home.type)
+        return found
 
     emissions = {i: emitter.operation(ops[i], chain.plans[i], placed, records[i], ddr_home) for i in chain.ops}
     tiles = {i: 0 for i in chain.ops}
