@@ -66,7 +66,7 @@ class Emitter:
                 src.buffer.kind == "constant":
             engine = 0
         else:
-            engine = min(range(self.dma_engines), key=lambda e: (self.engine_work[e], e))
+            engine = self.engine_work.index(min(self.engine_work))   # (the first of the least loaded)
         self.engine_work[engine] += cost
         return engine
 

@@ -103,7 +103,8 @@ def _accesses(cmd: ACommand, cache: dict) -> Touched:
     if isinstance(cmd, ADma):
         reads, writes = ([] if _read_only(cmd.src) else [cmd.src]), [cmd.dst]
     elif isinstance(cmd, ACompute):
-        reads = [v for step in cmd.steps for v in step.operands if isinstance(v, BufView)]
+        # (each view once: steps read the same view several times, a repeat orders nothing more)
+        reads = list(dict.fromkeys([v for step in cmd.steps for v in step.operands if isinstance(v, BufView)]))
         writes = cmd.outputs
     else:
         reads, writes = [cmd.condition], []

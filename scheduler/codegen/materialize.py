@@ -481,7 +481,9 @@ class _CommandBuilder:
             steps.append(KernelStep(step.op, step.attribute, operands, step.input_types, step.output_types,
                                     step.out_region, step.input_offsets, step.name, step.origin))
         outputs = tuple([self.resolve(v) for v in cmd.outputs])
-        deps = tracker.access(cid, _accesses(reads, self.cache), _accesses(list(outputs), self.cache))
+        # (steps read the same view several times: a repeat would find and record nothing more)
+        deps = tracker.access(cid, _accesses(list(dict.fromkeys(reads)), self.cache),
+                              _accesses(list(outputs), self.cache))
         if barrier is not None:
             deps.add(barrier)
         return ComputeCommand(cid, cmd.unit, tuple(steps), outputs, implied.reduce(cid, deps, cmd.unit),
