@@ -476,12 +476,7 @@ class Simulator:
         preamble = self._preamble_nodes(len(invocations))
         if preamble:
             yield from self._run_preamble(preamble)
-        if len(invocations) >= FOLD_MIN_INVOCATIONS:
-            self._fold_chains()
-        if len(invocations) == 1:   # the top-level commands run once: none binds its kernels
-            for node in self.top:
-                if isinstance(node, ComputeOp):
-                    node.binds = False
+        self._plan_kernels(len(invocations))
         resident = {id(n) for n in preamble}
         per_invocation = [n for n in self.all_nodes if id(n) not in resident]
         top = [n for n in self.top if id(n) not in resident]
@@ -553,6 +548,16 @@ class Simulator:
         for node, deps in zip(preamble, saved):
             node.deps = deps
         self.preamble_cycles = int(self.env.now)
+
+    def _plan_kernels(self, invocation_count: int) -> None:
+        """A long stream folds its chains (:meth:`_fold_chains`); in a single invocation the
+        top-level compute commands run once: they bind no kernels."""
+        if invocation_count >= FOLD_MIN_INVOCATIONS:
+            self._fold_chains()
+        if invocation_count == 1:
+            for node in self.top:
+                if isinstance(node, ComputeOp):
+                    node.binds = False
 
     def _fold_chains(self) -> None:
         """A long stream folds the compute commands' elementwise chains into tables."""
