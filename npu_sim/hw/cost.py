@@ -193,7 +193,8 @@ class ComputeCycles:
         key = (_shape_fields(command),
                tuple([_step_key(step) for step in command.steps]),
                tuple([tile_position(step) for step in command.steps]),
-               tuple([_view_key(v) for v in command.outputs]))
+               tuple([_view_key(v) for v in command.outputs]),
+               origin_classes(command.steps))
         cycles = self.known.get(key)
         if cycles is None:
             cycles = self.known[key] = compute_command_cycles(self.hw, command)
@@ -204,6 +205,14 @@ class ComputeCycles:
 _SHAPE_FIELDS = tuple(f.name for f in fields(ComputeCommand)
                       if f.name not in ("id", "name", "deps", "steps", "outputs"))
 _shape_fields = attrgetter(*_SHAPE_FIELDS)
+
+
+def origin_classes(steps: Sequence[KernelStep]) -> tuple[int, ...]:
+    """Which steps share a source operator (:attr:`KernelStep.origin`): per step, the index of the
+    first step of its origin, -1 without one. The vector unit folds a source operator's rescales
+    and times a TFLite SOFTMAX by it: two commands alike but for this are not costed alike."""
+    first: dict[str, int] = {}
+    return tuple([first.setdefault(step.origin, i) if step.origin else -1 for i, step in enumerate(steps)])
 
 
 def _step_key(step: KernelStep) -> tuple:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from npu_sim.api import load_hw_config
 from npu_sim.errors import ProgramError
 from npu_sim.hw.compute_units import vector
-from npu_sim.hw.cost import command_macs, compute_command_cycles
+from npu_sim.hw.cost import ComputeCycles, command_macs, compute_command_cycles
 from npu_sim.program import ComputeCommand, KernelStep, View
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
-from npu_sim.tosa.ops import Op, make_attribute
+from npu_sim.tosa.ops import Op, RoundingMode, make_attribute
 from tests.hw.hw_programs import TCM, add_step, conv_step, i32, make_hw
 
 
@@ -140,3 +141,35 @@ def test_vector_operations_on_the_pooling_path_pay_the_tcm_latencies():
     assert compute_command_cycles(hw, command) == compute_command_cycles(plain, command)  # elementwise: none
     pooled = make_hw(tcm=latency, vector={**hw.vector.model_dump(), "block_latency_ops": ["ADD"]})
     assert compute_command_cycles(pooled, command) == compute_command_cycles(plain, command) + 64
+
+
+def _source_add(origins: tuple[str, str, str, str]) -> ComputeCommand:
+    """RESCALE, RESCALE, ADD, RESCALE on [1, 64] (int8 -> int32 -> int8), the steps of the given
+    source operators (:attr:`KernelStep.origin`): a TFLite ADD's, or four operators'."""
+    shape = (1, 64)
+    i8, i32_ = TensorType(shape, DType.INT8), TensorType(shape, DType.INT32)
+    scales = (TensorType((1,), DType.INT32), TensorType((1,), DType.INT8))
+
+    def rescale(source, in_t, out_t, origin):
+        attribute = make_attribute(Op.RESCALE, scale32=True, rounding_mode=RoundingMode.SINGLE_ROUND,
+                                   per_channel=False, input_unsigned=False, output_unsigned=False)
+        feeds = tuple(View(TCM, 4096 + 64 * k, (1,), t.dtype) for k, t in enumerate((*scales, in_t, out_t)))
+        types = (in_t, *scales, TensorType((1,), in_t.dtype), TensorType((1,), out_t.dtype))
+        return KernelStep(Op.RESCALE, attribute, (source, *feeds[:2], feeds[2], feeds[3]), types, (out_t,),
+                          origin=origin)
+
+    a, b = View(TCM, 0, shape, DType.INT8), View(TCM, 64, shape, DType.INT8)
+    add = KernelStep(Op.ADD, make_attribute(Op.ADD), (0, 1), (i32_, i32_), (i32_,), origin=origins[2])
+    steps = (rescale(a, i8, i32_, origins[0]), rescale(b, i8, i32_, origins[1]), add, rescale(2, i32_, i8, origins[3]))
+    return ComputeCommand(0, "vector", steps, (View(TCM, 256, shape, DType.INT8),))
+
+
+def test_commands_alike_but_for_their_source_operators_are_costed_apart():
+    """The vector unit folds the RESCALEs of a source operator into it (npu_support.source_operators):
+    the memo of costs tells a TFLite ADD's four steps from four operators' (it had returned the first
+    one's cycles for the other)."""
+    hw = load_hw_config("ethos-u85-256")
+    one, four = _source_add(("add", "add", "add", "add")), _source_add(("r1", "r2", "add", "r3"))
+    assert compute_command_cycles(hw, one) < compute_command_cycles(hw, four)
+    costs = ComputeCycles(hw)
+    assert (costs(four), costs(one)) == (compute_command_cycles(hw, four), compute_command_cycles(hw, one))
