@@ -33,8 +33,15 @@ def step_macs(step: Step, out_region: Region | None = None) -> int:
     """Multiply-accumulates of a step (of ``out_region`` of it) as the hardware model counts them."""
     if step.op not in mac_array.MAC_OPS:
         return 0
+    return kernel_step_macs(_kernel_step(step, out_region))
+
+
+def kernel_step_macs(step: KernelStep) -> int:
+    """:func:`step_macs` of a kernel step with its region (a tile's command's step)."""
+    if step.op not in mac_array.MAC_OPS:
+        return 0
     try:
-        return mac_array.step_macs(_kernel_step(step, out_region))
+        return mac_array.step_macs(step)
     except (ValueError, IndexError, TypeError):
         return 0  # malformed shapes: the kernel reports the ERROR_IF when it runs
 

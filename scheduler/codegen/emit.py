@@ -29,7 +29,7 @@ from npu_sim.reference.kernel_api import Region
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op, make_attribute
 from scheduler.codegen.stream import ACommand, ACompute, ADma, dma_pieces
-from scheduler.cost_model import dma_issue_cycles, step_macs
+from scheduler.cost_model import dma_issue_cycles, kernel_step_macs
 from scheduler.ir.npu_ops import NpuOp
 from scheduler.memory.buffers import Buffer, BufView, Placement, tile_view
 from scheduler.passes.tiling import TilePlan
@@ -193,19 +193,19 @@ class OperationEmission:
 
     def tile(self, t: int, tiles: list[StepTile]) -> None:
         """Tile ``t``: loads of the operand windows its buffers do not hold, the compute command, the stores."""
-        op, tiled = self.op, self.tiled
+        op, tiled, operand_view = self.op, self.tiled, self.operand
         steps = []
         this_tile: dict[tuple[str, Region], BufView] = {}
         for s, (step, tile) in enumerate(zip(op.steps, tiles)):
-            operands = tuple([operand if isinstance(operand, int) else self.operand(s, j, operand, window, this_tile)
-                              for j, (operand, window) in enumerate(zip(step.operands, tile.windows))])
-            steps.append(KernelStep(
-                step.op, step.attribute, operands, step.input_types, step.output_types,
-                out_region=tile.out_region if tiled else None,
-                input_offsets=tuple([tuple([a for a, _ in w]) for w in tile.windows]) if tiled else None,
-                name=step.name, origin=step.origin))
+            windows = tile.windows
+            operands = tuple([operand if isinstance(operand, int) else operand_view(s, j, operand, window, this_tile)
+                              for j, (operand, window) in enumerate(zip(step.operands, windows))])
+            steps.append(KernelStep(step.op, step.attribute, operands, step.input_types, step.output_types,
+                                    tile.out_region if tiled else None,
+                                    tuple([tuple([a for a, _ in w]) for w in windows]) if tiled else None,
+                                    step.name, step.origin))
         outputs, stores = self.outputs(t, tiles[-1].out_region)
-        macs = sum([step_macs(s, tile.out_region if tiled else None) for s, tile in zip(op.steps, tiles)])
+        macs = sum([kernel_step_macs(k) for k in steps])   # (the steps' regions and types are the tile's)
         compute = ACompute(op.unit, steps, outputs, op.name, self.op_index, macs, op.output_steps,
                            op.composite.kind if op.composite else "", op.lut_function)
         if self.emitter.hw.tcm.ddr_ifm_refetch:

@@ -26,7 +26,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from npu_sim.errors import ScheduleError
@@ -133,9 +133,12 @@ def live_ranges(cmds: list[ACommand], numbering: Numbering,
         cid = ids[id(cmd)]
         end = numbering.last_nested.get(cid, cid) if isinstance(cmd, ALoop) else cid
         _extend(op_span, cmd.op, cid)
-        if not isinstance(cmd, ADma):
+        if isinstance(cmd, ADma):
+            views: Iterable[BufView] = (cmd.src, cmd.dst)
+        else:
             _extend(compute_span, cmd.op, cid)
-        for view in views_of(cmd):
+            views = views_of(cmd)
+        for view in views:
             b = view.buffer
             if b is None:
                 continue

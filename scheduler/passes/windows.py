@@ -143,9 +143,9 @@ def whole_tile(steps: Sequence[Step]) -> list[StepTile]:
 def region_size(region: Region) -> int:
     size = 1
     for a, b in region:
-        size *= max(0, b - a)
+        size *= b - a if b > a else 0
     return size
 
 
 def region_shape(region: Region) -> tuple[int, ...]:
-    return tuple(max(0, b - a) for a, b in region)
+    return tuple([b - a if b > a else 0 for a, b in region])
