@@ -166,7 +166,10 @@ class Placement:
         return Placement(self.buffer, self.offset_bytes, type_)
 
     def shifted(self, offset_bytes: int, type_: TensorType) -> Placement:
-        """The value of type ``type_`` starting ``offset_bytes`` into this one (SLICE aliasing)."""
+        """The value of type ``type_`` starting ``offset_bytes`` into this one (SLICE aliasing);
+        this one itself where that is all of it (its windows, cached, serve every compile attempt)."""
+        if offset_bytes == 0 and type_ == self.type:
+            return self
         return Placement(self.buffer, self.offset_bytes + offset_bytes, type_)
 
 
