@@ -194,7 +194,7 @@ class ComputeCycles:
                tuple([_step_key(step) for step in command.steps]),
                tuple([tile_position(step) for step in command.steps]),
                tuple([_view_key(v) for v in command.outputs]),
-               origin_classes(command.steps))
+               origin_classes([step.origin for step in command.steps]))
         cycles = self.known.get(key)
         if cycles is None:
             cycles = self.known[key] = compute_command_cycles(self.hw, command)
@@ -207,12 +207,13 @@ _SHAPE_FIELDS = tuple(f.name for f in fields(ComputeCommand)
 _shape_fields = attrgetter(*_SHAPE_FIELDS)
 
 
-def origin_classes(steps: Sequence[KernelStep]) -> tuple[int, ...]:
-    """Which steps share a source operator (:attr:`KernelStep.origin`): per step, the index of the
-    first step of its origin, -1 without one. The vector unit folds a source operator's rescales
-    and times a TFLite SOFTMAX by it: two commands alike but for this are not costed alike."""
+def origin_classes(origins: Sequence[str]) -> tuple[int, ...]:
+    """Which steps share a source operator, given each step's :attr:`KernelStep.origin`: per step,
+    the index of the first step of its origin, -1 without one. The vector unit folds a source
+    operator's rescales and times a TFLite SOFTMAX by it: two commands alike but for this are not
+    costed alike."""
     first: dict[str, int] = {}
-    return tuple([first.setdefault(step.origin, i) if step.origin else -1 for i, step in enumerate(steps)])
+    return tuple([first.setdefault(origin, i) if origin else -1 for i, origin in enumerate(origins)])
 
 
 def _step_key(step: KernelStep) -> tuple:

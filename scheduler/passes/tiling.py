@@ -25,6 +25,7 @@ import numpy as np
 
 from npu_sim.errors import ScheduleError
 from npu_sim.hw.config import HwConfig
+from npu_sim.hw.cost import origin_classes
 from npu_sim.memory_layout import align_up, element_size_bytes
 from npu_sim.program import _cached_property
 from npu_sim.reference.kernel_api import Region, full_region
@@ -457,7 +458,8 @@ class Tiler:
                     pattern.append((first.setdefault(operand, len(first)),
                                     None if value is None else (value.dtype.str, value.shape, value.tobytes())))
                 steps.append((step.op, step.attribute, step.input_types, step.output_types, tuple(pattern)))
-            full = (op.unit, op.weights_in_place, tuple(steps))   # (in place: no weight buffers)
+            # (in place: no weight buffers; which steps share a source operator: the vector unit's cost)
+            full = (op.unit, op.weights_in_place, tuple(steps), origin_classes([s.origin for s in op.steps]))
             try:   # a small int stands for the (deep, slow to hash) signature in the cache keys
                 sig = self._interned.setdefault(full, len(self._interned))
             except TypeError:
