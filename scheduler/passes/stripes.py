@@ -430,11 +430,12 @@ class _ChainPlanner:
         return total
 
     # -- the search
-    def best(self, first: int, last: int, slack: float | None) -> StripedChain | None:
+    def best(self, first: int, last: int, slack: float | None, beat_bytes: int | None = None) -> StripedChain | None:
         """The chain ``first``..``last`` in the stripes that need the fewest bytes (with
         ``slack``: among those whose estimated cycles stay within it; ties: fewer cycles), or
         None. Heights go up from one row; taller stripes need more bytes, so the search stops at
-        the first that needs more than a stripe height that fits."""
+        the first that needs more than a stripe height that fits, or than ``beat_bytes`` (what a
+        chain must need less than to be taken: the bytes live at the peak it is for)."""
         height = output_rows(self.ops[last])
         best: StripedChain | None = None
         for rows in STRIPE_ROWS:
@@ -443,7 +444,8 @@ class _ChainPlanner:
             chain = self.stripes(first, last, rows) if -(-height // rows) <= MAX_STRIPES else None
             if chain is None:
                 continue
-            if best is not None and chain.peak_bytes > best.peak_bytes:
+            if best is not None and chain.peak_bytes > best.peak_bytes or \
+                    beat_bytes is not None and chain.peak_bytes >= beat_bytes:
                 break
             if (slack is None or chain.est_cycles <= chain.whole_cycles * (1 + slack)) and \
                     (best is None or (chain.peak_bytes, chain.est_cycles) < (best.peak_bytes, best.est_cycles)):
@@ -604,7 +606,7 @@ def _best_around(planner: _ChainPlanner, peak: int, taken: list[bool], live_byte
     for floor, k in sorted(zip(floors, range(len(spans)))):
         if floor >= live_bytes or (best is not None and floor > best[0]):
             break   # (no stripes of it, nor of those after it, can be chosen)
-        chain = planner.best(*spans[k], slack)
+        chain = planner.best(*spans[k], slack, live_bytes)
         if chain is not None and chain.peak_bytes < live_bytes and \
                 (best is None or (chain.peak_bytes, chain.est_cycles, k) < best[:3]):
             best = (chain.peak_bytes, chain.est_cycles, k, chain)
