@@ -606,7 +606,8 @@ def _best_around(planner: _ChainPlanner, peak: int, taken: list[bool], live_byte
     for floor, k in sorted(zip(floors, range(len(spans)))):
         if floor >= live_bytes or (best is not None and floor > best[0]):
             break   # (no stripes of it, nor of those after it, can be chosen)
-        chain = planner.best(*spans[k], slack, live_bytes)
+        # (a chain must need fewer bytes than are live here, and no more than the best so far)
+        chain = planner.best(*spans[k], slack, live_bytes if best is None else min(live_bytes, best[0] + 1))
         if chain is not None and chain.peak_bytes < live_bytes and \
                 (best is None or (chain.peak_bytes, chain.est_cycles, k) < best[:3]):
             best = (chain.peak_bytes, chain.est_cycles, k, chain)
