@@ -56,21 +56,30 @@ def mark_weights_in_place(lowered: LoweredGraph, hw: HwConfig) -> int:
     marked = 0
     for block in lowered.main.walk_blocks():
         producers = copy_producers(block)
-        slack = 0.0   # estimated cycles of the last compute operation so far, if on an NPU unit
+        previous: NpuOp | None = None   # the last compute operation so far
         for op in block.ops:
-            hiding, slack = slack, (slack if op.kind is not OpKind.COMPUTE else
-                                    _op_cycles(hw, op, lowered, producers) if op.unit != CPU.name else 0.0)
+            before = previous
+            if op.kind is OpKind.COMPUTE:
+                previous = op
             if not _matrix_vector_product(op, lowered) and not (hw.tcm.read_once_weights_in_place
                                                                 and _weights_read_once(hw, op, lowered)):
                 continue
             stream = _stream_bytes(op, lowered)
             if hw.tcm.matrix_vector_weights_buffered_when_hidden and \
                     _buffer_pays(hw, stream, _op_cycles(hw, op, lowered, producers)) and \
-                    _transfer_hidden(hw, stream, hiding):
+                    _transfer_hidden(hw, stream, before, lowered, producers):
                 continue
             op.weights_in_place = True
             marked += 1
     return marked
+
+
+def _hiding_cycles(hw: HwConfig, before: NpuOp | None, lowered: LoweredGraph, producers: dict[str, NpuOp]) -> float:
+    """The cycles the compute operation ``before`` a product gives its weight transfer to hide in:
+    its estimated cycles if it runs on the NPU, none on the CPU or at the block's start."""
+    if before is None or before.unit == CPU.name:
+        return 0.0
+    return _op_cycles(hw, before, lowered, producers)
 
 
 def mark_parameters_in_place(lowered: LoweredGraph) -> None:
@@ -98,16 +107,17 @@ def _weight_transfer_cycles(hw: HwConfig, stream_bytes: int) -> float:
     return stream_bytes / read_cap_bytes_per_cycle(hw, latency) + latency
 
 
-def _transfer_hidden(hw: HwConfig, stream_bytes: int, hiding_cycles: float) -> bool:
-    """Whether a weight buffer's transfer, less ``hiding_cycles`` (the NPU operation's before it),
-    leaves less than ``tcm.weight_buffer_visible_cycles`` (or a twentieth of it) in sight (Vela 5.2,
-    regor ProposeSlicedWeightBuffering's fullBufferingHidden: a product with no NPU operation before
-    it buffers its weights only where their transfer is that short)."""
+def _transfer_hidden(hw: HwConfig, stream_bytes: int, before: NpuOp | None, lowered: LoweredGraph,
+                     producers: dict[str, NpuOp]) -> bool:
+    """Whether a weight buffer's transfer, less the cycles of the compute operation ``before`` the
+    product (:func:`_hiding_cycles`), leaves less than ``tcm.weight_buffer_visible_cycles`` (or a
+    twentieth of it) in sight (Vela 5.2, regor ProposeSlicedWeightBuffering's fullBufferingHidden: a
+    product with no NPU operation before it buffers its weights only where their transfer is that short)."""
     most = hw.tcm.weight_buffer_visible_cycles
     if most <= 0:
         return True
     transfer = _weight_transfer_cycles(hw, stream_bytes)
-    visible = max(transfer - hiding_cycles, 0.0)
+    visible = max(transfer - _hiding_cycles(hw, before, lowered, producers), 0.0)
     return visible < most or visible < transfer / 20
 
 
