@@ -16,7 +16,7 @@ from npu_sim.hw import cost
 from npu_sim.hw.compute_units import mac_array, unit
 from npu_sim.hw.compute_units.composites import composite_body_cycles
 from npu_sim.hw.config import HwConfig
-from npu_sim.hw.ifm_fetch import BLOCK_FETCH_OPS, fetch_burst_bytes, ifm_fetch_elements
+from npu_sim.hw.ifm_fetch import block_fetched_bytes, fetch_burst_bytes
 from npu_sim.memory_layout import element_size_bytes
 from npu_sim.program import KernelStep
 from npu_sim.reference.kernel_api import Region
@@ -57,14 +57,18 @@ def command_cycles(hw: HwConfig, unit_name: str, steps: Sequence[Step], out_regi
     return unit(unit_name).body_cycles(hw, kernel_steps)
 
 
-def ifm_refetch_burst_bytes(hw: HwConfig, step: Step) -> int:
-    """DDR bursts' bytes a block-fetching step streaming its input from the DDR reads beyond one
-    copy of it (``tcm.ddr_ifm_refetch``, :mod:`npu_sim.hw.ifm_fetch`); 0 elsewhere."""
-    if not hw.tcm.ddr_ifm_refetch or step.op not in BLOCK_FETCH_OPS:
+def ifm_refetch_burst_bytes(hw: HwConfig, steps: Sequence[Step], s: int) -> int:
+    """DDR bursts' bytes step ``s`` of a command's ``steps``, streaming its input from the DDR, reads
+    of it beyond one copy by fetching it block by block (``tcm.ddr_ifm_refetch``,
+    :func:`npu_sim.hw.ifm_fetch.block_fetched_bytes`); 0 elsewhere."""
+    if not hw.tcm.ddr_ifm_refetch:
         return 0
-    kernel_step = _kernel_step(step, None)
-    elem = element_size_bytes(kernel_step.input_types[0].dtype)
-    extra = (ifm_fetch_elements(hw, kernel_step) - prod(kernel_step.input_types[0].shape)) * elem
+    kernel_steps = [KernelStep(step.op, step.attribute, tuple(step.operands), tuple(step.input_types),
+                               tuple(step.output_types), origin=step.origin) for step in steps]
+    kernel_step = kernel_steps[s]
+    elem = element_size_bytes(kernel_step.input_types[0].dtype) if kernel_step.input_types else 0
+    extra = block_fetched_bytes(hw, kernel_steps, s) - prod(kernel_step.input_types[0].shape) * elem \
+        if elem else 0
     return fetch_burst_bytes(hw, kernel_step, extra) if extra > 0 else 0
 
 

@@ -131,7 +131,8 @@ class TcmConfig(_Strict):
     ddr_ifm_refetch: bool = Field(
         default=False, description="a convolution or pooling whose input feature map lives in the DDR (a "
         "graph input, a spilled map; also when copied into the TCM ahead) reads it there once per OFM block, "
-        "its halo included, and a convolution once per OFM depth block too: the NPU has no input staging "
+        "its halo included, and a convolution once per OFM depth block too; so does the transpose before a "
+        "sum over H or W (vector.transpose_reductions), once per transpose block: the NPU has no input staging "
         "(npu_sim/hw/ifm_fetch.py; Vela's MeasureElementAccess). The bytes beyond the tile's one copy cross "
         "the DDR while the tile computes")
     ddr_recurrent_state: bool = Field(

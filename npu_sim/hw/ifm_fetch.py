@@ -18,11 +18,13 @@ block configurations for the cheapest). Pure functions of the HwConfig and a ker
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from math import prod
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from npu_sim.hw.compute_units.unit import ceil_div, out_shape
+from npu_sim.hw.compute_units.vector import folded_prologue, source_operator_cycles, transpose_fetched_elements
 from npu_sim.memory_layout import element_size_bytes
 from npu_sim.program import KernelStep
 from npu_sim.tosa.ops import Op
@@ -107,6 +109,32 @@ def ifm_fetch_elements(hw: HwConfig, step: KernelStep) -> int:
     subkernels = ceil_div(kernel[0], SUBKERNEL_LIMIT) * ceil_div(kernel[1], SUBKERNEL_LIMIT)
     whole = blocks * subkernels * wh * ww * ifm_c
     return whole * prod(out_shape(step)) // prod(full)
+
+
+def block_fetched_bytes(hw: HwConfig, steps: Sequence[KernelStep[Any]], s: int) -> int:
+    """Bytes of step ``s``'s input (operand 0) the NPU fetches block by block where it lives, for
+    ``s``'s tile (0 where the step reads its input once): a convolution's or pooling's
+    (:func:`ifm_fetch_elements`), and the transpose before a REDUCE_SUM over H or W
+    (``vector.transpose_reductions``), which fetches on the same pooling path; a widening RESCALE
+    folded into such a sum is where that transpose's narrow reads land (Vela transposes the
+    int8 map itself: its Dram feature-map reads of EfficientNet-B0's squeeze-and-excite means on
+    the U85, 25.7 MB for a 401 KB map)."""
+    step = steps[s]
+    if step.op in BLOCK_FETCH_OPS:
+        return ifm_fetch_elements(hw, step) * element_size_bytes(step.input_types[0].dtype)
+    if not step.input_types or not hw.vector.transpose_reductions or source_operator_cycles(hw, steps) is not None:
+        return 0   # (a TFLite MEAN or softmax compiled as its source operator has no transpose)
+    summing = next((steps[t] for t in range(s + 1, len(steps)) if folded_prologue(hw, steps, t) is step), None)
+    if summing is None:
+        if folded_prologue(hw, steps, s) is not None:   # its transpose reads the RESCALE's input
+            return 0
+        summing = step
+    bits = step.input_types[0].dtype.bits
+    whole = transpose_fetched_elements(hw, summing, bits)
+    if not whole:
+        return 0
+    tile_share = whole * prod(out_shape(summing)) // max(1, prod(summing.output_types[0].shape))
+    return tile_share * max(1, bits // 8)
 
 
 def fetch_burst_bytes(hw: HwConfig, step: KernelStep, size_bytes: int) -> int:

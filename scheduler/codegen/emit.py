@@ -22,7 +22,7 @@ from collections.abc import Callable
 from npu_sim.hw.compute_units import VECTOR
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.dma import DMA_PATHS
-from npu_sim.hw.ifm_fetch import BLOCK_FETCH_OPS, fetch_burst_bytes, ifm_fetch_elements
+from npu_sim.hw.ifm_fetch import block_fetched_bytes, fetch_burst_bytes
 from npu_sim.memory_layout import align_up, element_size_bytes
 from npu_sim.program import KernelStep, MemorySpace
 from npu_sim.reference.kernel_api import Region
@@ -222,10 +222,12 @@ class OperationEmission:
         size = burst = 0
         for s, (step, tile) in enumerate(zip(steps, tiles)):
             source = self.op.steps[s].operands[0] if self.op.steps[s].operands else None
-            if step.op not in BLOCK_FETCH_OPS or not isinstance(source, str) or not self._in_ddr(s, source):
+            if not isinstance(source, str) or not self._in_ddr(s, source):
+                continue
+            fetched = block_fetched_bytes(hw, steps, s)
+            if not fetched:
                 continue
             window = tile.windows[0]
-            fetched = ifm_fetch_elements(hw, step) * element_size_bytes(step.input_types[0].dtype)
             if (s, window) not in self.fetched:
                 self.fetched.add((s, window))
                 fetched -= region_size(window) * element_size_bytes(step.input_types[0].dtype)

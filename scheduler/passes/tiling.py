@@ -144,7 +144,7 @@ class TilingProblem:
         """DDR bytes the streamed inputs' block fetches read beyond one copy
         (:func:`~scheduler.cost_model.ifm_refetch_burst_bytes`; computed once)."""
         if self._refetch is None:
-            self._refetch = sum([cost_model.ifm_refetch_burst_bytes(self.hw, self.op.steps[s])
+            self._refetch = sum([cost_model.ifm_refetch_burst_bytes(self.hw, self.op.steps, s)
                                  for (s, j), _ in self.slots() if j == 0])
         return self._refetch
 

@@ -243,18 +243,16 @@ def transpose_cycles(hw: HwConfig, step: KernelStep) -> int | None:
     return math.ceil(elements * hw.vector.transpose_cycles_per_micro_block_bit * step.input_types[0].dtype.bits)
 
 
-def reduction_transpose_cycles(hw: HwConfig, step: KernelStep, read_bits: int = 0) -> int:
-    """The transpose pass before a REDUCE_SUM over an axis other than the innermost, where
-    ``vector.transpose_reductions`` says the NPU lowers it so (Vela's RewriteReduceSum: the
-    input as ``[A, R, C]`` around the reduced axis R, transposed to ``[A, C, R]``, then summed
-    along its last axis), else 0. The transpose writes its output in blocks of
-    ``vector.transpose_block_bytes`` along C (``block`` positions), and every block fetches the whole
-    input depth of the ``min(R, block)`` rows it spans (the pooling path's fetch, Vela's
-    MeasureElementAccess): ``A * ceil(C / block) * min(R, block) * C`` elements, read at
-    ``vector.transpose_read_bytes_per_cycle`` (the TCM bandwidth if 0). Without a block size
-    it reads its input once. The blocks are the whole operation's; a tile of it pays its
-    share by output elements. ``read_bits``: the width the values are read at, if not the
-    input's (a folded widening RESCALE, see :func:`body_cycles`)."""
+def transpose_fetched_elements(hw: HwConfig, step: KernelStep, read_bits: int = 0) -> int:
+    """Input elements the transpose pass before a REDUCE_SUM over an axis other than the innermost
+    fetches, for the whole operation, where ``vector.transpose_reductions`` says the NPU lowers it
+    so (Vela's RewriteReduceSum: the input as ``[A, R, C]`` around the reduced axis R, transposed
+    to ``[A, C, R]``, then summed along its last axis); else 0. The transpose writes its output in
+    blocks of ``vector.transpose_block_bytes`` along C (``block`` positions), and every block
+    fetches the whole input depth of the ``min(R, block)`` rows it spans (the pooling path's fetch,
+    Vela's MeasureElementAccess): ``A * ceil(C / block) * min(R, block) * C`` elements. Without a
+    block size it reads its input once. ``read_bits``: the width the values are read at, if not
+    the input's (a folded widening RESCALE, see :func:`body_cycles`)."""
     if not hw.vector.transpose_reductions or step.op is not Op.REDUCE_SUM or not step.input_types:
         return 0
     shape = step.input_types[0].shape
@@ -265,11 +263,20 @@ def reduction_transpose_cycles(hw: HwConfig, step: KernelStep, read_bits: int = 
     width_bytes = max(1, (read_bits or step.input_types[0].dtype.bits) // 8)
     block = hw.vector.transpose_block_bytes and max(1, hw.vector.transpose_block_bytes // width_bytes)
     if block > 0:
-        fetched = outer * ceil_div(inner, block) * min(reduced, block) * inner
-    else:
-        fetched = outer * reduced * inner
-    # The operation's blocks, whatever the scheduler's tiles: a tile pays its share.
-    share = out_elements(step) / max(1, outer * inner)
+        return outer * ceil_div(inner, block) * min(reduced, block) * inner
+    return outer * reduced * inner
+
+
+def reduction_transpose_cycles(hw: HwConfig, step: KernelStep, read_bits: int = 0) -> int:
+    """The transpose pass before a REDUCE_SUM over an axis other than the innermost (its fetches,
+    :func:`transpose_fetched_elements`, read at ``vector.transpose_read_bytes_per_cycle``, the TCM
+    bandwidth if 0), else 0. The blocks are the whole operation's; a tile of it pays its share
+    by output elements."""
+    fetched = transpose_fetched_elements(hw, step, read_bits)
+    if not fetched:
+        return 0
+    width_bytes = max(1, (read_bits or step.input_types[0].dtype.bits) // 8)
+    share = out_elements(step) / max(1, prod(step.output_types[0].shape))
     rate = hw.vector.transpose_read_bytes_per_cycle or hw.tcm.bandwidth_bytes_per_cycle
     return math.ceil(fetched * share * width_bytes / rate)
 
@@ -457,11 +464,7 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     the sum's transpose reads the narrow values, and the zero point is subtracted from each
     result (an int32 elementwise pass); nor do the rescales the output unit folds into an
     elementwise operation (:func:`rescale_folds`), which runs at the rate of the narrow data."""
-    source = source_softmax_cycles(hw, steps)
-    if source is None:
-        source = source_mean_cycles(hw, steps)
-    if source is None:
-        source = source_activation_cycles(hw, steps)
+    source = source_operator_cycles(hw, steps)
     if source is not None:
         return source
     folded = {id(p) for i in range(len(steps)) if (p := folded_prologue(hw, steps, i)) is not None}
@@ -477,6 +480,18 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
             continue
         total += lowered_sum_cycles(hw, step, prologue.input_types[0].dtype.bits) + zero_point_cycles(hw, step)
     return total
+
+
+def source_operator_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | None:
+    """The steps as the TFLite operator they came from, where the preset compiles it as one
+    (a softmax, a mean, an activation: :func:`source_softmax_cycles`, :func:`source_mean_cycles`,
+    :func:`source_activation_cycles`); None where they run as TOSA operations."""
+    source = source_softmax_cycles(hw, steps)
+    if source is None:
+        source = source_mean_cycles(hw, steps)
+    if source is None:
+        source = source_activation_cycles(hw, steps)
+    return source
 
 
 def source_mean_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | None:

@@ -9,7 +9,8 @@ from npu_sim.program import ComputeCommand
 from npu_sim.simulator import command_ddr_read_bytes
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
-from tests.scheduler.graphs import check_end_to_end, conv_block
+from npu_sim.tosa.ops import Op
+from tests.scheduler.graphs import _rescale, check_end_to_end, conv_block
 
 
 def _conv_on_input():
@@ -59,3 +60,35 @@ def test_presets_whose_npu_stages_its_input_read_it_once():
     for preset in ("ethos-u55-256", "edge"):
         program, _ = check_end_to_end(_conv_on_input(), load_hw_config(preset))
         assert all(c.ifm_refetch_bytes == 0 for c in _products(program))
+
+
+def _sum_over_h(dtype: DType):
+    """A REDUCE_SUM over H of a 1x32x8x16 graph input (int8 widened first by a RESCALE, as a
+    converted MEAN is), then a RESCALE back to int8."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 32, 8, 16), dtype)
+    wide = _rescale(b, x, out_dtype=DType.INT32, multiplier=1 << 30, shift=30) if dtype is DType.INT8 else x
+    total = b.op(Op.REDUCE_SUM, [wide], axis=1)
+    b.output(_rescale(b, total, out_dtype=DType.INT8, multiplier=1 << 30, shift=38))
+    return b.build()
+
+
+def test_a_transposed_sum_reads_a_graph_input_in_the_dram_once_per_transpose_block():
+    """ethos-u85-256 lowers a sum over H as Vela's TOSA path does: a transpose whose 16-byte output
+    blocks each fetch 16 rows of the whole [32, 128] input (vector.transpose_fetched_elements):
+    8 x 16 x 128 int8 values (the widening RESCALE folds into the sum, the transpose reads the
+    narrow map) = 16,384 B, 12,288 beyond the input's 4,096; an int32 input, 4-value blocks:
+    32 x 4 x 128 x 4 B = 65,536, 49,152 beyond. In the DRAM those fetches cross the bus (Vela:
+    25.7 MB of DRAM reads for EfficientNet-B0's first 401 KB squeeze-and-excite mean); the edge
+    preset stages its input and has no such transpose."""
+    hw = load_hw_config("ethos-u85-256")
+    for dtype, beyond in ((DType.INT8, 12_288), (DType.INT32, 49_152)):
+        program, result = check_end_to_end(_sum_over_h(dtype), hw)
+        sums = [c for c in program.walk() if isinstance(c, ComputeCommand) and "REDUCE_SUM" in c.name]
+        assert sum(c.ifm_refetch_bytes for c in sums) == beyond
+        assert all(c.ifm_refetch_bytes == 0 for c in program.walk()
+                   if isinstance(c, ComputeCommand) and c not in sums)
+        records = {r.id: r for r in result.trace.commands}
+        assert sum(records[c.id].ddr_read_bytes for c in sums) >= beyond
+    program, _ = check_end_to_end(_sum_over_h(DType.INT8), load_hw_config("edge"))
+    assert all(c.ifm_refetch_bytes == 0 for c in program.walk() if isinstance(c, ComputeCommand))
