@@ -427,6 +427,9 @@ class VectorConfig(_Strict):
     transpose_block_bytes: int = Field(
         0, ge=0, le=1 << 16, description="bytes of output row one block of such a transpose writes; every block "
         "fetches the whole input depth of its rows (0 = the transpose reads its input once)")
+    transpose_block_positions: dict[str, Annotated[int, Field(ge=1, le=1 << 16)]] = Field(
+        default_factory=dict, description="output positions one block of such a transpose writes, by the "
+        "dtype it reads (int8, int16, int32), where they are not transpose_block_bytes' worth")
     transpose_read_bytes_per_cycle: float = Field(
         0.0, ge=0, le=MAX_RATE, description="rate such a transpose reads its input at (0 = the TCM bandwidth)")
     transpose_micro_block: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
@@ -470,6 +473,8 @@ class VectorConfig(_Strict):
                              f"(known: {', '.join(ELEMENTWISE_KINDS)})")
         if any(not 0 < v <= 1024 for v in self.cycles_per_element.values()):
             raise ValueError("cycles_per_element: every value must lie in (0, 1024]")
+        if set(self.transpose_block_positions) - {"int8", "int16", "int32"}:
+            raise ValueError("transpose_block_positions: keys are the dtypes a transpose reads (int8, int16, int32)")
         unknown = set(self.scaled_ops) - set(SCALED_OPS)
         if unknown:
             raise ValueError(f"scaled_ops: {', '.join(sorted(unknown))} cannot be scaled "

@@ -248,7 +248,8 @@ def transpose_fetched_elements(hw: HwConfig, step: KernelStep, read_bits: int = 
     fetches, for the whole operation, where ``vector.transpose_reductions`` says the NPU lowers it
     so (Vela's RewriteReduceSum: the input as ``[A, R, C]`` around the reduced axis R, transposed
     to ``[A, C, R]``, then summed along its last axis); else 0. The transpose writes its output in
-    blocks of ``vector.transpose_block_bytes`` along C (``block`` positions), and every block
+    blocks of ``vector.transpose_block_bytes`` along C (``block`` positions; or
+    ``vector.transpose_block_positions`` of the width), and every block
     fetches the whole input depth of the ``min(R, block)`` rows it spans (the pooling path's fetch,
     Vela's MeasureElementAccess): ``A * ceil(C / block) * min(R, block) * C`` elements. Without a
     block size it reads its input once. ``read_bits``: the width the values are read at, if not
@@ -261,7 +262,8 @@ def transpose_fetched_elements(hw: HwConfig, step: KernelStep, read_bits: int = 
         return 0
     outer, reduced, inner = prod(shape[:axis]), shape[axis], prod(shape[axis + 1:])
     width_bytes = max(1, (read_bits or step.input_types[0].dtype.bits) // 8)
-    block = hw.vector.transpose_block_bytes and max(1, hw.vector.transpose_block_bytes // width_bytes)
+    block = hw.vector.transpose_block_bytes and hw.vector.transpose_block_positions.get(
+        f"int{width_bytes * 8}", max(1, hw.vector.transpose_block_bytes // width_bytes))
     if block > 0:
         return outer * ceil_div(inner, block) * min(reduced, block) * inner
     return outer * reduced * inner

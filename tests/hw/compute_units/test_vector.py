@@ -149,6 +149,19 @@ def test_ethos_u85_sums_over_h_or_w_after_a_transpose_that_refetches_the_input_d
     assert vector.reduction_transpose_cycles(edge, over_w) == 0
 
 
+def test_an_int16_transpose_writes_blocks_of_as_many_positions_as_int8():
+    """Vela 5.2's int16 MobileNetV2 (Keras 16x8): the sum over H of [1, 3, 3, 1280] int16 reads
+    5,529,600 B, 240 blocks of 16 positions x 3 x 3,840 x 2 B (vector.transpose_block_positions:
+    {int16: 16}, not 16 bytes' 8): 270,000 cycles at 20.48 B/cycle, Vela's figure; int8 and int32
+    keep their 16-byte blocks."""
+    u85 = load_hw_config("ethos-u85-256")
+    over_h = _reduce((1, 3, 3, 1280), 1, DType.INT32)
+    assert vector.reduction_transpose_cycles(u85, over_h, read_bits=16) == 270_000
+    assert vector.transpose_fetched_elements(u85, over_h, read_bits=16) == 240 * 3 * 3840
+    assert vector.transpose_fetched_elements(u85, over_h, read_bits=8) == 240 * 3 * 3840
+    assert vector.transpose_fetched_elements(u85, over_h) == 960 * 3 * 3840
+
+
 def test_a_tile_of_the_sum_pays_its_share_of_the_operations_transpose():
     """The transpose's blocks are the operation's: two channel halves of the sum over W pay
     half of the whole each."""
