@@ -264,7 +264,7 @@ def _check_rate_table(table: dict[str, int], field: str) -> None:
 
 
 #: Operators the MAC array's output pipeline may apply (MacArrayConfig.epilogue_ops).
-EPILOGUE_OPS = ("RESCALE", "CLAMP", "ADD")
+EPILOGUE_OPS = ("RESCALE", "CLAMP", "ADD", "TABLE")
 
 
 class MacArrayConfig(_Strict):
@@ -350,6 +350,9 @@ class MacArrayConfig(_Strict):
         default_factory=lambda: ["RESCALE", "CLAMP", "ADD"],
         description="operators the array's output pipeline applies to its results (a fused epilogue)")
     max_epilogue_ops: int = Field(5, ge=0, le=16, description="most operators one fused epilogue chains")
+    lut_epilogue_cycles_per_element: float = Field(
+        0.0, ge=0, le=MAX_RATE, description="cycles per output element the output pipeline takes to apply a "
+        "lookup (a TABLE epilogue: the result's activation), where slower than its drain (0 = the drain rate)")
     epilogue_widens: bool = Field(
         default=True, description="the output pipeline may widen a result it has narrowed (a RESCALE to "
         "int32 for an elementwise consumer); False: that RESCALE is an operation of its own")

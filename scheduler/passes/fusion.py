@@ -137,6 +137,9 @@ class EpilogueRule:
             return False
         if operator.op in (Op.RESCALE, Op.CLAMP):
             return position == 0
+        if operator.op is Op.TABLE:   # the lookup as the output's activation (its table no variable)
+            table = block.tensors.get(operator.inputs[1]) if len(operator.inputs) > 1 else None
+            return position == 0 and table is not None and not table.variable
         # ADD: the other operand must not be a variable (it is read later than scheduled otherwise).
         other = operator.inputs[1 - position]
         t = block.tensors.get(other)

@@ -36,7 +36,7 @@ from tests.robustness.hostile import add_graph, npu_sim, save
      "vector.transpose_cycles_per_micro_block_bit"),
     (b"extends: edge\nmac_array: {ofm_micro_block: [2, 0]}\n", "mac_array.ofm_micro_block.1"),
     (b"extends: edge\nmac_array: {ofm_block_min_depth: -32}\n", "mac_array.ofm_block_min_depth"),
-    (b"extends: edge\nmac_array: {epilogue_ops: [TABLE]}\n", "epilogue_ops: TABLE cannot be fused"),
+    (b"extends: edge\nmac_array: {epilogue_ops: [MUL]}\n", "epilogue_ops: MUL cannot be fused"),
     (b"extends: edge\nmac_array: {ifm_depth_granule: 0}\n", "mac_array.ifm_depth_granule"),
     (b"extends: edge\nmac_array: {ofm_block_elements: -1}\n", "mac_array.ofm_block_elements"),
     (b"extends: edge\nmac_array: {ofm_block_max_depth: 1.0e+40}\n", "mac_array.ofm_block_max_depth"),

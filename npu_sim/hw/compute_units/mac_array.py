@@ -7,7 +7,7 @@ pe_cycles_per_mac[dtype]`` (1 for int8; a dtype the config does not list cannot 
 array); with double-buffered accumulators consecutive blocks overlap (see
 :func:`mac_array_cycles`); see :func:`mac_dims` for M, N, K of each operator (FFT2D/RFFT2D
 run as DFT matrix products). Other steps of the command are the fused epilogue (RESCALE,
-CLAMP, ADD): the array drains ``cols`` results a cycle, so the epilogue streams
+CLAMP, ADD, TABLE): the array drains ``cols`` results a cycle, so the epilogue streams
 ``ceil(out_elements / cols)`` cycles plus one per extra fused operator (its stages form one
 output pipeline), pipelined with the array (see :func:`body_cycles`): it costs only its
 drain beyond the MAC time, unless it is the slower stage.
@@ -21,6 +21,7 @@ from math import prod
 from typing import TYPE_CHECKING
 
 from npu_sim.errors import ProgramError
+from npu_sim.hw.compute_units import lut
 from npu_sim.hw.compute_units.unit import ComputeUnit, ceil_div, out_elements, out_shape
 from npu_sim.program import KernelStep
 from npu_sim.tosa.dtype import DType
@@ -350,14 +351,19 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     array cycles of one block, ``K*k_step`` plus the skew: the fill before the first
     results reach the epilogue. For equal blocks this is exactly a two-stage pipeline;
     in the usual MAC-bound case it is ``mac + epilogue_block``. Without epilogue,
-    ``body = mac``. The scale and bias reads (:func:`channel_parameter_cycles`) and the
+    ``body = mac``. A lookup in the epilogue (a TABLE: the result's activation) drains at
+    ``mac_array.lut_epilogue_cycles_per_element`` where that is slower (Vela's U55/U65 output
+    stage: the slower of its output and activation rates, 1 cycle an element for a LUT on the
+    U55-256), after its table's load into the LUT memory (:func:`lut.table_load_cycles`, on the
+    operation's first tile). The scale and bias reads (:func:`channel_parameter_cycles`) and the
     weight decoder (:func:`weight_decode_cycles`; with the weight fetches of a convolution run
     one output position at a time, :func:`decomposed_cycles`) stream beside both; the body is
     at least as long as each of them.
     """
     rows, cols = hw.mac_array.rows, hw.mac_array.cols
-    mac = mac_block = parameters = decode = 0
+    mac = mac_block = parameters = decode = table_load = 0
     stages = out = 0
+    per_element = 0.0
     for step in steps:
         if step.op in MAC_OPS:
             mac += step_cycles(hw, step)
@@ -369,12 +375,16 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
         else:
             stages += 1
             out = max(out, out_elements(step))
+            if step.op is Op.TABLE:
+                per_element = hw.mac_array.lut_epilogue_cycles_per_element
+                table_load += lut.table_load_cycles(hw, step) if lut.first_tile(step) else 0
     if not stages:
         return max(mac, parameters, decode)
     depth = stages - 1
-    epilogue = ceil_div(out, cols) + depth
-    epilogue_block = ceil_div(min(rows * cols, out), cols) + depth
-    return max(mac + epilogue_block, mac_block + epilogue, parameters, decode)
+    epilogue = max(ceil_div(out, cols), math.ceil(out * per_element)) + depth
+    block = min(rows * cols, out)
+    epilogue_block = max(ceil_div(block, cols), math.ceil(block * per_element)) + depth
+    return max(mac + epilogue_block, mac_block + epilogue, parameters, decode) + table_load
 
 
 def pe_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:

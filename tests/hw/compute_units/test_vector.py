@@ -85,8 +85,8 @@ def test_an_unknown_elementwise_kind_or_epilogue_operator_is_refused():
     bad_kind = deep_merge(edge, {"vector": {"cycles_per_element": {"sqrt": 1.0}}})
     with pytest.raises(ConfigError, match=r"cycles_per_element: unknown kind\(s\) sqrt"):
         hw_config_from_dict(bad_kind, "mine.yaml")
-    bad_epilogue = deep_merge(edge, {"mac_array": {"epilogue_ops": ["RESCALE", "TABLE"]}})
-    with pytest.raises(ConfigError, match="epilogue_ops: TABLE cannot be fused"):
+    bad_epilogue = deep_merge(edge, {"mac_array": {"epilogue_ops": ["RESCALE", "MUL"]}})
+    with pytest.raises(ConfigError, match="epilogue_ops: MUL cannot be fused"):
         hw_config_from_dict(bad_epilogue, "mine.yaml")
 
 
