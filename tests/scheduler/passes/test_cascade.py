@@ -61,3 +61,21 @@ def test_a_consumer_on_the_same_unit_is_left_alone():
     program, _ = check_end_to_end(graph, hw)
     alone, _ = _without_cascading(graph, hw)
     assert program.listing() == alone.listing()
+
+
+def test_on_a_shared_compute_pipeline_nothing_cascades():
+    """ethos-u55-256 runs one compute command at a time: a concatenation of a map and two
+    convolutions of it waits for the last convolution's tiles (interleaving its first copies
+    with them would overlap nothing and keep its result live beside their buffers)."""
+    from npu_sim.hw.config import load_hw_config
+
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 32), DType.INT8)
+    a = conv_block(b, x, 32, kernel=1, pad=0, seed=1)
+    b.output(b.op(Op.CONCAT, [x, a, conv_block(b, a, 32, kernel=3, pad=1, seed=2)], axis=3))
+    graph = b.build()
+    program, _ = check_end_to_end(graph, load_hw_config("ethos-u55-256"))
+    names = [c.name for c in program.walk() if getattr(c, "unit", None) in ("mac_array", "vector")]
+    assert names.count("CONV2D(conv2d_13)+RESCALE(rescale_18)+CLAMP(clamp_19)") > 1   # (in tiles)
+    last_conv = max(k for k, n in enumerate(names) if n.startswith("CONV2D"))
+    assert min(k for k, n in enumerate(names) if n.startswith("CONCAT")) > last_conv
