@@ -128,6 +128,11 @@ class TcmConfig(_Strict):
         default=False, description="an operation reading a copy of part of a graph input (a SLICE of it: an "
         "LSTM's time step) waits the DDR's read latency for its first block instead of the TCM's, as an NPU "
         "reading it where it lives, the DDR, at every use (the copy ahead into the TCM notwithstanding)")
+    wide_ifm_block_fetch_bits: int = Field(
+        0, ge=0, le=64, description="an operation on the MAC array reading an input of at least this many bits "
+        "an element from the TCM fetches it once per OFM block, halo and depth blocks included "
+        "(npu_sim/hw/ifm_fetch.py), and those bytes bound its cycles at the TCM's bandwidth (0 = it reads "
+        "its window once)")
     ddr_ifm_refetch: bool = Field(
         default=False, description="a convolution or pooling whose input feature map lives in the DDR (a "
         "graph input, a spilled map; also when copied into the TCM ahead) reads it there once per OFM block, "

@@ -27,6 +27,8 @@ from npu_sim.hw.compute_units.unit import ceil_div
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.ddr import ceil_cycles
 from npu_sim.hw.dma import channel_bandwidth_bytes_per_cycle, dma_timing
+from npu_sim.hw.ifm_fetch import BLOCK_FETCH_OPS, ifm_fetch_elements
+from npu_sim.memory_layout import element_size_bytes
 from npu_sim.program import ComputeCommand, DmaCommand, KernelStep, MemorySpace, View, command_views
 from npu_sim.tosa.ops import Op
 
@@ -62,6 +64,23 @@ def command_tcm_bytes(steps: Sequence[KernelStep], outputs: Sequence[View], dist
     return sum([v.size_bytes for v in views]) + sum([v.size_bytes for v in outputs if v.memory is tcm])
 
 
+def wide_ifm_refetch_bytes(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
+    """TCM bytes the block-fetching steps of a command read again of a wide input they read in
+    the TCM (``tcm.wide_ifm_block_fetch_bits`` or more bits an element): their fetches per OFM
+    block, halo and depth blocks included (:func:`npu_sim.hw.ifm_fetch.ifm_fetch_elements`),
+    beyond the one read of their window. (Vela's U55 SHRAM holds half as many 16-bit input values:
+    its int16 convolutions fetch their input per small block, and run SRAM-bound.)"""
+    extra = 0
+    for step in steps:
+        source = step.operands[0] if step.operands else None
+        if step.op not in BLOCK_FETCH_OPS or not isinstance(source, View) or source.memory is not MemorySpace.TCM \
+                or step.input_types[0].dtype.bits < hw.tcm.wide_ifm_block_fetch_bits:
+            continue
+        fetched = ifm_fetch_elements(hw, step) * element_size_bytes(step.input_types[0].dtype)
+        extra += max(0, fetched - source.size_bytes)
+    return extra
+
+
 def _lut_table(op: Op, operand: int) -> bool:
     """The operand a table step loads into the LUT (TABLE's table, a lookup's GATHER table)."""
     return (op is Op.TABLE and operand == 1) or (op is Op.GATHER and operand == 0)
@@ -80,7 +99,10 @@ def compute_command_cycles(hw: HwConfig, command: ComputeCommand) -> int:
         body = builtin_lookup_cycles(hw, command.steps)
     else:
         body = compute_unit.body_cycles(hw, command.steps)
-    tcm = tcm_cycles(command_tcm_bytes(command.steps, command.outputs, distinct=bool(command.composite)), hw)
+    moved = command_tcm_bytes(command.steps, command.outputs, distinct=bool(command.composite))
+    if hw.tcm.wide_ifm_block_fetch_bits and not command.composite:
+        moved += wide_ifm_refetch_bytes(hw, command.steps)
+    tcm = tcm_cycles(moved, hw)
     return (compute_unit.setup_cycles(hw) + pointer_table_cycles(hw, command_views(command))
             + block_latency_cycles(hw, command) + max(body, tcm, variable_sram_read_cycles(command, hw)))
 
