@@ -8,7 +8,8 @@ input left in the DRAM crosses the bus once per OFM block, and a convolution's d
 ``ifmRead = ifmBlock.ElementsWH * ifm.Depth * subkernels * ofmBlockCount``; depthwise and pooling
 count only the blocks in H x W), and its DRAM feature-map reads of ResNet-50 on the U85 are
 4-35x the tensors' sizes. Where a preset sets ``tcm.ddr_ifm_refetch``, the scheduler charges a
-tile reading such an input these fetches beyond the one copy its DMA brings into the TCM.
+tile reading such an input these fetches beyond the one copy its DMA brings into the TCM; so does
+the transpose before a sum over H or W (``vector.transpose_reductions``: :func:`block_fetched_bytes`).
 
 The OFM block is the MAC array's (``mac_array.ofm_block_elements`` results over at most
 ``ofm_block_max_depth`` channels; a small map is one block, ``ofm_block_min_depth``); its H x W
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 BLOCK_FETCH_OPS = frozenset({Op.CONV2D, Op.DEPTHWISE_CONV2D, Op.AVG_POOL2D, Op.MAX_POOL2D})
 #: Of those, the ones that reduce over the whole input depth: each OFM depth block fetches it all.
 DEPTH_REDUCING_OPS = frozenset({Op.CONV2D})
+#: A sum whose NPU lowering transposes its input, and the widening RESCALE it may read through.
+TRANSPOSED_SUM_OPS = frozenset({Op.REDUCE_SUM, Op.RESCALE})
 #: Largest kernel one pass takes in H and W; a larger kernel is split into sub-kernels, each
 #: fetching the input again (regor ``s_SubkernelLimits``: 8 x 8 for convolution and pooling).
 SUBKERNEL_LIMIT = 8
@@ -122,7 +125,8 @@ def block_fetched_bytes(hw: HwConfig, steps: Sequence[KernelStep[Any]], s: int) 
     step = steps[s]
     if step.op in BLOCK_FETCH_OPS:
         return ifm_fetch_elements(hw, step) * element_size_bytes(step.input_types[0].dtype)
-    if not step.input_types or not hw.vector.transpose_reductions or source_operator_cycles(hw, steps) is not None:
+    if step.op not in TRANSPOSED_SUM_OPS or not step.input_types or not hw.vector.transpose_reductions \
+            or source_operator_cycles(hw, steps) is not None:
         return 0   # (a TFLite MEAN or softmax compiled as its source operator has no transpose)
     summing = next((steps[t] for t in range(s + 1, len(steps)) if folded_prologue(hw, steps, t) is step), None)
     if summing is None:
