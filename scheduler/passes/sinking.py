@@ -36,7 +36,10 @@ def sink_feature_maps(lowered: LoweredGraph, chunk_bytes: int) -> None:
     each counted up to ``chunk_bytes`` (what one load of streamed constants holds whole;
     larger weights stream in stripes): what a neighbour may then hold at once."""
     for block in lowered.main.walk_blocks():
+        before = block.ops
         block.ops = sunk_order(block, lowered.values, chunk_bytes)
+        if all(a is b for a, b in zip(block.ops, before)):
+            continue   # nothing moved: the next round would find the same
         peak = feature_map_peak_bytes(block.ops, lowered.values)
         for _ in range(MAX_ROUNDS - 1):   # a move can free another (its input's producer may follow it)
             order = sunk_order(block, lowered.values, chunk_bytes)
