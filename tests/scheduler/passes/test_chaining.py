@@ -53,3 +53,33 @@ def test_the_chained_mul_costs_nothing_and_keeps_the_bits():
     # vector operation
     assert lookup["tile_count"] == 8 and run.summary["busy_cycles"]["lut"] == 4096 + 256 + 8 * 8
     assert run.summary["busy_cycles"]["vector"] == 0
+
+
+def _exp_shifted():
+    """A TOSA softmax's exponential: an int16 lookup to int32, its result shifted left by a scalar
+    (the converter's SHL after each of the four TABLEs of exp)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 16, 16), DType.INT16)
+    table = b.const(None, np.arange(-256, 257, dtype=np.int16), DType.INT16)
+    looked_up = b.op(Op.TABLE, [x, table])
+    b.output(b.op(Op.LOGICAL_LEFT_SHIFT, [looked_up, b.const(None, np.array([[[[3]]]], dtype=np.int32),
+                                                               DType.INT32)]))
+    return b.build()
+
+
+def test_a_shift_chains_onto_the_lookup_and_keeps_the_reference_bits(tmp_path):
+    """Vela 5.2 chains the SHL after each of a TOSA softmax's int16 lookups onto it on the U85 (0
+    cycles of its own in its debug database for a keyword transformer); the U55 runs it apart."""
+    from npu_sim.tosa.loader import save_graph
+    from tests.oracle import run_graph_bytes
+
+    graph = _exp_shifted()
+    assert [g for g in _groups(graph, "ethos-u85-256") if g != ["CONST"]] == [["TABLE", "LOGICAL_LEFT_SHIFT"]]
+    assert ["LOGICAL_LEFT_SHIFT"] in _groups(graph, "ethos-u55-256")
+    save_graph(graph, tmp_path / "exp.tosa")
+    x = np.random.default_rng(4).integers(-32768, 32768, (1, 4, 16, 16), dtype=np.int16)
+    (want,) = run_graph_bytes((tmp_path / "exp.tosa").read_bytes(), [x], list(graph.output_types.values()))
+    run = npu_sim.simulate(graph, "ethos-u85-256", {"x": x})
+    (got,) = run.outputs.values()
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
+    assert run.summary["busy_cycles"]["vector"] == 0
