@@ -100,7 +100,7 @@ def compute_command_cycles(hw: HwConfig, command: ComputeCommand) -> int:
     else:
         body = compute_unit.body_cycles(hw, command.steps)
     moved = command_tcm_bytes(command.steps, command.outputs, distinct=bool(command.composite))
-    if hw.tcm.wide_ifm_block_fetch_bits and not command.composite:
+    if hw.tcm.wide_ifm_block_fetch_bits and command.unit == MAC_ARRAY.name and not command.composite:
         moved += wide_ifm_refetch_bytes(hw, command.steps)
     tcm = tcm_cycles(moved, hw)
     return (compute_unit.setup_cycles(hw) + pointer_table_cycles(hw, command_views(command))
