@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from npu_sim.hw.compute_units import VECTOR
+from npu_sim.hw.compute_units import CPU, VECTOR
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.dma import DMA_PATHS
 from npu_sim.hw.ifm_fetch import block_fetched_bytes, fetch_burst_bytes
@@ -208,7 +208,7 @@ class OperationEmission:
         macs = sum([kernel_step_macs(k) for k in steps])   # (the steps' regions and types are the tile's)
         compute = ACompute(op.unit, steps, outputs, op.name, self.op_index, macs, op.output_steps,
                            op.composite.kind if op.composite else "", op.lut_function)
-        if self.emitter.hw.tcm.ddr_ifm_refetch:
+        if self.emitter.hw.tcm.ddr_ifm_refetch and op.unit != CPU.name:   # (the NPU's block fetches)
             compute.ifm_refetch_bytes, compute.ifm_refetch_burst_bytes = self.ifm_refetch(steps, tiles)
         self.cmds.append(compute)
         for view, target in stores:
