@@ -23,9 +23,10 @@ from npu_sim.reference.kernel_api import Region
 from scheduler.ir.npu_ops import Step
 
 
-def _kernel_step(step: Step, out_region: Region | None) -> KernelStep:
-    """``step`` as the hardware model's cost functions take it: types and region, no views."""
-    return KernelStep(step.op, step.attribute, (), tuple(step.input_types), tuple(step.output_types),
+def _kernel_step(step: Step, out_region: Region | None, operands: tuple = ()) -> KernelStep:
+    """``step`` as the hardware model's cost functions take it: types and region, no views (or
+    the scheduler's ``operands``: value keys and the indices of earlier steps)."""
+    return KernelStep(step.op, step.attribute, operands, tuple(step.input_types), tuple(step.output_types),
                       out_region=out_region, origin=step.origin)
 
 
@@ -61,14 +62,12 @@ def ifm_refetch_burst_bytes(hw: HwConfig, steps: Sequence[Step], s: int) -> int:
     """DDR bursts' bytes step ``s`` of a command's ``steps``, streaming its input from the DDR, reads
     of it beyond one copy by fetching it block by block (``tcm.ddr_ifm_refetch``,
     :func:`npu_sim.hw.ifm_fetch.block_fetched_bytes`); 0 elsewhere."""
-    if not hw.tcm.ddr_ifm_refetch:
+    if not hw.tcm.ddr_ifm_refetch or not steps[s].input_types:
         return 0
-    kernel_steps = [KernelStep(step.op, step.attribute, tuple(step.operands), tuple(step.input_types),
-                               tuple(step.output_types), origin=step.origin) for step in steps]
+    kernel_steps = [_kernel_step(step, None, tuple(step.operands)) for step in steps]
     kernel_step = kernel_steps[s]
-    elem = element_size_bytes(kernel_step.input_types[0].dtype) if kernel_step.input_types else 0
-    extra = block_fetched_bytes(hw, kernel_steps, s) - prod(kernel_step.input_types[0].shape) * elem \
-        if elem else 0
+    elem = element_size_bytes(kernel_step.input_types[0].dtype)
+    extra = block_fetched_bytes(hw, kernel_steps, s) - prod(kernel_step.input_types[0].shape) * elem
     return fetch_burst_bytes(hw, kernel_step, extra) if extra > 0 else 0
 
 

@@ -110,8 +110,13 @@ def ifm_fetch_elements(hw: HwConfig, step: KernelStep) -> int:
     if step.op in DEPTH_REDUCING_OPS:
         blocks *= ceil_div(channels, depth)
     subkernels = ceil_div(kernel[0], SUBKERNEL_LIMIT) * ceil_div(kernel[1], SUBKERNEL_LIMIT)
-    whole = blocks * subkernels * wh * ww * ifm_c
-    return whole * prod(out_shape(step)) // prod(full)
+    return _tile_share(blocks * subkernels * wh * ww * ifm_c, step)
+
+
+def _tile_share(whole: int, step: KernelStep[Any]) -> int:
+    """A tile's share, by output elements, of ``whole`` fetched for the whole operation (the
+    blocks are the operation's, however the scheduler tiles it)."""
+    return whole * prod(out_shape(step)) // max(1, prod(step.output_types[0].shape))
 
 
 def block_fetched_bytes(hw: HwConfig, steps: Sequence[KernelStep[Any]], s: int) -> int:
@@ -137,8 +142,7 @@ def block_fetched_bytes(hw: HwConfig, steps: Sequence[KernelStep[Any]], s: int) 
     whole = transpose_fetched_elements(hw, summing, bits)
     if not whole:
         return 0
-    tile_share = whole * prod(out_shape(summing)) // max(1, prod(summing.output_types[0].shape))
-    return tile_share * max(1, bits // 8)
+    return _tile_share(whole, summing) * max(1, bits // 8)
 
 
 def fetch_burst_bytes(hw: HwConfig, step: KernelStep, size_bytes: int) -> int:
