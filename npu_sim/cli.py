@@ -56,6 +56,8 @@ OPTIMISE_HELP = ("size: run chains of operations in horizontal stripes wherever 
                  "stripes.optimise).")
 STRICT_NPU_HELP = ("Refuse an operator the preset's NPU cannot run (exit 2 naming it) instead of running "
                    "it on the host CPU.")
+NO_CACHE_HELP = ("Compile anew (and convert a .tflite anew) instead of reusing what an earlier run kept "
+                 "in the cache (see npu-sim cache info).")
 TIMING_ONLY_HELP = ("The same cycles, bytes and figures without computing the tensors (faster; no outputs/, "
                     "summary.json says timing_only). A graph with control flow is computed anyway.")
 VERIFY_HELP = ("Check the plan statically before using it: no two live allocations overlap, every "
@@ -208,6 +210,7 @@ def run_command(
     timing_only: bool = typer.Option(False, "--timing-only", help=TIMING_ONLY_HELP),
     no_block_tensors: bool = typer.Option(False, "--no-block-tensors", help=NO_BLOCK_TENSORS_HELP),
     optimise: Optimise | None = optimise_option(),  # noqa: B008 (typer reads the option)
+    no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
 ) -> None:
     """Simulate GRAPH on the NPU that CONFIG describes; write outputs and a timing report."""
     _commands().run_cmd.run_graph(graph, hw, inputs, out_dir, invocations=invocations, random_seed=random_inputs,
@@ -216,7 +219,7 @@ def run_command(
                                   input_shapes=input_shape, allow_unpredictable=allow_unpredictable,
                                   composite_fusion=not no_composite_fusion, html=html, strict_npu=strict_npu,
                                   timing_only=timing_only, block_tensors=not no_block_tensors,
-                                  optimise=optimise.value if optimise else None)
+                                  optimise=optimise.value if optimise else None, use_cache=not no_cache)
 
 
 @app.command("plan")
@@ -233,13 +236,14 @@ def plan_command(
     strict_npu: bool = typer.Option(False, "--strict-npu", help=STRICT_NPU_HELP),
     no_block_tensors: bool = typer.Option(False, "--no-block-tensors", help=NO_BLOCK_TENSORS_HELP),
     optimise: Optimise | None = optimise_option(),  # noqa: B008 (typer reads the option)
+    no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
 ) -> None:
     """Compile GRAPH for CONFIG and print the Program (memory plan + commands) and plan statistics."""
     _commands().run_cmd.plan_graph(graph, hw, as_json, spread_tcm=spread_tcm, verify=verify, tosa_level=tosa_level,
                                    timeout_seconds=timeout, input_shapes=input_shape,
                                    composite_fusion=not no_composite_fusion, strict_npu=strict_npu,
                                    block_tensors=not no_block_tensors,
-                                   optimise=optimise.value if optimise else None)
+                                   optimise=optimise.value if optimise else None, use_cache=not no_cache)
 
 
 @app.command("convert")
@@ -254,8 +258,9 @@ def convert_command(
     _commands().convert_cmd.convert(graph, out_path, use_cache=not no_cache, tosa_level=tosa_level)
 
 
-cache_app = typer.Typer(no_args_is_help=True, help="The cache of converted .tflite models (at most "
-                        "NPU_SIM_CACHE_MAX_BYTES, default 1 GiB; least recently used evicted).")
+cache_app = typer.Typer(no_args_is_help=True, help="The cache of converted .tflite models and compiled "
+                        "programs (at most NPU_SIM_CACHE_MAX_BYTES, default 1 GiB; least recently used "
+                        "evicted).")
 app.add_typer(cache_app, name="cache")
 
 
@@ -267,7 +272,7 @@ def cache_info_command() -> None:
 
 @cache_app.command("clear")
 def cache_clear_command() -> None:
-    """Remove every cached conversion."""
+    """Remove every cached conversion and compiled program."""
     _commands().cache_cmd.cache_clear()
 
 

@@ -1,9 +1,11 @@
-"""The user's cache of converted models: bounded in size, least recently used entries evicted.
+"""The user's cache of converted models and compiled Programs: bounded in size, least recently
+used entries evicted.
 
 A ``.tflite`` model is converted to TOSA MLIR once and kept by the SHA-256 of its bytes
 (:mod:`npu_sim.tosa.tflite_import`), so that a sweep or a second run over it skips the
 converter; the graph read from that text is kept beside it (:mod:`npu_sim.tosa.converted_graph`),
-so that a second run skips reading the text too. MLIR text of a large model is large
+so that a second run skips reading the text too; the Program a graph compiles to on a config is
+kept as well (:mod:`npu_sim.program_cache`), so that a second run skips scheduling. MLIR text of a large model is large
 (ResNet-50: 52 MB), so the cache has a limit:
 ``$NPU_SIM_CACHE_MAX_BYTES`` (a byte count or a size such as ``500M``, ``2G``; default
 1 GiB; 0 keeps nothing). Each store evicts the entries used longest ago until the cache
@@ -20,11 +22,13 @@ miss, never an error.
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from npu_sim.errors import ConfigError
 from npu_sim.paths import follow_umask
@@ -32,9 +36,10 @@ from npu_sim.paths import follow_umask
 #: Environment variable of the size limit.
 MAX_BYTES_ENV = "NPU_SIM_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 1 << 30
-#: The kinds of entry (one subfolder each): the converter's MLIR text of a ``.tflite`` and the
-#: graph read from it (:mod:`npu_sim.tosa.converted_graph`).
-KINDS = ("tflite", "graph")
+#: The kinds of entry (one subfolder each): the converter's MLIR text of a ``.tflite``, the
+#: graph read from it (:mod:`npu_sim.tosa.converted_graph`) and compiled Programs
+#: (:mod:`npu_sim.program_cache`).
+KINDS = ("tflite", "graph", "program")
 #: A temporary file older than this is left over from a killed process, and removed.
 STALE_TEMPORARY_SECONDS = 3600
 _ENTRY = re.compile(r"^[0-9a-f]{64}\.[a-z]+$")
@@ -111,6 +116,24 @@ def lookup_bytes(kind: str, key: str, suffix: str) -> bytes | None:
     except OSError:
         pass   # a read-only cache still serves
     return data
+
+
+PickledT = TypeVar("PickledT")
+
+
+def lookup_pickled(kind: str, key: str, suffix: str, expected: type[PickledT]) -> PickledT | None:
+    """The object of class ``expected`` pickled under ``key``, marked as just used; None when
+    absent or when the entry does not read back as one (cut short by a full disk, written by
+    another npu-sim under the same key). Only npu-sim writes the cache folder: as with Python's
+    bytecode cache, whoever can write there can already run code as this user."""
+    entry = lookup_bytes(kind, key, suffix)
+    if entry is None:
+        return None
+    try:
+        value = pickle.loads(entry)
+    except Exception:   # a damaged entry may fail in any way unpickling can: it is a miss
+        return None
+    return value if isinstance(value, expected) else None
 
 
 def store(kind: str, key: str, suffix: str, text: str) -> None:

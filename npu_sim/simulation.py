@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from npu_sim import program_cache
 from npu_sim.budget import check_host_memory, check_npu_capacity, default_host_budget_bytes, empty_tensor
 from npu_sim.errors import InputError, NpuSimError, ProgramError, ScheduleError, SchedulerBugError, SimulationError
 from npu_sim.gc_pause import gc_paused
@@ -95,6 +96,23 @@ def compile_graph(graph: Graph, hw: HwConfig, *, spread_tcm: bool = False,
         return program
 
 
+def compiled_program(graph: Graph, hw: HwConfig, *, use_cache: bool = False, spread_tcm: bool = False,
+                     resident_constants: bool = False, composite_fusion: bool = True) -> tuple[Program, str]:
+    """:func:`compile_graph` (not verified), through the program cache (:mod:`npu_sim.program_cache`)
+    if ``use_cache`` and the cache is on; the Program and how it came: ``"hit"``, ``"stored"``,
+    ``"uncached"`` (a graph the cache cannot key) or ``"off"``."""
+    def compile_now() -> Program:
+        return compile_graph(graph, hw, spread_tcm=spread_tcm, resident_constants=resident_constants,
+                             composite_fusion=composite_fusion)
+
+    if not (use_cache and program_cache.enabled()):
+        return compile_now(), "off"
+    options = (("spread_tcm", spread_tcm), ("resident_constants", resident_constants),
+               ("composite_fusion", composite_fusion))
+    with gc_paused():
+        return program_cache.cached_program(graph, hw, options, compile_now)
+
+
 def _schedule(graph: Graph, hw: HwConfig, spread_tcm: bool, resident_constants: bool,
               rules: tuple[FusionRule, ...]) -> Program:
     """``resident_constants`` (several invocations): constants resident in a large TCM pool
@@ -159,7 +177,8 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
                          spread_tcm: bool = False, verify: bool = False,
                          validate: bool = True, max_memory_bytes: int | None = None,
                          composite_fusion: bool = True, timing_only: bool = False,
-                         program: Program | None = None, host_memory_checked: bool = False) -> SimulationResult:
+                         program: Program | None = None, host_memory_checked: bool = False,
+                         use_cache: bool = False) -> SimulationResult:
     """Schedule ``graph`` for ``hw`` and simulate one invocation per element of ``per_invocation``.
 
     ``stack``: return outputs stacked along a leading invocation axis (else those
@@ -176,6 +195,8 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     before (a sweep's points that differ only in timing fields share it): not compiled again.
     ``host_memory_checked``: the caller has checked the graph against ``max_memory_bytes`` already
     (:func:`npu_sim.budget.check_host_memory`, as ``npu-sim run`` does before reading the inputs).
+    ``use_cache``: read the Program back from the program cache if an earlier run kept it, else
+    keep it there (:mod:`npu_sim.program_cache`; summary.json's ``program_cache`` says which).
     """
     graph, path_label = _graph(graph)
     if validate and not path_label:
@@ -185,11 +206,12 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     wall: dict[str, float] = {}
     with gc_paused():
         start = time.perf_counter()
+        cache_use = "given"
         if program is None:
             with _blaming_the_graph_first(graph, checked):
-                program = compile_graph(graph, hw, spread_tcm=spread_tcm,
-                                        resident_constants=len(per_invocation) > 1,
-                                        composite_fusion=composite_fusion)
+                program, cache_use = compiled_program(graph, hw, use_cache=use_cache, spread_tcm=spread_tcm,
+                                                      resident_constants=len(per_invocation) > 1,
+                                                      composite_fusion=composite_fusion)
         wall["schedule"] = time.perf_counter() - start
         if verify:
             start = time.perf_counter()
@@ -206,6 +228,7 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
         summary = build_summary(result.trace, hw, program, graph=graph_label or path_label or program.graph_name)
         wall["summary"] = time.perf_counter() - start
     summary["wall_seconds"] = wall
+    summary["program_cache"] = cache_use
     summary["timing_only"] = result.timing_only
     if timing_only and not result.timing_only:
         summary["timing_only_note"] = "control flow decides on computed values: every value was computed"
@@ -224,7 +247,7 @@ def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
              inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray] | None = None,
              invocations: int = 1, *, spread_tcm: bool = False, verify: bool = False,
              composite_fusion: bool = True, timing_only: bool = False,
-             block_tensors: bool | None = None) -> SimulationResult:
+             block_tensors: bool | None = None, use_cache: bool = False) -> SimulationResult:
     """Run ``graph`` on the simulated NPU ``hw`` (a HwConfig, preset name or YAML path).
 
     ``inputs``: input name -> array (or arrays in the graph's input order). With
@@ -232,7 +255,8 @@ def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
     uses slice k, variables persist between invocations, and outputs come back
     stacked the same way. ``spread_tcm``, ``verify``, ``composite_fusion``: see
     :func:`compile_graph`; ``timing_only``: see :func:`simulate_invocations`; ``block_tensors``:
-    True or False overrides ``hw``'s ``block_tensors.enabled`` (False: the plan without them).
+    True or False overrides ``hw``'s ``block_tensors.enabled`` (False: the plan without them);
+    ``use_cache``: reuse the Program an earlier run compiled (see :func:`simulate_invocations`).
     """
     hw = _hw_with(hw, block_tensors)
     if not isinstance(invocations, int) or isinstance(invocations, bool) or invocations < 1:
@@ -241,7 +265,8 @@ def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
     if invocations == 1:
         return simulate_invocations(graph, hw, [check_inputs(graph, inputs)], graph_label=label,
                                     spread_tcm=spread_tcm, verify=verify, validate=not label,
-                                    composite_fusion=composite_fusion, timing_only=timing_only)
+                                    composite_fusion=composite_fusion, timing_only=timing_only,
+                                    use_cache=use_cache)
     names = list(graph.input_types)
     if inputs is None:
         inputs = {}
@@ -256,4 +281,4 @@ def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
             for name, value in inputs.items()} for k in range(invocations)]
     return simulate_invocations(graph, hw, per, graph_label=label, stack=True, spread_tcm=spread_tcm,
                                 verify=verify, validate=not label, composite_fusion=composite_fusion,
-                                timing_only=timing_only)
+                                timing_only=timing_only, use_cache=use_cache)

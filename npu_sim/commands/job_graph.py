@@ -17,8 +17,10 @@ from npu_sim.tosa.validation import validate
 
 
 def load_job_graph(graph_path: str | Path, tosa_level: str = "8K", input_specs: list[str] | None = None,
-                   invocations: int | None = None, input_shape_specs: list[str] | None = None) -> Graph:
-    graph = load_graph(graph_path, level=tosa_level, resolve_dims=False)
+                   invocations: int | None = None, input_shape_specs: list[str] | None = None, *,
+                   use_cache: bool = True) -> Graph:
+    """The graph of ``graph_path`` (``use_cache``: reuse a cached conversion of a ``.tflite``)."""
+    graph = load_graph(graph_path, level=tosa_level, resolve_dims=False, use_cache=use_cache)
     try:
         if _may_leave_dims_unknown(graph_path) and (has_unknown_dims(graph) or input_shape_specs):
             shapes = _shapes_of_files(graph, input_specs or [], invocations)

@@ -37,7 +37,7 @@ from npu_sim.inputs import load_inputs, output_file_names
 from npu_sim.paths import check_output_dir, staged_output
 from npu_sim.reference.unpredictable import allowing_unpredictable
 from npu_sim.run_limits import DEFAULT_LOOP_WORK_BYTES, DEFAULT_TIMEOUT_SECONDS, job_limits
-from npu_sim.simulation import compile_graph, simulate_invocations
+from npu_sim.simulation import compiled_program, simulate_invocations, verify_plan
 from reports.memory_timeline import plot_memory_timeline
 from reports.ops_json import ops_rows_pieces
 from reports.perfetto import write_trace
@@ -58,21 +58,23 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
                    input_shapes: list[str] | None = None, allow_unpredictable: bool = False,
                    composite_fusion: bool = True, html: bool = False, strict_npu: bool = False,
                    timing_only: bool = False, block_tensors: bool = True,
-                   optimise: str | None = None) -> dict[str, Any]:
+                   optimise: str | None = None, use_cache: bool = True) -> dict[str, Any]:
     """Do what ``npu-sim run`` does; returns the summary written to ``summary.json``.
 
     Everything that can be checked before the work is: ``-o``, the config, the graph, the
     NPU's and the host's memory budgets, the inputs. The files are written all at once.
     ``timing_only`` (``--timing-only``): the same figures without computing a value, so no
     ``outputs/`` (see :func:`npu_sim.simulation.simulate_invocations`); ``optimise``
-    (``--optimise``): the config's ``stripes.optimise`` overridden (None: as it says)."""
+    (``--optimise``): the config's ``stripes.optimise`` overridden (None: as it says); ``use_cache``
+    (off with ``--no-cache``): reuse a cached conversion of a ``.tflite`` and a cached Program
+    (:mod:`npu_sim.program_cache`)."""
     if invocations is not None and invocations < 1:
         raise InputError(f"-n must be at least 1, got {invocations}")
     check_output_dir(out_dir)
     hw = with_optimise(with_block_tensors(with_strict_npu(load_hw_config(hw_config), strict_npu), block_tensors),
                        optimise)
     progress.stage("reading the graph")
-    graph = load_job_graph(graph_path, tosa_level, input_specs, invocations, input_shapes)
+    graph = load_job_graph(graph_path, tosa_level, input_specs, invocations, input_shapes, use_cache=use_cache)
     budget = max_memory_bytes or default_host_budget_bytes()
     check_host_memory(graph, budget, simulated=True)
     loaded = load_inputs(graph, input_specs, invocations=invocations, random_seed=random_seed)
@@ -81,7 +83,8 @@ def run_simulation(graph_path: str, hw_config: str, input_specs: list[str], out_
                                       stack=invocations is not None, spread_tcm=spread_tcm,
                                       verify=verify, validate=False,   # load_graph validated it
                                       max_memory_bytes=budget, host_memory_checked=True,
-                                      composite_fusion=composite_fusion, timing_only=timing_only)
+                                      composite_fusion=composite_fusion, timing_only=timing_only,
+                                      use_cache=use_cache)
 
     start = time.perf_counter()
     progress.stage("writing the outputs and reports")
@@ -148,12 +151,16 @@ def plan_text(graph_path: str, hw_config: str, *, spread_tcm: bool = False,
               verify: bool = False, tosa_level: str = "8K",
               input_shapes: list[str] | None = None, composite_fusion: bool = True,
               strict_npu: bool = False, block_tensors: bool = True,
-              optimise: str | None = None) -> tuple[str, dict[str, Any]]:
+              optimise: str | None = None, use_cache: bool = True) -> tuple[str, dict[str, Any]]:
     """The Program listing and the memory-plan statistics of ``npu-sim plan``."""
     hw = with_optimise(with_block_tensors(with_strict_npu(load_hw_config(hw_config), strict_npu), block_tensors),
                        optimise)
-    graph = load_job_graph(graph_path, tosa_level, input_shape_specs=input_shapes)
-    program = compile_graph(graph, hw, spread_tcm=spread_tcm, verify=verify, composite_fusion=composite_fusion)
+    graph = load_job_graph(graph_path, tosa_level, input_shape_specs=input_shapes, use_cache=use_cache)
+    with gc_paused():
+        program, _ = compiled_program(graph, hw, use_cache=use_cache, spread_tcm=spread_tcm,
+                                      composite_fusion=composite_fusion)
+        if verify:
+            verify_plan(program)
     stats = plan_stats(program, hw)
     stats["graph"] = str(graph_path)
     return program.listing(), stats
@@ -166,7 +173,7 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
               max_loop_work_bytes: int = DEFAULT_LOOP_WORK_BYTES, input_shapes: list[str] | None = None,
               allow_unpredictable: bool = False, composite_fusion: bool = True, html: bool = False,
               strict_npu: bool = False, timing_only: bool = False, block_tensors: bool = True,
-              optimise: str | None = None) -> None:
+              optimise: str | None = None, use_cache: bool = True) -> None:
     """``npu-sim run``: simulate, write the outputs and reports, print the per-operation table."""
     max_memory_bytes = None if max_memory is None else parse_size_bytes(max_memory)
     # (the collector stays paused to the end: its first passes after the simulation's pause
@@ -177,7 +184,8 @@ def run_graph(graph_path: str, hw_config: str, input_specs: list[str], out_dir: 
                                  tosa_level=tosa_level, max_memory_bytes=max_memory_bytes,
                                  input_shapes=input_shapes, allow_unpredictable=allow_unpredictable,
                                  composite_fusion=composite_fusion, html=html, strict_npu=strict_npu,
-                                 timing_only=timing_only, block_tensors=block_tensors, optimise=optimise)
+                                 timing_only=timing_only, block_tensors=block_tensors, optimise=optimise,
+                                 use_cache=use_cache)
     warn_if_unpredictable(summary)
     print_report(summary)
     out_dir = Path(out_dir)
@@ -192,13 +200,14 @@ def plan_graph(graph_path: str, hw_config: str, as_json: bool, *, spread_tcm: bo
                verify: bool = False, tosa_level: str = "8K",
                timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS,
                input_shapes: list[str] | None = None, composite_fusion: bool = True,
-               strict_npu: bool = False, block_tensors: bool = True, optimise: str | None = None) -> None:
+               strict_npu: bool = False, block_tensors: bool = True, optimise: str | None = None,
+               use_cache: bool = True) -> None:
     """``npu-sim plan``: print the Program listing and the plan statistics (or only these, as JSON)."""
     with job_limits(timeout_seconds), progress.showing():
         listing, stats = plan_text(graph_path, hw_config, spread_tcm=spread_tcm, verify=verify,
                                    tosa_level=tosa_level, input_shapes=input_shapes,
                                    composite_fusion=composite_fusion, strict_npu=strict_npu,
-                                   block_tensors=block_tensors, optimise=optimise)
+                                   block_tensors=block_tensors, optimise=optimise, use_cache=use_cache)
     if as_json:
         typer.echo(json.dumps(stats, indent=2))
         return

@@ -60,7 +60,7 @@ def tflite_graph(data: bytes, source: str, use_cache: bool = True) -> Graph:
     validated or resolved to known dimensions: :func:`npu_sim.tosa.loader.parse_graph` does)."""
     key = graph_key(data, source) if use_cache else ""
     if use_cache:
-        cached = _read_back(conversion_cache.lookup_bytes(KIND, key, SUFFIX))
+        cached = conversion_cache.lookup_pickled(KIND, key, SUFFIX, Graph)
         if cached is not None:
             return cached
     text = tflite_to_mlir(data, source, use_cache)   # (refuses a damaged model in the converter's words)
@@ -71,15 +71,3 @@ def tflite_graph(data: bytes, source: str, use_cache: bool = True) -> Graph:
     if use_cache:
         conversion_cache.store_bytes(KIND, key, SUFFIX, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL))
     return graph
-
-
-def _read_back(entry: bytes | None) -> Graph | None:
-    """The graph an entry holds; None for no entry or one that does not read back as a graph
-    (cut short by a full disk, written by an older npu-sim under the same key)."""
-    if entry is None:
-        return None
-    try:
-        graph = pickle.loads(entry)
-    except Exception:   # a damaged entry may fail in any way unpickling can: it is a miss
-        return None
-    return graph if isinstance(graph, Graph) else None
