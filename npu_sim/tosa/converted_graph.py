@@ -25,6 +25,7 @@ from npu_sim import conversion_cache
 from npu_sim.tosa.ir import Graph
 from npu_sim.tosa.mlir_reader import read_mlir
 from npu_sim.tosa.tflite.flatbuffer import TfliteModel
+from npu_sim.tosa.tflite.gelu import restore_gelus
 from npu_sim.tosa.tflite.legalize import Legalizer
 from npu_sim.tosa.tflite.rounding import round_fully_connected_once
 from npu_sim.tosa.tflite.saturation import saturate_quantizations
@@ -68,6 +69,7 @@ def tflite_graph(data: bytes, source: str, use_cache: bool = True) -> Graph:
     graph = read_mlir(text, source, Legalizer(model, source))
     round_fully_connected_once(graph, model)   # LiteRT's rounding (npu_sim/tosa/tflite/rounding.py)
     saturate_quantizations(graph)   # and its saturating QUANTIZE (npu_sim/tosa/tflite/saturation.py)
+    restore_gelus(graph, model)   # and its float GELU (npu_sim/tosa/tflite/gelu.py)
     if use_cache:
         conversion_cache.store_bytes(KIND, key, SUFFIX, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL))
     return graph
