@@ -29,6 +29,7 @@ from npu_sim.tosa.tflite.gelu import restore_gelus
 from npu_sim.tosa.tflite.legalize import Legalizer
 from npu_sim.tosa.tflite.rounding import round_fully_connected_once
 from npu_sim.tosa.tflite.saturation import saturate_quantizations
+from npu_sim.tosa.tflite.softmax import saturate_softmax_lookups
 from npu_sim.tosa.tflite_import import tflite_to_mlir
 
 #: What the key also hashes: the form of the entry (a pickled :class:`Graph`).
@@ -69,6 +70,7 @@ def tflite_graph(data: bytes, source: str, use_cache: bool = True) -> Graph:
     graph = read_mlir(text, source, Legalizer(model, source))
     round_fully_connected_once(graph, model)   # LiteRT's rounding (npu_sim/tosa/tflite/rounding.py)
     saturate_quantizations(graph)   # and its saturating QUANTIZE (npu_sim/tosa/tflite/saturation.py)
+    saturate_softmax_lookups(graph)   # and 16-bit SOFTMAX's table indices (npu_sim/tosa/tflite/softmax.py)
     restore_gelus(graph, model)   # and its float GELU (npu_sim/tosa/tflite/gelu.py)
     if use_cache:
         conversion_cache.store_bytes(KIND, key, SUFFIX, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL))

@@ -13,6 +13,8 @@ the ``ADD`` and the final ``CAST`` of each such chain: LiteRT's saturation, in p
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from npu_sim.tosa.dtype import DType
@@ -25,10 +27,15 @@ _NARROW = {DType.INT8: (-128, 127), DType.INT16: (-32768, 32767)}
 
 def saturate_quantizations(graph: Graph) -> int:
     """Clamp every converted float quantization of ``graph`` before its narrowing CAST; how many."""
+    return clamp_before_each(graph, _narrowing_casts_of_quantizations)
+
+
+def clamp_before_each(graph: Graph, casts_of: Callable[[Block], list[Operator]]) -> int:
+    """Clamp the input of each narrowing CAST ``casts_of`` finds in a block of ``graph``; how many."""
     changed = 0
     for block in graph.blocks():
-        for cast in _narrowing_casts_of_quantizations(block):
-            _clamp_before(block, cast)
+        for cast in casts_of(block):
+            clamp_before(block, cast)
             changed += 1
     return changed
 
@@ -52,8 +59,9 @@ def _narrowing_casts_of_quantizations(block: Block) -> list[Operator]:
     return found
 
 
-def _clamp_before(block: Block, cast: Operator) -> None:
-    """MAXIMUM and MINIMUM with the narrow type's bounds (TOSA's CLAMP takes no int32)."""
+def clamp_before(block: Block, cast: Operator) -> None:
+    """Saturate the int32 input of ``cast`` (to int8/int16) to its output type's range first:
+    MAXIMUM and MINIMUM with the narrow type's bounds (TOSA's CLAMP takes no int32)."""
     source = cast.inputs[0]
     shape = block.tensor(source).shape
     low, high = _NARROW[block.tensor(cast.outputs[0]).dtype]

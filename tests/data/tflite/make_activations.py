@@ -1,0 +1,74 @@
+"""Makes the one-layer .tflite models of the front door's activation fixes.
+
+* ``softmax_scaled_int16``: ``Rescaling(16)`` then ``Softmax`` on (16, 16), 16x8. The logits
+  span about 32 real units, past the [-10, 0] of LiteRT's int16 exp table: LiteRT saturates the
+  table index, which the converter's CAST would wrap (:mod:`npu_sim.tosa.tflite.softmax`).
+* ``relu_threshold_fp32``: ``ReLU(max_value=6, negative_slope=0.1, threshold=0.2)`` on
+  (8, 8, 4), float. The converter writes a CAST from bool to fp32, which no TOSA 1.0 profile
+  has (:mod:`npu_sim.tosa.tflite.bool_cast`).
+* ``softsign_int8``: ``Activation('softsign')`` on (8, 8, 4), int8. The converter cannot
+  legalize it (its int8 ABS); npu-sim's refusal quotes the converter's error.
+
+Each is exported the default way, full-integer with a seeded representative dataset of
+U(-1, 1) where quantized. Run with the examples' TensorFlow venv (tensorflow 2.21, tf-keras
+2.21; see examples/README.md) from this folder: ``python make_activations.py [stem ...]``.
+Not part of the test suite.
+"""
+
+import os
+import sys
+
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import tf_keras as keras  # noqa: E402
+
+
+def _softmax_scaled() -> keras.Model:
+    inputs = keras.Input((16, 16), batch_size=1)
+    return keras.Model(inputs, keras.layers.Softmax()(keras.layers.Rescaling(16.0)(inputs)))
+
+
+def _relu_threshold() -> keras.Model:
+    inputs = keras.Input((8, 8, 4), batch_size=1)
+    return keras.Model(inputs, keras.layers.ReLU(max_value=6.0, negative_slope=0.1, threshold=0.2)(inputs))
+
+
+def _softsign() -> keras.Model:
+    inputs = keras.Input((8, 8, 4), batch_size=1)
+    return keras.Model(inputs, keras.layers.Activation("softsign")(inputs))
+
+
+#: stem: (the Keras model, its activations: "int8", "int16" (16x8) or "fp32")
+MODELS = {"softmax_scaled_int16": (_softmax_scaled, "int16"),
+          "relu_threshold_fp32": (_relu_threshold, "fp32"),
+          "softsign_int8": (_softsign, "int8")}
+
+
+def convert(stem: str) -> bytes:
+    build, kind = MODELS[stem]
+    keras.utils.set_random_seed(1)
+    model = build()
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    if kind == "fp32":
+        return converter.convert()
+    shape = tuple(model.inputs[0].shape)
+    rng = np.random.default_rng(0)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = lambda: ([rng.uniform(-1, 1, size=shape).astype(np.float32)]
+                                                for _ in range(8))
+    if kind == "int16":
+        sixteen_by_eight = tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
+        converter.target_spec.supported_ops = [sixteen_by_eight]
+        converter.inference_input_type = converter.inference_output_type = tf.int16
+    else:
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        converter.inference_input_type = converter.inference_output_type = tf.int8
+    return converter.convert()
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or MODELS:
+        with open(f"{name}.tflite", "wb") as handle:
+            handle.write(convert(name))

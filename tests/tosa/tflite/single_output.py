@@ -1,0 +1,36 @@
+"""Runs the graph of a one-input, one-output .tflite as the front-door tests compare it: in the
+reference executor or simulated on a preset, and in Arm's reference model (from the flatbuffer
+``npu-sim convert`` would write)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import npu_sim
+from npu_sim.tosa.loader import save_graph
+from tests.oracle import run_graph_bytes
+
+#: where the outputs are checked: the reference executor (None), then simulated on each preset
+PRESETS = [None, "edge", "ethos-u55-256", "ethos-u85-256"]
+
+
+def npu_sim_outputs(graph: npu_sim.Graph, preset: str | None, xs: list[np.ndarray]) -> list[np.ndarray]:
+    """The graph's output for each input: executed (``preset`` None) or simulated on ``preset``."""
+    name = graph.main.inputs[0]
+    results = []
+    for x in xs:
+        if preset is None:
+            (got,) = npu_sim.execute(graph, {name: x}).values()
+        else:
+            (got,) = npu_sim.simulate(graph, preset, {name: x}).outputs.values()
+        results.append(got)
+    return results
+
+
+def reference_model_output(graph: npu_sim.Graph, x: np.ndarray, work: Path) -> np.ndarray:
+    """The output of Arm's reference model on the graph saved as a flatbuffer in ``work``."""
+    save_graph(graph, work / "model.tosa")
+    (theirs,) = run_graph_bytes((work / "model.tosa").read_bytes(), [x], list(graph.output_types.values()))
+    return theirs
