@@ -24,6 +24,7 @@ from pathlib import Path
 from npu_sim import conversion_cache
 from npu_sim.tosa.ir import Graph
 from npu_sim.tosa.mlir_reader import read_mlir
+from npu_sim.tosa.tflite.bool_cast import select_bool_casts
 from npu_sim.tosa.tflite.flatbuffer import TfliteModel
 from npu_sim.tosa.tflite.gelu import restore_gelus
 from npu_sim.tosa.tflite.legalize import Legalizer
@@ -71,6 +72,7 @@ def tflite_graph(data: bytes, source: str, use_cache: bool = True) -> Graph:
     round_fully_connected_once(graph, model)   # LiteRT's rounding (npu_sim/tosa/tflite/rounding.py)
     saturate_quantizations(graph)   # and its saturating QUANTIZE (npu_sim/tosa/tflite/saturation.py)
     saturate_softmax_lookups(graph)   # and 16-bit SOFTMAX's table indices (npu_sim/tosa/tflite/softmax.py)
+    select_bool_casts(graph)   # a bool cast to float as TOSA 1.0 has it (npu_sim/tosa/tflite/bool_cast.py)
     restore_gelus(graph, model)   # and its float GELU (npu_sim/tosa/tflite/gelu.py)
     if use_cache:
         conversion_cache.store_bytes(KIND, key, SUFFIX, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL))
