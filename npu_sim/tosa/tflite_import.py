@@ -115,7 +115,8 @@ def _refuse_vela_output(data: bytes, source: str) -> None:
 #: process of its own, :func:`_convert`).
 CONVERTER = "tosa_converter_for_tflite"
 #: What that process runs: the model's path and the text's path as arguments; a refusal is one
-#: line on stdout and exit code 3 (the converter's own C++ logs go to stderr, which is dropped).
+#: line on stdout and exit code 3 (the converter's own C++ logs go to stderr: the first of its
+#: MLIR diagnostics, ``loc(...): error: ...``, names the layer and operation it failed on).
 _CONVERT_SCRIPT = """
 import sys
 import tosa_converter_for_tflite as c
@@ -149,16 +150,22 @@ def _convert(data: bytes, source: str) -> str:
         model.write_bytes(data)
         try:
             done = subprocess.run([sys.executable, "-c", _CONVERT_SCRIPT, str(model), str(out)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=CONVERT_TIMEOUT_S)
+                                  capture_output=True, timeout=CONVERT_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise TosaFormatError(f"{source}: the TFLite converter did not finish in {CONVERT_TIMEOUT_S} s "
                                   f"({damaged})") from None
         if done.returncode != 0:
             reason = " ".join(done.stdout.decode("utf-8", errors="replace").split())[:300]
+            error = first_converter_error(done.stderr.decode("utf-8", errors="replace"), str(model),
+                                          Path(source).name)
             if done.returncode < 0:
                 reason = f"it crashed on signal {-done.returncode}"
             elif not reason:
                 reason = f"it stopped with exit status {done.returncode}"
+            elif "legalize" in reason.lower():   # a valid model with an operation it has no TOSA form for
+                raise UnsupportedFeatureError(f"{source}: the TFLite converter cannot legalize it: {error or reason}")
+            if error:
+                reason = f"{reason} {error}"
             raise TosaFormatError(f"{source}: the TFLite converter cannot read it ({reason}; {damaged})")
         sink = out.read_bytes() if out.exists() else b""
     # (the file locations name the temporary copy: the same model converts to the same text)
@@ -166,3 +173,21 @@ def _convert(data: bytes, source: str) -> str:
     if "func.func" not in text:
         raise TosaFormatError(f"{source}: the TFLite converter found no model in it (a truncated or damaged .tflite?)")
     return text
+
+
+#: Characters of the converter's error quoted in a refusal (it stays one line).
+ERROR_QUOTE_CHARS = 300
+#: The file part of an MLIR location naming a layer: ``loc("layer"("file.tflite":0:0))``.
+_FILE_IN_LOCATION = re.compile(r'(loc\("[^"]*")\("[^"]*":\d+:\d+\)\)')
+
+
+def first_converter_error(stderr: str, model_path: str, shown_as: str) -> str:
+    """The converter's first MLIR error diagnostic in ``stderr`` as one bounded line (``""`` if
+    none): ``loc("layer"): error: ...``, the converted copy at ``model_path`` named ``shown_as``."""
+    for line in stderr.splitlines():
+        if "error: " not in line:
+            continue
+        line = _FILE_IN_LOCATION.sub(r"\1)", line.replace(model_path, shown_as))
+        line = " ".join(line.split())
+        return line if len(line) <= ERROR_QUOTE_CHARS else line[:ERROR_QUOTE_CHARS - 3] + "..."
+    return ""
