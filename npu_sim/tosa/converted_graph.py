@@ -28,9 +28,10 @@ from npu_sim.tosa.tflite.bool_cast import select_bool_casts
 from npu_sim.tosa.tflite.flatbuffer import TfliteModel
 from npu_sim.tosa.tflite.gelu import restore_gelus
 from npu_sim.tosa.tflite.legalize import Legalizer
-from npu_sim.tosa.tflite.rounding import round_fully_connected_once
+from npu_sim.tosa.tflite.rounding import round_fully_connected_once, round_relus_twice
 from npu_sim.tosa.tflite.saturation import saturate_quantizations
 from npu_sim.tosa.tflite.softmax import saturate_softmax_lookups
+from npu_sim.tosa.tflite.wide_reshape import rescale_before_wide_reshapes
 from npu_sim.tosa.tflite_import import tflite_to_mlir
 
 #: What the key also hashes: the form of the entry (a pickled :class:`Graph`).
@@ -70,10 +71,12 @@ def tflite_graph(data: bytes, source: str, use_cache: bool = True) -> Graph:
     model = TfliteModel(data, source)
     graph = read_mlir(text, source, Legalizer(model, source))
     round_fully_connected_once(graph, model)   # LiteRT's rounding (npu_sim/tosa/tflite/rounding.py)
+    round_relus_twice(graph, model)   # (its requantizing ReLUs round twice: same module)
     saturate_quantizations(graph)   # and its saturating QUANTIZE (npu_sim/tosa/tflite/saturation.py)
     saturate_softmax_lookups(graph)   # and 16-bit SOFTMAX's table indices (npu_sim/tosa/tflite/softmax.py)
     select_bool_casts(graph)   # a bool cast to float as TOSA 1.0 has it (npu_sim/tosa/tflite/bool_cast.py)
     restore_gelus(graph, model)   # and its float GELU (npu_sim/tosa/tflite/gelu.py)
+    rescale_before_wide_reshapes(graph)   # no int48 RESHAPE (npu_sim/tosa/tflite/wide_reshape.py)
     if use_cache:
         conversion_cache.store_bytes(KIND, key, SUFFIX, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL))
     return graph

@@ -19,6 +19,13 @@ when the weights bound every accumulator within int32 (``32768 * sum|w| + |bias|
 accumulator first moves to int32 unchanged (a RESCALE by 4 / 2^2) and is then rescaled
 with LiteRT's 32-bit multipliers (``QuantizeMultiplier`` of ``s_in * s_w / s_out``), once
 rounded; wider ones keep the converter's 16-bit form (then within one LSB).
+
+The other way round for a RELU, RELU_N1_TO_1 or RELU6 whose output is quantized differently
+from its input (a ReLU after an ADD or a MINIMUM, as Keras' hard_sigmoid ends, whose output
+scale a later CONCATENATION sets): LiteRT requantizes it with ``MultiplyByQuantizedMultiplier``,
+rounding twice, and the converter writes the RESCALE before its CLAMP with ``SINGLE_ROUND``
+(one LSB off on one element in twelve of such a layer). That RESCALE (found by the RELU's
+output tensor, the name the converter gives its operators' location) rounds twice.
 """
 
 from __future__ import annotations
@@ -222,3 +229,41 @@ def _constant_through_reshapes(block: Block, producer: dict[str, Operator], name
             return None
         name = op.inputs[0]
     return None
+
+
+#: BuiltinOperator codes of the ReLUs LiteRT requantizes with double rounding (schema.fbs).
+RELU_CODES = (19, 20, 21)   # RELU, RELU_N1_TO_1, RELU6
+
+
+def requantizing_relus(model: TfliteModel) -> set[str]:
+    """Output tensor names of the ReLUs whose input and output quantizations differ, all subgraphs."""
+    found = set()
+    for subgraph in range(model.subgraph_count):
+        for op in model.operators(subgraph):
+            if op.code not in RELU_CODES or not op.inputs or not op.outputs or min(op.inputs[0], op.outputs[0]) < 0:
+                continue
+            given, result = model.tensor(op.inputs[0], subgraph), model.tensor(op.outputs[0], subgraph)
+            if given.quantization is not None and result.quantization is not None \
+                    and given.quantization != result.quantization:
+                found.add(result.name)
+    return found
+
+
+def round_relus_twice(graph: Graph, model: TfliteModel) -> int:
+    """Give the RESCALE before the CLAMP of each converted requantizing ReLU double rounding,
+    as LiteRT computes it; the number of RESCALEs changed."""
+    relus = requantizing_relus(model)
+    if not relus:
+        return 0
+    changed = 0
+    for block in graph.blocks():
+        producer = {name: op for op in block.operators for name in op.outputs}
+        for clamp in block.operators:
+            if clamp.op is not Op.CLAMP or clamp.location not in relus:
+                continue
+            rescale = producer.get(clamp.inputs[0])
+            if rescale is not None and rescale.op is Op.RESCALE and rescale.location == clamp.location \
+                    and rescale.attribute.scale32 and rescale.attribute.rounding_mode == RoundingMode.SINGLE_ROUND:
+                _set(rescale, rounding_mode=RoundingMode.DOUBLE_ROUND)
+                changed += 1
+    return changed

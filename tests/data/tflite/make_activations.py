@@ -8,6 +8,16 @@
   has (:mod:`npu_sim.tosa.tflite.bool_cast`).
 * ``softsign_int8``: ``Activation('softsign')`` on (8, 8, 4), int8. The converter cannot
   legalize it (its int8 ABS); npu-sim's refusal quotes the converter's error.
+* ``gelu_fp32``: ``Dense(8, activation="gelu")`` (the exact GELU, Keras' default) on (4, 4, 4),
+  then a ``Dense(8)`` with the tanh approximation, float. The converter lowers both to the tanh
+  form with a POW by 3 (:mod:`npu_sim.tosa.tflite.gelu`). (Two GELUs side by side are not fused
+  into TFLite's GELU: TF keeps an ``Erfc`` only the flex delegate runs.)
+* ``attention_int16``: ``MultiHeadAttention(num_heads=2, key_dim=8)`` self-attention over (8, 16),
+  16x8 (no LayerNormalization: LiteRT aborts on a 16x8 one). The converter reshapes its score
+  products' int48 accumulators, which TOSA 1.0 does not allow (:mod:`npu_sim.tosa.tflite.wide_reshape`).
+* ``relu_requantized_int8``: ``hard_sigmoid`` of (8, 8, 4) concatenated with a ``Rescaling(3)``
+  of it, int8: the hard sigmoid's closing RELU requantizes, which LiteRT rounds twice
+  (:mod:`npu_sim.tosa.tflite.rounding`).
 
 Each is exported the default way, full-integer with a seeded representative dataset of
 U(-1, 1) where quantized. Run with the examples' TensorFlow venv (tensorflow 2.21, tf-keras
@@ -40,10 +50,31 @@ def _softsign() -> keras.Model:
     return keras.Model(inputs, keras.layers.Activation("softsign")(inputs))
 
 
+def _gelus() -> keras.Model:
+    inputs = keras.Input((4, 4, 4), batch_size=1)
+    exact = keras.layers.Dense(8, activation="gelu")(inputs)
+    tanh_form = keras.layers.Dense(8, activation=lambda t: keras.activations.gelu(t, approximate=True))(exact)
+    return keras.Model(inputs, tanh_form)
+
+
+def _attention() -> keras.Model:
+    inputs = keras.Input((8, 16), batch_size=1)
+    return keras.Model(inputs, keras.layers.MultiHeadAttention(num_heads=2, key_dim=8)(inputs, inputs))
+
+
+def _relu_requantized() -> keras.Model:
+    inputs = keras.Input((8, 8, 4), batch_size=1)
+    gate = keras.layers.Activation("hard_sigmoid")(inputs)
+    return keras.Model(inputs, keras.layers.Concatenate()([gate, keras.layers.Rescaling(3.0)(inputs)]))
+
+
 #: stem: (the Keras model, its activations: "int8", "int16" (16x8) or "fp32")
 MODELS = {"softmax_scaled_int16": (_softmax_scaled, "int16"),
           "relu_threshold_fp32": (_relu_threshold, "fp32"),
-          "softsign_int8": (_softsign, "int8")}
+          "softsign_int8": (_softsign, "int8"),
+          "gelu_fp32": (_gelus, "fp32"),
+          "attention_int16": (_attention, "int16"),
+          "relu_requantized_int8": (_relu_requantized, "int8")}
 
 
 def convert(stem: str) -> bytes:

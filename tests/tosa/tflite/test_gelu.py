@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-import npu_sim
-from npu_sim.tosa.loader import load_graph, save_graph
+from npu_sim.tosa.loader import load_graph
 from npu_sim.tosa.ops import Op
 from npu_sim.tosa.tflite.flatbuffer import TfliteModel
 from npu_sim.tosa.tflite.gelu import exact_gelus
-from tests.oracle import run_graph_bytes
+from tests.tosa.tflite.single_output import npu_sim_outputs, reference_model_output
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "tflite"
 MODEL = DATA / "gelu_fp32.tflite"
@@ -50,20 +49,14 @@ def test_the_exact_gelu_uses_erf_and_no_pow_is_left():
 def test_gelus_give_litert_s_values(hw):
     """The tanh form had been 1.5e-4 away from LiteRT's exact GELU, and POW refused every
     negative input; now within float32 rounding of the two Dense layers' sums."""
-    graph = load_graph(MODEL)
-    for x in _inputs(3):
+    xs = _inputs(3)
+    for ours, x in zip(npu_sim_outputs(load_graph(MODEL), hw, xs), xs):
         theirs = _litert(x)
-        if hw is None:
-            (ours,) = npu_sim.execute(graph, {graph.main.inputs[0]: x}).values()
-        else:
-            (ours,) = npu_sim.simulate(graph, hw, [x]).outputs.values()
         assert np.abs(ours.reshape(theirs.shape) - theirs).max() <= 2e-6 * max(1.0, float(np.abs(theirs).max()))
 
 
 def test_arms_reference_model_runs_the_rewritten_graph_to_the_same_values(tmp_path):
     graph = load_graph(MODEL)
-    save_graph(graph, tmp_path / "model.tosa")
     x = _inputs(1)[0]
-    (ours,) = npu_sim.execute(graph, {graph.main.inputs[0]: x}).values()
-    (theirs,) = run_graph_bytes((tmp_path / "model.tosa").read_bytes(), [x], list(graph.output_types.values()))
-    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+    (ours,) = npu_sim_outputs(graph, None, [x])
+    np.testing.assert_allclose(ours, reference_model_output(graph, x, tmp_path), rtol=1e-6, atol=1e-6)

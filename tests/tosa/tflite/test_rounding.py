@@ -16,6 +16,7 @@ from npu_sim.tosa.loader import load_graph, save_graph
 from npu_sim.tosa.ops import Op
 from npu_sim.tosa.schema_generated import RoundingMode
 from tests.oracle import run_graph_bytes
+from tests.tosa.tflite.single_output import npu_sim_outputs, reference_model_output
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "tflite"
 
@@ -106,3 +107,36 @@ def test_arms_reference_model_runs_the_changed_graph_to_the_same_bits(stem, dtyp
     np.testing.assert_array_equal(ours, theirs)
     (simulated,) = npu_sim.simulate(graph, "edge", [x]).outputs.values()
     np.testing.assert_array_equal(simulated, ours)
+
+
+def test_a_requantizing_relu_rounds_twice():
+    """hard_sigmoid's closing RELU, its output scale set by a CONCATENATION: the RESCALE before its
+    CLAMP rounds twice (the converter wrote SINGLE_ROUND)."""
+    graph = load_graph(DATA / "relu_requantized_int8.tflite")
+    producer = {out: op for op in graph.main.operators for out in op.outputs}
+    before_clamps = [producer[op.inputs[0]] for op in graph.main.operators if op.op is Op.CLAMP]
+    assert [RoundingMode(op.attribute.rounding_mode) for op in before_clamps] == [RoundingMode.DOUBLE_ROUND]
+
+
+@pytest.mark.parametrize("hw", [None, "ethos-u55-256"])
+def test_a_requantizing_relu_gives_litert_s_bits(hw):
+    """85 elements of 4 inputs were one LSB off LiteRT's reference kernels; none now."""
+    path = DATA / "relu_requantized_int8.tflite"
+    graph = load_graph(path)
+    interpreter = Interpreter(model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interpreter.allocate_tensors()
+    given, taken = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
+    rng = np.random.default_rng(8)
+    xs = [rng.integers(-128, 128, size=given["shape"]).astype(np.int8) for _ in range(6)]
+    for ours, x in zip(npu_sim_outputs(graph, hw, xs), xs):
+        interpreter.set_tensor(given["index"], x)
+        interpreter.invoke()
+        theirs = interpreter.get_tensor(taken["index"])
+        np.testing.assert_array_equal(ours.reshape(theirs.shape), theirs)
+
+
+def test_arms_reference_model_runs_the_relu_graph_to_the_same_bits(tmp_path):
+    graph = load_graph(DATA / "relu_requantized_int8.tflite")
+    x = np.random.default_rng(9).integers(-128, 128, size=(1, 8, 8, 4)).astype(np.int8)
+    (ours,) = npu_sim_outputs(graph, None, [x])
+    np.testing.assert_array_equal(ours, reference_model_output(graph, x, tmp_path))
