@@ -82,7 +82,7 @@ def wrap(values: np.ndarray, bits: int) -> np.ndarray:
     mask = np.int64((1 << bits) - 1)
     low = values & mask
     sign = np.int64(1 << (bits - 1))
-    return (low ^ sign) - sign
+    return np.asarray((low ^ sign) - sign)   # (a rank-0 array's arithmetic gives a numpy scalar)
 
 
 def to_signed(values: np.ndarray, dtype: DType) -> np.ndarray:

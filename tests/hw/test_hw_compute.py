@@ -17,6 +17,7 @@ from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op, make_attribute
+from npu_sim.tosa.schema_generated import RoundingMode
 from tests.hw.hw_programs import DDR, TCM, make_hw
 
 
@@ -44,6 +45,36 @@ def _inputs() -> dict[str, np.ndarray]:
 def test_a_rank0_result_is_written_to_a_rank0_view():
     result = simulate_program(_negate_program(View(TCM, 32, (), DType.INT32)), make_hw(), [_inputs()])
     assert result.outputs[0]["y"].shape == () and int(result.outputs[0]["y"]) == -7
+
+
+def _rank0_chain():
+    """A 16x8 hard sigmoid's rank-0 constant chain, as Arm's converter writes it: CAST int16 to
+    int32, LOGICAL_LEFT_SHIFT, RESCALE back to int16 (from an input here, so it is not folded),
+    then the wrapping CASTs to int8."""
+    b = GraphBuilder()
+    x = b.input("x", (), DType.INT16)
+    wide = b.op(Op.CAST, [x], dtype=DType.INT32)
+    shifted = b.op(Op.LOGICAL_LEFT_SHIFT, [wide, b.const(None, np.array(3, np.int32), shape=())])
+    back = b.op(Op.RESCALE, [shifted, b.const(None, np.array([1 << 30], np.int32)),
+                             b.const(None, np.array([31], np.int8)), b.const(None, np.array([0], np.int32)),
+                             b.const(None, np.array([0], np.int16))], dtype=DType.INT16, scale32=True,
+               rounding_mode=RoundingMode.SINGLE_ROUND)
+    b.output(back)
+    b.output(b.op(Op.CAST, [b.op(Op.CAST, [back], dtype=DType.INT32)], dtype=DType.INT8))
+    return b.build()
+
+
+def test_rank0_chains_run_bound_from_the_second_invocation_on():
+    """Bound kernels run a command's steps from the second invocation on: a rank-0 CAST gave a
+    numpy scalar there, which the simulator refused as a bug (every 16x8 hard sigmoid not fused
+    into a convolution failed from ``-n 2``)."""
+    graph = _rank0_chain()
+    xs = np.array([7, -300, 32767, -32768], np.int16)
+    result = simulate(graph, "edge", {"x": xs}, invocations=len(xs))
+    for k, x in enumerate(xs):
+        want = execute(graph, {"x": np.array(x)})
+        for name, value in want.items():
+            assert result.outputs[name][k].tobytes() == value.tobytes() and result.outputs[name][k].shape == ()
 
 
 def test_a_kernel_result_of_another_shape_than_the_view_is_a_bug_naming_the_command(monkeypatch):

@@ -235,35 +235,57 @@ def _constant_through_reshapes(block: Block, producer: dict[str, Operator], name
 RELU_CODES = (19, 20, 21)   # RELU, RELU_N1_TO_1, RELU6
 
 
-def requantizing_relus(model: TfliteModel) -> set[str]:
-    """Output tensor names of the ReLUs whose input and output quantizations differ, all subgraphs."""
-    found = set()
+def requantizing_relus(model: TfliteModel) -> dict[str, float]:
+    """Output tensor name -> LiteRT's requantization scale of each ReLU whose input and output
+    quantizations differ, all subgraphs: ``s_in / s_out`` divided in float32, as its ReluPrepare
+    divides the tensors' float scales (the converter divides in double: a multiplier a few units
+    apart, one LSB on near-ties)."""
+    found = {}
     for subgraph in range(model.subgraph_count):
         for op in model.operators(subgraph):
             if op.code not in RELU_CODES or not op.inputs or not op.outputs or min(op.inputs[0], op.outputs[0]) < 0:
                 continue
-            given, result = model.tensor(op.inputs[0], subgraph), model.tensor(op.outputs[0], subgraph)
-            if given.quantization is not None and result.quantization is not None \
-                    and given.quantization != result.quantization:
-                found.add(result.name)
+            given, result = model.tensor(op.inputs[0], subgraph).quantization, \
+                model.tensor(op.outputs[0], subgraph).quantization
+            if given is not None and result is not None and given != result \
+                    and len(given.scale) == len(result.scale) == 1:
+                found[model.tensor(op.outputs[0], subgraph).name] = float(np.float32(given.scale[0])
+                                                                          / np.float32(result.scale[0]))
     return found
 
 
 def round_relus_twice(graph: Graph, model: TfliteModel) -> int:
-    """Give the RESCALE before the CLAMP of each converted requantizing ReLU double rounding,
-    as LiteRT computes it; the number of RESCALEs changed."""
+    """Give the RESCALE before the CLAMP of each converted requantizing ReLU LiteRT's multiplier
+    and double rounding; the number of RESCALEs changed."""
     relus = requantizing_relus(model)
     if not relus:
         return 0
     changed = 0
     for block in graph.blocks():
         producer = {name: op for op in block.operators for name in op.outputs}
+        added = _Added()
         for clamp in block.operators:
             if clamp.op is not Op.CLAMP or clamp.location not in relus:
                 continue
             rescale = producer.get(clamp.inputs[0])
             if rescale is not None and rescale.op is Op.RESCALE and rescale.location == clamp.location \
-                    and rescale.attribute.scale32 and rescale.attribute.rounding_mode == RoundingMode.SINGLE_ROUND:
-                _set(rescale, rounding_mode=RoundingMode.DOUBLE_ROUND)
-                changed += 1
+                    and rescale.attribute.scale32 and not rescale.attribute.per_channel \
+                    and rescale.attribute.rounding_mode == RoundingMode.SINGLE_ROUND:
+                changed += _requantize_as_litert(block, rescale, relus[clamp.location], added)
+        block.operators[0:0] = added.constants
     return changed
+
+
+def _requantize_as_litert(block: Block, rescale: Operator, scale: float, added: _Added) -> int:
+    """``rescale`` with LiteRT's 32-bit multiplier of ``scale``, rounded twice (1), or as it is (0)."""
+    multiplier, exponent = quantize_multiplier(scale)
+    if multiplier <= 0 or not 2 <= 31 - exponent <= 62:
+        return 0
+    base = rescale.outputs[0]
+    rescale.inputs = [rescale.inputs[0],
+                      _tensor(block, added, f"{base}_relu_multiplier", (1,), DType.INT32,
+                              np.array([multiplier], np.int32)),
+                      _tensor(block, added, f"{base}_relu_shift", (1,), DType.INT8, np.array([31 - exponent], np.int8)),
+                      *rescale.inputs[3:]]
+    _set(rescale, rounding_mode=RoundingMode.DOUBLE_ROUND)
+    return 1

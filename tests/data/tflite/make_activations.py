@@ -18,6 +18,10 @@
 * ``relu_requantized_int8``: ``hard_sigmoid`` of (8, 8, 4) concatenated with a ``Rescaling(3)``
   of it, int8: the hard sigmoid's closing RELU requantizes, which LiteRT rounds twice
   (:mod:`npu_sim.tosa.tflite.rounding`).
+* ``hard_swish_int16``: a MobileNetV3 stem, ``Conv2D(16, 3, strides=2)`` + BatchNormalization,
+  hard swish (``x * hard_sigmoid(x)``), ``Conv2D(16, 1)`` + BatchNormalization, on (16, 16, 3),
+  16x8: the hard sigmoid's rank-0 constant chain (CAST, LOGICAL_LEFT_SHIFT, RESCALE) and its
+  requantizing RELU, whose multiplier LiteRT divides in float32.
 
 Each is exported the default way, full-integer with a seeded representative dataset of
 U(-1, 1) where quantized. Run with the examples' TensorFlow venv (tensorflow 2.21, tf-keras
@@ -68,13 +72,22 @@ def _relu_requantized() -> keras.Model:
     return keras.Model(inputs, keras.layers.Concatenate()([gate, keras.layers.Rescaling(3.0)(inputs)]))
 
 
+def _hard_swish() -> keras.Model:
+    inputs = keras.Input((16, 16, 3), batch_size=1)
+    stem = keras.layers.Conv2D(16, 3, strides=2, padding="same", use_bias=False)(inputs)
+    stem = keras.layers.BatchNormalization()(stem)
+    swish = keras.layers.Multiply()([stem, keras.layers.Activation("hard_sigmoid")(stem)])
+    return keras.Model(inputs, keras.layers.BatchNormalization()(keras.layers.Conv2D(16, 1, use_bias=False)(swish)))
+
+
 #: stem: (the Keras model, its activations: "int8", "int16" (16x8) or "fp32")
 MODELS = {"softmax_scaled_int16": (_softmax_scaled, "int16"),
           "relu_threshold_fp32": (_relu_threshold, "fp32"),
           "softsign_int8": (_softsign, "int8"),
           "gelu_fp32": (_gelus, "fp32"),
           "attention_int16": (_attention, "int16"),
-          "relu_requantized_int8": (_relu_requantized, "int8")}
+          "relu_requantized_int8": (_relu_requantized, "int8"),
+          "hard_swish_int16": (_hard_swish, "int16")}
 
 
 def convert(stem: str) -> bytes:

@@ -140,3 +140,35 @@ def test_arms_reference_model_runs_the_relu_graph_to_the_same_bits(tmp_path):
     x = np.random.default_rng(9).integers(-128, 128, size=(1, 8, 8, 4)).astype(np.int8)
     (ours,) = npu_sim_outputs(graph, None, [x])
     np.testing.assert_array_equal(ours, reference_model_output(graph, x, tmp_path))
+
+
+def test_a_requantizing_relu_takes_litert_s_float32_multiplier():
+    """LiteRT's ReluPrepare divides the tensors' float scales in float32 (the MobileNetV3 stem's
+    hard-sigmoid RELU: 1982712832, against 1982712881 from the double quotient the converter
+    takes, one LSB apart on near-ties)."""
+    graph = load_graph(DATA / "hard_swish_int16.tflite")
+    producer = {out: op for op in graph.main.operators for out in op.outputs}
+    [rescale] = [producer[op.inputs[0]] for op in graph.main.operators if op.op is Op.CLAMP
+                 and producer[op.inputs[0]].op is Op.RESCALE]
+    assert graph.main.tensor(rescale.inputs[1]).data.tolist() == [1982712832]
+    assert graph.main.tensor(rescale.inputs[2]).data.tolist() == [31]
+    assert RoundingMode(rescale.attribute.rounding_mode) == RoundingMode.DOUBLE_ROUND
+
+
+@pytest.mark.parametrize("hw", ["edge", "ethos-u55-256"])
+def test_a_16x8_hard_swish_gives_litert_s_bits_invocation_after_invocation(hw):
+    """Its hard sigmoid's rank-0 constant chain failed in the simulator from the second
+    invocation on (a bound CAST gave a numpy scalar); now LiteRT's reference kernels bit for bit
+    over three invocations."""
+    path = DATA / "hard_swish_int16.tflite"
+    graph = load_graph(path)
+    interpreter = Interpreter(model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interpreter.allocate_tensors()
+    given, taken = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
+    xs = np.random.default_rng(12).integers(-32768, 32768, size=(3, *given["shape"])).astype(np.int16)
+    (ours,) = npu_sim.simulate(graph, hw, {graph.main.inputs[0]: xs}, invocations=3).outputs.values()
+    for k, x in enumerate(xs):
+        interpreter.set_tensor(given["index"], x)
+        interpreter.invoke()
+        theirs = interpreter.get_tensor(taken["index"])
+        np.testing.assert_array_equal(ours[k].reshape(theirs.shape), theirs)
