@@ -48,7 +48,7 @@ def tflite_to_mlir(data: bytes, source: str, use_cache: bool = True) -> str:
     text = conversion_cache.lookup("tflite", key, "mlir") if use_cache else None
     if text is not None:
         if "func.func" in text:   # else a conversion that went wrong: do it again
-            text = row_update.rewrite(text)
+            text = row_update.rewrite(text, source)
             _refuse_foreign_operators(text, data, source)
             return text
     try:
@@ -58,7 +58,7 @@ def tflite_to_mlir(data: bytes, source: str, use_cache: bool = True) -> str:
         raise
     if use_cache:
         conversion_cache.store("tflite", key, "mlir", text)
-    text = row_update.rewrite(text)   # (the cache keeps the converter's own text)
+    text = row_update.rewrite(text, source)   # (the cache keeps the converter's own text)
     _refuse_foreign_operators(text, data, source)
     return text
 

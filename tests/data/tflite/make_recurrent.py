@@ -28,7 +28,9 @@ full-integer post-training quantization on a seeded random representative datase
   loops: where LiteRT's optimized kernels part from its reference kernels (see README.md);
 * ``gru_sequence_fp32``, ``gru_sequence_int8``: ``GRU(12, return_sequences=True)``, flattened:
   the loop body writes each step's row into a buffer with two SLICEs at the loop counter
-  (see :mod:`npu_sim.tosa.tflite.row_update`).
+  (see :mod:`npu_sim.tosa.tflite.row_update`);
+* ``gru_stacked_fp32``, ``gru_stacked_int8``: ``GRU(12, return_sequences=True)`` then ``GRU(8)``:
+  two WHILE loops whose bodies reuse the same MLIR value names, the first writing rows.
 
 Run with the examples' TensorFlow venv (tensorflow 2.21, tf-keras 2.21; see
 examples/README.md) from this folder: ``python make_recurrent.py``. Not part of the test
@@ -69,6 +71,7 @@ def build(kind: str, batch: int = 1) -> keras.Model:
         "gru": lambda: L.GRU(12)(inputs),
         "gru_reset_before": lambda: L.GRU(12, reset_after=False)(inputs),
         "gru_sequence": lambda: L.Flatten()(L.GRU(12, return_sequences=True)(inputs)),
+        "gru_stacked": lambda: L.GRU(8)(L.GRU(12, return_sequences=True)(inputs)),
         "lstm_stateful": lambda: L.LSTM(16, stateful=True)(inputs),
         "lstm_stateful_sequence": lambda: L.Flatten()(L.LSTM(16, stateful=True, return_sequences=True)(inputs)),
         "lstm_hard_sigmoid": lambda: L.LSTM(16, recurrent_activation="hard_sigmoid")(inputs),
@@ -173,6 +176,8 @@ MODELS = {   # file stem: (kind, int8, batch)   (WHILE loops: see LOOPS)
     "lstm_stateful_loop_int8": ("lstm_stateful", True, 1),
     "gru_sequence_fp32": ("gru_sequence", False, 1),
     "gru_sequence_int8": ("gru_sequence", True, 1),
+    "gru_stacked_fp32": ("gru_stacked", False, 1),
+    "gru_stacked_int8": ("gru_stacked", True, 1),
     "lstm_stateful_sequence_int8": ("lstm_stateful_sequence", True, 1),
     "gru_wide_int8": ("gru_wide", True, 1),
     "gru_wide_reset_before_int8": ("gru_wide_reset_before", True, 1),
@@ -183,7 +188,7 @@ MODELS = {   # file stem: (kind, int8, batch)   (WHILE loops: see LOOPS)
 SEEDS = {"gru_wide_reset_before_int8": 7}
 #: int8 models whose layers TFLite writes as WHILE loops (calibrated by :func:`calibrate_by_running`)
 LOOPS = {"gru_int8", "gru_reset_before_int8", "lstm_stateful_loop_int8", "lstm_stateful_sequence_int8",
-         "gru_sequence_int8", "gru_wide_int8",
+         "gru_sequence_int8", "gru_stacked_int8", "gru_wide_int8",
          "gru_wide_reset_before_int8", "lstm_wide_hard_sigmoid_int8"}
 
 if __name__ == "__main__":

@@ -27,12 +27,13 @@ FUSED = ["lstm_int8", "lstm_sequence_int8", "lstm_batch2_int8", "lstm_stacked_in
          "lstm_small_cell_int8", "lstm_fused_fp32"]
 LOOPS = ["gru_fp32", "gru_reset_before_fp32", "lstm_stateful_fp32", "lstm_hard_sigmoid_fp32",
          "gru_int8", "gru_reset_before_int8", "lstm_stateful_loop_int8", "gru_sequence_fp32", "gru_sequence_int8",
-         "gru_wide_int8", "gru_wide_reset_before_int8", "lstm_wide_hard_sigmoid_int8", "lstm_stateful_sequence_int8"]
+         "gru_wide_int8", "gru_wide_reset_before_int8", "lstm_wide_hard_sigmoid_int8", "lstm_stateful_sequence_int8",
+         "gru_stacked_fp32", "gru_stacked_int8"]
 #: models on which LiteRT's default interpreter (XNNPACK's int8 ADD, MUL and FULLY_CONNECTED) is
 #: off its reference kernels (README, "Whose bits"): checked against the reference kernels, and
 #: within this many LSB of the default interpreter
 XNNPACK_ROUNDS = {"lstm_stateful_loop_int8": 1, "gru_wide_int8": 1, "gru_wide_reset_before_int8": 2,
-                  "lstm_wide_hard_sigmoid_int8": 1, "lstm_stateful_sequence_int8": 2}
+                  "lstm_wide_hard_sigmoid_int8": 1, "lstm_stateful_sequence_int8": 2, "gru_stacked_int8": 1}
 INVOCATIONS = 3
 
 
@@ -84,7 +85,8 @@ def test_the_reference_executor_gives_litert_outputs(stem):
 
 @pytest.mark.parametrize("stem", ["lstm_int8", "lstm_bidirectional_int8", "lstm_fused_fp32", "gru_fp32",
                                   "lstm_stateful_fp32", "lstm_small_cell_int8", "gru_int8", "gru_reset_before_int8",
-                                  "lstm_stateful_loop_int8", "gru_sequence_int8"])
+                                  "lstm_stateful_loop_int8", "gru_sequence_int8", "gru_stacked_fp32",
+                                  "gru_stacked_int8"])
 def test_the_simulated_npu_gives_litert_outputs(stem):
     path = DATA / f"{stem}.tflite"
     graph = load_graph(path)
@@ -98,7 +100,7 @@ def test_the_simulated_npu_gives_litert_outputs(stem):
 
 @pytest.mark.parametrize("preset", ["ethos-u55-256", "ethos-u85-256"])
 @pytest.mark.parametrize("stem", ["lstm_int8", "lstm_stacked_int8", "gru_int8", "lstm_sequence_int8",
-                                  "lstm_bidirectional_int8"])
+                                  "lstm_bidirectional_int8", "gru_stacked_fp32", "gru_stacked_int8"])
 def test_the_ethos_u_presets_give_litert_outputs(stem, preset):
     """Three invocations on the Ethos-U presets: the gates' products read their weight streams from
     the flash or DRAM (tcm.matrix_vector_weights_in_place), a slice of the output sequence reads its
@@ -141,13 +143,16 @@ def test_a_cell_state_below_2_to_the_minus_15_reproduces_litert_skipping_its_tan
 def test_the_cells_of_int8_loops_fuse_in_their_bodies_on_edge():
     """One GRU or LSTM cell per WHILE body (it runs once per time step)."""
     for stem, kind in [("gru_int8", "gru_cell"), ("gru_reset_before_int8", "gru_cell"),
-                       ("lstm_stateful_loop_int8", "lstm_cell"), ("gru_sequence_int8", "gru_cell")]:
+                       ("lstm_stateful_loop_int8", "lstm_cell"), ("gru_sequence_int8", "gru_cell"),
+                       ("gru_stacked_int8", "gru_cell")]:
         graph = load_graph(DATA / f"{stem}.tflite")
         result = npu_sim.simulate(graph, "edge", random_inputs(graph, 1, seed=0))
-        assert [c["kind"] for c in result.summary["fused_composites"]] == [kind], stem
+        loops = 2 if "stacked" in stem else 1
+        assert [c["kind"] for c in result.summary["fused_composites"]] == [kind] * loops, stem
 
 
-@pytest.mark.parametrize("stem", ["lstm_int8", "lstm_fused_fp32", "lstm_bidirectional_int8", "gru_reset_before_int8"])
+@pytest.mark.parametrize("stem", ["lstm_int8", "lstm_fused_fp32", "lstm_bidirectional_int8", "gru_reset_before_int8",
+                                  "gru_stacked_fp32", "gru_stacked_int8"])
 def test_arms_reference_model_runs_the_converted_graph_to_the_same_bits(stem, tmp_path):
     graph = load_graph(DATA / f"{stem}.tflite")
     save_graph(graph, tmp_path / "model.tosa")
