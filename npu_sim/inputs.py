@@ -32,6 +32,7 @@ from npu_sim.paths import check_regular_file
 from npu_sim.tosa.dtype import DType, outside_storage_range
 from npu_sim.tosa.ir import Graph, Operator, TensorType
 from npu_sim.tosa.ops import Op
+from npu_sim.tosa.unsigned_io import UNSIGNED_VIEWS, as_storage
 
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -103,10 +104,14 @@ def bind_input_files(graph: Graph, specs: list[str]) -> dict[str, Path]:
     return bound
 
 
-def load_npy(name: str, path: Path, expected: TensorType, leading: int | None) -> np.ndarray:
-    """Read ``path`` for input ``name``; check dtype and shape (``(leading, *shape)`` with ``-n``)."""
+def load_npy(name: str, path: Path, expected: TensorType, leading: int | None, unsigned: bool = False) -> np.ndarray:
+    """Read ``path`` for input ``name``; check dtype and shape (``(leading, *shape)`` with ``-n``).
+    ``unsigned``: the input is a uint8 (uint16) edge of the graph: such a file is read as its
+    storage bits (see :mod:`npu_sim.tosa.unsigned_io`)."""
     want_shape = expected.shape if leading is None else (leading, *expected.shape)
-    want = f"{expected.dtype.name} ({expected.dtype.numpy_dtype.name}) of shape {list(want_shape)}"
+    shown = UNSIGNED_VIEWS[expected.dtype].name if unsigned and expected.dtype in UNSIGNED_VIEWS \
+        else expected.dtype.numpy_dtype.name
+    want = f"{expected.dtype.name} ({shown}) of shape {list(want_shape)}"
     if os.path.lexists(path):   # never open a FIFO or a device (np.load would block on it)
         check_regular_file(path, f"input {name!r}: file")
     try:
@@ -121,7 +126,7 @@ def load_npy(name: str, path: Path, expected: TensorType, leading: int | None) -
                          f"({' '.join(str(exc).split())})") from None
     if not isinstance(array, np.ndarray):
         raise InputError(f"input {name!r}: {str(path)!r} holds several arrays, expected one .npy array")
-    array = _reinterpret(array, expected.dtype)
+    array = as_storage(array, expected.dtype) if unsigned else _reinterpret(array, expected.dtype)
     if array.dtype != expected.dtype.numpy_dtype or tuple(array.shape) != tuple(want_shape):
         hint = "" if leading is None else f" (with -n {leading}, a leading axis of {leading})"
         raise InputError(f"input {name!r}: {str(path)!r} holds {array.dtype.name} of shape "
@@ -221,7 +226,8 @@ def load_inputs(graph: Graph, specs: list[str], *, invocations: int | None = Non
     types = graph.input_types
     files = bind_input_files(graph, specs)
     sources = {name: str(path) for name, path in files.items()}
-    arrays = {name: load_npy(name, files[name], t, invocations) for name, t in types.items() if name in files}
+    arrays = {name: load_npy(name, files[name], t, invocations, name in graph.unsigned_io)
+              for name, t in types.items() if name in files}
     missing = [name for name in types if name not in arrays]
     if missing and random_seed is None:
         first = missing[0]

@@ -28,6 +28,7 @@ from npu_sim.reference.session import Session
 from npu_sim.simulator import simulate_program
 from npu_sim.tosa.ir import Graph
 from npu_sim.tosa.loader import load_graph
+from npu_sim.tosa.unsigned_io import as_unsigned_outputs
 from npu_sim.tosa.validation import validate as validate_graph
 from reports.summary import build_summary
 from scheduler.passes.empty_tensors import drop_empty_tensors
@@ -233,13 +234,14 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     if timing_only and not result.timing_only:
         summary["timing_only_note"] = "control flow decides on computed values: every value was computed"
     names = list(graph.output_types)
+    per_invocation_outputs = [as_unsigned_outputs(graph, r) for r in result.outputs]   # (uint8 edges)
     if result.timing_only:
         outputs = {}
     elif stack:
-        outputs = {name: np.stack([r[name] for r in result.outputs]) for name in names}
+        outputs = {name: np.stack([r[name] for r in per_invocation_outputs]) for name in names}
     else:
-        outputs = {name: result.outputs[0][name] for name in names}
-    return SimulationResult(outputs, summary, result.trace, program, hw, list(result.outputs),
+        outputs = {name: per_invocation_outputs[0][name] for name in names}
+    return SimulationResult(outputs, summary, result.trace, program, hw, per_invocation_outputs,
                             dict(result.variables))
 
 

@@ -19,10 +19,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import Block, Graph, Tensor
 from npu_sim.tosa.loader import detect_format, load_graph
 from npu_sim.tosa.profiles import required_profiles
 from npu_sim.tosa.serial_tree import format_version
+from npu_sim.tosa.unsigned_io import UNSIGNED_VIEWS
 
 
 def _type(tensor: Tensor) -> dict[str, Any]:
@@ -143,10 +145,14 @@ def print_description(info: dict[str, Any]) -> None:
 
 
 def _with_original(described: dict[str, Any], graph: Graph) -> dict[str, Any]:
-    """Add the name the user knows (a TFLite signature's) where it differs from TOSA's."""
+    """Add the name the user knows (a TFLite signature's) where it differs from TOSA's, and the
+    unsigned type a uint8 edge of the graph holds (``unsigned``: ``uint8``)."""
     original = graph.original_names.get(described["name"])
     if original and original != described["name"]:
         described["original_name"] = original
+    view = UNSIGNED_VIEWS.get(DType[described["dtype"]]) if described["name"] in graph.unsigned_io else None
+    if view is not None:
+        described["unsigned"] = view.name
     return described
 
 
@@ -162,7 +168,8 @@ def _signature_table(info: dict[str, Any]) -> Table:
     for kind in ("inputs", "outputs"):
         for t in info[kind]:
             name = t["name"] + (f" ({t['original_name']})" if t.get("original_name") else "")
-            signature.add_row(kind[:-1], name, t["dtype"], str(t["shape"]))
+            dtype = f"{t['unsigned']} ({t['dtype']} storage)" if t.get("unsigned") else t["dtype"]
+            signature.add_row(kind[:-1], name, dtype, str(t["shape"]))
     return signature
 
 

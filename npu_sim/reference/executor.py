@@ -51,6 +51,7 @@ from npu_sim.run_limits import LoopGuard
 from npu_sim.tosa.dtype import DType, outside_storage_range
 from npu_sim.tosa.ir import Block, Graph, Operator, Tensor, TensorType
 from npu_sim.tosa.ops import Op
+from npu_sim.tosa.unsigned_io import as_storage
 
 if TYPE_CHECKING:
     from npu_sim.reference.session import VariableStore
@@ -131,7 +132,10 @@ def check_inputs(graph: Graph, inputs: Inputs | None) -> dict[str, np.ndarray]:
     else:
         raise InputError("inputs must be a mapping from input name to array, "
                          "or a list of arrays in the graph's input order")
-    return {name: check_input_array(name, value, expected[name]) for name, value in pairs}
+    unsigned = graph.unsigned_io
+    return {name: check_input_array(name, as_storage(np.asarray(value), expected[name].dtype)
+                                    if name in unsigned and isinstance(value, (np.ndarray, np.generic)) else value,
+                                    expected[name]) for name, value in pairs}
 
 
 # --- plans -------------------------------------------------------------------

@@ -38,6 +38,7 @@ from npu_sim.reference.executor import (
 )
 from npu_sim.reference.prepared import graph_variables, prepare
 from npu_sim.tosa.ir import Graph, Tensor, TensorType
+from npu_sim.tosa.unsigned_io import as_unsigned_outputs
 
 __all__ = ["Session", "VariableSlot", "VariableStore", "graph_variables"]
 
@@ -198,7 +199,7 @@ class Session:
             raise
         self.invocation_seconds.append(time.perf_counter() - start)
         self.invocations += 1
-        return outputs
+        return as_unsigned_outputs(self.graph, outputs) if self.graph.unsigned_io else outputs
 
     def export_state(self) -> dict[str, np.ndarray]:
         """Copies of every written variable, by variable name."""

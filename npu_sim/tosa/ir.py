@@ -242,6 +242,9 @@ class Graph:
     #: the names a user knows for the graph's inputs and outputs (TOSA name -> name in the
     #: model they converted from, e.g. a TFLite signature); informative only
     original_names: dict[str, str] = field(default_factory=dict, compare=False)
+    #: the graph's inputs and outputs that hold unsigned data in their signed storage type (a
+    #: ``uint8`` model edge; see :mod:`npu_sim.tosa.unsigned_io`)
+    unsigned_io: frozenset[str] = frozenset()
 
     @property
     def main(self) -> Block:

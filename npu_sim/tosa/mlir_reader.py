@@ -34,6 +34,7 @@ from npu_sim.tosa.mlir_text import (
     parse_resources,
 )
 from npu_sim.tosa.ops import Op, attribute_class, op_from_name
+from npu_sim.tosa.unsigned_io import unsigned_boundaries
 
 if TYPE_CHECKING:
     from npu_sim.tosa.tflite.legalize import Legalizer
@@ -95,6 +96,8 @@ class _Reader:
         self.names: dict[str, int] = {}
         self.functions = 0
         self.original_names: dict[str, str] = {}
+        #: the tensors of an unsigned MLIR type (``ui8``, ``ui16``), held in their signed storage
+        self.unsigned: dict[int, Tensor] = {}
 
     def error(self, what: str) -> TosaFormatError:
         return self.scanner.error(what)
@@ -113,7 +116,9 @@ class _Reader:
             self.items(closing=None)
         if not self.regions:
             raise TosaFormatError(f"{self.source}: no func.func in the MLIR text")
-        return Graph(self.regions, version=(1, 0, 0, False), original_names=self.original_names)
+        graph = Graph(self.regions, version=(1, 0, 0, False), original_names=self.original_names)
+        graph.unsigned_io = unsigned_boundaries(graph, {t.name for t in self.unsigned.values()}, self.source)
+        return graph
 
     def items(self, closing: str | None) -> None:
         s = self.scanner
@@ -461,9 +466,13 @@ class _Reader:
             raise self.error(f"tensor {name!r} defined twice in block {state.block.name!r}")
         if like is not None:
             tensor = Tensor(name, like.shape, like.dtype)
+            unsigned = id(like) in self.unsigned
         else:
             assert t is not None
             tensor = Tensor(name, t.dims, t.dtype)
+            unsigned = t.unsigned
+        if unsigned:
+            self.unsigned[id(tensor)] = tensor
         state.block.tensors[name] = tensor
         return tensor
 

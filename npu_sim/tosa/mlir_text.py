@@ -35,6 +35,9 @@ ELEMENT_TYPES = {
     "i48": DType.INT48, "i64": DType.INT64, "f16": DType.FP16, "bf16": DType.BF16, "f32": DType.FP32,
     "f8E4M3FN": DType.FP8E4M3, "f8E5M2": DType.FP8E5M2, "index": DType.SHAPE,
 }
+#: Unsigned MLIR element types -> the TOSA storage type that carries their bits (TOSA 1.0 has no
+#: unsigned types: a RESCALE with ``input_unsigned`` / ``output_unsigned`` reads or writes them)
+UNSIGNED_ELEMENT_TYPES = {"ui8": DType.INT8, "ui16": DType.INT16}
 
 
 _FLOATS = frozenset({DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2})
@@ -47,6 +50,8 @@ class MlirType:
     dims: tuple[int, ...]
     dtype: DType
     is_shape: bool = False
+    #: an unsigned integer type (``ui8``, ``ui16``) held in ``dtype``, its signed storage
+    unsigned: bool = False
 
 
 @dataclass(frozen=True)
@@ -204,14 +209,15 @@ class Scanner:
         element = self.read(re.compile(r"[!\w.]+"), "an element type")
         if element.startswith("!quant"):
             raise self.error(f"quantized element type {element!r}: TOSA graphs carry plain integer types")
-        dtype = ELEMENT_TYPES.get(element)
+        unsigned = element in UNSIGNED_ELEMENT_TYPES
+        dtype = UNSIGNED_ELEMENT_TYPES[element] if unsigned else ELEMENT_TYPES.get(element)
         if dtype is None:
             raise self.error(f"element type {element!r} is not a TOSA type")
         if self.peek(","):   # an encoding: tensor<4xi8, #enc>
             self.balanced(",", ">")
-            return MlirType(tuple(dims), dtype)
-        self.expect(">")
-        return MlirType(tuple(dims), dtype)
+        else:
+            self.expect(">")
+        return MlirType(tuple(dims), dtype, unsigned=unsigned)
 
     def type_list(self) -> list[MlirType]:
         """``T`` or ``(T, T, ...)``."""

@@ -18,6 +18,9 @@
 * ``relu_requantized_int8``: ``hard_sigmoid`` of (8, 8, 4) concatenated with a ``Rescaling(3)``
   of it, int8: the hard sigmoid's closing RELU requantizes, which LiteRT rounds twice
   (:mod:`npu_sim.tosa.tflite.rounding`).
+* ``conv_uint8_io``: ``Conv2D(4, 3, padding="same")`` on (8, 8, 3), int8 inside with ``uint8``
+  inputs and outputs (``inference_input_type = inference_output_type = tf.uint8``, a camera
+  model's export): TOSA holds them as int8 (:mod:`npu_sim.tosa.unsigned_io`).
 * ``hard_swish_int16``: a MobileNetV3 stem, ``Conv2D(16, 3, strides=2)`` + BatchNormalization,
   hard swish (``x * hard_sigmoid(x)``), ``Conv2D(16, 1)`` + BatchNormalization, on (16, 16, 3),
   16x8: the hard sigmoid's rank-0 constant chain (CAST, LOGICAL_LEFT_SHIFT, RESCALE) and its
@@ -72,6 +75,11 @@ def _relu_requantized() -> keras.Model:
     return keras.Model(inputs, keras.layers.Concatenate()([gate, keras.layers.Rescaling(3.0)(inputs)]))
 
 
+def _conv() -> keras.Model:
+    inputs = keras.Input((8, 8, 3), batch_size=1)
+    return keras.Model(inputs, keras.layers.Conv2D(4, 3, padding="same")(inputs))
+
+
 def _hard_swish() -> keras.Model:
     inputs = keras.Input((16, 16, 3), batch_size=1)
     stem = keras.layers.Conv2D(16, 3, strides=2, padding="same", use_bias=False)(inputs)
@@ -80,14 +88,16 @@ def _hard_swish() -> keras.Model:
     return keras.Model(inputs, keras.layers.BatchNormalization()(keras.layers.Conv2D(16, 1, use_bias=False)(swish)))
 
 
-#: stem: (the Keras model, its activations: "int8", "int16" (16x8) or "fp32")
+#: stem: (the Keras model, its activations: "int8", "int16" (16x8), "uint8" (int8 with uint8
+#: inputs and outputs) or "fp32")
 MODELS = {"softmax_scaled_int16": (_softmax_scaled, "int16"),
           "relu_threshold_fp32": (_relu_threshold, "fp32"),
           "softsign_int8": (_softsign, "int8"),
           "gelu_fp32": (_gelus, "fp32"),
           "attention_int16": (_attention, "int16"),
           "relu_requantized_int8": (_relu_requantized, "int8"),
-          "hard_swish_int16": (_hard_swish, "int16")}
+          "hard_swish_int16": (_hard_swish, "int16"),
+          "conv_uint8_io": (_conv, "uint8")}
 
 
 def convert(stem: str) -> bytes:
@@ -108,7 +118,8 @@ def convert(stem: str) -> bytes:
         converter.inference_input_type = converter.inference_output_type = tf.int16
     else:
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        converter.inference_input_type = converter.inference_output_type = tf.int8
+        edge_type = tf.uint8 if kind == "uint8" else tf.int8
+        converter.inference_input_type = converter.inference_output_type = edge_type
     return converter.convert()
 
 
