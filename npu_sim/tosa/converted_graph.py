@@ -27,6 +27,7 @@ from npu_sim.tosa.mlir_reader import read_mlir
 from npu_sim.tosa.tflite.bool_cast import select_bool_casts
 from npu_sim.tosa.tflite.flatbuffer import TfliteModel
 from npu_sim.tosa.tflite.gelu import restore_gelus
+from npu_sim.tosa.tflite.int16_activations import exact_int16_activations
 from npu_sim.tosa.tflite.legalize import Legalizer
 from npu_sim.tosa.tflite.rounding import round_fully_connected_once, round_relus_twice
 from npu_sim.tosa.tflite.saturation import saturate_quantizations
@@ -76,6 +77,7 @@ def tflite_graph(data: bytes, source: str, use_cache: bool = True) -> Graph:
     saturate_softmax_lookups(graph)   # and 16-bit SOFTMAX's table indices (npu_sim/tosa/tflite/softmax.py)
     select_bool_casts(graph)   # a bool cast to float as TOSA 1.0 has it (npu_sim/tosa/tflite/bool_cast.py)
     restore_gelus(graph, model)   # and its float GELU (npu_sim/tosa/tflite/gelu.py)
+    exact_int16_activations(graph, model)   # its int16 sigmoid and tanh (npu_sim/tosa/tflite/int16_activations.py)
     rescale_before_wide_reshapes(graph)   # no int48 RESHAPE (npu_sim/tosa/tflite/wide_reshape.py)
     if use_cache:
         conversion_cache.store_bytes(KIND, key, SUFFIX, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL))

@@ -25,10 +25,18 @@
   hard swish (``x * hard_sigmoid(x)``), ``Conv2D(16, 1)`` + BatchNormalization, on (16, 16, 3),
   16x8: the hard sigmoid's rank-0 constant chain (CAST, LOGICAL_LEFT_SHIFT, RESCALE) and its
   requantizing RELU, whose multiplier LiteRT divides in float32.
+* ``sigmoid_int16``, ``tanh_int16``: ``Activation('sigmoid')`` and ``Activation('tanh')`` on
+  (256, 256), 16x8, calibrated on U(-6, 6) and U(-3, 3): one invocation feeds every int16
+  value. The converter writes an interpolated 513-entry TABLE of the real function, which is
+  not LiteRT's int16 arithmetic (:mod:`npu_sim.tosa.tflite.int16_activations`).
+* ``sigmoid_pot_int16``: the sigmoid calibrated on U(-8, 8), so that its input scale is 2^-12,
+  the power of two where LiteRT's default interpreter takes its fixed-point kernel instead.
+* ``conv_sigmoid_int16``: ``Conv2D(2, 1, activation="sigmoid")`` on (8, 8, 4), 16x8.
 
 Each is exported the default way, full-integer with a seeded representative dataset of
-U(-1, 1) where quantized. Run with the examples' TensorFlow venv (tensorflow 2.21, tf-keras
-2.21; see examples/README.md) from this folder: ``python make_activations.py [stem ...]``.
+U(-1, 1) where quantized (wider where :data:`INPUT_RANGES` says). Run with the examples'
+TensorFlow venv (tensorflow 2.21, tf-keras 2.21; see examples/README.md) from this folder:
+``python make_activations.py [stem ...]``.
 Not part of the test suite.
 """
 
@@ -88,6 +96,16 @@ def _hard_swish() -> keras.Model:
     return keras.Model(inputs, keras.layers.BatchNormalization()(keras.layers.Conv2D(16, 1, use_bias=False)(swish)))
 
 
+def _activation(name: str, shape: tuple[int, ...] = (256, 256)) -> keras.Model:
+    inputs = keras.Input(shape, batch_size=1)
+    return keras.Model(inputs, keras.layers.Activation(name)(inputs))
+
+
+def _conv_sigmoid() -> keras.Model:
+    inputs = keras.Input((8, 8, 4), batch_size=1)
+    return keras.Model(inputs, keras.layers.Conv2D(2, 1, activation="sigmoid")(inputs))
+
+
 #: stem: (the Keras model, its activations: "int8", "int16" (16x8), "uint8" (int8 with uint8
 #: inputs and outputs) or "fp32")
 MODELS = {"softmax_scaled_int16": (_softmax_scaled, "int16"),
@@ -97,7 +115,13 @@ MODELS = {"softmax_scaled_int16": (_softmax_scaled, "int16"),
           "attention_int16": (_attention, "int16"),
           "relu_requantized_int8": (_relu_requantized, "int8"),
           "hard_swish_int16": (_hard_swish, "int16"),
-          "conv_uint8_io": (_conv, "uint8")}
+          "conv_uint8_io": (_conv, "uint8"),
+          "sigmoid_int16": (lambda: _activation("sigmoid"), "int16"),
+          "tanh_int16": (lambda: _activation("tanh"), "int16"),
+          "sigmoid_pot_int16": (lambda: _activation("sigmoid"), "int16"),
+          "conv_sigmoid_int16": (_conv_sigmoid, "int16")}
+#: stem: the representative dataset's U(-r, r), where not 1
+INPUT_RANGES = {"sigmoid_int16": 6.0, "tanh_int16": 3.0, "sigmoid_pot_int16": 8.0}
 
 
 def convert(stem: str) -> bytes:
@@ -110,7 +134,8 @@ def convert(stem: str) -> bytes:
     shape = tuple(model.inputs[0].shape)
     rng = np.random.default_rng(0)
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    converter.representative_dataset = lambda: ([rng.uniform(-1, 1, size=shape).astype(np.float32)]
+    r = INPUT_RANGES.get(stem, 1.0)
+    converter.representative_dataset = lambda: ([rng.uniform(-r, r, size=shape).astype(np.float32)]
                                                 for _ in range(8))
     if kind == "int16":
         sixteen_by_eight = tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
