@@ -233,16 +233,18 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     summary["timing_only"] = result.timing_only
     if timing_only and not result.timing_only:
         summary["timing_only_note"] = "control flow decides on computed values: every value was computed"
-    names = list(graph.output_types)
     per_invocation_outputs = [as_unsigned_outputs(graph, r) for r in result.outputs]   # (uint8 edges)
-    if result.timing_only:
-        outputs = {}
-    elif stack:
-        outputs = {name: np.stack([r[name] for r in per_invocation_outputs]) for name in names}
-    else:
-        outputs = {name: per_invocation_outputs[0][name] for name in names}
+    outputs = {} if result.timing_only else _outputs(graph, per_invocation_outputs, stack)
     return SimulationResult(outputs, summary, result.trace, program, hw, per_invocation_outputs,
                             dict(result.variables))
+
+
+def _outputs(graph: Graph, per_invocation: list[dict[str, np.ndarray]], stack: bool) -> dict[str, np.ndarray]:
+    """The graph's outputs: stacked along a leading invocation axis, or the single invocation's."""
+    names = list(graph.output_types)
+    if stack:
+        return {name: np.stack([r[name] for r in per_invocation]) for name in names}
+    return {name: per_invocation[0][name] for name in names}
 
 
 def simulate(graph: Graph | str | Path, hw: HwConfig | str | Path,
