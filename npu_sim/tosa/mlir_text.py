@@ -376,8 +376,8 @@ def _from_hex(digits: str, storage: np.dtype, t: MlirType, where: str) -> np.nda
     except ValueError:
         raise TosaFormatError(f"{where}: the hex constant holds characters other than hex digits") from None
     count = int(np.prod(t.dims, dtype=np.int64))
-    if len(raw) == storage.itemsize and count != 1:   # a splat written in hex
-        return _splat(np.frombuffer(raw, storage)[0], storage, t, where)
+    if len(raw) == _packed_bytes(t.dtype, storage) and count != 1:   # a splat written in hex
+        return _splat(_from_bytes(raw, storage, MlirType((1,), t.dtype), where)[0], storage, t, where)
     return _from_bytes(raw, storage, t, where)
 
 
@@ -407,13 +407,26 @@ def _cast(values: list[Any], storage: np.dtype, t: MlirType) -> np.ndarray:
     return np.array(values).astype(storage)
 
 
+def _packed_bytes(dtype: DType, storage: np.dtype) -> int:
+    """Bytes an element takes in MLIR's raw data: its bit width rounded up to whole bytes (an i48
+    takes 6, held here in an int64), else the storage's."""
+    return 6 if dtype is DType.INT48 else storage.itemsize
+
+
 def _from_bytes(raw: bytes, storage: np.dtype, t: MlirType, where: str) -> np.ndarray:
     count = int(np.prod(t.dims, dtype=np.int64))
     if t.dtype is DType.BOOL:
         storage = np.dtype(np.bool_)
-    if len(raw) != count * storage.itemsize:
+    width = _packed_bytes(t.dtype, storage)
+    if len(raw) != count * width:
         raise TosaFormatError(f"{where}: {len(raw)} bytes of data for {count} elements of {t.dtype.name}")
-    return np.frombuffer(raw, storage).reshape(t.dims).copy()
+    if width == storage.itemsize:
+        return np.frombuffer(raw, storage).reshape(t.dims).copy()
+    # little-endian elements of ``width`` bytes, sign-extended into the wider storage
+    packed = np.frombuffer(raw, np.uint8).reshape(count, width)
+    sign = np.where(packed[:, -1:] >= 0x80, 0xFF, 0).astype(np.uint8)
+    wide = np.concatenate([packed, np.repeat(sign, storage.itemsize - width, axis=1)], axis=1)
+    return wide.reshape(-1).view(storage.newbyteorder("<")).astype(storage).reshape(t.dims)
 
 
 def parse_resources(text: str) -> dict[str, bytes]:

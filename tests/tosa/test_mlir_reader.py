@@ -85,6 +85,31 @@ def test_generic_form_hex_and_splat_constants_casts_and_an_input_returned():
     assert np.array_equal(out["TosaOutput_1"], x)
 
 
+INT48_CONSTANTS = """
+func.func @main() -> (tensor<4xi48>, tensor<3xi48>) {
+  %0 = "tosa.const"() <{values = dense<"HEX"> : tensor<4xi48>}> : () -> tensor<4xi48>
+  %1 = "tosa.const"() <{values = dense<"SPLAT"> : tensor<3xi48>}> : () -> tensor<3xi48>
+  return %0, %1 : tensor<4xi48>, tensor<3xi48>
+}
+"""
+
+
+def _i48_hex(values: list[int]) -> str:
+    return "0x" + b"".join((v & ((1 << 48) - 1)).to_bytes(6, "little") for v in values).hex()
+
+
+def test_int48_constants_in_hex_take_six_bytes_each():
+    """MLIR packs an i48 in 6 bytes (a 16x8 model's biases): read sign-extended, splats too (they
+    were refused: '768 bytes of data for 128 elements of INT48')."""
+    values = [1, -1, (1 << 47) - 1, -(1 << 47)]
+    text = INT48_CONSTANTS.replace("HEX", _i48_hex(values)).replace("SPLAT", _i48_hex([-300]))
+    graph = read_mlir(text)
+    constants = [graph.main.tensors[op.outputs[0]].data for op in graph.main.operators if op.op.name == "CONST"]
+    assert [c.tolist() for c in constants] == [values, [-300, -300, -300]]
+    with pytest.raises(TosaFormatError, match="7 bytes of data for 4 elements of INT48"):
+        read_mlir(INT48_CONSTANTS.replace("HEX", "0x" + "00" * 7).replace("SPLAT", _i48_hex([0])))
+
+
 @pytest.mark.parametrize("text, message", [
     ("module {", "unclosed module"),
     ("module { func.func @main() -> () { } }", "no return"),

@@ -8,8 +8,9 @@ as a RESCALE with ``rounding_mode = DOUBLE_ROUND``, so a converted Dense layer's
 differs from LiteRT's by one LSB wherever the two roundings part (a few elements in a
 thousand). This pass finds the converted FULLY_CONNECTEDs (a CONV2D whose constant
 weights are, byte for byte, the weights of a FULLY_CONNECTED of the .tflite: the
-converter writes them as [out, 1, 1, in], TFLite's [out, in] layout) and gives the
-RESCALE of their accumulators ``SINGLE_ROUND``: then LiteRT's outputs come out bit for
+converter writes them as [out, 1, 1, in], TFLite's [out, in] layout; where several share those
+weights, the one the CONV2D's location names: the converter's, its output tensor's name) and gives
+the RESCALE of their accumulators ``SINGLE_ROUND``: then LiteRT's outputs come out bit for
 bit (checked against ``ai-edge-litert``'s builtin kernels in the test suite). The graph
 stays plain TOSA: Arm's reference model runs it to the same bits.
 
@@ -51,10 +52,15 @@ class _FullyConnected:
     scales: tuple[float, ...] | None
 
 
-def fully_connected_weights(model: TfliteModel) -> dict[tuple[tuple[int, int], bytes], _FullyConnected]:
-    """(shape [out, in], bytes) of the constant weights of every FULLY_CONNECTED, all subgraphs,
-    and its requantization."""
-    found = {}
+#: (weights' shape [out, in], their bytes) -> (output tensor name, requantization) of each
+#: FULLY_CONNECTED with those weights (an unrolled RNN's steps share one weight tensor)
+WeightUses = dict[tuple[tuple[int, int], bytes], list[tuple[str, _FullyConnected]]]
+
+
+def fully_connected_weights(model: TfliteModel) -> WeightUses:
+    """The constant weights of every FULLY_CONNECTED, all subgraphs, with each one's output
+    tensor name and requantization."""
+    found: WeightUses = {}
     for subgraph in range(model.subgraph_count):
         for op in model.operators(subgraph):
             if op.code != FULLY_CONNECTED or len(op.inputs) < 2 or op.inputs[1] < 0 or not op.outputs:
@@ -64,8 +70,22 @@ def fully_connected_weights(model: TfliteModel) -> dict[tuple[tuple[int, int], b
             if data is None or data.ndim != 2:
                 continue
             key = ((int(data.shape[0]), int(data.shape[1])), np.ascontiguousarray(data).tobytes())
-            found[key] = _FullyConnected(_effective_scales(model, subgraph, op.inputs[0], weights, op.outputs[0]))
+            requantization = _FullyConnected(_effective_scales(model, subgraph, op.inputs[0], weights, op.outputs[0]))
+            found.setdefault(key, []).append((model.tensor(op.outputs[0], subgraph).name, requantization))
     return found
+
+
+def _requantization_of(conv: Operator, uses: list[tuple[str, _FullyConnected]]) -> _FullyConnected:
+    """The requantization of the FULLY_CONNECTED ``conv`` was converted from: the one its location
+    (the converter's, the operator's output tensor name) names; else the one all users of these
+    weights share; else an unknown one (FULLY_CONNECTEDs sharing weights requantize differently: an
+    unrolled 16x8 LSTM's steps, whose multipliers would otherwise all be the last step's; only the
+    rounding of an int32 accumulator changes then)."""
+    named = [fc for name, fc in uses if name == conv.location]
+    if named:
+        return named[0]
+    distinct = {fc for _, fc in uses}
+    return uses[0][1] if len(distinct) == 1 else _FullyConnected(None)
 
 
 def _effective_scales(model: TfliteModel, subgraph: int, data: int, weights: TfliteTensor,
@@ -102,8 +122,7 @@ def round_fully_connected_once(graph: Graph, model: TfliteModel) -> int:
     return changed
 
 
-def _fully_connected_products(block: Block, weights: dict[tuple[tuple[int, int], bytes], _FullyConnected]
-                              ) -> list[tuple[Operator, np.ndarray, _FullyConnected]]:
+def _fully_connected_products(block: Block, weights: WeightUses) -> list[tuple[Operator, np.ndarray, _FullyConnected]]:
     """The CONV2Ds of ``block`` that are converted FULLY_CONNECTEDs, with their weights."""
     producer = {name: op for op in block.operators for name in op.outputs}
     found = []
@@ -116,7 +135,7 @@ def _fully_connected_products(block: Block, weights: dict[tuple[tuple[int, int],
             continue
         key = ((int(shape[0]), int(shape[3])), np.ascontiguousarray(data).tobytes())
         if key in weights:
-            found.append((op, data, weights[key]))
+            found.append((op, data, _requantization_of(op, weights[key])))
     return found
 
 

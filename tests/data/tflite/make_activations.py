@@ -18,6 +18,10 @@
 * ``relu_requantized_int8``: ``hard_sigmoid`` of (8, 8, 4) concatenated with a ``Rescaling(3)``
   of it, int8: the hard sigmoid's closing RELU requantizes, which LiteRT rounds twice
   (:mod:`npu_sim.tosa.tflite.rounding`).
+* ``lstm_unrolled_int16``: ``LSTM(8, return_sequences=True, unroll=True)`` over 3 steps of 4
+  features, 16x8: its steps' FULLY_CONNECTEDs share one weight tensor and requantize differently
+  (:mod:`npu_sim.tosa.tflite.rounding` matches each by its location); a Dense(128) head adds
+  int48 biases MLIR writes in hex, 6 bytes each.
 * ``conv_uint8_io``: ``Conv2D(4, 3, padding="same")`` on (8, 8, 3), int8 inside with ``uint8``
   inputs and outputs (``inference_input_type = inference_output_type = tf.uint8``, a camera
   model's export): TOSA holds them as int8 (:mod:`npu_sim.tosa.unsigned_io`).
@@ -83,6 +87,13 @@ def _relu_requantized() -> keras.Model:
     return keras.Model(inputs, keras.layers.Concatenate()([gate, keras.layers.Rescaling(3.0)(inputs)]))
 
 
+def _lstm_unrolled() -> keras.Model:
+    inputs = keras.Input((3, 4), batch_size=1)
+    steps = keras.layers.LSTM(8, return_sequences=True, unroll=True)(inputs)
+    head = keras.layers.Dense(128, bias_initializer=keras.initializers.RandomUniform(-1.0, 1.0))
+    return keras.Model(inputs, head(steps))
+
+
 def _conv() -> keras.Model:
     inputs = keras.Input((8, 8, 3), batch_size=1)
     return keras.Model(inputs, keras.layers.Conv2D(4, 3, padding="same")(inputs))
@@ -119,7 +130,8 @@ MODELS = {"softmax_scaled_int16": (_softmax_scaled, "int16"),
           "sigmoid_int16": (lambda: _activation("sigmoid"), "int16"),
           "tanh_int16": (lambda: _activation("tanh"), "int16"),
           "sigmoid_pot_int16": (lambda: _activation("sigmoid"), "int16"),
-          "conv_sigmoid_int16": (_conv_sigmoid, "int16")}
+          "conv_sigmoid_int16": (_conv_sigmoid, "int16"),
+          "lstm_unrolled_int16": (_lstm_unrolled, "int16")}
 #: stem: the representative dataset's U(-r, r), where not 1
 INPUT_RANGES = {"sigmoid_int16": 6.0, "tanh_int16": 3.0, "sigmoid_pot_int16": 8.0}
 

@@ -15,6 +15,8 @@ import npu_sim
 from npu_sim.tosa.loader import load_graph, save_graph
 from npu_sim.tosa.ops import Op
 from npu_sim.tosa.schema_generated import RoundingMode
+from npu_sim.tosa.tflite.flatbuffer import TfliteModel
+from npu_sim.tosa.tflite.rounding import fully_connected_weights
 from tests.oracle import run_graph_bytes
 from tests.tosa.tflite.single_output import npu_sim_outputs, reference_model_output
 
@@ -172,3 +174,23 @@ def test_a_16x8_hard_swish_gives_litert_s_bits_invocation_after_invocation(hw):
         interpreter.invoke()
         theirs = interpreter.get_tensor(taken["index"])
         np.testing.assert_array_equal(ours[k].reshape(theirs.shape), theirs)
+
+
+def test_fully_connecteds_sharing_weights_keep_their_own_requantization():
+    """An unrolled 16x8 LSTM's steps share one weight tensor with three different scales; each
+    converted product takes the multipliers of the FULLY_CONNECTED its location names (all had the
+    last step's: up to 10,651 LSB off LiteRT)."""
+    path = DATA / "lstm_unrolled_int16.tflite"
+    shared = [uses for uses in fully_connected_weights(TfliteModel(path.read_bytes())).values() if len(uses) > 1]
+    assert shared and all(len({fc for _, fc in uses}) == len(uses) for uses in shared)
+    graph = load_graph(path)
+    interpreter = Interpreter(model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interpreter.allocate_tensors()
+    given, taken = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
+    xs = list(np.random.default_rng(13).integers(-32768, 32768, size=(3, *given["shape"])).astype(np.int16))
+    for hw in (None, "edge", "ethos-u85-256"):
+        for ours, x in zip(npu_sim_outputs(graph, hw, xs), xs):
+            interpreter.set_tensor(given["index"], x)
+            interpreter.invoke()
+            theirs = interpreter.get_tensor(taken["index"])
+            np.testing.assert_array_equal(ours.reshape(theirs.shape), theirs)
