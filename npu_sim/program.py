@@ -572,7 +572,8 @@ class Program:
     stats: PlanStats | None = None
     #: ids of top-level commands that only load constants into TCM that no other command
     #: writes (the constant pool): with several invocations they run once, in a preamble,
-    #: and the constants stay resident (see :mod:`npu_sim.simulator`)
+    #: and the constants stay resident (see :mod:`npu_sim.simulator`): no wait of another
+    #: command may be left implied through them, nor any command write their bytes
     preamble_command_ids: frozenset[int] = frozenset()
     #: tensors the TCM plan stores as blocks (:mod:`scheduler.memory.block_tensors`)
     block_tensors: tuple[BlockTensor, ...] = ()

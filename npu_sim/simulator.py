@@ -20,6 +20,9 @@ Preamble: with several invocations, the commands the Program names in
 ``preamble_command_ids`` (the constant-pool loads: TCM bytes nothing else writes) run
 once, before the first invocation, and count as done in every invocation: the constants
 stay resident in TCM and the invocations move only inputs, outputs and what does not fit.
+A command waiting for one of them therefore waits for nothing it waited for, and it holds no
+place in its engine's queue: the scheduler lists every other wait itself
+(:class:`scheduler.codegen.deps.ImpliedWaits`), and the plan verifier checks the Program so.
 The preamble's span is :attr:`SimResult.preamble_cycles`; invocation records start after it.
 
 Issue and dependencies: a command starts when it heads its unit's queue, the unit is

@@ -32,7 +32,7 @@ from npu_sim.budget import check_npu_capacity
 from npu_sim.errors import ScheduleError
 from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.config import HwConfig
-from npu_sim.program import Allocation, Command, DmaCommand, MemorySpace, Program
+from npu_sim.program import Program
 from npu_sim.reference.executor import DEFAULT_MAX_ITERATIONS
 from npu_sim.tosa.ir import Graph
 from scheduler.codegen.compiler import CompileContext, NeedRoom, compile_block, constant_pool_loads
@@ -46,6 +46,7 @@ from scheduler.codegen.materialize import (
     check_capacity,
     number,
     plan_memories,
+    preamble_loads,
 )
 from scheduler.codegen.stream import ACommand
 from scheduler.ir.npu_ops import LoweredGraph, ValueKind
@@ -58,7 +59,6 @@ from scheduler.memory.fixed_placements import (
     fixed_placements,
     pool_item_max_bytes,
     streams_constants,
-    tcm_pool_allocation,
 )
 from scheduler.memory.liveness import LiveRange
 from scheduler.memory.roles import (
@@ -235,7 +235,8 @@ def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileCont
     """The Program of a successful attempt, with its figures."""
     memory_sizes = check_capacity(plan, hw)
     progress.stage(f"ordering the accesses of {numbering.count:,} commands")
-    commands = build_commands(cmds, numbering, memory_sizes)
+    preamble = preamble_loads(cmds, numbering, fixed.pool_tcm)
+    commands = build_commands(cmds, numbering, memory_sizes, preamble)
     values = lowered.values
     main = graph.main
     inputs = {name: fixed.placements[key].whole().resolve() for name, key in zip(main.inputs, lowered.main.inputs)}
@@ -250,23 +251,13 @@ def _program(graph: Graph, lowered: LoweredGraph, fixed: Fixed, ctx: CompileCont
     placed = allocations(plan)
     program = Program(memory_sizes, placed, commands, inputs, outputs, variables,
                       graph_name=getattr(graph, "name", "") or "",
-                      preamble_command_ids=_constant_pool_loads(commands, placed),
+                      preamble_command_ids=preamble,
                       block_tensors=block_tensors(plan, hw))
     check_writes(program, hw)
     program.stats = plan_stats(program, cmds, numbering, ctx.records, _evicted_names(ctx), plan,
                                _planner_label(planner), lowered.candidates, lowered.cpu_fallbacks, ctx.striped,
                                ctx.rolling_whole)
     return program
-
-
-def _constant_pool_loads(commands: list[Command], placed: list[Allocation]) -> frozenset[int]:
-    """Ids of the top-level DMAs that write the TCM constant pool (nothing else writes it)."""
-    pool = tcm_pool_allocation(placed)
-    if pool is None:
-        return frozenset()
-    return frozenset(cmd.id for cmd in commands if isinstance(cmd, DmaCommand)
-                     and cmd.dst.memory is MemorySpace.TCM
-                     and pool.offset_bytes <= cmd.dst.offset_bytes < pool.end_bytes)
 
 
 def _evicted_names(ctx: CompileContext) -> list[str]:

@@ -229,6 +229,11 @@ class ImpliedWaits:
     one implying it is done later), so the program runs the same, cycle for cycle, with
     fewer dependencies to list and track.
 
+    A command of the preamble (``resident``: a constant-pool load that several invocations run
+    once, before the first) implies nothing: in an invocation it is done before the start, so a
+    command waiting for it waits for none of what it waited for, and it holds no place in its
+    engine's queue (the invocation's next DMA there follows the one before it).
+
     ``after``: command id -> bit mask (a Python int) of the commands done before it starts.
     """
 
@@ -236,11 +241,13 @@ class ImpliedWaits:
         self.after: dict[int, int] = {}
         self.last: dict[object, int] = {}   # queue -> its latest command
 
-    def reduce(self, cmd: int, deps: set[int], queue: object = None, pipelined: bool = False) -> tuple[int, ...]:
+    def reduce(self, cmd: int, deps: set[int], queue: object = None, pipelined: bool = False,
+               resident: bool = False) -> tuple[int, ...]:
         """``cmd``'s dependencies (commands of this list, numbered in stream order) without the
         implied ones, ascending; records what ``cmd`` starts after. ``queue``: the unit or engine
         running it (None: the sequencer); ``pipelined``: the queue takes a command before the
-        previous one is done (DMA engines)."""
+        previous one is done (DMA engines); ``resident``: ``cmd`` may run in a preamble (it then
+        implies nothing, see the class)."""
         after = self.after
         known = 0
         previous = self.last.get(queue) if queue is not None else None
@@ -251,9 +258,12 @@ class ImpliedWaits:
             if not (known >> dep) & 1:
                 kept.append(dep)
                 known |= after[dep] | 1 << dep
-        after[cmd] = known
-        if queue is not None:
-            self.last[queue] = cmd
+        if resident:
+            after[cmd] = 0
+        else:
+            after[cmd] = known
+            if queue is not None:
+                self.last[queue] = cmd
         kept.reverse()
         return tuple(kept)
 

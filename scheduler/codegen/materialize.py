@@ -422,18 +422,29 @@ def page_sizes(memory_sizes: dict[MemorySpace, int]) -> dict[MemorySpace, int]:
     return {TCM: max(64, min(memory_sizes.get(TCM, 0) // 64, MAX_TCM_PAGE_BYTES)), DDR: 4096, VAR: 1024}
 
 
+def preamble_loads(cmds: list[ACommand], numbering: Numbering, pool: Buffer | None) -> frozenset[int]:
+    """Ids of the top-level DMAs that write the TCM constant pool ``pool`` (nothing else writes
+    it): with several invocations they run once, in a preamble (:mod:`npu_sim.simulator`)."""
+    if pool is None:
+        return frozenset()
+    return frozenset(numbering.ids[id(cmd)] for cmd in cmds if isinstance(cmd, ADma) and cmd.dst.buffer is pool)
+
+
 def build_commands(cmds: list[ACommand], numbering: Numbering,
-                   memory_sizes: dict[MemorySpace, int] | None = None) -> list[Command]:
-    """Program commands with resolved views and dependencies (control flow as barriers)."""
-    return _CommandBuilder(numbering, page_sizes(memory_sizes or {})).build(cmds)
+                   memory_sizes: dict[MemorySpace, int] | None = None,
+                   preamble: frozenset[int] = frozenset()) -> list[Command]:
+    """Program commands with resolved views and dependencies (control flow as barriers).
+    ``preamble``: ids of the DMAs that several invocations run once, before the first
+    (:func:`preamble_loads`): no other command's wait is taken as implied through them."""
+    return _CommandBuilder(numbering, page_sizes(memory_sizes or {}), preamble).build(cmds)
 
 
 class _CommandBuilder:
     """Resolves views and finds each command's dependencies, list by list (a control command
     is a barrier: the commands after it wait for it, and it for everything before)."""
 
-    def __init__(self, numbering: Numbering, paging: dict[MemorySpace, int]):
-        self.numbering, self.paging = numbering, paging
+    def __init__(self, numbering: Numbering, paging: dict[MemorySpace, int], preamble: frozenset[int]):
+        self.numbering, self.paging, self.preamble = numbering, paging, preamble
         self.cache: dict[View, ByteSet | None] = {}
         self.views: dict[BufView, View] = {}   # tiles repeat views (weights, constants): resolve each once
 
@@ -472,8 +483,8 @@ class _CommandBuilder:
         deps = tracker.access(cid, reads, _accesses([dst], self.cache))
         if barrier is not None:
             deps.add(barrier)
-        return DmaCommand(cid, cmd.engine, src, dst, implied.reduce(cid, deps, ("dma", cmd.engine), pipelined=True),
-                          cmd.name, cmd.access_bytes)
+        kept = implied.reduce(cid, deps, ("dma", cmd.engine), pipelined=True, resident=cid in self.preamble)
+        return DmaCommand(cid, cmd.engine, src, dst, kept, cmd.name, cmd.access_bytes)
 
     def compute(self, cid: int, cmd: ACompute, tracker: AccessTracker, implied: ImpliedWaits,
                 barrier: int | None) -> ComputeCommand:

@@ -28,7 +28,13 @@
    iterations are assumed to be barriers, as the sequencer runs them;
 7. a view of a block tensor walks the table of one of the Program's block tensors, whose
    pointer-table allocation holds exactly its blocks' offsets (each block is an allocation,
-   checked by 2, 3, 5 and 6 like any other).
+   checked by 2, 3, 5 and 6 like any other);
+8. a Program with ``preamble_command_ids`` is checked again as several invocations run it
+   (:mod:`npu_sim.simulator`): those commands, top-level DMAs, run first and once, waiting for
+   nothing; in an invocation they are done before it starts, order nothing after them but
+   themselves (a command waiting for one waits for none of what it waited for) and hold no
+   place in their engine's queue; and no command of an invocation writes the bytes they wrote
+   (the next invocation reads them as they left them).
 
 Accesses are exact byte sets of the views, not their spans.
 """
@@ -50,6 +56,7 @@ from npu_sim.program import (
     ComputeCommand,
     CondCommand,
     DmaCommand,
+    LoopCommand,
     MemorySpace,
     Program,
     View,
@@ -225,8 +232,11 @@ class _Records:
 
 
 class _Verifier:
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, resident: frozenset[int] = frozenset()):
         self.program = program
+        #: the preamble's commands (checking the run of several invocations), else none
+        self.resident = resident
+        self.resident_bytes: list[tuple[int, MemorySpace, Ranges]] = []   # (command, memory, bytes it loads)
         self.containment = _Containment(program)
         self.tables = block_tables(program)
         self.reach: dict[int, int] = {}       # command id -> bitset of commands ordered before its start
@@ -257,57 +267,106 @@ class _Verifier:
         finished = start
         last: dict[object, int] = {}   # queue -> its latest command in this list
         for cmd in cmds:
+            if cmd.id in self.resident:   # (loaded by the preamble, before the invocation)
+                continue
             before = self._before(cmd.deps, start)
             if isinstance(cmd, (DmaCommand, ComputeCommand)):
                 before |= self._queue_order(cmd, last)
             self.reach[cmd.id] = before
             if isinstance(cmd, (DmaCommand, ComputeCommand)):
-                self.check_unit(cmd)
-                reads, writes = _reads_writes(cmd)
-                self.check_views(cmd, reads + writes)
-                for v in writes:
-                    a = self.containment.find(v, cmd.id, _label(cmd))
-                    if a is not None and a.memory is DDR and a.kind in ("input", "constant"):
-                        raise PlanError(f"{_label(cmd)}: writes the {a.kind} {a.name}")
-                self.check_initialised(cmd, reads)
-                self.check_order(cmd, before, [v for v in reads if not self._read_only(v, cmd)], writes, records)
-                self.mark_written(cmd, writes)
+                self.check_resident_kept(cmd)
+                self.run_access(cmd, before, records)
                 self.done[cmd.id] = before
                 finished |= before | (1 << cmd.id)
             else:
-                self.check_views(cmd, [cmd.condition])
-                inner = before
-                if isinstance(cmd, CondCommand):
-                    self.check_order(cmd, before, [cmd.condition], [], records)
-                    self.check_initialised(cmd, [cmd.condition])
-                    saved = self._owners()
-                    then_records = records.copy()
-                    decided = before | (1 << cmd.id)   # the branch runs after the condition is read
-                    inner |= self.run_list(cmd.then_commands, decided, then_records)
-                    then_owner = self.owner
-                    self.owner = saved
-                    else_records = records.copy()
-                    inner |= self.run_list(cmd.else_commands, decided, else_records)
-                    self._merge(then_owner)
-                    records.replace_with_union(then_records, else_records)
-                else:
-                    cond_done = self.run_list(cmd.cond_commands, before, records)
-                    self.check_order(cmd, cond_done, [cmd.condition], [], records)
-                    self.check_initialised(cmd, [cmd.condition])
-                    no_iteration = self._owners()
-                    body_done = self.run_list(cmd.body_commands, cond_done | (1 << cmd.id), records)
-                    inner |= cond_done | body_done
-                    # a second iteration: what it reads must have survived the first
-                    # (iterations are barriers, so every command of the first is before it)
-                    again = self.run_list(cmd.cond_commands, inner | (1 << cmd.id), records)
-                    self.check_initialised(cmd, [cmd.condition])
-                    again = self.run_list(cmd.body_commands, again | (1 << cmd.id), records)
-                    self.run_list(cmd.cond_commands, again, records)
-                    self._merge(no_iteration)
+                inner = self.run_control(cmd, before, records)
                 self.done[cmd.id] = inner
                 finished |= inner | (1 << cmd.id)
                 last.clear()   # later commands are issued once it is done
         return finished
+
+    def run_access(self, cmd: DmaCommand | ComputeCommand, before: int, records: _Records) -> None:
+        """Check a DMA's or a compute command's views, reads and writes (``before``: the bitset
+        of commands ordered before its start)."""
+        self.check_unit(cmd)
+        reads, writes = _reads_writes(cmd)
+        self.check_views(cmd, reads + writes)
+        for v in writes:
+            a = self.containment.find(v, cmd.id, _label(cmd))
+            if a is not None and a.memory is DDR and a.kind in ("input", "constant"):
+                raise PlanError(f"{_label(cmd)}: writes the {a.kind} {a.name}")
+        self.check_initialised(cmd, reads)
+        self.check_order(cmd, before, [v for v in reads if not self._read_only(v, cmd)], writes, records)
+        self.mark_written(cmd, writes)
+
+    def run_control(self, cmd: CondCommand | LoopCommand, before: int, records: _Records) -> int:
+        """Check a COND_IF or a WHILE and its nested lists; the bitset of commands done when it is."""
+        self.check_views(cmd, [cmd.condition])
+        inner = before
+        if isinstance(cmd, CondCommand):
+            self.check_order(cmd, before, [cmd.condition], [], records)
+            self.check_initialised(cmd, [cmd.condition])
+            saved = self._owners()
+            then_records = records.copy()
+            decided = before | (1 << cmd.id)   # the branch runs after the condition is read
+            inner |= self.run_list(cmd.then_commands, decided, then_records)
+            then_owner = self.owner
+            self.owner = saved
+            else_records = records.copy()
+            inner |= self.run_list(cmd.else_commands, decided, else_records)
+            self._merge(then_owner)
+            records.replace_with_union(then_records, else_records)
+            return inner
+        cond_done = self.run_list(cmd.cond_commands, before, records)
+        self.check_order(cmd, cond_done, [cmd.condition], [], records)
+        self.check_initialised(cmd, [cmd.condition])
+        no_iteration = self._owners()
+        body_done = self.run_list(cmd.body_commands, cond_done | (1 << cmd.id), records)
+        inner |= cond_done | body_done
+        # a second iteration: what it reads must have survived the first
+        # (iterations are barriers, so every command of the first is before it)
+        again = self.run_list(cmd.cond_commands, inner | (1 << cmd.id), records)
+        self.check_initialised(cmd, [cmd.condition])
+        again = self.run_list(cmd.body_commands, again | (1 << cmd.id), records)
+        self.run_list(cmd.cond_commands, again, records)
+        self._merge(no_iteration)
+        return inner
+
+    def run_preamble(self, records: _Records) -> int:
+        """Check the preamble of several invocations: its commands run first, once, waiting for
+        nothing. Returns the bitset of commands done before an invocation starts."""
+        done = 0
+        preamble = [cmd for cmd in self.program.commands if cmd.id in self.resident]
+        if len(preamble) < len(self.resident):
+            stray = sorted(self.resident - {cmd.id for cmd in preamble})
+            raise PlanError(f"preamble command {stray[0]} is not a top-level command")
+        for cmd in preamble:
+            if not isinstance(cmd, DmaCommand):
+                raise PlanError(f"{_label(cmd)}: a preamble command must be a DMA")
+            source = self.containment.find(cmd.src, cmd.id, _label(cmd))
+            if source is not None and source.kind != "constant":
+                raise PlanError(f"{_label(cmd)}: the preamble loads {source.kind} {source.name}, "
+                                "not a constant")
+            self.reach[cmd.id] = self.done[cmd.id] = 0   # (it orders nothing but itself)
+            self.run_access(cmd, 0, records)
+            if cmd.dst.element_count:
+                self.resident_bytes.append((cmd.id, cmd.dst.memory, view_ranges(cmd.dst)))
+            done |= 1 << cmd.id
+        return done
+
+    def check_resident_kept(self, cmd: DmaCommand | ComputeCommand) -> None:
+        """No command of an invocation writes the bytes the preamble loaded (every invocation
+        reads them as the preamble left them)."""
+        if not self.resident_bytes:
+            return
+        for v in _reads_writes(cmd)[1]:
+            if not v.element_count:
+                continue
+            ranges = view_ranges(v)
+            for load, memory, loaded in self.resident_bytes:
+                if memory is v.memory and overlaps(loaded, ranges):
+                    raise PlanError(f"{_label(cmd)}: writes {memory.value} bytes that preamble command "
+                                    f"{load} loads once for every invocation")
 
     def _queue_order(self, cmd: DmaCommand | ComputeCommand, last: dict[object, int]) -> int:
         """What ``cmd``'s queue orders before its start: the previous compute command of its unit
@@ -429,10 +488,19 @@ def block_tables(program: Program) -> dict[tuple[int, ...], int]:
 
 
 def verify_program(program: Program) -> None:
-    """Raise :class:`PlanError` (or ProgramError) unless ``program`` passes every check above."""
+    """Raise :class:`PlanError` (or ProgramError) unless ``program`` passes every check above:
+    as one invocation runs it and, with a preamble, as several do."""
     program.validate()
     check_allocations(program)
-    verifier = _Verifier(program)
+    _verify_run(program, frozenset())
+    if program.preamble_command_ids:
+        _verify_run(program, program.preamble_command_ids)
+
+
+def _verify_run(program: Program, resident: frozenset[int]) -> None:
+    """Checks 3 to 8 of one run: a single invocation (``resident`` empty), or an invocation after
+    the preamble of the commands ``resident``."""
+    verifier = _Verifier(program, resident)
     ids = [cmd.id for cmd in program.walk()]
     # (the host writes an input before the first command and reads an output after the last:
     # an arena buffer in the TCM is live from the start, or to the end, not throughout)
@@ -443,7 +511,8 @@ def verify_program(program: Program) -> None:
         verifier.containment.check(view, last, f"graph tensor {name!r}")
     for name, view in program.variables.items():
         verifier.containment.check(view, None, f"graph tensor {name!r}")
-    verifier.run_list(program.commands, 0, _Records(dict(program.memory_sizes)))
+    records = _Records(dict(program.memory_sizes))
+    verifier.run_list(program.commands, verifier.run_preamble(records) if resident else 0, records)
     for name, view in program.outputs.items():
         for start, end in view_ranges(view):
             a = verifier.containment.find(view, last, f"graph output {name!r}")

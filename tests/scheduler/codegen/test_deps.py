@@ -147,11 +147,28 @@ def test_implied_waits_drop_what_other_waits_imply():
     assert implied.reduce(9, {5}, "vector") == (5,)
 
 
+def test_a_preamble_load_implies_no_wait() -> None:
+    """With several invocations a constant-pool load runs once, before them: a command waiting
+    for it still waits for what the DMA before it on its engine waited for, and the next DMA of
+    that engine follows the one before the load."""
+    implied = ImpliedWaits()
+    assert implied.reduce(0, set(), "mac_array") == ()
+    assert implied.reduce(1, {0}, ("dma", 0), pipelined=True) == (0,)     # stores 0's result
+    assert implied.reduce(2, set(), ("dma", 0), pipelined=True, resident=True) == ()
+    assert implied.reduce(3, {0, 2}, "vector") == (0, 2)    # not implied through the load
+    assert implied.reduce(4, {0}, ("dma", 0), pipelined=True) == ()       # follows 1, which waited for 0
+    plain = ImpliedWaits()
+    for cmd, deps, queue in [(0, set(), "mac_array"), (1, {0}, ("dma", 0)), (2, set(), ("dma", 0))]:
+        plain.reduce(cmd, deps, queue, pipelined=queue != "mac_array")
+    assert plain.reduce(3, {0, 2}, "vector") == (2,)        # in line, the load starts after 1
+
+
 def _closure(program: Program) -> tuple[Program, dict[int, set[int]]]:
     """``program`` with every command of a list waiting for all the commands its dependencies
     and its unit's queue order before its start (transitively): the previous compute command of
     its unit, what the previous DMA of its engine waited for; and command id -> the commands
-    its queue order alone puts before it."""
+    its queue order alone puts before it. As several invocations run it: a preamble command is
+    done before they start, orders nothing else and is in no queue."""
     after: dict[int, set[int]] = {}
     by_queue: dict[int, set[int]] = {}
 
@@ -164,6 +181,10 @@ def _closure(program: Program) -> tuple[Program, dict[int, set[int]]]:
             by_queue[c.id] = set() if previous is None else \
                 after[previous] | (set() if isinstance(c, DmaCommand) else {previous})
             waits |= by_queue[c.id]
+            if c.id in program.preamble_command_ids:   # done before the invocation: it implies nothing
+                after[c.id] = set()
+                out.append(c)
+                continue
             if queue is not None:
                 last[queue] = c.id
             after[c.id] = waits

@@ -2,9 +2,11 @@ import dataclasses
 
 import pytest
 
-from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace, Program
+from npu_sim.program import Allocation, ComputeCommand, DmaCommand, MemorySpace, Program, View
+from npu_sim.tosa.dtype import DType
 from scheduler.schedule import schedule
 from scheduler.verify import PlanError, verify_program
+from tests.hw.hw_programs import add_step
 from tests.scheduler.graphs import machine, small_cnn
 
 
@@ -170,3 +172,55 @@ def test_a_pointer_table_that_does_not_list_the_blocks_is_caught(blocked):
     with pytest.raises(PlanError, match=rf"block tensor {tensor.name}: its pointer table in var_sram at 512 does "
                                         "not list its 63 blocks"):
         verify_program(bad)
+
+
+def _preamble_program(reader_deps: tuple[int, ...], preamble: bool = True, overwrite: bool = False) -> Program:
+    """x -> TCM a (command 0, engine 1); a stored by command 1 (engine 0, after 0); the constant
+    pool's load (command 2, engine 0, waiting for nothing); ``a + pool`` (command 3, waiting for
+    ``reader_deps``), stored by command 4. ``overwrite``: command 5 then loads x over the pool."""
+    ddr, tcm = MemorySpace.DDR, MemorySpace.TCM
+
+    def i32(memory: MemorySpace, offset: int) -> View:
+        return View(memory, offset, (4,), DType.INT32)
+
+    x, y, z, pool_ddr = i32(ddr, 0), i32(ddr, 16), i32(ddr, 32), i32(ddr, 48)
+    a, b, pool = i32(tcm, 0), i32(tcm, 16), i32(tcm, 32)
+    commands = [DmaCommand(0, 1, x, a), DmaCommand(1, 0, a, y, deps=(0,)), DmaCommand(2, 0, pool_ddr, pool),
+                ComputeCommand(3, "vector", (add_step(a, pool, (4,)),), (b,), deps=reader_deps),
+                DmaCommand(4, 0, b, z, deps=(3,))]
+    if overwrite:
+        commands.append(DmaCommand(5, 1, x, pool, deps=(3,)))
+    allocations = [Allocation("x", ddr, 0, 16, "input"), Allocation("y", ddr, 16, 16, "output"),
+                   Allocation("z", ddr, 32, 16, "output"),
+                   Allocation("constant_pool", ddr, 48, 16, "constant", initial_data=bytes(range(16))),
+                   Allocation("a", tcm, 0, 16, "tile", 0, 3), Allocation("b", tcm, 16, 16, "tile", 3, 4),
+                   Allocation("constant_pool", tcm, 32, 16, "constant")]
+    return Program({ddr: 64, tcm: 48}, allocations, commands, inputs={"x": x}, outputs={"y": y, "z": z},
+                   preamble_command_ids=frozenset({2} if preamble else ()))
+
+
+def test_a_wait_implied_through_a_preamble_load_is_caught() -> None:
+    """Command 3 waits for the pool load alone: in one invocation that load follows, on its
+    engine, a DMA that waited for a's writer, so 3 reads a after it is written; with several
+    invocations the load ran in the preamble and 3 may read a before command 0 writes it."""
+    verify_program(_preamble_program((2,), preamble=False))
+    with pytest.raises(PlanError, match=r"command 3: its read of tcm bytes is not ordered after the write "
+                                        r"by command 0"):
+        verify_program(_preamble_program((2,)))
+    verify_program(_preamble_program((0, 2)))
+
+
+def test_a_write_over_the_preamble_constants_is_caught() -> None:
+    """Every invocation reads the pool as the preamble left it: an invocation may not write it,
+    even in order (one invocation alone is fine)."""
+    verify_program(_preamble_program((0, 2), preamble=False, overwrite=True))
+    with pytest.raises(PlanError, match="command 5: writes tcm bytes that preamble command 2 loads once"):
+        verify_program(_preamble_program((0, 2), overwrite=True))
+
+
+def test_a_preamble_command_loads_constants() -> None:
+    program = _preamble_program((0, 2))
+    with pytest.raises(PlanError, match="command 1: the preamble loads tile a, not a constant"):
+        verify_program(dataclasses.replace(program, preamble_command_ids=frozenset({1})))
+    with pytest.raises(PlanError, match="command 3: a preamble command must be a DMA"):
+        verify_program(dataclasses.replace(program, preamble_command_ids=frozenset({2, 3})))
