@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -119,6 +120,28 @@ def test_concurrent_runs_into_one_directory_each_leave_a_whole_run(tmp_path):
         assert leftovers(tmp_path) == []
 
 
+def _default_interrupts() -> None:
+    """In the child, before it runs Python: SIGINT raises as a shell's Ctrl-C does (a disposition the
+    test process inherited, ignoring it, would otherwise pass to the child)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _wait_until_working(child: subprocess.Popen, seconds: float = 2.0, limit: float = 20.0) -> None:
+    """Until ``child`` has spent ``seconds`` of CPU time (it is past its imports, into the loop's
+    work), or ``limit`` seconds have passed; Linux's /proc, else a fixed wait."""
+    stat = Path(f"/proc/{child.pid}/stat")
+    start = time.monotonic()
+    while time.monotonic() - start < limit and child.poll() is None:
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            time.sleep(2.5)
+            return
+        if (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") >= seconds:
+            return
+        time.sleep(0.1)
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
 def test_an_interrupted_run_exits_130_and_keeps_the_previous_results(tmp_path):
     graph = save(counting_loop_graph(1 << 16), tmp_path / "loop.tosa")   # ten seconds or more of work
@@ -129,9 +152,9 @@ def test_an_interrupted_run_exits_130_and_keeps_the_previous_results(tmp_path):
     before = (tmp_path / "out" / "summary.json").read_text()
     child = subprocess.Popen([sys.executable, "-m", "npu_sim.cli", "run", str(graph), "--hw", "edge",
                               "-i", "x=x.npy", "-i", "n=many.npy", "-o", "out", "--max-loop-work", str(1 << 40)],
-                             cwd=tmp_path,
-                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    time.sleep(2.5)
+                             cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=_default_interrupts)
+    _wait_until_working(child)   # (a checkout without bytecode imports for a second or more)
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=30)
     assert child.returncode == 130
