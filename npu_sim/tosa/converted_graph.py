@@ -29,6 +29,7 @@ from npu_sim.tosa.tflite.flatbuffer import TfliteModel
 from npu_sim.tosa.tflite.gelu import restore_gelus
 from npu_sim.tosa.tflite.int16_activations import exact_int16_activations
 from npu_sim.tosa.tflite.legalize import Legalizer
+from npu_sim.tosa.tflite.resize_nearest import floor_nearest_resizes
 from npu_sim.tosa.tflite.rounding import round_fully_connected_once, round_relus_twice
 from npu_sim.tosa.tflite.saturation import saturate_quantizations
 from npu_sim.tosa.tflite.softmax import saturate_softmax_lookups
@@ -79,6 +80,7 @@ def tflite_graph(data: bytes, source: str, use_cache: bool = True) -> Graph:
     restore_gelus(graph, model)   # and its float GELU (npu_sim/tosa/tflite/gelu.py)
     exact_int16_activations(graph, model)   # its int16 sigmoid and tanh (npu_sim/tosa/tflite/int16_activations.py)
     rescale_before_wide_reshapes(graph)   # no int48 RESHAPE (npu_sim/tosa/tflite/wide_reshape.py)
+    floor_nearest_resizes(graph, model)   # a legacy nearest resize takes the floor (resize_nearest.py)
     if use_cache:
         conversion_cache.store_bytes(KIND, key, SUFFIX, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL))
     return graph

@@ -18,6 +18,7 @@ builtin_code 3); Buffer(data 0, offset 1, size 2).
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -245,6 +246,15 @@ class TfliteModel:
             raise self.view.fail(f"buffer {buffer} holds {len(raw)} bytes for a {shape} tensor of "
                                  f"{TYPE_NAMES[type_code]}")
         return np.frombuffer(raw, dtype).reshape(shape).astype(dtype.newbyteorder("="))
+
+
+def operators_by_output(model: TfliteModel, code: int) -> Iterator[tuple[str, TfliteOperator]]:
+    """Each operator of builtin ``code`` in every subgraph, with the name of its (first) output
+    tensor: the location Arm's converter gives the TOSA operators it becomes."""
+    for subgraph in range(model.subgraph_count):
+        for op in model.operators(subgraph):
+            if op.code == code and op.outputs and op.outputs[0] >= 0:
+                yield model.tensor(op.outputs[0], subgraph).name, op
 
 
 def _ints(table: _Table, slot: int, what: str) -> tuple[int, ...]:

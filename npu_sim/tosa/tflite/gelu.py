@@ -28,7 +28,7 @@ import numpy as np
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import Block, Graph, Operator, Tensor
 from npu_sim.tosa.ops import Op
-from npu_sim.tosa.tflite.flatbuffer import TfliteModel, option
+from npu_sim.tosa.tflite.flatbuffer import TfliteModel, operators_by_output, option
 
 #: BuiltinOperator code of GELU (schema.fbs) and the slot of ``approximate`` in GeluOptions.
 GELU = 150
@@ -56,13 +56,8 @@ class _Gelu:
 
 def exact_gelus(model: TfliteModel) -> dict[str, bool]:
     """Output tensor name -> whether that GELU is exact (``approximate`` false), all subgraphs."""
-    found = {}
-    for subgraph in range(model.subgraph_count):
-        for op in model.operators(subgraph):
-            if op.code == GELU and op.outputs and op.outputs[0] >= 0:
-                name = model.tensor(op.outputs[0], subgraph).name
-                found[name] = not option(op.options, _APPROXIMATE_SLOT, "bool", False)
-    return found
+    return {name: not option(op.options, _APPROXIMATE_SLOT, "bool", False)
+            for name, op in operators_by_output(model, GELU)}
 
 
 def restore_gelus(graph: Graph, model: TfliteModel) -> int:

@@ -22,6 +22,10 @@
   features, 16x8: its steps' FULLY_CONNECTEDs share one weight tensor and requantize differently
   (:mod:`npu_sim.tosa.tflite.rounding` matches each by its location); a Dense(128) head adds
   int48 biases MLIR writes in hex, 6 bytes each.
+* ``resize_nearest_legacy_int8``: ``tf.compat.v1.image.resize_nearest_neighbor`` of (5, 7, 3) to
+  (9, 13) and of that to (18, 26) (an FPN's top-down upsampling), int8: TFLite's legacy nearest
+  mode takes the floor where the converter's TOSA RESIZE rounds
+  (:mod:`npu_sim.tosa.tflite.resize_nearest`).
 * ``conv_uint8_io``: ``Conv2D(4, 3, padding="same")`` on (8, 8, 3), int8 inside with ``uint8``
   inputs and outputs (``inference_input_type = inference_output_type = tf.uint8``, a camera
   model's export): TOSA holds them as int8 (:mod:`npu_sim.tosa.unsigned_io`).
@@ -94,6 +98,13 @@ def _lstm_unrolled() -> keras.Model:
     return keras.Model(inputs, head(steps))
 
 
+def _resize_nearest_legacy() -> keras.Model:
+    inputs = keras.Input((5, 7, 3), batch_size=1)
+    first = keras.layers.Lambda(lambda t: tf.compat.v1.image.resize_nearest_neighbor(t, (9, 13)))(inputs)
+    second = keras.layers.Lambda(lambda t: tf.compat.v1.image.resize_nearest_neighbor(t, (18, 26)))(first)
+    return keras.Model(inputs, second)
+
+
 def _conv() -> keras.Model:
     inputs = keras.Input((8, 8, 3), batch_size=1)
     return keras.Model(inputs, keras.layers.Conv2D(4, 3, padding="same")(inputs))
@@ -131,7 +142,8 @@ MODELS = {"softmax_scaled_int16": (_softmax_scaled, "int16"),
           "tanh_int16": (lambda: _activation("tanh"), "int16"),
           "sigmoid_pot_int16": (lambda: _activation("sigmoid"), "int16"),
           "conv_sigmoid_int16": (_conv_sigmoid, "int16"),
-          "lstm_unrolled_int16": (_lstm_unrolled, "int16")}
+          "lstm_unrolled_int16": (_lstm_unrolled, "int16"),
+          "resize_nearest_legacy_int8": (_resize_nearest_legacy, "int8")}
 #: stem: the representative dataset's U(-r, r), where not 1
 INPUT_RANGES = {"sigmoid_int16": 6.0, "tanh_int16": 3.0, "sigmoid_pot_int16": 8.0}
 

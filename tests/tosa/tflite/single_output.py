@@ -34,3 +34,9 @@ def reference_model_output(graph: npu_sim.Graph, x: np.ndarray, work: Path) -> n
     save_graph(graph, work / "model.tosa")
     (theirs,) = run_graph_bytes((work / "model.tosa").read_bytes(), [x], list(graph.output_types.values()))
     return theirs
+
+
+def assert_reference_model_agrees(graph: npu_sim.Graph, x: np.ndarray, work: Path) -> None:
+    """npu-sim's reference executor and Arm's reference model give the same bits on ``x``."""
+    (ours,) = npu_sim_outputs(graph, None, [x])
+    np.testing.assert_array_equal(ours, reference_model_output(graph, x, work))

@@ -18,7 +18,7 @@ from npu_sim.tosa.ops import Op
 from npu_sim.tosa.schema_generated import RoundingMode
 from npu_sim.tosa.tflite.wide_reshape import rescale_before_wide_reshapes
 from npu_sim.tosa.validation import validate
-from tests.tosa.tflite.single_output import npu_sim_outputs, reference_model_output
+from tests.tosa.tflite.single_output import assert_reference_model_agrees, npu_sim_outputs
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "tflite"
 MODEL = DATA / "attention_int16.tflite"
@@ -57,8 +57,7 @@ def test_a_16x8_attention_gives_litert_s_bits(hw, resolver):
 def test_arms_reference_model_runs_the_graph_to_the_same_bits(tmp_path):
     graph = load_graph(MODEL)
     x = _inputs(1)[0]
-    (ours,) = npu_sim_outputs(graph, None, [x])
-    np.testing.assert_array_equal(ours, reference_model_output(graph, x, tmp_path))
+    assert_reference_model_agrees(graph, x, tmp_path)
 
 
 def _product_reshaped(per_channel: bool, shape: tuple[int, ...]):
