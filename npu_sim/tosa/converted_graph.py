@@ -33,6 +33,7 @@ from npu_sim.tosa.tflite.resize_nearest import floor_nearest_resizes
 from npu_sim.tosa.tflite.rounding import round_fully_connected_once, round_relus_twice
 from npu_sim.tosa.tflite.saturation import saturate_quantizations
 from npu_sim.tosa.tflite.softmax import saturate_softmax_lookups
+from npu_sim.tosa.tflite.wide_identity import narrow_wide_identity_rescales
 from npu_sim.tosa.tflite.wide_reshape import rescale_before_wide_reshapes
 from npu_sim.tosa.tflite_import import tflite_to_mlir
 
@@ -81,6 +82,7 @@ def tflite_graph(data: bytes, source: str, use_cache: bool = True) -> Graph:
     exact_int16_activations(graph, model)   # its int16 sigmoid and tanh (npu_sim/tosa/tflite/int16_activations.py)
     rescale_before_wide_reshapes(graph)   # no int48 RESHAPE (npu_sim/tosa/tflite/wide_reshape.py)
     floor_nearest_resizes(graph, model)   # a legacy nearest resize takes the floor (resize_nearest.py)
+    narrow_wide_identity_rescales(graph)   # no scale32 RESCALE of int48 (npu_sim/tosa/tflite/wide_identity.py)
     if use_cache:
         conversion_cache.store_bytes(KIND, key, SUFFIX, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL))
     return graph

@@ -105,6 +105,23 @@ def _resize_nearest_legacy() -> keras.Model:
     return keras.Model(inputs, second)
 
 
+def _grouped_conv() -> keras.Model:
+    inputs = keras.Input((6, 6, 8), batch_size=1)
+    first = keras.layers.Conv2D(12, 3, padding="same", groups=4)(inputs)
+    return keras.Model(inputs, keras.layers.Conv2D(8, 1, groups=2)(first))
+
+
+def _argmin() -> keras.Model:
+    inputs = keras.Input((10, 6, 4), batch_size=1)
+    return keras.Model(inputs, keras.layers.Lambda(lambda t: tf.argmin(t, axis=-1, output_type=tf.int32))(inputs))
+
+
+def _argmax_int64() -> keras.Model:
+    inputs = keras.Input((12, 12, 3), batch_size=1)
+    logits = keras.layers.Conv2D(5, 3, padding="same")(inputs)
+    return keras.Model(inputs, keras.layers.Lambda(lambda t: tf.argmax(t, axis=-1))(logits))
+
+
 def _conv() -> keras.Model:
     inputs = keras.Input((8, 8, 3), batch_size=1)
     return keras.Model(inputs, keras.layers.Conv2D(4, 3, padding="same")(inputs))
@@ -143,7 +160,11 @@ MODELS = {"softmax_scaled_int16": (_softmax_scaled, "int16"),
           "sigmoid_pot_int16": (lambda: _activation("sigmoid"), "int16"),
           "conv_sigmoid_int16": (_conv_sigmoid, "int16"),
           "lstm_unrolled_int16": (_lstm_unrolled, "int16"),
-          "resize_nearest_legacy_int8": (_resize_nearest_legacy, "int8")}
+          "resize_nearest_legacy_int8": (_resize_nearest_legacy, "int8"),
+          "grouped_conv_int16": (_grouped_conv, "int16"),
+          "argmin_int8": (_argmin, "int8"),
+          "argmax_int64_int8": (_argmax_int64, "int8"),
+          "argmax_int64_fp32": (_argmax_int64, "fp32")}
 #: stem: the representative dataset's U(-r, r), where not 1
 INPUT_RANGES = {"sigmoid_int16": 6.0, "tanh_int16": 3.0, "sigmoid_pot_int16": 8.0}
 

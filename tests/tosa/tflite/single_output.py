@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 import npu_sim
 from npu_sim.tosa.loader import save_graph
@@ -40,3 +41,12 @@ def assert_reference_model_agrees(graph: npu_sim.Graph, x: np.ndarray, work: Pat
     """npu-sim's reference executor and Arm's reference model give the same bits on ``x``."""
     (ours,) = npu_sim_outputs(graph, None, [x])
     np.testing.assert_array_equal(ours, reference_model_output(graph, x, work))
+
+
+def litert_reference_output(model: Path, x: np.ndarray) -> np.ndarray:
+    """The output of LiteRT's reference kernels (``BUILTIN_REF``) on ``x``."""
+    interpreter = Interpreter(model_path=str(model), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    interpreter.invoke()
+    return interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
