@@ -10,7 +10,7 @@ import numpy as np
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 import npu_sim
-from npu_sim.tosa.loader import save_graph
+from npu_sim.tosa.loader import load_graph, save_graph
 from tests.oracle import run_graph_bytes
 
 #: where the outputs are checked: the reference executor (None), then simulated on each preset
@@ -50,3 +50,11 @@ def litert_reference_output(model: Path, x: np.ndarray) -> np.ndarray:
     interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
     interpreter.invoke()
     return interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+
+
+def assert_litert_reference_agrees(model: Path, preset: str | None, xs: list[np.ndarray]) -> None:
+    """npu-sim (executed or simulated on ``preset``) gives LiteRT's reference kernels' bits on
+    each of ``xs``."""
+    for ours, x in zip(npu_sim_outputs(load_graph(model), preset, xs), xs):
+        theirs = litert_reference_output(model, x)
+        np.testing.assert_array_equal(ours.reshape(theirs.shape), theirs)
