@@ -37,6 +37,7 @@ from npu_sim.reference.executor import (
     describe_type,
 )
 from npu_sim.reference.prepared import graph_variables, prepare
+from npu_sim.tosa.int64_outputs import as_int64_outputs
 from npu_sim.tosa.ir import Graph, Tensor, TensorType
 from npu_sim.tosa.unsigned_io import as_unsigned_outputs
 
@@ -199,7 +200,8 @@ class Session:
             raise
         self.invocation_seconds.append(time.perf_counter() - start)
         self.invocations += 1
-        return as_unsigned_outputs(self.graph, outputs) if self.graph.unsigned_io else outputs
+        outputs = as_unsigned_outputs(self.graph, outputs) if self.graph.unsigned_io else outputs
+        return as_int64_outputs(self.graph, outputs) if self.graph.int64_outputs else outputs
 
     def export_state(self) -> dict[str, np.ndarray]:
         """Copies of every written variable, by variable name."""

@@ -24,6 +24,7 @@ from pathlib import Path
 from npu_sim import conversion_cache
 from npu_sim.tosa.ir import Graph
 from npu_sim.tosa.mlir_reader import read_mlir
+from npu_sim.tosa.tflite.argmax_int64 import narrow_int64_argmaxes
 from npu_sim.tosa.tflite.argmin_int8 import negate_int8_argmins
 from npu_sim.tosa.tflite.bool_cast import select_bool_casts
 from npu_sim.tosa.tflite.flatbuffer import TfliteModel
@@ -85,6 +86,7 @@ def tflite_graph(data: bytes, source: str, use_cache: bool = True) -> Graph:
     floor_nearest_resizes(graph, model)   # a legacy nearest resize takes the floor (resize_nearest.py)
     narrow_wide_identity_rescales(graph)   # no scale32 RESCALE of int48 (npu_sim/tosa/tflite/wide_identity.py)
     negate_int8_argmins(graph, model)   # an int8 ARG_MIN's -1 - x as a NEGATE (npu_sim/tosa/tflite/argmin_int8.py)
+    narrow_int64_argmaxes(graph)   # int64 indices in INT32, widened for the user (tflite/argmax_int64.py)
     if use_cache:
         conversion_cache.store_bytes(KIND, key, SUFFIX, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL))
     return graph

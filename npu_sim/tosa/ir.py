@@ -245,6 +245,9 @@ class Graph:
     #: the graph's inputs and outputs that hold unsigned data in their signed storage type (a
     #: ``uint8`` model edge; see :mod:`npu_sim.tosa.unsigned_io`)
     unsigned_io: frozenset[str] = frozenset()
+    #: the graph's outputs held as INT32 that the user gets widened to ``int64`` (a TFLite
+    #: ARG_MAX's int64 indices; see :mod:`npu_sim.tosa.int64_outputs`)
+    int64_outputs: frozenset[str] = frozenset()
 
     @property
     def main(self) -> Block:
