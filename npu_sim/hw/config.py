@@ -301,6 +301,11 @@ class MacArrayConfig(_Strict):
     ifm_depth_granule: int = Field(
         1, ge=1, le=1024, description="a convolution reads its input channels in groups of this many (a "
         "thin input wastes the rest of a group)")
+    ifm_depth_granule_by_dtype: dict[str, Annotated[int, Field(ge=1, le=1024)]] = Field(
+        default_factory=dict, description="the group of input channels of a convolution whose input is of "
+        "this dtype, where it differs from ifm_depth_granule (Vela's U55/U65 take 16-bit IFM blocks of at "
+        "most 16 channels at the cost of an 8-bit block of 32: regor ethos_u55.cpp FindBlockConfig, "
+        "ethos_u55_performance.cpp EstimateMacCyclesPerBlock)")
     ofm_micro_block: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
         default_factory=list, max_length=2,
         description="[H, W] of the output micro-blocks a convolution is computed in: its output positions "

@@ -45,6 +45,7 @@ from tests.robustness.hostile import add_graph, npu_sim, save
     (b"extends: edge\nvector: {transpose_block_positions: {int4: 8}}\n", "vector.transpose_block_positions: keys"),
     (b"extends: edge\nmac_array: {lut_epilogue_cycles_per_element: -1}\n", "mac_array.lut_epilogue_cycles_per_element"),
     (b"extends: edge\ntcm: {wide_ifm_block_fetch_bits: 99}\n", "tcm.wide_ifm_block_fetch_bits"),
+    (b"extends: edge\nmac_array: {ifm_depth_granule_by_dtype: {int16: 0}}\n", "mac_array.ifm_depth_granule_by_dtype"),
     (b"extends: edge\nvector: {transpose_read_bytes_per_cycle: .nan}\n", "vector.transpose_read_bytes_per_cycle"),
     (b"extends: edge\ndma: {thin_pixel_access_bytes: -8}\n", "dma.thin_pixel_access_bytes"),
     (b"extends: edge\nlut: {table_source_latency_cycles: -1}\n", "lut.table_source_latency_cycles"),

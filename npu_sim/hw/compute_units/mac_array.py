@@ -135,12 +135,18 @@ def cycle_dims(hw: HwConfig, step: KernelStep) -> tuple[int, int, int]:
         m = micro_blocked_positions(hw.mac_array.ofm_micro_block, step, m)
     if step.op is Op.TRANSPOSE_CONV2D and hw.mac_array.transpose_conv_upsampled:
         k = prod(step.input_types[1].shape[1:])   # every tap of the kernel for every output
-    granule = hw.mac_array.ifm_depth_granule
+    granule = ifm_depth_granule(hw, step.input_types[0].dtype)
     if granule > 1 and step.op in (Op.CONV2D, Op.CONV3D):
         channels = step.input_types[1].shape[-1]
         elements = k // channels
-        k = part_kernel_depth(hw, elements, channels) or elements * ceil_div(channels, granule) * granule
+        k = part_kernel_depth(hw, elements, channels, granule) or elements * ceil_div(channels, granule) * granule
     return m, n, k
+
+
+def ifm_depth_granule(hw: HwConfig, dtype: DType) -> int:
+    """The group of input channels a convolution of ``dtype`` input reads at a time
+    (``mac_array.ifm_depth_granule_by_dtype``, else ``ifm_depth_granule``)."""
+    return hw.mac_array.ifm_depth_granule_by_dtype.get(dtype.name.lower(), hw.mac_array.ifm_depth_granule)
 
 
 def micro_blocked_positions(block: Sequence[int], step: KernelStep, positions: int) -> int:
@@ -163,17 +169,18 @@ def micro_blocked_positions(block: Sequence[int], step: KernelStep, positions: i
     return math.ceil(positions * rounded / max(1, height * width))
 
 
-def part_kernel_depth(hw: HwConfig, elements: int, channels: int) -> int:
+def part_kernel_depth(hw: HwConfig, elements: int, channels: int, granule: int | None = None) -> int:
     """The reduction depth of a part-kernel-first convolution of ``elements`` kernel elements over
     ``channels`` input channels, where the config has that traversal and it wastes less of the
     array than depth first (0 otherwise): Vela's ChooseKernelMethod (regor/architecture/ethosu55/
     ethos_u55.cpp) takes it for 8 channels or fewer, or when the channels' use of their groups of
     8 times the kernel elements' use of their groups of 4 is at least the channels' use of their
-    groups of 32; EstimateMacCyclesPerBlock then steps over 4 kernel elements at a time."""
+    groups of ``granule`` (32 for 8 bits); EstimateMacCyclesPerBlock then steps over 4 kernel
+    elements at a time."""
     per_step, depth = hw.mac_array.part_kernel_elements, hw.mac_array.part_kernel_depth_granule
     if per_step <= 0:
         return 0
-    granule = hw.mac_array.ifm_depth_granule
+    granule = granule or hw.mac_array.ifm_depth_granule
     part_use = channels / (ceil_div(channels, depth) * depth) * elements / (ceil_div(elements, per_step) * per_step)
     if channels > depth and part_use < channels / (ceil_div(channels, granule) * granule):
         return 0
