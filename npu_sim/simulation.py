@@ -26,10 +26,9 @@ from npu_sim.program import Program
 from npu_sim.reference.executor import check_inputs
 from npu_sim.reference.session import Session
 from npu_sim.simulator import simulate_program
-from npu_sim.tosa.int64_outputs import as_int64_outputs
 from npu_sim.tosa.ir import Graph
 from npu_sim.tosa.loader import load_graph
-from npu_sim.tosa.unsigned_io import as_unsigned_outputs
+from npu_sim.tosa.user_outputs import as_user_outputs
 from npu_sim.tosa.validation import validate as validate_graph
 from reports.summary import build_summary
 from scheduler.passes.empty_tensors import drop_empty_tensors
@@ -234,8 +233,7 @@ def simulate_invocations(graph: Graph | str | Path, hw: HwConfig | str | Path,
     summary["timing_only"] = result.timing_only
     if timing_only and not result.timing_only:
         summary["timing_only_note"] = "control flow decides on computed values: every value was computed"
-    per_invocation_outputs = [as_int64_outputs(graph, as_unsigned_outputs(graph, r))   # (uint8, int64 edges)
-                              for r in result.outputs]
+    per_invocation_outputs = [dict(as_user_outputs(graph, r)) for r in result.outputs]   # (uint8, int64 edges)
     outputs = {} if result.timing_only else _outputs(graph, per_invocation_outputs, stack)
     return SimulationResult(outputs, summary, result.trace, program, hw, per_invocation_outputs,
                             dict(result.variables))

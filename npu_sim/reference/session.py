@@ -37,9 +37,8 @@ from npu_sim.reference.executor import (
     describe_type,
 )
 from npu_sim.reference.prepared import graph_variables, prepare
-from npu_sim.tosa.int64_outputs import as_int64_outputs
 from npu_sim.tosa.ir import Graph, Tensor, TensorType
-from npu_sim.tosa.unsigned_io import as_unsigned_outputs
+from npu_sim.tosa.user_outputs import as_user_outputs
 
 __all__ = ["Session", "VariableSlot", "VariableStore", "graph_variables"]
 
@@ -200,8 +199,7 @@ class Session:
             raise
         self.invocation_seconds.append(time.perf_counter() - start)
         self.invocations += 1
-        outputs = as_unsigned_outputs(self.graph, outputs) if self.graph.unsigned_io else outputs
-        return as_int64_outputs(self.graph, outputs) if self.graph.int64_outputs else outputs
+        return dict(as_user_outputs(self.graph, outputs))
 
     def export_state(self) -> dict[str, np.ndarray]:
         """Copies of every written variable, by variable name."""

@@ -224,6 +224,14 @@ class Block:
         """Tensor name -> the operator writing it."""
         return {out: op for op in self.operators for out in op.outputs}
 
+    def readers(self) -> dict[str, list[Operator]]:
+        """Tensor name -> the operators reading it, in order (one reading it twice, twice)."""
+        found: dict[str, list[Operator]] = {}
+        for op in self.operators:
+            for name in op.inputs:
+                found.setdefault(name, []).append(op)
+        return found
+
 
 @dataclass
 class Region:
@@ -289,6 +297,20 @@ class Graph:
     @property
     def output_types(self) -> dict[str, TensorType]:
         return {n: self.main.tensor(n).type for n in self.main.outputs}
+
+    def drop_unread_constants(self, names: Iterable[str]) -> None:
+        """Remove the CONSTs among ``names`` that no operator of any block reads (a nested block
+        may read its parent's tensors) and no block returns: what a rewrite of the graph left."""
+        read = {name for block in self.blocks() for op in block.operators for name in op.inputs}
+        read.update(name for block in self.blocks() for name in block.outputs)
+        unread = set(names) - read
+        if not unread:
+            return
+        for block in self.blocks():
+            doomed = [op for op in block.operators if op.op is Op.CONST and op.outputs and op.outputs[0] in unread]
+            for op in doomed:
+                block.operators.remove(op)
+                block.tensors.pop(op.outputs[0], None)
 
     def copy(self) -> Graph:
         """A copy whose blocks, operators and tensors can be edited without touching this graph."""

@@ -32,13 +32,10 @@ def negate_int8_argmins(graph: Graph, model: TfliteModel) -> int:
         for cast in [op for op in block.operators if op.op is Op.CAST and op.location in argmins]:
             sub = _reversing_sub(block, cast)
             if sub is not None:
-                _as_negate(block, cast, sub, len(_readers(block, sub.inputs[0])) == 1)
+                _as_negate(block, cast, sub)
+                graph.drop_unread_constants([sub.inputs[0]])   # (the -1, where the SUB alone read it)
                 changed += 1
     return changed
-
-
-def _readers(block: Block, name: str) -> list[Operator]:
-    return [op for op in block.operators if name in op.inputs]
 
 
 def _reversing_sub(block: Block, cast: Operator) -> Operator | None:
@@ -46,7 +43,7 @@ def _reversing_sub(block: Block, cast: Operator) -> Operator | None:
     source, result = block.tensor(cast.inputs[0]), block.tensor(cast.outputs[0])
     if source.dtype is not DType.INT8 or result.dtype is not DType.INT8 or result.name in block.outputs:
         return None
-    users = _readers(block, result.name)
+    users = block.readers().get(result.name, [])
     if len(users) != 1 or users[0].op is not Op.SUB or users[0].inputs[1] != result.name \
             or users[0].location != cast.location:
         return None
@@ -56,9 +53,8 @@ def _reversing_sub(block: Block, cast: Operator) -> Operator | None:
     return users[0]
 
 
-def _as_negate(block: Block, cast: Operator, sub: Operator, drop_minuend: bool) -> None:
-    """Replace ``cast`` by the zero points and ``sub`` by a NEGATE of the CAST's input (and the
-    constant -1's CONST where ``drop_minuend``: the SUB alone read it)."""
+def _as_negate(block: Block, cast: Operator, sub: Operator) -> None:
+    """Replace ``cast`` by the zero points and ``sub`` by a NEGATE of the CAST's input."""
     names = []
     added = []
     for suffix, value in (("input_zp", 0), ("output_zp", -1)):
@@ -67,10 +63,7 @@ def _as_negate(block: Block, cast: Operator, sub: Operator, drop_minuend: bool) 
         added.append(Operator(Op.CONST, [], [name]))
         names.append(name)
     negate = Operator(Op.NEGATE, [cast.inputs[0], *names], list(sub.outputs), None, sub.location)
-    doomed = [cast, *[op for op in block.operators if drop_minuend and op.op is Op.CONST
-                      and op.outputs == [sub.inputs[0]] and sub.inputs[0] not in block.outputs]]
-    for op in doomed:
-        block.operators.remove(op)
-        block.tensors.pop(op.outputs[0], None)
+    block.operators.remove(cast)
+    block.tensors.pop(cast.outputs[0], None)
     at = block.operators.index(sub)
     block.operators[at:at + 1] = [*added, negate]

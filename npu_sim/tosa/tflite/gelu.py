@@ -78,18 +78,13 @@ def restore_gelus(graph: Graph, model: TfliteModel) -> int:
             else:
                 _cube_by_products(block, match)
             changed += 1
-    if orphans:
-        _drop_unread_constants(graph, orphans)
+    graph.drop_unread_constants(orphans)
     return changed
 
 
 def _matches(block: Block) -> list[_Gelu]:
     """The converter's GELU patterns in ``block``, found from each POW by a constant 3."""
-    producer = {out: op for op in block.operators for out in op.outputs}
-    readers: dict[str, list[Operator]] = {}
-    for op in block.operators:
-        for name in op.inputs:
-            readers.setdefault(name, []).append(op)
+    producer, readers = block.producers(), block.readers()
     found = []
     for power in block.operators:
         if power.op is Op.POW and _constant_equal(block, power.inputs[1], 3.0):
@@ -201,16 +196,3 @@ def _cube_by_products(block: Block, match: _Gelu) -> None:
     block.operators[at:at + 1] = products
     match.cubic.inputs = [f"{base}_2", match.x, *shift]
     block.tensors.pop(match.power.outputs[0], None)
-
-
-def _drop_unread_constants(graph: Graph, names: set[str]) -> None:
-    """Drop the CONSTs of ``names`` that no operator of any block reads any more (a nested block
-    may read its parent's tensors), nor a block returns."""
-    read = {name for block in graph.blocks() for op in block.operators for name in op.inputs}
-    read |= {name for block in graph.blocks() for name in block.outputs}
-    unread = names - read
-    for block in graph.blocks():
-        doomed = [op for op in block.operators if op.op is Op.CONST and op.outputs and op.outputs[0] in unread]
-        for op in doomed:
-            block.operators.remove(op)
-            block.tensors.pop(op.outputs[0], None)

@@ -170,18 +170,15 @@ def look_up_activations(graph: Graph, lookups: dict[str, np.ndarray]) -> int:
         for found in _converted(block, lookups):
             _replace(block, found, lookups[found.table.location])
             replaced.append(found)
-    _forget_constants(graph, {name for found in replaced
-                              for name in (*found.table.inputs[1:], *found.rescale.inputs[1:])})
+    graph.drop_unread_constants(name for found in replaced
+                                for name in (*found.table.inputs[1:], *found.rescale.inputs[1:]))
     return len(replaced)
 
 
 def _converted(block: Block, lookups: dict[str, np.ndarray]) -> list[_Converted]:
     """The int16 TABLEs of ``block`` located at a LiteRT activation, each with its one reader, a
     RESCALE to int16 with zero points 0 in the same location."""
-    readers: dict[str, list[Operator]] = {}
-    for op in block.operators:
-        for name in op.inputs:
-            readers.setdefault(name, []).append(op)
+    readers = block.readers()
     found = []
     for table in block.operators:
         if table.op is not Op.TABLE or table.location not in lookups or len(table.inputs) != 2:
@@ -232,18 +229,3 @@ def _replace(block: Block, found: _Converted, values: np.ndarray) -> None:
     block.operators.remove(found.rescale)
     block.operators[at:at + 1] = operators
     block.tensors.pop(found.table.outputs[0], None)
-
-
-def _forget_constants(graph: Graph, candidates: set[str]) -> None:
-    """Remove the CONSTs among ``candidates`` (the replaced TABLEs' tables, the RESCALEs'
-    parameters) that nothing reads now; a zero point another operator shares stays."""
-    still_read = {name for block in graph.blocks() for op in block.operators for name in op.inputs}
-    still_read.update(name for block in graph.blocks() for name in block.outputs)
-    for block in graph.blocks():
-        kept = []
-        for op in block.operators:
-            if op.op is Op.CONST and op.outputs[0] in candidates and op.outputs[0] not in still_read:
-                block.tensors.pop(op.outputs[0], None)
-            else:
-                kept.append(op)
-        block.operators = kept

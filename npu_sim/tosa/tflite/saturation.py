@@ -42,7 +42,7 @@ def clamp_before_each(graph: Graph, casts_of: Callable[[Block], list[Operator]])
 
 def _narrowing_casts_of_quantizations(block: Block) -> list[Operator]:
     """The final CASTs (int32 to int8/int16) of MUL, CAST, ADD, CAST chains from float data."""
-    producer = {out: op for op in block.operators for out in op.outputs}
+    producer = block.producers()
     found = []
     for cast in block.operators:
         if cast.op is not Op.CAST or len(cast.outputs) != 1 or block.tensor(cast.outputs[0]).dtype not in _NARROW:

@@ -37,7 +37,7 @@ class _Chain:
 
     def __init__(self, block: Block):
         self.block = block
-        self.producer = {out: op for op in block.operators for out in op.outputs}
+        self.producer = block.producers()
 
     def made_by(self, name: str | None, kind: Op) -> Operator | None:
         """The operator of kind ``kind`` whose output ``name`` is (None if another made it)."""
@@ -59,10 +59,7 @@ class _Chain:
 def _softmax_index_casts(block: Block) -> list[Operator]:
     """The int32-to-int16 CASTs of ``block`` that narrow a converted softmax's table index."""
     chain = _Chain(block)
-    readers: dict[str, list[Operator]] = {}
-    for op in block.operators:
-        for name in op.inputs:
-            readers.setdefault(name, []).append(op)
+    readers = block.readers()
     found = []
     for cast in block.operators:
         if cast.op is not Op.CAST or len(cast.inputs) != 1 or len(cast.outputs) != 1:

@@ -21,10 +21,7 @@ def rescale_before_wide_reshapes(graph: Graph) -> int:
     """Swap each RESHAPE of an int48 value with the RESCALE reading it; how many."""
     changed = 0
     for block in graph.blocks():
-        readers: dict[str, list[Operator]] = {}
-        for op in block.operators:
-            for name in op.inputs:
-                readers.setdefault(name, []).append(op)
+        readers = block.readers()
         for reshape in [op for op in block.operators if op.op is Op.RESHAPE]:
             rescale = _only_rescale_reader(block, reshape, readers)
             if rescale is not None:
