@@ -173,10 +173,10 @@ class TcmConfig(_Strict):
     read_once_weights_in_place: bool = Field(
         default=False, description="with matrix_vector_weights_in_place: a convolution or matrix product "
         "whose weights the array reads once (its whole output in one OFM block in H x W: "
-        "mac_array.ofm_block_elements) over at most two OFM depth slices (mac_array.ofm_block_max_depth) "
-        "reads them in place too (Vela 5.2, regor scheduler.cpp ProposeSlicedWeightBuffering: weights "
-        "refetched once and cut into no more than two slices are left unbuffered where their transfer "
-        "cannot hide, as from a flash it cannot)")
+        "mac_array.ofm_block_elements), however many OFM depth slices (mac_array.ofm_block_max_depth) "
+        "they take, reads them in place too (Vela 5.2, regor scheduler.cpp ProposeSlicedWeightBuffering: "
+        "weights fetched once are left unbuffered where their transfer and the read from the SRAM take "
+        "longer than the operation unbuffered, as from a flash they do)")
     parameters_in_command_stream: bool = Field(
         default=False, description="an NPU operation's parameters are register values of its command "
         "stream, not tensors in a memory: SHAPE tensors (a RESHAPE's new shape) and single values other "

@@ -12,10 +12,13 @@ and its command moves their bytes over the DDR channel while it computes
 (``ComputeCommand.weights_in_place``, :mod:`npu_sim.hw.compute`).
 
 With ``tcm.read_once_weights_in_place`` (the U55) so does any product whose weights the array reads
-once (:func:`_weights_read_once`: its output one OFM block in H x W) in at most two depth slices:
-Vela 5.2 leaves those unbuffered too (ProposeSlicedWeightBuffering slices deeper weights, and a
-transfer from the flash hides nothing), as a Keras Conv1D net's second convolution in its debug
-database (10 KB of weights for a [64, 64] output: no weight buffer, flash-bound cycles).
+once (:func:`_weights_read_once`: its output one OFM block in H x W), however many depth slices
+its weights would take: Vela 5.2 leaves those unbuffered too (regor ProposeSlicedWeightBuffering
+rejects a buffer for weights fetched once whose transfer and read from the SRAM take longer than
+the operation unbuffered, as from the flash they always do), as a Keras Conv1D net's second
+convolution in its debug database (10 KB of weights for a [64, 64] output: no weight buffer,
+flash-bound cycles; 5 KB for [64, 128] and 21 KB for [64, 512] alike) and a ResNet-18's every
+convolution from its 8x8x128 stage on (75 KB to 2.3 MB of weights, one OFM block each: none buffered).
 
 With ``tcm.matrix_vector_weights_buffered_when_hidden`` (the U85) an operation keeps its load where
 a buffer makes it no slower (:func:`_buffer_pays`): Vela buffers the weights of a product read once
@@ -151,8 +154,7 @@ def _estimated_cycles(hw: HwConfig, op: NpuOp) -> float:
 def _weights_read_once(hw: HwConfig, op: NpuOp, lowered: LoweredGraph) -> bool:
     """One operation on the MAC array (not a fused composite) whose matrix products read constant
     weights, each product's whole output one OFM block in H x W (``mac_array.ofm_block_elements``
-    results of at most ``ofm_block_max_depth`` channels: the array reads each weight once) over at
-    most two depth slices of that depth (Vela slices deeper weights whatever they cost)."""
+    results of at most ``ofm_block_max_depth`` channels: the array reads each weight once)."""
     capacity, depth_cap = hw.mac_array.ofm_block_elements, hw.mac_array.ofm_block_max_depth
     if capacity <= 0 or depth_cap <= 0 or not _constant_products(op, lowered):
         return False
@@ -162,7 +164,7 @@ def _weights_read_once(hw: HwConfig, op: NpuOp, lowered: LoweredGraph) -> bool:
         shape = step.output_types[0].shape
         channels = shape[-1] if shape else 1
         depth = min(channels, depth_cap)
-        if -(-channels // depth_cap) > 2 or math.prod(shape[:-1]) > capacity // max(depth, 1):
+        if math.prod(shape[:-1]) > capacity // max(depth, 1):
             return False
     return True
 

@@ -475,7 +475,7 @@ def test_a_graph_too_big_for_the_arena_is_refused_naming_the_tensor(tmp_path, ca
                            "--random-inputs", "0", "-o", tmp_path / "out"], capsys)
     assert (code, out) == (2, "")
     assert err == ("error: input 'TosaInput_0' (27,648 bytes) does not fit the TCM of 16,384 bytes of small, where "
-                   "its memory roles keep it, with the other tensors kept there (33,706 bytes in all, the constant "
+                   "its memory roles keep it, with the other tensors kept there (31,786 bytes in all, the constant "
                    "pool included)\n")
 
 

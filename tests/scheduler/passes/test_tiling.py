@@ -187,10 +187,12 @@ def _fc_graph():
 
 
 def _streaming(preset: str, slack: float | None):
+    """``preset`` streaming its constants with ``slack``; a product whose weights are read once
+    (this 2x2 output) loads them like any other (``tcm.read_once_weights_in_place`` off)."""
     from npu_sim.hw.config import deep_merge, hw_config_from_dict, load_hw_config
 
     data = deep_merge(load_hw_config(preset).model_dump(mode="json"),
-                      {"tcm": {"constant_stream_slack_fraction": slack}})
+                      {"tcm": {"constant_stream_slack_fraction": slack, "read_once_weights_in_place": False}})
     return hw_config_from_dict(data, f"{preset}-slack-{slack}")
 
 

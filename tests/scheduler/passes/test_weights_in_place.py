@@ -36,10 +36,14 @@ def _products(lowered):
 def test_only_matrix_vector_products_on_the_u55_read_their_weights_in_place():
     assert [op.weights_in_place for op in _products(lower_graph(_dense(), load_hw_config("ethos-u55-256")))] == \
         [True, True]
-    # four positions: the 256-channel product's weights come in 8 depth slices (buffered), the
-    # 64-channel one's in 2, read once (tcm.read_once_weights_in_place)
+    # four positions: both read their weights once (one OFM block), the 256-channel product's in
+    # 8 depth slices, the 64-channel one's in 2: in place (tcm.read_once_weights_in_place)
     assert [op.weights_in_place for op in _products(lower_graph(_dense(4), load_hw_config("ethos-u55-256")))] == \
-        [False, True]
+        [True, True]
+    # 128 positions: more than one block (2,048 results of 32 channels) holds, each block reading
+    # the weights again: both buffered
+    assert [op.weights_in_place for op in _products(lower_graph(_dense(128), load_hw_config("ethos-u55-256")))] == \
+        [False, False]
     # the U85 reads them in place too where a buffer would not pay (16 KiB for a few thousand cycles)
     assert [op.weights_in_place for op in _products(lower_graph(_dense(), load_hw_config("ethos-u85-256")))] == \
         [True, True]
@@ -154,14 +158,16 @@ def _conv1d_pair(positions: int, channels: int):
     return b.build()
 
 
-def test_on_the_u55_weights_read_once_in_two_depth_slices_stay_in_the_flash():
-    """Vela 5.2 leaves a Keras Conv1D net's second convolution (10 KB of weights, a [64, 64] output:
-    one OFM block, two 32-deep slices) unbuffered, reading its weights from the flash as it computes;
-    a deeper output (four slices) or one of more positions than a block holds (the weights read
-    again per block) keeps its buffer. Bits stay the reference's."""
+def test_on_the_u55_weights_read_once_stay_in_the_flash_however_deep():
+    """Vela 5.2 leaves a Keras Conv1D net's second convolution unbuffered, reading its weights from
+    the flash as it computes, whether its [64, C] output takes two 32-deep slices (C = 64: 10 KB of
+    weights), four (128) or sixteen (512; 5 KB and 21 KB in its schedule, "Weight buffer = 0 bytes"):
+    one OFM block reads each weight once. An output of more positions than a block holds (the
+    weights read again per block) keeps its buffer. Bits stay the reference's."""
     u55 = load_hw_config("ethos-u55-256")
-    assert [op.weights_in_place for op in _products(lower_graph(_conv1d_pair(64, 64), u55))] == [True, True]
-    assert [op.weights_in_place for op in _products(lower_graph(_conv1d_pair(64, 128), u55))] == [True, False]
+    for channels in (64, 128, 512):
+        assert [op.weights_in_place for op in _products(lower_graph(_conv1d_pair(64, channels), u55))] == \
+            [True, True], channels
     assert [op.weights_in_place for op in _products(lower_graph(_conv1d_pair(128, 64), u55))] == [False, False]
     edge = load_hw_config("ethos-u85-256")   # (the U85 does not set tcm.read_once_weights_in_place)
     assert not any(op.weights_in_place for op in _products(lower_graph(_conv1d_pair(64, 64), edge)))
