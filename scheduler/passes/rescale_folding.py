@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from npu_sim.hw.compute_units.vector import SOURCE_SCALED_OPS
+from npu_sim.hw.compute_units.vector import SOURCE_INPUT_SCALING, SOURCE_SCALED_OPS
 from npu_sim.tosa.ops import Op
 
 if TYPE_CHECKING:
@@ -58,12 +58,15 @@ class RescaleFoldRule:
 
     def _inputs(self, index: int, ctx: FusionContext) -> list[int]:
         """The RESCALEs producing the anchor's operands that only it reads; ``by_location``, the
-        chain of them each alone reading the one before (TFLite's ADD scales an input in two)."""
+        chain of them each alone reading the one before (TFLite's ADD scales an input in two), and
+        a 16x8 ADD's CAST and shift before them (:data:`SOURCE_INPUT_SCALING`)."""
         anchor, found = ctx.block.operators[index], []
+        scaling = SOURCE_INPUT_SCALING if self.by_location else frozenset({Op.RESCALE})
         for name in anchor.inputs:
             reader = index
             while (producer := ctx.producer.get(name)) is not None and producer < reader \
-                    and self._joins(producer, Op.RESCALE, anchor, ctx) and ctx.sole_consumer(name) == reader:
+                    and any(self._joins(producer, op, anchor, ctx) for op in scaling) \
+                    and ctx.sole_consumer(name) == reader:
                 found.append(producer)
                 if not self.by_location:
                     break

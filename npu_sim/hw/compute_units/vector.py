@@ -417,7 +417,8 @@ def _reader_counts(steps: Sequence[KernelStep]) -> list[int]:
 def _folded_inputs(steps: Sequence[KernelStep], index: int, uses: list[int], origin: str) -> dict[int, list[int]]:
     """Operand position -> the RESCALE step that step ``index`` alone reads there, the far end
     first; with an ``origin`` (not ""), the chain of RESCALEs of that origin each alone reading
-    the one before (TFLite's ADD scales an input in two: widened, then scaled)."""
+    the one before (TFLite's ADD scales an input in two: widened, then scaled; a 16x8 one's
+    widened by a CAST and a shift first)."""
     found: dict[int, list[int]] = {}
     for k, operand in enumerate(steps[index].operands[:len(steps[index].input_types)]):
         chain: list[int] = []
@@ -431,11 +432,22 @@ def _folded_inputs(steps: Sequence[KernelStep], index: int, uses: list[int], ori
     return found
 
 
+#: What else scales a source operator's input before its RESCALEs: TFLite's 16x8 ADD and SUB
+#: reach TOSA with one input widened by a CAST to int32 and a LOGICAL_LEFT_SHIFT (by 15) before
+#: its RESCALE, which the Ethos-U output unit applies as that input's scale like the other's.
+SOURCE_INPUT_SCALING = frozenset({Op.RESCALE, Op.CAST, Op.LOGICAL_LEFT_SHIFT})
+
+
 def _folded_rescale(steps: Sequence[KernelStep], operand: object, reader: int, uses: list[int], origin: str) -> bool:
     """True if ``operand`` is a RESCALE step before ``reader`` that only it reads (of ``origin``
-    unless "")."""
-    return isinstance(operand, int) and 0 <= operand < reader and steps[operand].op is Op.RESCALE \
-        and uses[operand] == 1 and (not origin or steps[operand].origin == origin)
+    unless ""; with an ``origin``, a CAST or LOGICAL_LEFT_SHIFT of it as well:
+    :data:`SOURCE_INPUT_SCALING`)."""
+    if not isinstance(operand, int) or not 0 <= operand < reader or uses[operand] != 1:
+        return False
+    step = steps[operand]
+    if not origin:
+        return step.op is Op.RESCALE
+    return step.origin == origin and step.op in SOURCE_INPUT_SCALING
 
 
 def _folded_outputs(steps: Sequence[KernelStep], index: int, uses: list[int], origin: str) -> list[int]:

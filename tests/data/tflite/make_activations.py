@@ -40,6 +40,10 @@
 * ``sigmoid_pot_int16``: the sigmoid calibrated on U(-8, 8), so that its input scale is 2^-12,
   the power of two where LiteRT's default interpreter takes its fixed-point kernel instead.
 * ``conv_sigmoid_int16``: ``Conv2D(2, 1, activation="sigmoid")`` on (8, 8, 4), 16x8.
+* ``residual_add_int16``: a ResNet block on (16, 16, 16), 16x8: ``Conv2D(16, 3)`` + ReLU, two more
+  and a residual ``Add`` + ReLU. The converter widens one input of the 16x8 ADD with a CAST and a
+  LOGICAL_LEFT_SHIFT by 15 before its RESCALE, which the Ethos-U presets fold into the Add
+  (:mod:`scheduler.passes.rescale_folding`).
 
 Each is exported the default way, full-integer with a seeded representative dataset of
 U(-1, 1) where quantized (wider where :data:`INPUT_RANGES` says). Run with the examples'
@@ -136,6 +140,14 @@ def _hard_swish() -> keras.Model:
     return keras.Model(inputs, keras.layers.BatchNormalization()(keras.layers.Conv2D(16, 1, use_bias=False)(swish)))
 
 
+def _residual_block() -> keras.Model:
+    inputs = keras.Input((16, 16, 16), batch_size=1)
+    stem = keras.layers.ReLU()(keras.layers.Conv2D(16, 3, padding="same")(inputs))
+    hidden = keras.layers.ReLU()(keras.layers.Conv2D(16, 3, padding="same")(stem))
+    branch = keras.layers.Conv2D(16, 3, padding="same")(hidden)
+    return keras.Model(inputs, keras.layers.ReLU()(keras.layers.Add()([stem, branch])))
+
+
 def _activation(name: str, shape: tuple[int, ...] = (256, 256)) -> keras.Model:
     inputs = keras.Input(shape, batch_size=1)
     return keras.Model(inputs, keras.layers.Activation(name)(inputs))
@@ -165,7 +177,8 @@ MODELS = {"softmax_scaled_int16": (_softmax_scaled, "int16"),
           "grouped_conv_int16": (_grouped_conv, "int16"),
           "argmin_int8": (_argmin, "int8"),
           "argmax_int64_int8": (_argmax_int64, "int8"),
-          "argmax_int64_fp32": (_argmax_int64, "fp32")}
+          "argmax_int64_fp32": (_argmax_int64, "fp32"),
+          "residual_add_int16": (_residual_block, "int16")}
 #: stem: the representative dataset's U(-r, r), where not 1
 INPUT_RANGES = {"sigmoid_int16": 6.0, "tanh_int16": 3.0, "sigmoid_pot_int16": 8.0}
 
