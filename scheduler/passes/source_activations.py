@@ -7,7 +7,9 @@ micro-block). Where the vector unit chains elementwise operators (the U55) the p
 operation; where each elementwise operator is one of its own (the U65), :class:`SourceActivationRule`
 groups them. The vector unit times the pair at ``vector.cycles_per_element.source_activation`` per
 output element (:func:`npu_sim.hw.compute_units.vector.source_activation_cycles`); its steps run as
-before, so the bits are the same.
+before, so the bits are the same. A QUANTIZE that requantizes (a 16x8 model's before a
+CONCATENATION) is a lone RESCALE of 8 or 16 bits each way, one operation already, timed the same
+way (:func:`npu_sim.hw.compute_units.vector.is_source_requantize`).
 """
 
 from __future__ import annotations

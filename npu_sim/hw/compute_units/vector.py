@@ -539,16 +539,37 @@ ACTIVATION_OPS = frozenset({Op.RESCALE, Op.CLAMP})
 
 def source_activation_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | None:
     """A TFLite activation operator that requantizes (a RELU whose output scale is not its input's:
-    the converter's RESCALE and CLAMP of one source operator, nothing else) as Vela runs it: an
-    average-pool no-op on the pooling path (regor ArchEthosU55::UseAvgPoolNop: activations and
-    quantizes; 4 x ifmBits / 2 cycles per OFM micro-block), ``vector.cycles_per_element.source_activation``
-    per output element of 8-bit input (twice that for 16-bit); None for other steps."""
-    rate = _one_source_rate(hw, steps, "source_activation")
-    if rate is None or not {step.op for step in steps} <= ACTIVATION_OPS or \
-            not any(step.op is Op.CLAMP for step in steps) or not steps[0].input_types:
+    the converter's RESCALE and CLAMP of one source operator, nothing else), or a QUANTIZE that
+    requantizes (:func:`is_source_requantize`), as Vela runs it: an average-pool no-op on the
+    pooling path (regor ArchEthosU55::UseAvgPoolNop: activations and quantizes; 4 x ifmBits / 2
+    cycles per OFM micro-block), ``vector.cycles_per_element.source_activation`` per output element
+    of 8-bit input (twice that for 16-bit); None for other steps."""
+    if len(steps) == 1 and is_source_requantize(hw, steps[0]):
+        rate: float | None = hw.vector.cycles_per_element["source_activation"]
+    else:
+        rate = _one_source_rate(hw, steps, "source_activation")
+        if rate is not None and not ({step.op for step in steps} <= ACTIVATION_OPS
+                                     and any(step.op is Op.CLAMP for step in steps)):
+            rate = None
+    if rate is None or not steps[0].input_types:
         return None
     width = max(1, steps[0].input_types[0].dtype.bits // 8)
     return math.ceil(brick_elements(hw, steps[-1]) * rate * width)
+
+
+def is_source_requantize(hw: HwConfig, step: KernelStep) -> bool:
+    """True for a RESCALE of a TFLite operator (its origin) from 8 or 16 bits to 8 or 16 bits on a
+    preset that compiles as Vela's TFLite reader (``npu_support.source_operators``, with a
+    ``source_activation`` rate): the converter's whole form of a QUANTIZE that requantizes (a 16x8
+    model's before each CONCATENATION whose inputs' scales differ), which Vela runs as an average-pool
+    no-op (a U-Net 16x8's [1, 64, 64, 32] Quantize 131,552 cycles on the U55-256, Vela 5.2). The
+    RESCALEs of other TFLite operators widen to or narrow from 32 or 48 bits."""
+    if step.op is not Op.RESCALE or not step.origin or not hw.npu_support.source_operators \
+            or "source_activation" not in hw.vector.cycles_per_element:
+        return False
+    if not step.input_types or not step.output_types:
+        return False
+    return step.input_types[0].dtype.bits <= 16 and step.output_types[0].dtype.bits <= 16
 
 
 #: The operators that make a source operator's TOSA form a softmax's (TFLite's int8 SOFTMAX as

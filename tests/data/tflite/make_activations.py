@@ -44,6 +44,9 @@
   and a residual ``Add`` + ReLU. The converter widens one input of the 16x8 ADD with a CAST and a
   LOGICAL_LEFT_SHIFT by 15 before its RESCALE, which the Ethos-U presets fold into the Add
   (:mod:`scheduler.passes.rescale_folding`).
+* ``concat_requantized_int16``: ``Conv2D(16, 3)`` + ReLU of (16, 16, 8) concatenated with a
+  3x3 ``MaxPooling2D`` of it, 16x8: TFLite's int16 CONCATENATION takes one scale, so the export
+  requantizes the pooled input with a QUANTIZE, a lone RESCALE in TOSA (Vela: an average-pool no-op).
 
 Each is exported the default way, full-integer with a seeded representative dataset of
 U(-1, 1) where quantized (wider where :data:`INPUT_RANGES` says). Run with the examples'
@@ -148,6 +151,13 @@ def _residual_block() -> keras.Model:
     return keras.Model(inputs, keras.layers.ReLU()(keras.layers.Add()([stem, branch])))
 
 
+def _concat_requantized() -> keras.Model:
+    inputs = keras.Input((16, 16, 8), batch_size=1)
+    wide = keras.layers.Conv2D(16, 3, padding="same", activation="relu")(inputs)
+    pooled = keras.layers.MaxPooling2D(3, strides=1, padding="same")(inputs)
+    return keras.Model(inputs, keras.layers.Concatenate()([wide, pooled]))
+
+
 def _activation(name: str, shape: tuple[int, ...] = (256, 256)) -> keras.Model:
     inputs = keras.Input(shape, batch_size=1)
     return keras.Model(inputs, keras.layers.Activation(name)(inputs))
@@ -178,7 +188,8 @@ MODELS = {"softmax_scaled_int16": (_softmax_scaled, "int16"),
           "argmin_int8": (_argmin, "int8"),
           "argmax_int64_int8": (_argmax_int64, "int8"),
           "argmax_int64_fp32": (_argmax_int64, "fp32"),
-          "residual_add_int16": (_residual_block, "int16")}
+          "residual_add_int16": (_residual_block, "int16"),
+          "concat_requantized_int16": (_concat_requantized, "int16")}
 #: stem: the representative dataset's U(-r, r), where not 1
 INPUT_RANGES = {"sigmoid_int16": 6.0, "tanh_int16": 3.0, "sigmoid_pot_int16": 8.0}
 
