@@ -309,12 +309,12 @@ def reads_weight_stream(step_op: Op, operand_index: int) -> bool:
 
 
 def reads_in_place(command_unit: str, composite: str, step_op: Op, operand_index: int,
-                   weights_in_place: bool = False, parameter: bool = False) -> bool:
+                   weights_in_place: bool = False, parameter: bool = False, table_in_place: bool = False) -> bool:
     """True for the operand a command may read where it lives, in any memory: a lookup's table
-    (:func:`reads_table_in_place`), with ``weights_in_place`` (see ``ComputeCommand``) its
-    weight stream (:func:`reads_weight_stream`), and a ``parameter`` (see
-    :func:`is_command_parameter`) of a command with ``parameters_in_place``."""
-    return parameter or reads_table_in_place(command_unit, composite, step_op, operand_index) or \
+    (:func:`reads_table_in_place`; a TABLE's too with ``table_in_place``), with ``weights_in_place``
+    (see ``ComputeCommand``) its weight stream (:func:`reads_weight_stream`), and a ``parameter``
+    (see :func:`is_command_parameter`) of a command with ``parameters_in_place``."""
+    return parameter or reads_table_in_place(command_unit, composite, step_op, operand_index, table_in_place) or \
         (weights_in_place and reads_weight_stream(step_op, operand_index))
 
 
@@ -323,7 +323,7 @@ def command_reads_in_place(command: ComputeCommand, step: KernelStep, operand_in
     parameter = command.parameters_in_place and \
         is_command_parameter(step.op, operand_index, step.input_types[operand_index])
     return reads_in_place(command.unit, command.composite, step.op, operand_index, command.weights_in_place,
-                          parameter)
+                          parameter, command.table_in_place)
 
 
 #: Operands that scale or offset an operation (zero points, a RESCALE's multiplier and shift, a
@@ -349,10 +349,14 @@ def is_command_parameter(step_op: Op, operand_index: int, operand_type: TensorTy
     return operand_index in _SCALING_OPERANDS.get(step_op, ()) or operand_type.dtype.bits <= SCALAR_REGISTER_BITS
 
 
-def reads_table_in_place(command_unit: str, composite: str, step_op: Op, operand_index: int) -> bool:
+def reads_table_in_place(command_unit: str, composite: str, step_op: Op, operand_index: int,
+                         table_in_place: bool = False) -> bool:
     """True for the operand a command may read where it lives, in any memory: the table of a
-    lookup's GATHER on the LUT unit or in a fused composite. The LUT loads its table into a
-    memory of its own (timed by ``lut.table_load_*``), so the table needs no TCM copy."""
+    lookup's GATHER on the LUT unit or in a fused composite, and with ``table_in_place`` (see
+    ``ComputeCommand``) a TABLE's on the LUT unit. The LUT loads its table into a memory of its
+    own (timed by ``lut.table_load_*``), so the table needs no TCM copy."""
+    if step_op is Op.TABLE:
+        return table_in_place and operand_index == 1 and command_unit == LUT_UNIT
     return step_op is Op.GATHER and operand_index == 0 and (command_unit == LUT_UNIT or bool(composite))
 
 
@@ -396,6 +400,9 @@ class ComputeCommand:
     #: it reads its parameters (:func:`is_command_parameter`) where they live, as the command
     #: stream's register values: no TCM copy, no transfer (``tcm.parameters_in_command_stream``)
     parameters_in_place: bool = False
+    #: its TABLE's table is loaded into the LUT memory from where it lives, the DDR or flash, with
+    #: no TCM copy (the LUT's load from the source is timed: ``lut.table_source_latency_cycles``)
+    table_in_place: bool = False
 
     def in_place_weights(self) -> list[View]:
         """The views of its weight stream it reads outside the TCM (empty unless
@@ -404,6 +411,13 @@ class ComputeCommand:
             return []
         return [o for s in self.steps for i, o in enumerate(s.operands)
                 if isinstance(o, View) and o.memory is not MemorySpace.TCM and reads_weight_stream(s.op, i)]
+
+    def in_place_tables(self) -> list[View]:
+        """The TABLE tables it loads into the LUT from outside the TCM (empty unless ``table_in_place``)."""
+        if not self.table_in_place:
+            return []
+        return [s.operands[1] for s in self.steps
+                if s.op is Op.TABLE and isinstance(s.operands[1], View) and s.operands[1].memory is not MemorySpace.TCM]
 
 
 @dataclass(frozen=True)

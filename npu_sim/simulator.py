@@ -175,8 +175,9 @@ def in_place_read_bytes(hw: HwConfig, cmd: ComputeCommand) -> tuple[int, int]:
     and scales together), a per-channel RESCALE's multipliers read per element
     (``vector.per_channel_rescale_read_bytes``), a softmax's reads of the constants' memory
     (``vector.source_softmax_read_bytes``) and its input feature map's block fetches beyond the TCM
-    copy: what crosses the DDR channel while it computes (:class:`InPlaceRead`)."""
-    size = sum(v.size_bytes for v in cmd.in_place_weights())
+    copy, and a TABLE's table loaded into the LUT from where it lives: what crosses the DDR channel
+    while it computes (:class:`InPlaceRead`)."""
+    size = sum(v.size_bytes for v in (*cmd.in_place_weights(), *cmd.in_place_tables()))
     if cmd.unit == VECTOR.name:   # (both 0 unless the config sets their bytes)
         size += sum(per_channel_rescale_bytes(hw, step) for step in cmd.steps) + source_softmax_bytes(hw, cmd.steps)
     burst = hw.ddr.burst_size_bytes
@@ -380,8 +381,8 @@ class Simulator:
     def _in_place_read(self, cmd: ComputeCommand, in_place: tuple[int, int]) -> InPlaceRead | None:
         """What ``cmd`` reads from the DDR while it computes (``in_place``: :func:`in_place_read_bytes`,
         whole bursts; its read latency)."""
-        if any(v.memory is not MemorySpace.DDR for v in cmd.in_place_weights()):
-            raise ProgramError(f"{_where(cmd)}: weights read in place must be in the DDR")
+        if any(v.memory is not MemorySpace.DDR for v in (*cmd.in_place_weights(), *cmd.in_place_tables())):
+            raise ProgramError(f"{_where(cmd)}: weights and tables read in place must be in the DDR")
         size, burst_bytes = in_place
         if not size:
             return None

@@ -85,7 +85,7 @@ from scheduler.passes.stripes import ChainMemo
 from scheduler.passes.tiling import Tiler
 from scheduler.passes.unit_choice import assign_units
 from scheduler.passes.weight_streams import private_weight_streams
-from scheduler.passes.weights_in_place import mark_parameters_in_place, mark_weights_in_place
+from scheduler.passes.weights_in_place import mark_parameters_in_place, mark_tables_in_place, mark_weights_in_place
 from scheduler.plan_stats import plan_stats
 
 MAX_ATTEMPTS = 64
@@ -146,11 +146,13 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
 
 
 def _mark_in_place(lowered: LoweredGraph, hw: HwConfig, resident_constants: bool) -> None:
-    """Mark what the operations read where it lives: matrix-vector weights, command parameters."""
+    """Mark what the operations read where it lives: matrix-vector weights, command parameters, LUT tables."""
     if hw.tcm.matrix_vector_weights_in_place and streams_constants(hw, resident_constants):
         mark_weights_in_place(lowered, hw)
     if hw.tcm.parameters_in_command_stream:
         mark_parameters_in_place(lowered)
+    if hw.lut.table_source_latency_cycles > 0:
+        mark_tables_in_place(lowered)
 
 
 def _compile(graph: Graph, lowered: LoweredGraph, fixed: Fixed, hw: HwConfig, planner: Planner,

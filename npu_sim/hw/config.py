@@ -100,6 +100,12 @@ class DmaConfig(_Strict):
         "the ping-pong partners of the ones they fill included, from the first of them; False: a partner is "
         "held only from its own first use or the operation's first compute (Vela pre-buffers the first "
         "weight slice of the next operation alone: its debug database's weight_pre_buffer)")
+    prefetch_under_last_tile: bool = Field(
+        False, description="loads issued ahead into an earlier operation (prefetch_operations) go in before its "
+        "last compute command rather than after its own loads: they overlap only its last tile, and its tile "
+        "buffers that only earlier tiles read are free to hold them (Vela 5.2 hides a pre-buffered weight slice "
+        "under the previous operation's last slice: regor scheduler.cpp ProposeSlicedWeightBuffering, "
+        "slackBufferingCycles = lastSliceCycles, and counts it from after that operation)")
     constants_on_first_engine: bool = Field(
         False, description="loads of constants from their home (weights, biases and scales in the DDR or "
         "flash) all go on engine 0, one stream of bursts: the NPU's weight channel, whose bursts in flight "
@@ -316,6 +322,21 @@ class MacArrayConfig(_Strict):
         "part_kernel_depth_granule instead (part-kernel-first traversal; 0 = never)")
     part_kernel_depth_granule: int = Field(
         default=8, ge=1, le=1024, description="input channels per group of a part-kernel-first convolution")
+    part_kernel_elements_by_dtype: dict[str, Annotated[int, Field(ge=1, le=64)]] = Field(
+        default_factory=dict, description="kernel elements a part-kernel-first step takes for an input of "
+        "this dtype, where it differs from part_kernel_elements (Vela's U85: 2 for 16 bits, 4 for 8: regor "
+        "ethos_u85_performance.cpp EstimateMacCyclesPerBlock)")
+    part_kernel_ifm_block_depth: int = Field(
+        default=0, ge=0, le=1024, description="a part-kernel-first convolution reads its input channels in "
+        "blocks of this many, each in groups of part_kernel_depth_granule (0 = one block of all of them; Vela's "
+        "U85: 16, regor ethos_u85.cpp FindBlockConfig)")
+    part_kernel_choice: Literal["ifm_groups", "kernel_first"] = Field(
+        default="ifm_groups", description="when a convolution is traversed part-kernel first: ifm_groups where "
+        "its channels fill groups of part_kernel_depth_granule and its kernel elements groups of "
+        "part_kernel_elements at least as well as its channels fill groups of ifm_depth_granule (Vela's U55/U65: "
+        "regor ethos_u55.cpp ChooseKernelMethod); kernel_first where its channels' use of groups of 16 times its "
+        "kernel elements' use of steps of 5 (a remainder taken as at least 2) is at least its channels' use of "
+        "groups of 64 (Vela's U85: regor ethos_u85.cpp ChooseKernelFirst, dense weights)")
     transpose_conv_upsampled: bool = Field(
         default=False, description="a TRANSPOSE_CONV2D costs a convolution of its whole kernel over every output "
         "position (the NPU convolves the zero-upsampled input, or one sub-kernel per stride phase over the whole "

@@ -24,6 +24,7 @@ from npu_sim.hw.compute_units.composites import composite_body_cycles
 from npu_sim.hw.compute_units.lut import builtin_lookup_cycles
 from npu_sim.hw.compute_units.mac_array import MAC_OPS, pe_cycles, step_macs
 from npu_sim.hw.compute_units.unit import ceil_div
+from npu_sim.hw.compute_units.vector import SOURCE_SCALED_OPS, source_operator_cycles
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.ddr import ceil_cycles
 from npu_sim.hw.dma import channel_bandwidth_bytes_per_cycle, dma_timing
@@ -143,14 +144,21 @@ def block_latency_cycles(hw: HwConfig, command: ComputeCommand) -> int:
 
 def _block_step(hw: HwConfig, command: ComputeCommand) -> KernelStep | None:
     """The step whose tile position sets a command's block latencies: its MAC step on the array, its
-    first step on the vector unit where that is one of ``vector.block_latency_ops`` (else None)."""
+    first step on the vector unit where that is one of ``vector.block_latency_ops`` (a RESCALE or an
+    activation of its own runs on the pooling path, as the pooling path's no-op) unless the command
+    is an elementwise ADD, SUB, MUL, MAXIMUM or MINIMUM with the RESCALEs of its TFLite operator
+    folded in (:data:`SOURCE_SCALED_OPS`; not a source operator timed as one, a mean or a softmax:
+    :func:`npu_sim.hw.compute_units.vector.source_operator_cycles`), whose latencies Vela amortises
+    over its blocks (else None)."""
     if command.composite or not command.steps:
         return None
     if command.unit == MAC_ARRAY.name:
         return next((s for s in command.steps if s.op in MAC_OPS), None)
-    if command.unit == VECTOR.name and command.steps[0].op.name in hw.vector.block_latency_ops:
-        return command.steps[0]
-    return None
+    if command.unit != VECTOR.name or command.steps[0].op.name not in hw.vector.block_latency_ops:
+        return None
+    elementwise = any(s.op in SOURCE_SCALED_OPS and s.op.name not in hw.vector.block_latency_ops
+                      for s in command.steps) and source_operator_cycles(hw, command.steps) is None
+    return None if elementwise else command.steps[0]
 
 
 def tile_position(step: KernelStep) -> tuple[bool, bool]:

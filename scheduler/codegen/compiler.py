@@ -456,8 +456,10 @@ class _BlockCompiler:
             if not self._follow_producer(i, own, done):
                 done.append(_Emitted(i, op.kind, own, _load_cut(own)))
         cmds: list[ACommand] = []
+        last_tile = self.ctx.emitter.hw.dma.prefetch_under_last_tile
         for e in done:
-            cmds += e.commands[:e.cut] + e.hoisted + e.commands[e.cut:]
+            cut = _last_compute_cut(e.commands, e.cut) if last_tile and e.hoisted and not e.chain else e.cut
+            cmds += e.commands[:cut] + e.hoisted + e.commands[cut:]
         return cmds
 
     def operation_commands(self, i: int, op: NpuOp, result: ResidencyResult) -> list[ACommand]:
@@ -516,6 +518,7 @@ class _BlockCompiler:
                 c.writes_ddr_state |= state_out
                 c.weights_in_place |= op.weights_in_place
                 c.parameters_in_place |= op.parameters_in_place
+                c.table_in_place |= op.table_in_place
 
     def _hoist(self, i: int, op: NpuOp, own: list[ACommand], done: list[_Emitted], result: ResidencyResult,
                extra: dict[int, int]) -> list[ACommand]:
@@ -763,6 +766,13 @@ def _is_load(cmd: ACommand) -> TypeGuard[ADma]:
 def _load_cut(cmds: list[ACommand]) -> int:
     """Where loads hoisted from later operations go: after the last load of ``cmds``."""
     return max((k + 1 for k, c in enumerate(cmds) if _is_load(c)), default=0)
+
+
+def _last_compute_cut(cmds: list[ACommand], cut: int) -> int:
+    """Where loads hoisted under an operation's last tile go (``dma.prefetch_under_last_tile``): before
+    its last compute command, if that comes after ``cut`` (its own last load)."""
+    last = max((k for k, c in enumerate(cmds) if isinstance(c, ACompute)), default=-1)
+    return max(cut, last)
 
 
 def _interleave(producer: list[ACommand], consumer: list[ACommand], producer_unit: str,

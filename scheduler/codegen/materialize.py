@@ -116,18 +116,24 @@ def _number(cmds: list[ACommand], numbering: Numbering) -> None:
             numbering.last_nested[cid] = numbering.count - 1
 
 
-def live_ranges(cmds: list[ACommand], numbering: Numbering,
-                partners_from_loads: bool = True) -> dict[int, tuple[Buffer, int, int]]:
+def live_ranges(cmds: list[ACommand], numbering: Numbering, partners_from_loads: bool = True,
+                partners_until_last_load: bool = False) -> dict[int, tuple[Buffer, int, int]]:
     """Buffer serial -> (buffer, first id, last id) over every command touching it; an operation's
     tile buffers (ping-pong partners) coexist over its commands, or (``partners_from_loads``
     False, ``dma.prefetch_holds_partner_buffers``) over its compute commands only: its loads
-    hoisted into earlier operations then hold just the buffers they fill.
+    hoisted into earlier operations then hold just the buffers they fill. With
+    ``partners_until_last_load`` (``dma.prefetch_under_last_tile``) a partner lives until its own
+    last use or the operation's last load into a partner, whichever is later, not to the
+    operation's end: after that no load of the operation can overwrite it, and a later
+    operation's load hoisted under the last tile may take its place.
 
     (The walk meets the commands in id order: a buffer's or operation's first command is the
     first met, its last the latest end met, a loop's end being its last nested command.)"""
     spans: dict[int, list] = {}   # serial -> [buffer, first, last]
     op_span: dict[int, list[int]] = {}       # op -> [first, last] over its commands
     compute_span: dict[int, list[int]] = {}  # op -> [first, last] over its commands but DMAs
+    last_load: dict[int, int] = {}           # op -> its last DMA into one of its tile buffers
+    loaded: set[int] = set()                 # serials of tile buffers a DMA of their operation fills
     ids = numbering.ids
     for cmd in walk(cmds):
         cid = ids[id(cmd)]
@@ -135,6 +141,7 @@ def live_ranges(cmds: list[ACommand], numbering: Numbering,
         _extend(op_span, cmd.op, cid)
         if isinstance(cmd, ADma):
             views: Iterable[BufView] = (cmd.src, cmd.dst)
+            _note_load(cmd, cid, last_load, loaded)
         else:
             _extend(compute_span, cmd.op, cid)
             views = views_of(cmd)
@@ -151,10 +158,19 @@ def live_ranges(cmds: list[ACommand], numbering: Numbering,
     for serial, (b, first, last) in spans.items():
         if b.op is not None and b.op in op_span:   # ping-pong partners must coexist
             lo, hi = op_span[b.op] if partners_from_loads else compute_span.get(b.op, op_span[b.op])
+            if partners_until_last_load and serial in loaded:
+                hi = last_load[b.op]
             first, last = min(first, lo), max(last, hi)
         usage[serial] = (b, first, last)
     _span_loops(cmds, numbering, usage)
     return usage
+
+
+def _note_load(cmd: ADma, cid: int, last_load: dict[int, int], loaded: set[int]) -> None:
+    """A DMA filling one of its own operation's tile buffers: the operation's latest such load so far."""
+    if cmd.dst.buffer is not None and cmd.dst.buffer.op == cmd.op:
+        last_load[cmd.op] = cid
+        loaded.add(cmd.dst.buffer.serial)
 
 
 def _extend(spans: dict[int, list[int]], op: int, cid: int) -> None:
@@ -200,7 +216,7 @@ def plan_memories(cmds: list[ACommand], numbering: Numbering, fixed: list[Buffer
                   tcm_alignment: int, ddr_alignment: int, var_alignment: int,
                   spread: bool = False) -> MemoryPlan:
     """Offsets of every buffer (TCM by ``planner``, DDR and the variable SRAM by bump allocation)."""
-    usage = live_ranges(cmds, numbering, hw.dma.prefetch_holds_partner_buffers)
+    usage = live_ranges(cmds, numbering, hw.dma.prefetch_holds_partner_buffers, hw.dma.prefetch_under_last_tile)
     last_id = max(0, numbering.count - 1)
     buffers: dict[int, Buffer] = {b.serial: b for b in fixed}
     buffers.update((serial, b) for serial, (b, _, _) in usage.items())
@@ -503,7 +519,8 @@ class _CommandBuilder:
         return ComputeCommand(cid, cmd.unit, tuple(steps), outputs, implied.reduce(cid, deps, cmd.unit),
                               cmd.name, cmd.macs, cmd.output_steps, cmd.composite, cmd.lut_function,
                               cmd.reads_ddr_home, cmd.reads_ddr_state, cmd.writes_ddr_state, cmd.weights_in_place,
-                              cmd.ifm_refetch_bytes, cmd.ifm_refetch_burst_bytes, cmd.parameters_in_place)
+                              cmd.ifm_refetch_bytes, cmd.ifm_refetch_burst_bytes, cmd.parameters_in_place,
+                              cmd.table_in_place)
 
     def control(self, cid: int, cmd: ACond | ALoop, deps: tuple[int, ...]) -> CondCommand | LoopCommand:
         condition = self.resolve(cmd.condition)

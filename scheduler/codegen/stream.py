@@ -57,6 +57,7 @@ class ACompute:
     writes_ddr_state: bool = False       # see ComputeCommand
     weights_in_place: bool = False       # see ComputeCommand
     parameters_in_place: bool = False    # see ComputeCommand
+    table_in_place: bool = False         # see ComputeCommand
     ifm_refetch_bytes: int = 0           # see ComputeCommand
     ifm_refetch_burst_bytes: int = 0     # see ComputeCommand
 

@@ -121,6 +121,9 @@ class NpuOp:
     #: it reads its parameters (SHAPE tensors, single values) where they live, as the command
     #: stream's registers (see :func:`npu_sim.program.is_command_parameter`)
     parameters_in_place: bool = False
+    #: its TABLE's table goes from its home into the LUT memory, no TCM copy (see
+    #: :func:`scheduler.passes.weights_in_place.mark_tables_in_place`)
+    table_in_place: bool = False
     #: ``inputs`` and the (steps, sources) it was computed from
     _inputs: tuple | None = field(default=None, init=False, repr=False, compare=False)
     #: the ordering's estimate of its cycles and the (steps, sources, config) it was made for
@@ -151,7 +154,7 @@ class NpuOp:
         parameter = self.parameters_in_place and \
             is_command_parameter(kernel.op, operand, kernel.input_types[operand])
         return command_reads_in_place(self.unit, self.composite.kind if self.composite else "",
-                                      kernel.op, operand, self.weights_in_place, parameter)
+                                      kernel.op, operand, self.weights_in_place, parameter, self.table_in_place)
 
     def output_type(self, k: int) -> TensorType:
         """The type of output ``k`` of a COMPUTE operation."""

@@ -44,10 +44,11 @@ from __future__ import annotations
 
 import math
 
-from npu_sim.hw.compute_units import CPU, MAC_ARRAY
+from npu_sim.hw.compute_units import CPU, LUT, MAC_ARRAY
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.dma import read_cap_bytes_per_cycle
 from npu_sim.program import WEIGHT_OPS, reads_weight_stream
+from npu_sim.tosa.ops import Op
 from scheduler import cost_model
 from scheduler.ir.npu_ops import LoweredGraph, NpuOp, OpKind, ValueKind, copied_graph_input, copy_producers
 
@@ -75,6 +76,18 @@ def mark_weights_in_place(lowered: LoweredGraph, hw: HwConfig) -> int:
             op.weights_in_place = True
             marked += 1
     return marked
+
+
+def mark_tables_in_place(lowered: LoweredGraph) -> None:
+    """Mark every TABLE operation on the LUT unit, in every block, as loading its table into the LUT
+    memory from where it lives (``lut.table_source_latency_cycles``: the load from the source is
+    timed in the lookup; Vela 5.2's TABLE copies its 256-byte int8 table from the flash or DRAM into
+    the LUT memory, no SRAM copy: an unrolled Keras GRU's sigmoid and tanh tables take none of its
+    1,088 bytes of SRAM on the U55)."""
+    for block in lowered.main.walk_blocks():
+        for op in block.ops:
+            if op.kind is OpKind.COMPUTE and op.unit == LUT.name and any(s.op is Op.TABLE for s in op.steps):
+                op.table_in_place = True
 
 
 def _hiding_cycles(hw: HwConfig, before: NpuOp | None, lowered: LoweredGraph, producers: dict[str, NpuOp]) -> float:

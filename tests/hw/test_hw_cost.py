@@ -175,6 +175,20 @@ def test_commands_alike_but_for_their_source_operators_are_costed_apart():
     assert (costs(four), costs(one)) == (compute_command_cycles(hw, four), compute_command_cycles(hw, one))
 
 
+def test_a_source_add_is_elementwise_and_pays_no_pooling_path_latencies():
+    """On the U85 a RESCALE or CLAMP of its own runs on the pooling path and pays the TCM latencies
+    (vector.block_latency_ops); a TFLite ADD with its RESCALEs folded in starts with a RESCALE step
+    but is an elementwise operation, whose latencies Vela amortises (an unrolled GRU's 32-element
+    ADDs: Vela 8 cycles each, 80 with the 64 cycles of latencies)."""
+    hw = load_hw_config("ethos-u85-256")
+    plain = hw.model_copy(update={"tcm": hw.tcm.model_copy(update={"read_latency_cycles": 0,
+                                                                   "write_latency_cycles": 0})})
+    one = _source_add(("add", "add", "add", "add"))
+    assert compute_command_cycles(hw, one) == compute_command_cycles(plain, one)
+    lone = ComputeCommand(0, "vector", one.steps[:1], (View(TCM, 256, (1, 64), DType.INT32),))
+    assert compute_command_cycles(hw, lone) == compute_command_cycles(plain, lone) + 64
+
+
 def _pointwise(dtype: DType) -> ComputeCommand:
     """DS-CNN's pointwise convolution: [1, 25, 5, 64] * [64, 1, 1, 64] -> [1, 25, 5, 64], in the TCM."""
     types = (TensorType((1, 25, 5, 64), dtype), TensorType((64, 1, 1, 64), DType.INT8),

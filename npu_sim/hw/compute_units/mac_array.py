@@ -139,7 +139,8 @@ def cycle_dims(hw: HwConfig, step: KernelStep) -> tuple[int, int, int]:
     if granule > 1 and step.op in (Op.CONV2D, Op.CONV3D):
         channels = step.input_types[1].shape[-1]
         elements = k // channels
-        k = part_kernel_depth(hw, elements, channels, granule) or elements * ceil_div(channels, granule) * granule
+        depth_first = elements * ceil_div(channels, granule) * granule
+        k = part_kernel_depth(hw, elements, channels, granule, step.input_types[0].dtype) or depth_first
     return m, n, k
 
 
@@ -169,22 +170,48 @@ def micro_blocked_positions(block: Sequence[int], step: KernelStep, positions: i
     return math.ceil(positions * rounded / max(1, height * width))
 
 
-def part_kernel_depth(hw: HwConfig, elements: int, channels: int, granule: int | None = None) -> int:
+def part_kernel_depth(hw: HwConfig, elements: int, channels: int, granule: int | None = None,
+                      dtype: DType | None = None) -> int:
     """The reduction depth of a part-kernel-first convolution of ``elements`` kernel elements over
-    ``channels`` input channels, where the config has that traversal and it wastes less of the
-    array than depth first (0 otherwise): Vela's ChooseKernelMethod (regor/architecture/ethosu55/
-    ethos_u55.cpp) takes it for 8 channels or fewer, or when the channels' use of their groups of
-    8 times the kernel elements' use of their groups of 4 is at least the channels' use of their
-    groups of ``granule`` (32 for 8 bits); EstimateMacCyclesPerBlock then steps over 4 kernel
-    elements at a time."""
-    per_step, depth = hw.mac_array.part_kernel_elements, hw.mac_array.part_kernel_depth_granule
-    if per_step <= 0:
+    ``channels`` input channels, where the config has that traversal and chooses it
+    (``mac_array.part_kernel_choice``, :func:`_part_kernel_chosen`; 0 otherwise): its kernel
+    elements in steps of ``part_kernel_elements`` (of ``dtype``'s, where
+    ``part_kernel_elements_by_dtype`` gives one), its channels in blocks of
+    ``part_kernel_ifm_block_depth`` each in groups of ``part_kernel_depth_granule``. Vela's
+    EstimateMacCyclesPerBlock steps over 4 kernel elements at a time (U55/U65; the U85 over 4 of an
+    8-bit input, 2 of a 16-bit one, and 16-channel IFM blocks)."""
+    config = hw.mac_array
+    per_step = config.part_kernel_elements_by_dtype.get(dtype.name.lower(), config.part_kernel_elements) \
+        if dtype is not None else config.part_kernel_elements
+    depth = config.part_kernel_depth_granule
+    if config.part_kernel_elements <= 0 or not _part_kernel_chosen(hw, elements, channels, granule):
         return 0
-    granule = granule or hw.mac_array.ifm_depth_granule
+    block = config.part_kernel_ifm_block_depth or channels
+    slots = ceil_div(channels, block) * ceil_div(min(channels, block), depth) * depth
+    return ceil_div(elements, per_step) * per_step * slots
+
+
+def _part_kernel_chosen(hw: HwConfig, elements: int, channels: int, granule: int | None) -> bool:
+    """Whether the config traverses a convolution of ``elements`` kernel elements over ``channels``
+    input channels part-kernel first (``mac_array.part_kernel_choice``):
+
+    * ``ifm_groups`` (regor ethos_u55.cpp ChooseKernelMethod): for 8 channels or fewer, or when the
+      channels' use of their groups of ``part_kernel_depth_granule`` times the kernel elements' use of
+      their groups of ``part_kernel_elements`` is at least the channels' use of their groups of
+      ``granule`` (32 for 8 bits);
+    * ``kernel_first`` (regor ethos_u85.cpp ChooseKernelFirst, dense weights): when the channels' use of
+      groups of 16 times ``elements / k_rnd`` (``k_rnd``: the elements in steps of 5, a remainder
+      counted as at least 2) is at least the channels' use of groups of 64: every 3x3 convolution of
+      16, 32, 48 or 64 channels and more, none of 1x1."""
+    config = hw.mac_array
+    if config.part_kernel_choice == "kernel_first":
+        k_rnd = (elements // 5) * 5 + max(elements % 5, 2)
+        kernel_first = channels / (ceil_div(channels, 16) * 16) * elements / k_rnd
+        return kernel_first >= channels / (ceil_div(channels, 64) * 64)
+    per_step, depth = config.part_kernel_elements, config.part_kernel_depth_granule
+    granule = granule or config.ifm_depth_granule
     part_use = channels / (ceil_div(channels, depth) * depth) * elements / (ceil_div(elements, per_step) * per_step)
-    if channels > depth and part_use < channels / (ceil_div(channels, granule) * granule):
-        return 0
-    return ceil_div(elements, per_step) * per_step * ceil_div(channels, depth) * depth
+    return channels <= depth or part_use >= channels / (ceil_div(channels, granule) * granule)
 
 
 #: Operators that re-read their output channels' scales and biases (and, where the config gives

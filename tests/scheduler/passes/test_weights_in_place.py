@@ -47,7 +47,11 @@ def test_only_matrix_vector_products_on_the_u55_read_their_weights_in_place():
     # the U85 reads them in place too where a buffer would not pay (16 KiB for a few thousand cycles)
     assert [op.weights_in_place for op in _products(lower_graph(_dense(), load_hw_config("ethos-u85-256")))] == \
         [True, True]
-    assert not any(op.weights_in_place for op in _products(lower_graph(_dense(4), load_hw_config("ethos-u85-256"))))
+    # ... and so for four positions, whose weights are read once too (tcm.read_once_weights_in_place);
+    # 128 positions read them per block: buffered
+    assert [op.weights_in_place for op in _products(lower_graph(_dense(4), load_hw_config("ethos-u85-256")))] == \
+        [True, True]
+    assert not any(op.weights_in_place for op in _products(lower_graph(_dense(128), load_hw_config("ethos-u85-256"))))
     several = lower_graph(_dense(), load_hw_config("ethos-u55-256"), resident_constants=True)   # (-n N: the pool)
     assert not any(op.weights_in_place for op in _products(several))
 
@@ -169,7 +173,7 @@ def test_on_the_u55_weights_read_once_stay_in_the_flash_however_deep():
         assert [op.weights_in_place for op in _products(lower_graph(_conv1d_pair(64, channels), u55))] == \
             [True, True], channels
     assert [op.weights_in_place for op in _products(lower_graph(_conv1d_pair(128, 64), u55))] == [False, False]
-    edge = load_hw_config("ethos-u85-256")   # (the U85 does not set tcm.read_once_weights_in_place)
+    edge = load_hw_config("edge")   # (edge does not set tcm.read_once_weights_in_place)
     assert not any(op.weights_in_place for op in _products(lower_graph(_conv1d_pair(64, 64), edge)))
     check_end_to_end(_conv1d_pair(64, 64), u55)
 
@@ -224,3 +228,26 @@ def test_on_the_u85_a_weight_buffer_needs_the_operation_before_to_hide_its_trans
         [(4740, True), (1668, False), (1668, False), (4740, True)] + [(1668, False), (4740, True)] * 6 + [(152, True)]
     off = hw.model_copy(update={"tcm": hw.tcm.model_copy(update={"weight_buffer_visible_cycles": 0})})
     assert [op.weights_in_place for op in _products(lower_graph(graph, off))] == [False] * 16 + [True]
+
+
+def _lookup():
+    """A TABLE of a [1, 8, 8, 16] int8 map through a 256-entry int8 table (a sigmoid's LUT)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 8, 8, 16), DType.INT8)
+    b.output(b.op(Op.TABLE, [x, b.const(None, np.arange(-128, 128, dtype=np.int8)[::-1].copy())]))
+    return b.build()
+
+
+def test_a_lookup_table_goes_from_the_flash_into_the_lut_with_no_tcm_copy():
+    """Where the LUT loads its table from the constants' memory (``lut.table_source_latency_cycles``,
+    timed in the lookup), a TABLE reads its table where it lives: no DMA brings its 256 bytes into the
+    TCM (Vela 5.2 copies the table from the flash into the LUT memory; an unrolled Keras GRU's
+    sigmoid and tanh tables take none of its SRAM). Edge, without that latency, copies it into the
+    TCM first. Bits stay the reference's."""
+    for preset, memory, loads in (("ethos-u55-256", MemorySpace.DDR, 0), ("edge", MemorySpace.TCM, 1)):
+        program, _ = check_end_to_end(_lookup(), load_hw_config(preset))
+        (table,) = [c for c in program.walk() if isinstance(c, ComputeCommand) and c.unit == "lut"]
+        assert (table.table_in_place, table.steps[0].operands[1].memory) == (memory is MemorySpace.DDR, memory), preset
+        table_loads = [c for c in program.walk() if isinstance(c, DmaCommand) and c.dst.memory is MemorySpace.TCM
+                       and c.dst.size_bytes == 256]
+        assert len(table_loads) == loads, preset
