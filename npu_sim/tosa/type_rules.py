@@ -23,6 +23,10 @@ import numpy as np
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Attribute, Op
+from npu_sim.tosa.schema_generated import RoundingMode
+
+#: TOSA's DOUBLE_ROUND rounding mode (only with scale32)
+_DOUBLE_ROUND = int(RoundingMode.DOUBLE_ROUND)
 
 Shape = tuple[int, ...]
 Expected = tuple["Shape | None", "DType | None"]
@@ -145,8 +149,26 @@ def _table(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[
     return [(ins[0].shape, out)]
 
 
-@_rule(Op.CAST, Op.RESCALE)
+@_rule(Op.CAST)
 def _convert(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
+    return [(ins[0].shape, None)]
+
+
+@_rule(Op.RESCALE)
+def _rescale(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
+    """The ERROR_IFs of RESCALE that its attributes and input types decide (the kernel checks them
+    again with the data; here a timing-only run refuses what the full run would)."""
+    scale32 = bool(getattr(attr, "scale32", False))
+    in_t = ins[0].dtype
+    _require(not (scale32 and in_t is DType.INT48), "ERROR_IF(scale32 && is_same<in_t,i48_t>())")
+    _require(not (not scale32 and int(getattr(attr, "rounding_mode", 0)) == _DOUBLE_ROUND),
+             "ERROR_IF(!scale32 && (rounding_mode == DOUBLE_ROUND))")
+    if len(ins) > 1:
+        mul_t = DType.INT32 if scale32 else DType.INT16
+        _require(ins[1].dtype is mul_t, f"multiplier must be {mul_t.name} when scale32 is {scale32}")
+    unsigned_input = bool(getattr(attr, "input_unsigned", False))
+    _require(not (unsigned_input and in_t in (DType.INT32, DType.INT48)),
+             f"ERROR_IF(is_same<in_t, {'i32_t' if in_t is DType.INT32 else 'i48_t'}> && input_unsigned)")
     return [(ins[0].shape, None)]
 
 

@@ -21,6 +21,7 @@ from npu_sim.tosa.flatbuffer_io import write_graph
 from npu_sim.tosa.ir import Block, Graph, Operator, Region, Tensor
 from npu_sim.tosa.ops import Op
 from tests.reports.trace_checks import check_trace_document
+from tests.tosa.test_validation import _rescale_graph
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SMALL = ["conv_rescale_int8", "add_mul_fp32", "cond_if_int32", "while_loop_int32", "variable_counter_int32"]
@@ -540,3 +541,15 @@ def test_optimise_size_runs_in_stripes_with_the_same_outputs(tmp_path, capsys):
         s = _check_same_outputs(tmp_path / name, tmp_path / "exec")
         figures[name] = (s["stripes"]["count"], s["peak_tcm_bytes"], s["tcm_lower_bound_unstriped_bytes"])
     assert figures == {"preset": (2, 27248, 55776), "size": (2, 18656, 51168)}
+
+
+def test_timing_only_refuses_a_rescale_that_breaks_a_static_error_if(tmp_path, capsys):
+    """scale32 with an int48 input: the full run's kernel refused it, a timing-only run (no kernel)
+    timed it; both now stop at validation with one line and exit 2."""
+    bad = _rescale_graph(DType.INT48, scale32=True, multiplier_dtype=DType.INT32)
+    (tmp_path / "bad.tosa").write_bytes(write_graph(bad))
+    for extra in ([], ["--timing-only"]):
+        code, out, err = _cli(["run", tmp_path / "bad.tosa", "--hw", "edge", "--random-inputs", "0", *extra,
+                               "-o", tmp_path / "out"], capsys)
+        assert (code, out) == (2, "") and err.count("\n") == 1, extra
+        assert "ERROR_IF(scale32 && is_same<in_t,i48_t>())" in err, extra

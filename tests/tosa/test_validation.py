@@ -308,3 +308,27 @@ def test_operator_listed_before_its_producer_is_named():
     with pytest.raises(GraphValidationError, match=r"ADD\(z\): uses tensor 'y' before ADD\(y\) "
                                                    "produces it"):
         validate(g)
+
+
+def _rescale_graph(in_dtype: DType, scale32: bool, multiplier_dtype: DType) -> object:
+    """A RESCALE of an ``in_dtype`` input to int16 with the given scale32 and multiplier type."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 4, 8), in_dtype)
+    multiplier = b.const(None, np.full((1,), 1 << 14, dtype=multiplier_dtype.numpy_dtype), multiplier_dtype)
+    shift = b.const(None, np.full((1,), 15, dtype=np.int8), DType.INT8)
+    zp_in = b.const(None, np.zeros((1,), in_dtype.numpy_dtype), in_dtype)
+    zp_out = b.const(None, np.zeros((1,), np.int16), DType.INT16)
+    b.output(b.op(Op.RESCALE, [x, multiplier, shift, zp_in, zp_out], dtype=DType.INT16, shape=(1, 4, 4, 8),
+                  scale32=scale32, rounding_mode="SINGLE_ROUND", per_channel=False))
+    return b.build(validate=False)
+
+
+def test_the_static_error_ifs_of_rescale_refuse_the_graph_before_any_kernel_runs():
+    """A RESCALE whose attributes and types break an ERROR_IF (scale32 with an int48 input; a
+    multiplier of the other width) is refused at validation, so a timing-only run, which runs no
+    kernel, refuses it as the full run does."""
+    validate(_rescale_graph(DType.INT48, scale32=False, multiplier_dtype=DType.INT16))
+    with pytest.raises(GraphValidationError, match=r"ERROR_IF\(scale32 && is_same<in_t,i48_t>\(\)\)"):
+        validate(_rescale_graph(DType.INT48, scale32=True, multiplier_dtype=DType.INT32))
+    with pytest.raises(GraphValidationError, match="multiplier must be INT32 when scale32 is True"):
+        validate(_rescale_graph(DType.INT16, scale32=True, multiplier_dtype=DType.INT16))
