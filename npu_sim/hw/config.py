@@ -455,6 +455,11 @@ class VectorConfig(_Strict):
     rescale_micro_block: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
         default_factory=list, max_length=3,
         description="[H, W, C] a RESCALE's output is processed in (rounded up to; with rescale_int* kinds)")
+    source_activation_micro_block: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
+        default_factory=list, max_length=3,
+        description="[H, W, C] micro-blocks a source activation (the pooling path's no-op: cycles_per_element "
+        "source_activation) walks its output in, rounded up to them (empty: 16-channel bricks, "
+        "channel_granule). Vela's U55/U65 pooling path: 2x2x8 (regor EstimateMacCyclesPerBlock)")
     transpose_reductions: bool = Field(
         False, description="a REDUCE_SUM over an axis other than the innermost first transposes that axis "
         "innermost, a pass of its own (as Vela lowers it), then sums along it")

@@ -554,7 +554,14 @@ def source_activation_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int |
     if rate is None or not steps[0].input_types:
         return None
     width = max(1, steps[0].input_types[0].dtype.bits // 8)
-    return math.ceil(brick_elements(hw, steps[-1]) * rate * width)
+    block = hw.vector.source_activation_micro_block
+    last = steps[-1]
+    if block:   # (the operation's micro-blocks: a tile pays its share by output elements)
+        whole = tuple(last.output_types[0].shape)
+        elements = micro_blocked_elements(whole, block) * out_elements(last) / max(1, prod(whole))
+    else:
+        elements = brick_elements(hw, last)
+    return math.ceil(elements * rate * width)
 
 
 def is_source_requantize(hw: HwConfig, step: KernelStep) -> bool:
