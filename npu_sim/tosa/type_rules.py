@@ -154,21 +154,31 @@ def _convert(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> lis
     return [(ins[0].shape, None)]
 
 
-@_rule(Op.RESCALE)
-def _rescale(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
-    """The ERROR_IFs of RESCALE that its attributes and input types decide (the kernel checks them
-    again with the data; here a timing-only run refuses what the full run would)."""
+def rescale_attribute_errors(attr: Attribute, ins: Sequence[TensorType]) -> list[str]:
+    """The ERROR_IFs of RESCALE its attributes and input types break (the multiplier's width,
+    scale32 with int48, DOUBLE_ROUND without scale32, an unsigned int32 or int48 input): decided
+    before any data, so validation refuses them (a timing-only run runs no kernel) and the kernel
+    checks the same list."""
     scale32 = bool(getattr(attr, "scale32", False))
     in_t = ins[0].dtype
-    _require(not (scale32 and in_t is DType.INT48), "ERROR_IF(scale32 && is_same<in_t,i48_t>())")
-    _require(not (not scale32 and int(getattr(attr, "rounding_mode", 0)) == _DOUBLE_ROUND),
-             "ERROR_IF(!scale32 && (rounding_mode == DOUBLE_ROUND))")
+    failed = []
     if len(ins) > 1:
         mul_t = DType.INT32 if scale32 else DType.INT16
-        _require(ins[1].dtype is mul_t, f"multiplier must be {mul_t.name} when scale32 is {scale32}")
-    unsigned_input = bool(getattr(attr, "input_unsigned", False))
-    _require(not (unsigned_input and in_t in (DType.INT32, DType.INT48)),
-             f"ERROR_IF(is_same<in_t, {'i32_t' if in_t is DType.INT32 else 'i48_t'}> && input_unsigned)")
+        if ins[1].dtype is not mul_t:
+            failed.append(f"multiplier must be {mul_t.name} when scale32 is {scale32}")
+    if scale32 and in_t is DType.INT48:
+        failed.append("ERROR_IF(scale32 && is_same<in_t,i48_t>())")
+    if not scale32 and int(getattr(attr, "rounding_mode", 0)) == _DOUBLE_ROUND:
+        failed.append("ERROR_IF(!scale32 && (rounding_mode == DOUBLE_ROUND))")
+    if bool(getattr(attr, "input_unsigned", False)) and in_t in (DType.INT32, DType.INT48):
+        failed.append(f"ERROR_IF(is_same<in_t, {'i32_t' if in_t is DType.INT32 else 'i48_t'}> && input_unsigned)")
+    return failed
+
+
+@_rule(Op.RESCALE)
+def _rescale(attr: Attribute, ins: list[TensorType], values: ShapeValues) -> list[Expected]:
+    failed = rescale_attribute_errors(attr, ins)
+    _require(not failed, failed[0] if failed else "")
     return [(ins[0].shape, None)]
 
 

@@ -36,6 +36,9 @@ live, as its command stream's registers (:func:`mark_parameters_in_place`): the 
 not take them (a recurrent network's zero points and shifts, read at every step, held chunks of the
 TCM throughout).
 
+Where the LUT loads its table from the constants' memory (``lut.table_source_latency_cycles``), a
+TABLE reads its table where it lives too (:func:`mark_tables_in_place`): no TCM copy.
+
 Takes the lowered graph after unit choice (before the weight streams copy shared weights);
 marks operations in place.
 """

@@ -13,7 +13,7 @@ from npu_sim.hw.config import load_hw_config
 from npu_sim.tosa.loader import load_graph
 from npu_sim.tosa.ops import Op
 from scheduler.passes.fusion import DEFAULT_RULES, fuse, rules_for
-from tests.tosa.tflite.single_output import assert_litert_reference_agrees
+from tests.tosa.tflite.single_output import TFLITE_DATA, assert_litert_reference_agrees, assert_reference_model_agrees
 
 UNET = Path(__file__).resolve().parents[3] / "examples" / "unet_int8.tflite"
 
@@ -51,17 +51,18 @@ def test_the_relu_costs_its_pooling_pass_with_the_reference_bits():
         assert relu["compute_cycles"] == cycles
 
 
-def test_a_16x8_quantize_before_a_concatenation_is_an_average_pool_no_op():
+def test_a_16x8_quantize_before_a_concatenation_is_an_average_pool_no_op(tmp_path):
     """A 16x8 export requantizes a CONCATENATION's input with a QUANTIZE (one scale for int16), a lone
     RESCALE from int16 to int16 in TOSA: on the U55 the pooling path's no-op, 1.0 a cycle per 16-bit
     element in 2x2x8 micro-blocks (the [1, 16, 16, 8] max-pool result: 2,048; 4,096 as 16-channel
     bricks), 8 tiles with 8 cycles of setup each (Vela 5.2: 3,372; 7,744 at the RESCALE's int32
     rates). The bits are LiteRT's reference kernels'; the same graph without locations (as its
     TOSA) keeps the RESCALE's own rates."""
-    model = Path(__file__).resolve().parents[2] / "data" / "tflite" / "concat_requantized_int16.tflite"
+    model = TFLITE_DATA / "concat_requantized_int16.tflite"
     x = np.random.default_rng(3).integers(-32768, 32768, size=(1, 16, 16, 8), dtype=np.int16)
     assert_litert_reference_agrees(model, "ethos-u55-256", [x])
     graph = load_graph(model)
+    assert_reference_model_agrees(graph, x, tmp_path)   # (Arm's reference model, the same bits)
     name = graph.main.inputs[0]
     (requantize,) = [op for op in npu_sim.simulate(graph, "ethos-u55-256", {name: x}).summary["ops"]
                      if op["op"] == "RESCALE"]

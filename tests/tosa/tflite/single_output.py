@@ -15,6 +15,15 @@ from tests.oracle import run_graph_bytes
 
 #: where the outputs are checked: the reference executor (None), then simulated on each preset
 PRESETS = [None, "edge", "ethos-u55-256", "ethos-u85-256"]
+#: the committed test models (tests/data/tflite, made by its make_*.py)
+TFLITE_DATA = Path(__file__).resolve().parents[2] / "data" / "tflite"
+
+
+def random_int_inputs(shape: tuple[int, ...], dtype: type, count: int, seed: int) -> list[np.ndarray]:
+    """``count`` seeded inputs of ``shape`` over the whole range of the integer ``dtype``."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(seed)
+    return [rng.integers(info.min, info.max + 1, size=shape).astype(dtype) for _ in range(count)]
 
 
 def npu_sim_outputs(graph: npu_sim.Graph, preset: str | None, xs: list[np.ndarray]) -> list[np.ndarray]:

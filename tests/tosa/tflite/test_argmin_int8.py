@@ -13,11 +13,12 @@ from npu_sim.tosa.loader import load_graph
 from npu_sim.tosa.ops import Op
 from tests.tosa.tflite.single_output import (
     PRESETS,
+    TFLITE_DATA,
     assert_litert_reference_agrees,
     assert_reference_model_agrees,
 )
 
-MODEL = Path(__file__).resolve().parents[2] / "data" / "tflite" / "argmin_int8.tflite"
+MODEL = TFLITE_DATA / "argmin_int8.tflite"
 
 
 def _inputs(count: int) -> list[np.ndarray]:

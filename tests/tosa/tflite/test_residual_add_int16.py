@@ -5,26 +5,32 @@ rate, as Vela's TFLite reader runs it; the bits stay LiteRT's reference kernels'
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import npu_sim
 from npu_sim.tosa.loader import load_graph
-from tests.tosa.tflite.single_output import assert_litert_reference_agrees
+from tests.tosa.tflite.single_output import (
+    TFLITE_DATA,
+    assert_litert_reference_agrees,
+    assert_reference_model_agrees,
+    random_int_inputs,
+)
 
-MODEL = Path(__file__).resolve().parents[2] / "data" / "tflite" / "residual_add_int16.tflite"
+MODEL = TFLITE_DATA / "residual_add_int16.tflite"
 
 
 def _inputs(count: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(11)
-    return [rng.integers(-32768, 32768, size=(1, 16, 16, 16)).astype(np.int16) for _ in range(count)]
+    return random_int_inputs((1, 16, 16, 16), np.int16, count, seed=11)
 
 
 @pytest.mark.parametrize("preset", ["ethos-u55-256", "ethos-u85-256"])
 def test_the_16x8_residual_add_gives_litert_reference_bits(preset):
     assert_litert_reference_agrees(MODEL, preset, _inputs(2))
+
+
+def test_arms_reference_model_runs_the_converted_graph_to_the_same_bits(tmp_path):
+    assert_reference_model_agrees(load_graph(MODEL), _inputs(1)[0], tmp_path)
 
 
 def test_the_16x8_add_with_its_widening_is_one_operation_at_the_16_bit_add_rate():

@@ -15,16 +15,17 @@ from npu_sim.tosa.ops import Op
 from npu_sim.tosa.schema_generated import RoundingMode
 from tests.tosa.tflite.single_output import (
     PRESETS,
+    TFLITE_DATA,
     assert_litert_reference_agrees,
     assert_reference_model_agrees,
+    random_int_inputs,
 )
 
-MODEL = Path(__file__).resolve().parents[2] / "data" / "tflite" / "grouped_conv_int16.tflite"
+MODEL = TFLITE_DATA / "grouped_conv_int16.tflite"
 
 
 def _inputs(count: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(5)
-    return [rng.integers(-32768, 32768, size=(1, 6, 6, 8)).astype(np.int16) for _ in range(count)]
+    return random_int_inputs((1, 6, 6, 8), np.int16, count, seed=5)
 
 
 def test_no_rescale_of_int48_keeps_scale32() -> None:
