@@ -3,16 +3,21 @@
 This is where the compiler, the machine and the reports meet (ARCHITECTURE.md:
 only the API and the CLI tie the layers together). ``npu-sim run`` and
 :func:`npu_sim.simulate` both go through :func:`simulate_invocations`.
+
+The scheduler's modules are imported when a graph is first compiled (:func:`_scheduler`): a run
+whose Program the program cache holds does not load them (a twentieth of a second).
 """
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,10 +36,20 @@ from npu_sim.tosa.loader import load_graph
 from npu_sim.tosa.user_outputs import as_user_outputs
 from npu_sim.tosa.validation import validate as validate_graph
 from reports.summary import build_summary
-from scheduler.passes.empty_tensors import drop_empty_tensors
-from scheduler.passes.fusion import CHAIN_RULES, DEFAULT_RULES, FusionRule
-from scheduler.schedule import schedule
-from scheduler.verify import PlanError, verify_program
+
+if TYPE_CHECKING:
+    from scheduler.passes.fusion import FusionRule
+
+
+def _scheduler(module: str = "") -> ModuleType:
+    """The package :mod:`scheduler` (or its ``module``), imported on first use."""
+    return importlib.import_module(f"scheduler.{module}" if module else "scheduler")
+
+
+def schedule(graph: Graph, hw: HwConfig, **options: Any) -> Program:
+    """:func:`scheduler.schedule.schedule` (its modules imported on the first call)."""
+    program: Program = _scheduler().schedule(graph, hw, **options)
+    return program
 
 
 @dataclass
@@ -90,8 +105,9 @@ def compile_graph(graph: Graph, hw: HwConfig, *, spread_tcm: bool = False,
     ``composite_fusion``: fuse composites such as LSTM cells (False: op by op, for comparison).
     """
     with gc_paused():
+        fusion = _scheduler("passes.fusion")
         program = _schedule(graph, hw, spread_tcm, resident_constants,
-                            DEFAULT_RULES if composite_fusion else CHAIN_RULES)
+                            fusion.DEFAULT_RULES if composite_fusion else fusion.CHAIN_RULES)
         if verify:
             verify_plan(program)
         return program
@@ -128,9 +144,10 @@ def _schedule(graph: Graph, hw: HwConfig, spread_tcm: bool, resident_constants: 
 
 def verify_plan(program: Program) -> None:
     """Run the plan verifier; a plan it rejects is the scheduler's bug, not the graph's."""
+    scheduler = _scheduler()
     try:
-        verify_program(program)
-    except PlanError as exc:
+        scheduler.verify_program(program)
+    except scheduler.PlanError as exc:
         raise SchedulerBugError(f"the plan verifier rejects the compiled program: {exc}") from exc
 
 
@@ -168,7 +185,8 @@ def _checked_job(graph: Graph, hw: HwConfig, per_invocation: Sequence[Mapping[st
     checked = [check_inputs(graph, dict(inputs)) for inputs in per_invocation]
     if empty_tensor(graph) is not None:   # the scheduler may refuse it: unless the graph itself is wrong
         _reference_run(graph, checked)
-    check_npu_capacity(drop_empty_tensors(graph), hw)
+        graph = _scheduler("passes.empty_tensors").drop_empty_tensors(graph)
+    check_npu_capacity(graph, hw)
     return checked
 
 
