@@ -21,6 +21,7 @@ from npu_sim.errors import GraphValidationError, PathError, TosaFormatError, Uns
 from npu_sim.paths import GRAPH_MAX_BYTES, read_regular_file
 from npu_sim.tosa.fb_schema import FILE_IDENTIFIER
 from npu_sim.tosa.flatbuffer_io import read_graph, write_graph
+from npu_sim.tosa.graph_cache import cached_graph, graph_key, is_tflite
 from npu_sim.tosa.ir import Graph
 from npu_sim.tosa.levels import DEFAULT_LEVEL, check_level
 from npu_sim.tosa.shape_resolution import has_unknown_dims, resolve_unknown_dims
@@ -33,6 +34,8 @@ def detect_format(data: bytes, path: PathLike = "") -> str:
     """``"flatbuffer"``, ``"json"``, ``"tflite"`` or ``"mlir"`` for the bytes of a graph file."""
     if len(data) >= 8 and data[4:8] == FILE_IDENTIFIER:
         return "flatbuffer"
+    if is_tflite(data):
+        return "tflite"
     kind: str = _other_formats().detect_format(data, path)
     return kind
 
@@ -56,8 +59,11 @@ def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
     either: the caller resolves and validates)."""
     validate = validate and resolve_dims
     kind = detect_format(data, path)
+    cached = cached_graph(graph_key(data, str(path))) if kind == "tflite" and use_cache else None
     if kind == "flatbuffer":
         graph = read_graph(data)
+    elif cached is not None:   # (a converted model read back: the converter's modules not imported)
+        graph = cached
     else:
         graph = _other_formats().read(kind, data, path, use_cache)
     if resolve_dims and kind in ("mlir", "tflite") and has_unknown_dims(graph):   # MLIR's "?" dimensions

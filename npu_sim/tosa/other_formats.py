@@ -9,11 +9,11 @@ from pathlib import Path
 
 from npu_sim.errors import TosaFormatError
 from npu_sim.tosa.converted_graph import tflite_graph
+from npu_sim.tosa.graph_cache import is_tflite
 from npu_sim.tosa.ir import Graph
 from npu_sim.tosa.json_io import read_json, write_json
 from npu_sim.tosa.mlir_reader import looks_like_mlir, read_mlir
 from npu_sim.tosa.tflite.legalize import Legalizer
-from npu_sim.tosa.tflite_import import is_tflite
 
 __all__ = ["detect_format", "read", "write_json"]
 

@@ -22,14 +22,9 @@ from npu_sim.tosa.mlir_text import location_aliases
 from npu_sim.tosa.tflite import row_update
 from npu_sim.tosa.tflite.legalize import LEGALIZED
 
-TFLITE_IDENTIFIER = b"TFL3"
 INSTALL_HINT = "pip install 'npu-sim[tflite]' (the tosa-converter-for-tflite package)"
 #: Bytes of a Vela-compiled model's custom operator (the command stream for the Ethos-U)
 _VELA_MARK = b"ethos-u"
-
-
-def is_tflite(data: bytes) -> bool:
-    return len(data) >= 8 and data[4:8] == TFLITE_IDENTIFIER
 
 
 def cache_dir() -> Path:

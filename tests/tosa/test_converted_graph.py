@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from npu_sim import conversion_cache as cache
-from npu_sim.tosa import converted_graph, loader, tflite_import
+from npu_sim.tosa import converted_graph, graph_cache, loader, tflite_import
 from npu_sim.tosa.ir import Graph
 from npu_sim.tosa.loader import load_graph
 
@@ -68,12 +68,12 @@ def test_a_second_load_reads_the_graph_back_equal_to_the_converted_one(model: Pa
 
 def test_the_key_names_the_model_its_path_and_the_code(monkeypatch: pytest.MonkeyPatch) -> None:
     data = KWS.read_bytes()
-    key = converted_graph.graph_key(data, "a.tflite")
-    assert key == converted_graph.graph_key(data, "a.tflite")
-    assert key != converted_graph.graph_key(data, "b.tflite")
-    assert key != converted_graph.graph_key(data[:-1] + bytes([data[-1] ^ 1]), "a.tflite")
-    monkeypatch.setattr(converted_graph, "code_fingerprint", lambda: b"other code")
-    assert key != converted_graph.graph_key(data, "a.tflite")
+    key = graph_cache.graph_key(data, "a.tflite")
+    assert key == graph_cache.graph_key(data, "a.tflite")
+    assert key != graph_cache.graph_key(data, "b.tflite")
+    assert key != graph_cache.graph_key(data[:-1] + bytes([data[-1] ^ 1]), "a.tflite")
+    monkeypatch.setattr(graph_cache, "code_fingerprint", lambda: b"other code")
+    assert key != graph_cache.graph_key(data, "a.tflite")
 
 
 def test_a_model_at_another_path_is_read_from_the_cached_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
