@@ -403,6 +403,10 @@ class ComputeCommand:
     #: its TABLE's table is loaded into the LUT memory from where it lives, the DDR or flash, with
     #: no TCM copy (the LUT's load from the source is timed: ``lut.table_source_latency_cycles``)
     table_in_place: bool = False
+    #: cycles of its table's load into the LUT memory that run before it starts, behind the
+    #: operation before it (``lut.table_load_behind_previous``, :mod:`scheduler.passes.table_loads`);
+    #: its first tile pays the rest
+    table_load_hidden_cycles: int = 0
 
     def in_place_weights(self) -> list[View]:
         """The views of its weight stream it reads outside the TCM (empty unless

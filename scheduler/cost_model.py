@@ -20,7 +20,7 @@ from npu_sim.hw.ifm_fetch import block_fetched_bytes, fetch_burst_bytes
 from npu_sim.memory_layout import element_size_bytes
 from npu_sim.program import KernelStep
 from npu_sim.reference.kernel_api import Region
-from scheduler.ir.npu_ops import Step
+from scheduler.ir.npu_ops import NpuOp, OpKind, Step
 
 
 def _kernel_step(step: Step, out_region: Region | None, operands: tuple = ()) -> KernelStep:
@@ -56,6 +56,14 @@ def command_cycles(hw: HwConfig, unit_name: str, steps: Sequence[Step], out_regi
     if composite:
         return composite_body_cycles(hw, composite, kernel_steps)
     return unit(unit_name).body_cycles(hw, kernel_steps)
+
+
+def whole_op_cycles(hw: HwConfig, op: NpuOp) -> float:
+    """The cost model's cycles of compute operation ``op`` run whole (0 for anything else)."""
+    if op.kind is not OpKind.COMPUTE or not op.unit:
+        return 0.0
+    regions = [tuple((0, n) for n in step.output_types[0].shape) for step in op.steps]
+    return float(command_cycles(hw, op.unit, op.steps, regions, op.composite.kind if op.composite else ""))
 
 
 def ifm_refetch_burst_bytes(hw: HwConfig, steps: Sequence[Step], s: int) -> int:

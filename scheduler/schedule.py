@@ -82,6 +82,7 @@ from scheduler.passes.ordering import order_blocks
 from scheduler.passes.sinking import sink_feature_maps
 from scheduler.passes.staging import stage
 from scheduler.passes.stripes import ChainMemo
+from scheduler.passes.table_loads import mark_table_loads
 from scheduler.passes.tiling import Tiler
 from scheduler.passes.unit_choice import assign_units
 from scheduler.passes.weight_streams import private_weight_streams
@@ -138,6 +139,7 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
         private_weight_streams(lowered, pool_item_max_bytes(hw, resident_constants))
     stage(lowered, pool_item_max_bytes(hw, resident_constants) if keep else sys.maxsize, on_chip_kinds(hw))
     order_blocks(lowered, hw)
+    mark_table_loads(lowered, hw)   # (behind the operation before, in the final run order)
     if hw.stripes.enabled:   # (the peak TCM is what the planner then minimises)
         sink_feature_maps(lowered, pool_item_max_bytes(hw, resident_constants))
     if not keep and streams_constants(hw, resident_constants):   # (after the order is final)

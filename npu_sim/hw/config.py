@@ -542,6 +542,11 @@ class LutConfig(_Strict):
     builtin_functions: list[Literal["SIGMOID", "TANH"]] = Field(
         default_factory=list, description="functions of int16 values the unit computes built in, loading no "
         "table: a lookup whose table holds one (a legalized LSTM's gates) pays no table load")
+    table_load_behind_previous: bool = Field(
+        False, description="a table's load into the LUT memory runs while the NPU operation before its "
+        "lookup computes, which hides that many cycles of it; where that operation is the vector "
+        "operation producing the lookup's input, the lookup is its activation and the operation before "
+        "it hides the load (False: every lookup pays its whole load)")
     table_source_latency_cycles: int = Field(
         0, ge=0, le=1 << 20, description="latency of the memory a reloaded table comes from (the DDR's "
         "bandwidth then limits the copy too); 0 = only the LUT memory's write rate counts")

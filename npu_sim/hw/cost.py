@@ -19,9 +19,9 @@ from dataclasses import fields
 from operator import attrgetter
 
 from npu_sim.errors import ProgramError
-from npu_sim.hw.compute_units import MAC_ARRAY, VECTOR, ComputeUnit, unit
+from npu_sim.hw.compute_units import LUT, MAC_ARRAY, VECTOR, ComputeUnit, unit
 from npu_sim.hw.compute_units.composites import composite_body_cycles
-from npu_sim.hw.compute_units.lut import builtin_lookup_cycles
+from npu_sim.hw.compute_units.lut import builtin_lookup_cycles, first_tile_table_load_cycles
 from npu_sim.hw.compute_units.mac_array import MAC_OPS, pe_cycles, step_macs
 from npu_sim.hw.compute_units.unit import ceil_div
 from npu_sim.hw.compute_units.vector import SOURCE_SCALED_OPS, source_operator_cycles
@@ -98,6 +98,9 @@ def compute_command_cycles(hw: HwConfig, command: ComputeCommand) -> int:
             raise ProgramError(f"{where}: {exc}") from None
     elif command.lut_function and command.lut_function in hw.lut.builtin_functions:
         body = builtin_lookup_cycles(hw, command.steps)
+    elif command.table_load_hidden_cycles and compute_unit is LUT:
+        body = compute_unit.body_cycles(hw, command.steps) - min(command.table_load_hidden_cycles,
+                                                                 first_tile_table_load_cycles(hw, command.steps))
     else:
         body = compute_unit.body_cycles(hw, command.steps)
     moved = command_tcm_bytes(command.steps, command.outputs, distinct=bool(command.composite))

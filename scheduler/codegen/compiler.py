@@ -519,6 +519,7 @@ class _BlockCompiler:
                 c.weights_in_place |= op.weights_in_place
                 c.parameters_in_place |= op.parameters_in_place
                 c.table_in_place |= op.table_in_place
+                c.table_load_hidden_cycles = max(c.table_load_hidden_cycles, op.table_load_hidden_cycles)
 
     def _hoist(self, i: int, op: NpuOp, own: list[ACommand], done: list[_Emitted], result: ResidencyResult,
                extra: dict[int, int]) -> list[ACommand]:

@@ -58,6 +58,7 @@ class ACompute:
     weights_in_place: bool = False       # see ComputeCommand
     parameters_in_place: bool = False    # see ComputeCommand
     table_in_place: bool = False         # see ComputeCommand
+    table_load_hidden_cycles: int = 0    # see ComputeCommand
     ifm_refetch_bytes: int = 0           # see ComputeCommand
     ifm_refetch_burst_bytes: int = 0     # see ComputeCommand
 

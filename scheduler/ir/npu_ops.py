@@ -124,6 +124,8 @@ class NpuOp:
     #: its TABLE's table goes from its home into the LUT memory, no TCM copy (see
     #: :func:`scheduler.passes.weights_in_place.mark_tables_in_place`)
     table_in_place: bool = False
+    #: cycles of its table's load that run before it (see :mod:`scheduler.passes.table_loads`)
+    table_load_hidden_cycles: int = 0
     #: ``inputs`` and the (steps, sources) it was computed from
     _inputs: tuple | None = field(default=None, init=False, repr=False, compare=False)
     #: the ordering's estimate of its cycles and the (steps, sources, config) it was made for

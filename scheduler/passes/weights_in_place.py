@@ -147,7 +147,7 @@ def _op_cycles(hw: HwConfig, op: NpuOp, lowered: LoweredGraph, producers: dict[s
     from_ddr = any(k in lowered.recurrent_state or copied_graph_input(k, producers, lowered.values)[0] is not None
                    for k in op.inputs)
     read = hw.ddr.read_latency_cycles if from_ddr else hw.tcm.read_latency_cycles
-    return _estimated_cycles(hw, op) + read + hw.tcm.write_latency_cycles
+    return cost_model.whole_op_cycles(hw, op) + read + hw.tcm.write_latency_cycles
 
 
 def _stream_bytes(op: NpuOp, lowered: LoweredGraph) -> int:
@@ -156,15 +156,6 @@ def _stream_bytes(op: NpuOp, lowered: LoweredGraph) -> int:
                 for j, operand in enumerate(step.operands)
                 if isinstance(operand, str) and reads_weight_stream(step.op, j)
                 and lowered.values[operand].kind is ValueKind.CONSTANT])
-
-
-def _estimated_cycles(hw: HwConfig, op: NpuOp) -> float:
-    """The cost model's cycles of compute operation ``op`` run whole (0 for anything else)."""
-    if op.kind is not OpKind.COMPUTE or not op.unit:
-        return 0.0
-    regions = [tuple((0, n) for n in step.output_types[0].shape) for step in op.steps]
-    return float(cost_model.command_cycles(hw, op.unit, op.steps, regions,
-                                           op.composite.kind if op.composite else ""))
 
 
 def _weights_read_once(hw: HwConfig, op: NpuOp, lowered: LoweredGraph) -> bool:

@@ -4,15 +4,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from npu_sim.hw.compute_units.unit import ComputeUnit, ceil_div, out_elements, summed_step_cycles
 from npu_sim.program import KernelStep
 from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op
 
 if TYPE_CHECKING:
     from npu_sim.hw.config import HwConfig
+
+
+class TableStep(Protocol):
+    """What a table load's cost depends on: a kernel step's operator and input types (a
+    :class:`KernelStep`, or the scheduler's step before it is placed)."""
+
+    @property
+    def op(self) -> Op: ...
+
+    @property
+    def input_types(self) -> Sequence[TensorType]: ...
+
 
 #: Operators the LUT unit evaluates by table lookup.
 LUT_OPS = frozenset({Op.TABLE, Op.SIGMOID, Op.TANH, Op.ERF, Op.EXP, Op.LOG, Op.RECIPROCAL,
@@ -29,14 +42,14 @@ def lut_cycles(element_count: int, elements_per_cycle: int) -> int:
     return ceil_div(max(element_count, 0), elements_per_cycle)
 
 
-def table_load_cycles(hw: HwConfig, step: KernelStep) -> int:
+def table_load_cycles(hw: HwConfig, step: TableStep) -> int:
     """Cycles to reload the LUT memory before a table operation (Vela reloads per TABLE): a
     memory-to-memory copy, as long as the slower of its ends, the LUT memory written at
     ``lut.table_load_bytes_per_cycle`` and, with ``lut.table_source_latency_cycles``, the
     source read from the DDR (its latency plus the bytes at its bandwidth; Vela's
     MemToMemCycles: 64 + 256 = 320 cycles for an int8 table on the U55, 500 + 22 on the U65)."""
     rate = hw.lut.table_load_bytes_per_cycle
-    if rate <= 0 or not step.input_types:
+    if rate <= 0 or not step.input_types or (step.op not in LUT_OPS and step.op not in LOOKUP_OPS):
         return 0
     table_bytes = hw.lut.table_int16_bytes if _wide_table(step) else hw.lut.table_int8_bytes
     written = math.ceil(table_bytes / rate)
@@ -46,7 +59,7 @@ def table_load_cycles(hw: HwConfig, step: KernelStep) -> int:
     return max(written, latency + math.ceil(table_bytes / hw.ddr.bandwidth_bytes_per_cycle))
 
 
-def _wide_table(step: KernelStep) -> bool:
+def _wide_table(step: TableStep) -> bool:
     """True for a table of 16-bit inputs (a TABLE of int16, a lookup of more than 256 entries)."""
     if step.op in LOOKUP_OPS:
         return step.input_types[0].shape[1] > 256
@@ -61,6 +74,11 @@ def step_cycles(hw: HwConfig, step: KernelStep) -> int:
     if step.op not in LUT_OPS and step.op not in LOOKUP_OPS:
         return 0
     return lookup_cycles(hw, step) + (table_load_cycles(hw, step) if first_tile(step) else 0)
+
+
+def first_tile_table_load_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
+    """The table loads :func:`step_cycles` charges a command's steps (on an operation's first tile)."""
+    return sum(table_load_cycles(hw, s) for s in steps if first_tile(s))
 
 
 def first_tile(step: KernelStep) -> bool:

@@ -1,0 +1,79 @@
+"""Table loads behind the previous operation: a lookup's table is copied into the LUT memory while
+the NPU operation before it computes.
+
+Stage contract: takes the lowered graph in its final run order (after ``order_blocks``) and the
+config's ``lut.table_load_behind_previous``; sets ``NpuOp.table_load_hidden_cycles`` on the LUT
+operations whose table load that operation hides, in part or whole. Nothing else changes: the
+lookup still reads its table's bytes (the bits), and :func:`npu_sim.hw.cost.compute_command_cycles`
+charges its first tile only the rest of the load.
+
+Vela 5.2 copies a table into the LUT memory by a DMA issued ahead of its lookup, and its estimate
+charges the copy less the cycles of the operation before (regor network_performance.cpp:
+lutTransferCycles less the previous operation's slackBufferingCycles, which scheduler.cpp sets to its
+cycles). On the Ethos-U85 a lookup of an elementwise operation's result runs as that operation's
+activation, in its operation group (ethos_u85.cpp, EthosU85OpGroup::Fuse): the group's operation
+before hides the load. So an unrolled Keras GRU's lookups, each of an ADD after the step's two gate
+products, cost Vela 0 cycles each on the U85, while a TOSA LSTM's lookup right after another lookup
+pays most of its load (341 cycles; one after a RESCALE, 109).
+
+The hiding operation's cycles are the cost model's estimate of it run whole
+(:func:`scheduler.cost_model.whole_op_cycles`; a lookup's without its own table's load, a transfer
+too). An operation on the host CPU hides nothing (the NPU waits for it), nor does the start of a
+block or a control-flow operation.
+"""
+
+from __future__ import annotations
+
+from npu_sim.hw.compute_units import CPU, LUT, VECTOR
+from npu_sim.hw.compute_units.lut import table_load_cycles
+from npu_sim.hw.config import HwConfig
+from scheduler.cost_model import whole_op_cycles
+from scheduler.ir.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind
+
+
+def mark_table_loads(lowered: LoweredGraph, hw: HwConfig) -> int:
+    """Set ``NpuOp.table_load_hidden_cycles`` on the lookups of every block whose table load the
+    operation before them hides (``lut.table_load_behind_previous``); how many."""
+    if not hw.lut.table_load_behind_previous:
+        return 0
+    return sum(_mark_block(block, hw) for block in lowered.main.walk_blocks())
+
+
+def _mark_block(block: LoweredBlock, hw: HwConfig) -> int:
+    marked = 0
+    computed: list[NpuOp] = []   # the NPU operations so far (since the last control flow)
+    for op in block.ops:
+        if op.kind in (OpKind.COND_IF, OpKind.WHILE_LOOP):
+            computed = []
+        if op.kind is not OpKind.COMPUTE:
+            continue
+        if op.unit == LUT.name and op.lut_function not in hw.lut.builtin_functions:
+            load = sum(table_load_cycles(hw, step) for step in op.steps)
+            hiding = _hiding_operation(op, computed)
+            hidden = min(load, int(_compute_cycles(hw, hiding))) if load and hiding is not None else 0
+            if hidden > 0:
+                op.table_load_hidden_cycles = hidden
+                marked += 1
+        computed.append(op)
+    return marked
+
+
+def _hiding_operation(lookup: NpuOp, computed: list[NpuOp]) -> NpuOp | None:
+    """The operation whose cycles hide ``lookup``'s table load: the one before it, or, where that
+    is the vector operation producing the lookup's input (the lookup its activation), the one
+    before that; None at a block's start or after the host CPU."""
+    if not computed:
+        return None
+    before: NpuOp | None = computed[-1]
+    source = lookup.steps[0].operands[0] if lookup.steps and lookup.steps[0].operands else None
+    if before is not None and before.unit == VECTOR.name and source in before.outputs:
+        before = computed[-2] if len(computed) > 1 else None
+    return None if before is None or before.unit == CPU.name else before
+
+
+def _compute_cycles(hw: HwConfig, op: NpuOp) -> float:
+    """``op``'s estimated cycles, a lookup's without its table's load."""
+    cycles = whole_op_cycles(hw, op)
+    if op.unit == LUT.name and op.lut_function not in hw.lut.builtin_functions:
+        cycles -= sum(table_load_cycles(hw, step) for step in op.steps)
+    return cycles
