@@ -155,13 +155,8 @@ class AccessTracker(Generic[SpaceT]):
                        ) -> list[tuple[SpaceT, ByteSet, set[int]]]:
         """Add to ``deps`` the earlier readers and writers of the bytes written, and take those
         bytes out of their records; the writes' byte sets (one per memory) and pages."""
-        written: dict[SpaceT, ByteSet] = {}
-        for memory, w in writes:
-            ws = w if type(w) is ByteSet else _as_set(w)
-            if ws is not None:
-                written[memory] = set_union(written[memory], ws) if memory in written else ws
         write_sets = []
-        for memory, ws in written.items():
+        for memory, ws in _written_sets(writes):
             page_size = self.page_bytes.get(memory, self.default_page_bytes)
             page_set = ws.pages(page_size)
             write_sets.append((memory, ws, page_set))
@@ -171,9 +166,11 @@ class AccessTracker(Generic[SpaceT]):
                 met = _meeting(_candidates(index, page_set), ws)
                 if not met:
                     continue
+                shared = None
                 for rec in met:
                     deps.update(rec.cmds)
-                shared = self.shared_reads.get(memory, {})
+                    if not rec.write and shared is None:
+                        shared = self.shared_reads.get(memory, {})
                 for rec in met:
                     _overwrite(index, rec, ws, page_size, None if rec.write else shared)
         return write_sets
@@ -194,13 +191,30 @@ class AccessTracker(Generic[SpaceT]):
         return {cmd for rec in self.records if rec.alive for cmd in rec.cmds}
 
 
+def _written_sets(writes: Sequence[tuple[SpaceT, ByteSet | Ranges]]) -> list[tuple[SpaceT, ByteSet]]:
+    """The bytes a command writes, one set per memory (several outputs in one memory: their union)."""
+    if len(writes) == 1:   # (the usual command: one output)
+        memory, w = writes[0]
+        ws = w if type(w) is ByteSet else _as_set(w)
+        return [] if ws is None else [(memory, ws)]
+    written: dict[SpaceT, ByteSet] = {}
+    for memory, w in writes:
+        ws = w if type(w) is ByteSet else _as_set(w)
+        if ws is not None:
+            written[memory] = set_union(written[memory], ws) if memory in written else ws
+    return list(written.items())
+
+
 def _overwrite(index: dict[int, dict[_Record, None]], rec: _Record, written: ByteSet, page_bytes: int,
                shared: dict[ByteSet, _Record] | None) -> None:
     """Take the bytes ``written`` by a later write (that waits for it) out of ``rec``; forget the
     record if none are left (``shared``: the read records by byte set, ``rec`` no longer one)."""
     if shared is not None and shared.get(rec.bytes) is rec:
         del shared[rec.bytes]
-    rest = set_difference(rec.bytes, written)
+    if written.lo <= rec.lo and rec.hi <= written.hi and len(written.starts) == 1:
+        rest = None   # (the usual case, a run covering the whole record: no difference to take)
+    else:
+        rest = set_difference(rec.bytes, written)
     if rest is None:
         rec.alive = False
         for page in rec.pages:

@@ -189,6 +189,7 @@ class OperationEmission:
         self.loaded: dict[tuple[int, int], tuple[Region, BufView]] = {}   # slot -> (window, view holding it)
         self.next_buffer = {slot: 0 for slot in self.slot_buffers}
         self.direct: dict[tuple[int, int], bool] = {}   # slot -> read where it lives (see _reads_direct)
+        self.ddr_sources: dict[int, bool] = {}   # step -> its source read from the DDR (see ifm_refetch)
         self.cmds: list[ACommand] = []
 
     def tile(self, t: int, tiles: list[StepTile]) -> None:
@@ -221,8 +222,7 @@ class OperationEmission:
         hw = self.emitter.hw
         size = burst = 0
         for s, (step, tile) in enumerate(zip(steps, tiles)):
-            source = self.op.steps[s].operands[0] if self.op.steps[s].operands else None
-            if not isinstance(source, str) or not self._in_ddr(s, source):
+            if not self._reads_ddr_source(s):
                 continue
             fetched = block_fetched_bytes(hw, steps, s)
             if not fetched:
@@ -235,6 +235,16 @@ class OperationEmission:
                 size += fetched
                 burst += fetch_burst_bytes(hw, step, fetched)
         return size, burst
+
+    def _reads_ddr_source(self, s: int) -> bool:
+        """Whether step ``s``'s first operand is a value read from a home in the DDR (the same at
+        every tile: a stripe moves a placement within its buffer, never to another memory)."""
+        found = self.ddr_sources.get(s)
+        if found is None:
+            operands = self.op.steps[s].operands
+            source = operands[0] if operands else None
+            found = self.ddr_sources[s] = isinstance(source, str) and self._in_ddr(s, source)
+        return found
 
     def _in_ddr(self, s: int, key: str) -> bool:
         """Whether step ``s`` reads value ``key`` from a home in the DDR (loaded by tiles, or a TCM

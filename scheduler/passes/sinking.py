@@ -40,13 +40,15 @@ def sink_feature_maps(lowered: LoweredGraph, chunk_bytes: int) -> None:
     front, 18 of their 96-byte results live at once: 2.2x Vela's SRAM)."""
     for block in lowered.main.walk_blocks():
         before = block.ops
-        block.ops = sunk_order(block, lowered.values, chunk_bytes)
+        block.ops, peak = _sunk_order_and_peak(block, lowered.values, chunk_bytes)
         if all(a is b for a, b in zip(block.ops, before)):
             continue   # nothing moved: the next round would find the same
-        peak = feature_map_peak_bytes(block.ops, lowered.values)
+        if peak is None:
+            peak = feature_map_peak_bytes(block.ops, lowered.values)
         for _ in range(MAX_ROUNDS - 1):   # a move can free another (its input's producer may follow it)
-            order = sunk_order(block, lowered.values, chunk_bytes)
-            lower = feature_map_peak_bytes(order, lowered.values)
+            order, lower = _sunk_order_and_peak(block, lowered.values, chunk_bytes)
+            if lower is None:
+                lower = feature_map_peak_bytes(order, lowered.values)
             if lower >= peak:
                 break
             block.ops, peak = order, lower
@@ -54,14 +56,23 @@ def sink_feature_maps(lowered: LoweredGraph, chunk_bytes: int) -> None:
 
 def sunk_order(block: LoweredBlock, values: dict[str, Value], chunk_bytes: int) -> list[NpuOp]:
     """``block``'s operations in the order :func:`sink_feature_maps` gives them."""
+    return _sunk_order_and_peak(block, values, chunk_bytes)[0]
+
+
+def _sunk_order_and_peak(block: LoweredBlock, values: dict[str, Value], chunk_bytes: int
+                         ) -> tuple[list[NpuOp], int | None]:
+    """:func:`sunk_order`, and its feature-map peak where choosing it took that (else None:
+    the rounds of :func:`sink_feature_maps` compute it only when they need it)."""
     alone, together = _worth_sinking(block, values)
     order = _moved(block, alone)
-    if together != alone:
-        added = max((min(chunk_bytes, _constant_bytes(block.ops[i], values)) for i in together - alone), default=0)
-        order_together = _moved(block, together)
-        if feature_map_peak_bytes(order, values) - feature_map_peak_bytes(order_together, values) > added:
-            order = order_together
-    return order
+    if together == alone:
+        return order, None
+    added = max((min(chunk_bytes, _constant_bytes(block.ops[i], values)) for i in together - alone), default=0)
+    order_together = _moved(block, together)
+    peak, peak_together = feature_map_peak_bytes(order, values), feature_map_peak_bytes(order_together, values)
+    if peak - peak_together > added:
+        return order_together, peak_together
+    return order, peak
 
 
 def _moved(block: LoweredBlock, sinking: set[int]) -> list[NpuOp]:
@@ -130,9 +141,14 @@ def _worth_sinking(block: LoweredBlock, values: dict[str, Value]) -> tuple[set[i
         if not _may_move(op, values, outputs):
             continue
         renames = _renames(ops, i, readers.of, values, outputs)
-        for family, chosen in (({i}, alone), ({i, *renames}, together)):
-            if _worth_moving(ops, family, readers, values, i):
-                chosen |= family
+        worth_alone = _worth_moving(ops, {i}, readers, values, i)
+        if worth_alone:
+            alone.add(i)
+        if renames:
+            if _worth_moving(ops, {i, *renames}, readers, values, i):
+                together |= {i, *renames}
+        elif worth_alone:   # (no renaming copies: the family is the operation alone)
+            together.add(i)
     return alone, together
 
 
