@@ -4,7 +4,8 @@ used entries evicted.
 A ``.tflite`` model is converted to TOSA MLIR once and kept by the SHA-256 of its bytes
 (:mod:`npu_sim.tosa.tflite_import`), so that a sweep or a second run over it skips the
 converter; the graph read from that text is kept beside it (:mod:`npu_sim.tosa.converted_graph`),
-so that a second run skips reading the text too; the Program a graph compiles to on a config is
+so that a second run skips reading the text too, and so is the graph of a large ``.tosa``
+(:mod:`npu_sim.tosa.graph_cache`); the Program a graph compiles to on a config is
 kept as well (:mod:`npu_sim.program_cache`), so that a second run skips scheduling. MLIR text of a large model is large
 (ResNet-50: 52 MB), so the cache has a limit:
 ``$NPU_SIM_CACHE_MAX_BYTES`` (a byte count or a size such as ``500M``, ``2G``; default

@@ -21,7 +21,14 @@ from npu_sim.errors import GraphValidationError, PathError, TosaFormatError, Uns
 from npu_sim.paths import GRAPH_MAX_BYTES, read_regular_file
 from npu_sim.tosa.fb_schema import FILE_IDENTIFIER
 from npu_sim.tosa.flatbuffer_io import read_graph, write_graph
-from npu_sim.tosa.graph_cache import cached_graph, graph_key, is_tflite
+from npu_sim.tosa.graph_cache import (
+    FLATBUFFER_CACHE_MIN_BYTES,
+    cached_graph,
+    flatbuffer_key,
+    graph_key,
+    is_tflite,
+    store_graph,
+)
 from npu_sim.tosa.ir import Graph
 from npu_sim.tosa.levels import DEFAULT_LEVEL, check_level
 from npu_sim.tosa.shape_resolution import has_unknown_dims, resolve_unknown_dims
@@ -53,7 +60,8 @@ def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
                 input_shapes: Mapping[str, Sequence[int]] | None = None, resolve_dims: bool = True) -> Graph:
     """Parse the bytes of a ``.tosa``, ``.json``, ``.tflite`` or TOSA MLIR graph; validate it,
     and check that its operator arguments lie within the TOSA ``level`` ("8K" or "none",
-    :mod:`npu_sim.tosa.levels`). ``use_cache``: reuse an earlier conversion of a ``.tflite``.
+    :mod:`npu_sim.tosa.levels`). ``use_cache``: reuse an earlier conversion of a ``.tflite``
+    and the graph of a large ``.tosa`` read before (:mod:`npu_sim.tosa.graph_cache`).
     Unknown dimensions are resolved from ``input_shapes`` (batch 1 for inputs not named there;
     :mod:`npu_sim.tosa.shape_resolution`) unless ``resolve_dims`` is False (then no validation
     either: the caller resolves and validates)."""
@@ -61,7 +69,7 @@ def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
     kind = detect_format(data, path)
     cached = cached_graph(graph_key(data, str(path))) if kind == "tflite" and use_cache else None
     if kind == "flatbuffer":
-        graph = read_graph(data)
+        graph = _flatbuffer_graph(data, use_cache)
     elif cached is not None:   # (a converted model read back: the converter's modules not imported)
         graph = cached
     else:
@@ -73,6 +81,16 @@ def parse_graph(data: bytes, path: PathLike = "", validate: bool = True,
         check_level(graph, level)
     freeze_constants(graph)
     return graph
+
+
+def _flatbuffer_graph(data: bytes, use_cache: bool) -> Graph:
+    """The graph of a TOSA flatbuffer; with ``use_cache``, a large one is read back from the
+    cache if read before, else read and kept (:mod:`npu_sim.tosa.graph_cache`)."""
+    if not use_cache or len(data) < FLATBUFFER_CACHE_MIN_BYTES:
+        return read_graph(data)
+    key = flatbuffer_key(data)
+    cached = cached_graph(key)
+    return cached if cached is not None else store_graph(key, read_graph(data))
 
 
 def freeze_constants(graph: Graph) -> None:
