@@ -183,6 +183,12 @@ class TcmConfig(_Strict):
         "they take, reads them in place too (Vela 5.2, regor scheduler.cpp ProposeSlicedWeightBuffering: "
         "weights fetched once are left unbuffered where their transfer and the read from the SRAM take "
         "longer than the operation unbuffered, as from a flash they do)")
+    elementwise_constants_in_place: bool = Field(
+        default=False, description="with streamed constants (constant_stream_slack_fraction): an "
+        "elementwise operation on the vector unit reads its constant operands (an unrolled LSTM's "
+        "gate bias, a broadcast scale) where they live, the DDR or flash, while it computes, with no "
+        "TCM copy (Vela 5.2 reads an elementwise operation's constant input from the read-only memory: "
+        "a Keras LSTM's BiasAdd on the U55 has flash access cycles and no SRAM staging of the bias)")
     parameters_in_command_stream: bool = Field(
         default=False, description="an NPU operation's parameters are register values of its command "
         "stream, not tensors in a memory: SHAPE tensors (a RESHAPE's new shape) and single values other "
@@ -341,6 +347,16 @@ class MacArrayConfig(_Strict):
         default=False, description="a TRANSPOSE_CONV2D costs a convolution of its whole kernel over every output "
         "position (the NPU convolves the zero-upsampled input, or one sub-kernel per stride phase over the whole "
         "output); False: each output sees only its ceil(k/stride) taps")
+    depth_multiplier_split: bool = Field(
+        default=False, description="a DEPTHWISE_CONV2D of depth multiplier M > 1 over C > 1 channels runs as M "
+        "depthwise convolutions of C channels into an [M, H, W, C] map, then a transpose of it to [H, W, C, M] "
+        "as seven 3-D transposes (regor scheduler_decompose.cpp, DecomposeDepthwiseConv2D and DecomposeTranspose): "
+        "the step also costs those transposes, on the vector unit's transpose path (vector.transpose_micro_block) "
+        "or at depth_multiplier_transpose_cycles_per_element")
+    depth_multiplier_transpose_cycles_per_element: dict[str, Annotated[float, Field(ge=0, le=1 << 10)]] = Field(
+        default_factory=dict, description="cycles per element of each transpose of a split depthwise convolution "
+        "(depth_multiplier_split) by the dtype of its output ('int8', 'int16'), where the vector unit has no "
+        "transpose micro-block")
     transpose_conv_epilogue: bool = Field(
         default=True, description="a TRANSPOSE_CONV2D's output pipeline applies its epilogue; False: it writes "
         "its int32 sums and their RESCALE is an operation of its own")
@@ -475,6 +491,9 @@ class VectorConfig(_Strict):
         default_factory=list, max_length=3,
         description="[H, W, C] of the output micro-blocks a TRANSPOSE is written in on the pooling path, "
         "each taking transpose_cycles_per_micro_block_bit cycles per input bit (empty: the elementwise rates)")
+    transpose_micro_block_by_dtype: dict[str, list[Annotated[int, Field(ge=1, le=1024)]]] = Field(
+        default_factory=dict, description="[H, W, C] of a transpose's output micro-blocks for an input of this "
+        "dtype, where it differs from transpose_micro_block (Vela's U85 writes int16 in 1x4x8 micro-blocks)")
     transpose_cycles_per_micro_block_bit: float = Field(
         0.0, ge=0, le=MAX_RATE, description="cycles of one transpose micro-block per bit of the input's element")
     per_channel_rescale_read_bytes: int = Field(

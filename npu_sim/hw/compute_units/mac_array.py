@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from npu_sim.errors import ProgramError
 from npu_sim.hw.compute_units import lut
-from npu_sim.hw.compute_units.unit import ComputeUnit, ceil_div, out_elements, out_shape
+from npu_sim.hw.compute_units.unit import ComputeUnit, ceil_div, out_elements, out_shape, transpose_shape_cycles
 from npu_sim.program import KernelStep
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op
@@ -121,6 +121,50 @@ def depthwise_floor_cycles(hw: HwConfig, step: KernelStep) -> int:
     if rate <= 0 or step.op is not Op.DEPTHWISE_CONV2D:
         return 0
     return ceil_div(step_macs(step) * k_step_cycles(hw, step.input_types[0].dtype), rate)
+
+
+def depth_multiplier(step: KernelStep) -> int:
+    """The depth multiplier M of a DEPTHWISE_CONV2D (weights ``[KH, KW, C, M]``); 1 for other steps."""
+    if step.op is not Op.DEPTHWISE_CONV2D or len(step.input_types) < 2 or len(step.input_types[1].shape) != 4:
+        return 1
+    return step.input_types[1].shape[3]
+
+
+def split_transpose_shapes(m: int, h: int, w: int, c: int) -> tuple[tuple[int, int, int], ...]:
+    """The output shapes of the seven 3-D transposes that take an ``[M, H, W, C]`` map to
+    ``[H, W, C, M]`` as Vela 5.2 decomposes that permutation (regor scheduler_decompose.cpp,
+    DecomposeTranspose: a selection sort of the axes, each swap of two axes of a 4-D shape made of
+    3-D swaps, SwapAxes): M past H (1), M past W (2-6: M to the front, W to the back, the edges
+    swapped, each moved back) and M past C (7)."""
+    return ((h, m, w * c), (m, h, w * c), (m * h, c, w), (w, h * c, m), (w * h, m, c), (h, w, m * c),
+            (h * w, c, m))
+
+
+def depth_multiplier_split_cycles(hw: HwConfig, step: KernelStep) -> int:
+    """The transposes a depthwise convolution of depth multiplier M > 1 over C > 1 channels adds where
+    the config splits it (``mac_array.depth_multiplier_split``; 0 otherwise). Vela 5.2 runs it as M
+    depthwise convolutions of C channels each (the same MACs as ours: their cost is the step's)
+    writing an ``[M, H, W, C]`` map, then transposes that to the output's ``[H, W, C, M]`` order in
+    seven 3-D transposes (:func:`split_transpose_shapes`), each of every element of the output, per
+    batch: on the vector unit's transpose path where it has one (``vector.transpose_micro_block``),
+    else at ``depth_multiplier_transpose_cycles_per_element`` of the map's dtype (the input's). With C = 1 Vela
+    makes it a CONV2D instead (graphir_optimiser.cpp): nothing to add. A tile pays its share by
+    output elements."""
+    m = depth_multiplier(step)
+    if not hw.mac_array.depth_multiplier_split or m <= 1 or not step.output_types:
+        return 0
+    full = step.output_types[0].shape
+    if len(full) != 4 or full[3] // m <= 1:
+        return 0
+    batches, h, w, c = full[0], full[1], full[2], full[3] // m
+    dtype = step.input_types[0].dtype   # the rescaled map's: as wide as the input (int8, int16)
+    per_element = hw.mac_array.depth_multiplier_transpose_cycles_per_element.get(dtype.name.lower())
+    shapes = split_transpose_shapes(m, h, w, c)
+    if per_element is not None:
+        whole = len(shapes) * prod(full) * per_element
+    else:
+        whole = batches * sum(transpose_shape_cycles(hw, shape, dtype.bits) for shape in shapes)
+    return math.ceil(whole * out_elements(step) / prod(full))
 
 
 def cycle_dims(hw: HwConfig, step: KernelStep) -> tuple[int, int, int]:
@@ -347,7 +391,7 @@ def step_cycles(hw: HwConfig, step: KernelStep) -> int:
         cycles = mac_array_cycles(m, n, k, hw.mac_array.rows, hw.mac_array.cols,
                                   k_step_cycles(hw, step.input_types[0].dtype),
                                   hw.mac_array.accumulator_buffers)
-        return max(cycles, depthwise_floor_cycles(hw, step))
+        return max(cycles, depthwise_floor_cycles(hw, step)) + depth_multiplier_split_cycles(hw, step)
     return ceil_div(out_elements(step), hw.mac_array.cols)
 
 

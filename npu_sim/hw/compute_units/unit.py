@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
@@ -78,6 +79,28 @@ def step_dtype(step: KernelStep) -> DType:
     """The widest of the first input's and the first output's dtypes (sets the lane count)."""
     types = [t.dtype for t in step.input_types[:1]] + [t.dtype for t in step.output_types[:1]]
     return max(types, key=lambda d: d.bits) if types else DType.INT8
+
+
+def micro_blocked_elements(shape: Sequence[int], block: Sequence[int]) -> int:
+    """Elements of ``shape`` seen as ``[H, W, C]`` (leading dimensions folded into H) with each
+    dimension rounded up to a multiple of ``block``'s (``[H, W, C]``, missing leading ones 1)."""
+    dims = (1, 1, 1, *shape)[-max(3, len(shape)):]
+    folded = (prod(dims[:-2]), dims[-2], dims[-1])
+    sizes = (1, 1, 1, *block)[-3:]
+    return prod(ceil_div(n, b) * b for n, b in zip(folded, sizes))
+
+
+def transpose_shape_cycles(hw: HwConfig, shape: Sequence[int], bits: int) -> int:
+    """A transpose written as ``shape`` (of ``bits``-bit elements) on the vector unit's transpose path:
+    its micro-blocks of ``vector.transpose_micro_block`` (of ``transpose_micro_block_by_dtype`` for the
+    element's width where that gives one) at ``vector.transpose_cycles_per_micro_block_bit`` cycles per
+    bit of the element (0 where the config gives no micro-block)."""
+    block = hw.vector.transpose_micro_block
+    if not block:
+        return 0
+    block = hw.vector.transpose_micro_block_by_dtype.get(f"int{bits}", block)
+    blocks = micro_blocked_elements(shape, block) // prod(block)
+    return math.ceil(blocks * hw.vector.transpose_cycles_per_micro_block_bit * bits)
 
 
 def summed_step_cycles(step_cycles: StepCost) -> BodyCost:

@@ -33,9 +33,11 @@ from npu_sim.hw.compute_units.unit import (
     COMPUTE_OPS,
     ComputeUnit,
     ceil_div,
+    micro_blocked_elements,
     out_elements,
     out_shape,
     step_dtype,
+    transpose_shape_cycles,
 )
 from npu_sim.program import KernelStep, View
 from npu_sim.tosa.dtype import DType
@@ -220,15 +222,6 @@ def per_channel_rescale_bytes(hw: HwConfig, step: KernelStep) -> int:
     return out_elements(step) * per_element
 
 
-def micro_blocked_elements(shape: Sequence[int], block: Sequence[int]) -> int:
-    """Elements of ``shape`` seen as ``[H, W, C]`` (leading dimensions folded into H) with each
-    dimension rounded up to a multiple of ``block``'s (``[H, W, C]``, missing leading ones 1)."""
-    dims = (1, 1, 1, *shape)[-max(3, len(shape)):]
-    folded = (prod(dims[:-2]), dims[-2], dims[-1])
-    sizes = (1, 1, 1, *block)[-3:]
-    return prod(ceil_div(n, b) * b for n, b in zip(folded, sizes))
-
-
 def transpose_cycles(hw: HwConfig, step: KernelStep) -> int | None:
     """A TRANSPOSE where the config runs it on the pooling path (``vector.transpose_micro_block``),
     else None: the output in micro-blocks of that ``[H, W, C]``, each costing
@@ -236,11 +229,9 @@ def transpose_cycles(hw: HwConfig, step: KernelStep) -> int | None:
     Ethos-U85-256 a transpose is a 1x1 pooling whose output is written transposed; regor's
     EstimateMacCyclesPerBlock charges ``max(4, kernel elements) * ifm bits / 2`` cycles per
     1x2x16 micro-block, so an output of one channel pays for 16, two cycles per bit (16 for int8)."""
-    block = hw.vector.transpose_micro_block
-    if step.op is not Op.TRANSPOSE or not block or not step.input_types:
+    if step.op is not Op.TRANSPOSE or not hw.vector.transpose_micro_block or not step.input_types:
         return None
-    elements = micro_blocked_elements(out_shape(step), block) // prod(block)
-    return math.ceil(elements * hw.vector.transpose_cycles_per_micro_block_bit * step.input_types[0].dtype.bits)
+    return transpose_shape_cycles(hw, out_shape(step), step.input_types[0].dtype.bits)
 
 
 def transpose_fetched_elements(hw: HwConfig, step: KernelStep, read_bits: int = 0) -> int:

@@ -351,3 +351,51 @@ def test_a_16_bit_input_is_read_in_groups_of_16_channels_on_the_u55(channels, dt
     hw = load_hw_config("ethos-u55-256")
     assert mac_array.ifm_depth_granule(hw, dtype) == (16 if dtype is DType.INT16 else 32)
     assert mac_array.cycle_dims(hw, _conv_of(channels, dtype))[2] == k
+
+
+def _multiplier_depthwise(dtype: DType, channels: int = 16, multiplier: int = 2,
+                          region: tuple[tuple[int, int], ...] | None = None) -> KernelStep:
+    """A 3x3 DEPTHWISE_CONV2D of depth multiplier ``multiplier`` over 24x24x``channels``."""
+    attribute = make_attribute(Op.DEPTHWISE_CONV2D, pad=(1, 1, 1, 1), stride=(1, 1), dilation=(1, 1))
+    return KernelStep(Op.DEPTHWISE_CONV2D, attribute, (),
+                      (TensorType((1, 24, 24, channels), dtype), TensorType((3, 3, channels, multiplier), DType.INT8)),
+                      (TensorType((1, 24, 24, channels * multiplier), DType.INT32),), out_region=region)
+
+
+def test_the_split_of_a_depth_multiplier_takes_seven_transposes_of_the_whole_map():
+    """Vela's DecomposeTranspose of [M, H, W, C] -> [H, W, C, M]: seven 3-D transposes, the
+    fourth and the seventh written with M innermost."""
+    assert mac_array.split_transpose_shapes(2, 24, 24, 16) == (
+        (24, 2, 384), (2, 24, 384), (48, 16, 24), (24, 384, 2), (576, 2, 16), (24, 24, 32), (576, 16, 2))
+
+
+def test_a_depth_multiplier_on_the_u85_adds_its_transposes_micro_block_by_micro_block():
+    """int8: 1x2x16 micro-blocks, 16 cycles each (Vela 204,214 for the seven); int16: 1x4x8, 32 each
+    (Vela 285,030)."""
+    u85 = load_hw_config("ethos-u85-256")
+    blocks8 = 576 + 576 + 768 + 4608 + 576 + 576 + 4608
+    blocks16 = 1152 + 576 + 576 + 2304 + 1152 + 576 + 2304
+    assert mac_array.depth_multiplier_split_cycles(u85, _multiplier_depthwise(DType.INT8)) == blocks8 * 16 == 196_608
+    assert mac_array.depth_multiplier_split_cycles(u85, _multiplier_depthwise(DType.INT16)) == blocks16 * 32 == 276_480
+    plain = _multiplier_depthwise(DType.INT8)
+    assert mac_array.step_cycles(u85, plain) == max(
+        mac_array.mac_array_cycles(*mac_array.cycle_dims(u85, plain), 32, 8, 1, 2),
+        mac_array.depthwise_floor_cycles(u85, plain)) + 196_608
+    # a tile pays its share by output elements
+    half = _multiplier_depthwise(DType.INT8, region=((0, 1), (0, 12), (0, 24), (0, 32)))
+    assert mac_array.depth_multiplier_split_cycles(u85, half) == 98_304
+
+
+def test_a_depth_multiplier_on_the_u55_adds_its_transposes_at_their_sram_rate():
+    """0.375 cycles an int8 element, 0.5 an int16 one, seven times the 18,432-element map."""
+    u55 = load_hw_config("ethos-u55-256")
+    assert mac_array.depth_multiplier_split_cycles(u55, _multiplier_depthwise(DType.INT8)) == 7 * 6_912
+    assert mac_array.depth_multiplier_split_cycles(u55, _multiplier_depthwise(DType.INT16)) == 7 * 9_216
+
+
+def test_no_split_without_a_multiplier_over_several_channels_or_off_the_ethos_presets():
+    """Multiplier 1, or one input channel (Vela makes that a CONV2D), or a preset that does not split."""
+    u85 = load_hw_config("ethos-u85-256")
+    assert mac_array.depth_multiplier_split_cycles(u85, _multiplier_depthwise(DType.INT8, multiplier=1)) == 0
+    assert mac_array.depth_multiplier_split_cycles(u85, _multiplier_depthwise(DType.INT8, channels=1)) == 0
+    assert mac_array.depth_multiplier_split_cycles(load_hw_config("edge"), _multiplier_depthwise(DType.INT8)) == 0
