@@ -460,6 +460,11 @@ class VectorConfig(_Strict):
     #: mul_int32, mul, add, other; see npu_sim/hw/compute_units/vector.py); empty: the lanes
     #: of ``elements_per_cycle`` decide
     cycles_per_element: dict[str, float] = Field(default_factory=dict)
+    concat_copy_per_input: bool = Field(
+        default=False, description="a CONCAT along the innermost axis runs as one copy per input, each writing "
+        "its own channels rounded up to channel_granule (Vela lowers a concatenation to a MemoryCopy per input "
+        "into its slice of the output: a one-channel input writes whole 16-channel bricks); False: the output's "
+        "bricks once")
     channel_granule: int = Field(
         1, ge=1, le=1024, description="elementwise work rounds the output's last dimension up to a multiple of this")
     max_chained_ops: int = Field(

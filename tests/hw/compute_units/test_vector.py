@@ -360,3 +360,22 @@ def test_a_u55_rescale_by_a_32_bit_multiplier_fetches_it_from_the_flash():
     assert vector.step_cycles(u55, _rescale_by((1, 64), DType.INT32)) == 72
     assert vector.multiplier_fetch_cycles(u55, _rescale_by((1, 16), DType.INT16)) == 0
     assert vector.multiplier_fetch_cycles(u85, _rescale_by((1, 16), DType.INT32)) == 0
+
+
+def test_a_channel_concat_on_the_ethos_presets_writes_each_input_in_whole_bricks():
+    """Vela's one MemoryCopy per input (vector.concat_copy_per_input): a 96x96x1 input tripled writes
+    three times 9,216 x 16 brick elements, 0.25 cycles each on the U55 (Vela 36,961 per copy), not
+    the 3-channel output's one brick; aligned inputs write the output's bricks, and the generic
+    presets keep those."""
+    one = TensorType((1, 96, 96, 1), DType.INT8)
+    concat = KernelStep(Op.CONCAT, make_attribute(Op.CONCAT, axis=3), (), (one, one, one),
+                        (TensorType((1, 96, 96, 3), DType.INT8),))
+    u55 = load_hw_config("ethos-u55-256")
+    assert vector.concat_brick_elements(u55, concat) == 3 * 9_216 * 16
+    assert vector.step_cycles(u55, concat) == 110_592
+    wide = TensorType((1, 8, 8, 16), DType.INT8)
+    aligned = KernelStep(Op.CONCAT, make_attribute(Op.CONCAT, axis=3), (), (wide, wide),
+                         (TensorType((1, 8, 8, 32), DType.INT8),))
+    assert vector.concat_brick_elements(u55, aligned) == vector.brick_elements(u55, aligned) == 2_048
+    assert vector.concat_brick_elements(load_hw_config("edge"), concat) == vector.brick_elements(
+        load_hw_config("edge"), concat)
