@@ -9,6 +9,11 @@ Two kinds of file are kept as the graph read from them, pickled:
 * a TOSA flatbuffer of at least :data:`FLATBUFFER_CACHE_MIN_BYTES`, keyed by its bytes and the
   code under ``npu_sim/tosa`` (:func:`flatbuffer_key`): reading the tables of an unrolled
   49-step GRU's 1.1 MB takes 85 ms, unpickling its graph 14 ms.
+
+A graph read back or kept here that then passed validation at a TOSA level is marked so
+(:func:`mark_validated`: an empty entry of kind :data:`VALIDATED_KIND`, keyed by the graph's key,
+which covers the code under ``npu_sim/tosa``, and the level): the next run reading that graph back
+skips validating it (:func:`validated_before`; 15 to 30 ms of a small model's run).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ FLATBUFFER_FORMAT = b"\0tosa-flatbuffer-graph-pickle-1"
 #: A smaller TOSA flatbuffer is read anew every time (it reads in milliseconds; its entry would
 #: cost more than it saves).
 FLATBUFFER_CACHE_MIN_BYTES = 256 * 1024
+#: The cache's kind and suffix of the marks of graphs that passed validation at a level.
+VALIDATED_KIND, VALIDATED_SUFFIX = "graph-validated", "ok"
 #: The file identifier of a TFLite flatbuffer (bytes 4 to 8).
 TFLITE_IDENTIFIER = b"TFL3"
 
@@ -67,7 +74,10 @@ def flatbuffer_key(data: bytes) -> str:
 
 def cached_graph(key: str) -> Graph | None:
     """The graph kept under ``key``, or None (none kept, or one that does not read back)."""
-    return conversion_cache.lookup_pickled(KIND, key, SUFFIX, Graph)
+    graph = conversion_cache.lookup_pickled(KIND, key, SUFFIX, Graph)
+    if graph is not None:
+        _keys_of[id(graph)] = (graph, key)
+    return graph
 
 
 def store_graph(key: str, graph: Graph) -> Graph:
@@ -78,4 +88,35 @@ def store_graph(key: str, graph: Graph) -> Graph:
     data = pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL)
     conversion_cache.store_bytes(KIND, key, SUFFIX, data)
     read_back: Graph = pickle.loads(data)
+    _keys_of[id(read_back)] = (read_back, key)
     return read_back
+
+
+#: The graphs this process read back from the cache or kept there, by id: their entry's key.
+_keys_of: dict[int, tuple[Graph, str]] = {}
+
+
+def _validated_key(graph: Graph, level: str) -> str | None:
+    """The key of the mark that ``graph`` (as read back or kept, not changed since) passed
+    validation at ``level``; None for a graph that is not a cache entry's."""
+    known = _keys_of.get(id(graph))
+    if known is None or known[0] is not graph:
+        return None
+    digest = hashlib.sha256(known[1].encode())
+    digest.update(b"\0validated\0" + level.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def validated_before(graph: Graph, level: str) -> bool:
+    """Whether ``graph``, read back from the cache unchanged, passed validation at ``level`` in
+    an earlier run (:func:`mark_validated`)."""
+    key = _validated_key(graph, level)
+    return key is not None and conversion_cache.lookup_bytes(VALIDATED_KIND, key, VALIDATED_SUFFIX) is not None
+
+
+def mark_validated(graph: Graph, level: str) -> None:
+    """Note that ``graph``, read back from the cache or kept there and not changed since, passed
+    validation at ``level`` (nothing for another graph)."""
+    key = _validated_key(graph, level)
+    if key is not None:
+        conversion_cache.store_bytes(VALIDATED_KIND, key, VALIDATED_SUFFIX, b"")

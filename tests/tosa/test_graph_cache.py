@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from npu_sim import conversion_cache as cache
+from npu_sim.commands import job_graph
+from npu_sim.errors import GraphValidationError
 from npu_sim.tosa import graph_cache, loader
 from npu_sim.tosa.ir import Graph
 from npu_sim.tosa.loader import load_graph
@@ -68,3 +70,33 @@ def test_the_key_names_the_bytes_and_the_code_not_the_path(monkeypatch: pytest.M
     assert key != graph_cache.flatbuffer_key(data[:-1] + bytes([data[-1] ^ 1]))
     monkeypatch.setattr(graph_cache, "code_fingerprint", lambda: b"other code")
     assert key != graph_cache.flatbuffer_key(data)
+
+
+def test_a_graph_read_back_skips_the_validation_it_passed_at_its_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    checked: list[str] = []
+    monkeypatch.setattr(job_graph, "validate", lambda graph: checked.append("validate"))
+    monkeypatch.setattr(job_graph, "check_level", lambda graph, level: checked.append(level))
+    job_graph.load_job_graph(LARGE)   # parsed, kept, validated: marked
+    assert checked == ["validate", "8K"]
+    job_graph.load_job_graph(LARGE)   # read back, marked at 8K
+    assert checked == ["validate", "8K"]
+    job_graph.load_job_graph(LARGE, "none")   # another level: validated again
+    assert checked == ["validate", "8K", "validate", "none"]
+    job_graph.load_job_graph(LARGE, use_cache=False)   # not a cache entry's graph
+    job_graph.load_job_graph(SMALL)   # not kept in the cache: validated every time
+    job_graph.load_job_graph(SMALL)
+    assert checked[4:] == ["validate", "8K"] * 3
+    monkeypatch.setattr(graph_cache, "code_fingerprint", lambda: b"other code")   # another key
+    job_graph.load_job_graph(LARGE)
+    assert checked[10:] == ["validate", "8K"]
+
+
+def test_a_graph_that_fails_validation_is_not_marked(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(graph: Graph) -> None:
+        raise GraphValidationError("refused")
+
+    monkeypatch.setattr(job_graph, "validate", refuse)
+    for _ in range(2):
+        with pytest.raises(GraphValidationError, match="refused"):
+            job_graph.load_job_graph(LARGE)
+    assert not list((cache.cache_dir() / graph_cache.VALIDATED_KIND).glob("*"))
