@@ -319,7 +319,11 @@ def reads_in_place(command_unit: str, composite: str, step_op: Op, operand_index
 
 
 def command_reads_in_place(command: ComputeCommand, step: KernelStep, operand_index: int) -> bool:
-    """:func:`reads_in_place` for operand ``operand_index`` of ``step`` of ``command``."""
+    """:func:`reads_in_place` for operand ``operand_index`` of ``step`` of ``command``, or one of its
+    ``constant_operands_in_place``."""
+    if command.constant_operands_in_place and \
+            (command.steps.index(step), operand_index) in command.constant_operands_in_place:
+        return True
     parameter = command.parameters_in_place and \
         is_command_parameter(step.op, operand_index, step.input_types[operand_index])
     return reads_in_place(command.unit, command.composite, step.op, operand_index, command.weights_in_place,
@@ -407,6 +411,9 @@ class ComputeCommand:
     #: operation before it (``lut.table_load_behind_previous``, :mod:`scheduler.passes.table_loads`);
     #: its first tile pays the rest
     table_load_hidden_cycles: int = 0
+    #: (step, operand) of the constant operands of an elementwise operation it reads where they
+    #: live, the DDR or flash, while it computes, with no TCM copy (``tcm.elementwise_constants_in_place``)
+    constant_operands_in_place: tuple[tuple[int, int], ...] = ()
 
     def in_place_weights(self) -> list[View]:
         """The views of its weight stream it reads outside the TCM (empty unless
@@ -415,6 +422,12 @@ class ComputeCommand:
             return []
         return [o for s in self.steps for i, o in enumerate(s.operands)
                 if isinstance(o, View) and o.memory is not MemorySpace.TCM and reads_weight_stream(s.op, i)]
+
+    def in_place_constants(self) -> list[View]:
+        """The views of the elementwise constant operands it reads outside the TCM (empty unless
+        ``constant_operands_in_place``)."""
+        views = [self.steps[s].operands[j] for s, j in self.constant_operands_in_place]
+        return [v for v in views if isinstance(v, View) and v.memory is not MemorySpace.TCM]
 
     def in_place_tables(self) -> list[View]:
         """The TABLE tables it loads into the LUT from outside the TCM (empty unless ``table_in_place``)."""

@@ -175,9 +175,10 @@ def in_place_read_bytes(hw: HwConfig, cmd: ComputeCommand) -> tuple[int, int]:
     and scales together), a per-channel RESCALE's multipliers read per element
     (``vector.per_channel_rescale_read_bytes``), a softmax's reads of the constants' memory
     (``vector.source_softmax_read_bytes``) and its input feature map's block fetches beyond the TCM
-    copy, and a TABLE's table loaded into the LUT from where it lives: what crosses the DDR channel
+    copy, a TABLE's table loaded into the LUT from where it lives, and an elementwise operation's
+    constant operands read there (``ComputeCommand.in_place_constants``): what crosses the DDR channel
     while it computes (:class:`InPlaceRead`)."""
-    size = sum(v.size_bytes for v in (*cmd.in_place_weights(), *cmd.in_place_tables()))
+    size = sum(v.size_bytes for v in (*cmd.in_place_weights(), *cmd.in_place_tables(), *cmd.in_place_constants()))
     if cmd.unit == VECTOR.name:   # (both 0 unless the config sets their bytes)
         size += sum(per_channel_rescale_bytes(hw, step) for step in cmd.steps) + source_softmax_bytes(hw, cmd.steps)
     burst = hw.ddr.burst_size_bytes

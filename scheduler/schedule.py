@@ -86,7 +86,12 @@ from scheduler.passes.table_loads import mark_table_loads
 from scheduler.passes.tiling import Tiler
 from scheduler.passes.unit_choice import assign_units
 from scheduler.passes.weight_streams import private_weight_streams
-from scheduler.passes.weights_in_place import mark_parameters_in_place, mark_tables_in_place, mark_weights_in_place
+from scheduler.passes.weights_in_place import (
+    mark_elementwise_constants_in_place,
+    mark_parameters_in_place,
+    mark_tables_in_place,
+    mark_weights_in_place,
+)
 from scheduler.plan_stats import plan_stats
 
 MAX_ATTEMPTS = 64
@@ -153,6 +158,8 @@ def _mark_in_place(lowered: LoweredGraph, hw: HwConfig, resident_constants: bool
         mark_weights_in_place(lowered, hw)
     if hw.tcm.parameters_in_command_stream:
         mark_parameters_in_place(lowered)
+    if hw.tcm.elementwise_constants_in_place and streams_constants(hw, resident_constants):
+        mark_elementwise_constants_in_place(lowered)
     if hw.lut.table_source_latency_cycles > 0:
         mark_tables_in_place(lowered)
 

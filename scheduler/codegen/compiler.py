@@ -520,6 +520,7 @@ class _BlockCompiler:
                 c.parameters_in_place |= op.parameters_in_place
                 c.table_in_place |= op.table_in_place
                 c.table_load_hidden_cycles = max(c.table_load_hidden_cycles, op.table_load_hidden_cycles)
+                c.constant_operands_in_place = op.constant_operands_in_place
 
     def _hoist(self, i: int, op: NpuOp, own: list[ACommand], done: list[_Emitted], result: ResidencyResult,
                extra: dict[int, int]) -> list[ACommand]:

@@ -520,7 +520,8 @@ class _CommandBuilder:
                               cmd.name, cmd.macs, cmd.output_steps, cmd.composite, cmd.lut_function,
                               cmd.reads_ddr_home, cmd.reads_ddr_state, cmd.writes_ddr_state, cmd.weights_in_place,
                               cmd.ifm_refetch_bytes, cmd.ifm_refetch_burst_bytes, cmd.parameters_in_place,
-                              cmd.table_in_place, cmd.table_load_hidden_cycles)
+                              cmd.table_in_place, cmd.table_load_hidden_cycles,
+                              cmd.constant_operands_in_place)
 
     def control(self, cid: int, cmd: ACond | ALoop, deps: tuple[int, ...]) -> CondCommand | LoopCommand:
         condition = self.resolve(cmd.condition)

@@ -59,6 +59,7 @@ class ACompute:
     parameters_in_place: bool = False    # see ComputeCommand
     table_in_place: bool = False         # see ComputeCommand
     table_load_hidden_cycles: int = 0    # see ComputeCommand
+    constant_operands_in_place: tuple[tuple[int, int], ...] = ()   # see ComputeCommand
     ifm_refetch_bytes: int = 0           # see ComputeCommand
     ifm_refetch_burst_bytes: int = 0     # see ComputeCommand
 

@@ -126,6 +126,9 @@ class NpuOp:
     table_in_place: bool = False
     #: cycles of its table's load that run before it (see :mod:`scheduler.passes.table_loads`)
     table_load_hidden_cycles: int = 0
+    #: (step, operand) of the constants it reads where they live (see
+    #: :func:`scheduler.passes.weights_in_place.mark_elementwise_constants_in_place`)
+    constant_operands_in_place: tuple[tuple[int, int], ...] = ()
     #: ``inputs`` and the (steps, sources) it was computed from
     _inputs: tuple | None = field(default=None, init=False, repr=False, compare=False)
     #: the ordering's estimate of its cycles and the (steps, sources, config) it was made for
@@ -152,6 +155,8 @@ class NpuOp:
     def reads_in_place(self, step: int, operand: int) -> bool:
         """True for an operand read where it lives, with no TCM copy: a lookup's table, weights
         read in place (see :func:`npu_sim.program.reads_in_place`)."""
+        if (step, operand) in self.constant_operands_in_place:
+            return True
         kernel = self.steps[step]
         parameter = self.parameters_in_place and \
             is_command_parameter(kernel.op, operand, kernel.input_types[operand])

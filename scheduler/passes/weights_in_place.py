@@ -47,13 +47,13 @@ from __future__ import annotations
 
 import math
 
-from npu_sim.hw.compute_units import CPU, LUT, MAC_ARRAY
+from npu_sim.hw.compute_units import CPU, LUT, MAC_ARRAY, VECTOR
 from npu_sim.hw.config import HwConfig
 from npu_sim.hw.dma import read_cap_bytes_per_cycle
-from npu_sim.program import WEIGHT_OPS, reads_weight_stream
+from npu_sim.program import WEIGHT_OPS, is_command_parameter, reads_weight_stream
 from npu_sim.tosa.ops import Op
 from scheduler import cost_model
-from scheduler.ir.npu_ops import LoweredGraph, NpuOp, OpKind, ValueKind, copied_graph_input, copy_producers
+from scheduler.ir.npu_ops import LoweredGraph, NpuOp, OpKind, Step, ValueKind, copied_graph_input, copy_producers
 
 
 def mark_weights_in_place(lowered: LoweredGraph, hw: HwConfig) -> int:
@@ -99,6 +99,42 @@ def _hiding_cycles(hw: HwConfig, before: NpuOp | None, lowered: LoweredGraph, pr
     if before is None or before.unit == CPU.name:
         return 0.0
     return _op_cycles(hw, before, lowered, producers)
+
+
+#: Elementwise arithmetic whose operands 0 and 1 are data an operation may read where it lives.
+ELEMENTWISE_DATA_OPS = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.MAXIMUM, Op.MINIMUM})
+
+
+def mark_elementwise_constants_in_place(lowered: LoweredGraph) -> int:
+    """Mark the constant operands of every elementwise operation on the vector unit, in every
+    block, as read where they live (``NpuOp.constant_operands_in_place``; ``tcm.elementwise_constants_in_place``):
+    no TCM copy, no pool entry; the operation reads their bytes over the DDR channel while it
+    computes: the tensor (not single-value) data operands of its arithmetic steps
+    (:data:`ELEMENTWISE_DATA_OPS`). Its command
+    parameters are registers already (:func:`mark_parameters_in_place`); a RESCALE's multipliers
+    and shifts are scale parameters (the vector unit's cost model times their per-channel reads)
+    and a lookup's table is the LUT's. How many operations."""
+    marked = 0
+    for block in lowered.main.walk_blocks():
+        for op in block.ops:
+            if op.kind is not OpKind.COMPUTE or op.unit != VECTOR.name or op.composite is not None:
+                continue
+            operands = tuple((s, j) for s, step in enumerate(op.steps) for j, key in enumerate(step.operands)
+                             if _elementwise_constant(op, step, j, key, lowered))
+            if operands:
+                op.constant_operands_in_place = operands
+                marked += 1
+    return marked
+
+
+def _elementwise_constant(op: NpuOp, step: Step, j: int, key: str | int, lowered: LoweredGraph) -> bool:
+    """Whether operand ``j`` (``key``) of ``step`` is a constant tensor an arithmetic step reads as
+    data (not a single value, not a command parameter)."""
+    if j >= 2 or step.op not in ELEMENTWISE_DATA_OPS or not isinstance(key, str):
+        return False
+    value = lowered.values[key]
+    return value.kind is ValueKind.CONSTANT and math.prod(value.type.shape) > 1 and \
+        not (op.parameters_in_place and is_command_parameter(step.op, j, step.input_types[j]))
 
 
 def mark_parameters_in_place(lowered: LoweredGraph) -> None:

@@ -251,3 +251,33 @@ def test_a_lookup_table_goes_from_the_flash_into_the_lut_with_no_tcm_copy():
         table_loads = [c for c in program.walk() if isinstance(c, DmaCommand) and c.dst.memory is MemorySpace.TCM
                        and c.dst.size_bytes == 256]
         assert len(table_loads) == loads, preset
+
+
+def _bias_add():
+    """An unrolled LSTM's gate bias: an int32 [1, 256] ADD of a constant to a [1, 256] input."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 256), DType.INT32)
+    bias = b.const(None, (np.arange(-128, 128, dtype=np.int32) * 1000).reshape(1, 256))
+    b.output(b.op(Op.ADD, [x, bias]))
+    return b.build()
+
+
+def test_on_the_u55_an_elementwise_constant_is_read_from_the_flash_with_no_tcm_copy():
+    """``tcm.elementwise_constants_in_place``: the ADD reads its 1 KiB constant where it lives (Vela
+    5.2's BiasAdd of a Keras LSTM(64, unroll=True) on the U55: flash access cycles, no SRAM
+    staging): no DMA brings it into the TCM, the command's DDR reads count its bytes, it lasts at
+    least their transfer (1 byte a cycle from the flash, after 64 cycles of latency) and the peak
+    TCM holds only the input and the result. Edge copies it into the TCM. Bits stay the reference's."""
+    program, result = check_end_to_end(_bias_add(), load_hw_config("ethos-u55-256"))
+    (add,) = [c for c in program.walk() if isinstance(c, ComputeCommand)]
+    assert add.constant_operands_in_place == ((0, 1),)
+    assert [(v.memory, v.size_bytes) for v in add.in_place_constants()] == [(MemorySpace.DDR, 1024)]
+    assert not [c for c in program.walk() if isinstance(c, DmaCommand) and c.dst.memory is MemorySpace.TCM
+                and c.dst.size_bytes == 1024 and c.src.memory is MemorySpace.DDR and c.name.startswith("load constant")]
+    (record,) = [r for r in result.trace.commands if r.id == add.id]
+    assert record.ddr_read_bytes == 1024 and record.end_cycle - record.start_cycle >= 64 + 1024
+    assert program.stats.peak_tcm_bytes == 2 * 1024
+    edge, _ = check_end_to_end(_bias_add(), load_hw_config("edge"))
+    (edge_add,) = [c for c in edge.walk() if isinstance(c, ComputeCommand)]
+    assert edge_add.constant_operands_in_place == () and all(
+        o.memory is MemorySpace.TCM for s in edge_add.steps for o in s.operands if hasattr(o, "memory"))
