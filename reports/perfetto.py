@@ -26,6 +26,7 @@ same text back as a dict, for tests and callers that want the events.
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
@@ -38,7 +39,7 @@ import numpy as np
 from npu_sim.hw.trace import CommandRecord, Trace
 from npu_sim.program import MemorySpace, Program
 from reports.occupancy import trace_occupancy_steps
-from reports.operations import OperationSpan, operation_spans
+from reports.operations import OperationSpan, bound_of, operation_spans
 
 UNITS_PID = 1
 OPERATIONS_PID = 2
@@ -73,18 +74,24 @@ def pack_lanes(spans: Iterable[tuple[int, int]]) -> list[int]:
     """Lane per interval ``(start, end)`` so that intervals in one lane do not overlap.
 
     Greedy in start order: an interval takes the lowest lane free at its start
-    (touching ends, ``end == start``, do not overlap).
+    (touching ends, ``end == start``, do not overlap). The lanes busy are kept in a heap by
+    the end of their last interval, the free ones in a heap by number.
     """
     spans = list(spans)
     order = sorted(range(len(spans)), key=lambda i: (spans[i][0], spans[i][1], i))
-    lane_end: list[int] = []
+    busy: list[tuple[int, int]] = []   # (end of its last interval, lane)
+    free: list[int] = []
+    count = 0
     lanes = [0] * len(spans)
     for i in order:
         start, end = spans[i]
-        lane = next((k for k, busy_until in enumerate(lane_end) if busy_until <= start), len(lane_end))
-        if lane == len(lane_end):
-            lane_end.append(0)
-        lane_end[lane] = end
+        while busy and busy[0][0] <= start:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            lane = heapq.heappop(free)
+        else:
+            lane, count = count, count + 1
+        heapq.heappush(busy, (end, lane))
         lanes[i] = lane
     return lanes
 
@@ -236,15 +243,45 @@ def _operation_slices(trace: Trace, spans: list[OperationSpan], lanes: list[int]
         start_ns, end_ns = _ns(span.start_cycle, clock_hz), _ns(span.end_cycle, clock_hz)
         tracks[lane].append((start_ns, start_ns - end_ns,
                              _slice(span.name, _head("operation", OPERATIONS_PID, INVOCATIONS_TID + 1 + lane),
-                                    start_ns, end_ns, _compact(_span_args(span)))))
+                                    start_ns, end_ns, _span_args_text(span))))
     for track in tracks:
         yield _in_order(track)
 
 
 def _span_args(span: OperationSpan) -> dict[str, Any]:
+    """An operation's args: its summary row without its name."""
     args = span.as_dict()
     del args["name"]
     return args
+
+
+def _span_args_text(span: OperationSpan) -> str:
+    """``_compact(_span_args(span))``, written from the span's fields (no row dict and no encoder
+    per operation: a trace has thousands)."""
+    parts = span.bound_cycles
+    total = parts["compute"] + parts["memory"] + parts["setup_latency"]
+    bound_shares = ",".join(f'"{key}":{round(value / total, 4) if total else 0.0!r}' for key, value in parts.items())
+    plan = span.plan
+    graph_ops = ",".join(map(_quoted, plan.graph_ops)) if plan else ""
+    busy = ",".join(f"{_quoted(unit)}:{_int(cycles)}" for unit, cycles in span.units.items())
+    text = (f'{{"op":{_quoted(span.op)},"unit":{_quoted(span.unit)},"invocation":{_int(span.invocation)},'
+            f'"start_cycle":{_int(span.start_cycle)},"end_cycle":{_int(span.end_cycle)},'
+            f'"cycles":{_int(span.cycles)},"span_cycles":{_int(span.span_cycles)},"macs":{_int(span.macs)},'
+            f'"ddr_read_bytes":{_int(span.ddr_read_bytes)},"ddr_write_bytes":{_int(span.ddr_write_bytes)},'
+            f'"compute_cycles":{_int(span.compute_cycles)},"dma_cycles":{_int(span.dma_cycles)},'
+            f'"compute_commands":{_int(span.compute_commands)},"dma_commands":{_int(span.dma_commands)},'
+            f'"bound":{_quoted(bound_of(parts))},"bound_shares":{{{bound_shares}}},"graph_ops":[{graph_ops}],'
+            f'"unit_busy_cycles":{{{busy}}}')
+    if plan is None:
+        return text + "}"
+    shape = "" if plan.tile_shape is None else f',"tile_shape":[{",".join(map(_int, plan.tile_shape))}]'
+    return (f'{text},"block":{_quoted(plan.block)}{shape},"tile_count":{_int(plan.tile_count)},'
+            f'"working_set_bytes":{_int(plan.working_set_bytes)}}}')
+
+
+def _int(value: int) -> str:
+    """An int as JSON writes it (anything else through the encoder: a bool, a float)."""
+    return int.__repr__(value) if type(value) is int else _compact(value)
 
 
 def _counters(trace: Trace, clock_hz: int) -> list[str]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import random
 
 import pytest
 
 from npu_sim.hw.trace import CommandRecord, Counters, InvocationRecord
-from reports.perfetto import ddr_bandwidth_bins, pack_lanes, trace_events, write_trace
+from reports.operations import operation_spans
+from reports.perfetto import _span_args, _span_args_text, ddr_bandwidth_bins, pack_lanes, trace_events, write_trace
 from tests.reports.synthetic import UNITS, Trace, many_tiles_case, tiny_case
 from tests.reports.trace_checks import check_trace_document
 
@@ -52,6 +55,18 @@ def test_times_are_whole_nanoseconds_at_any_clock():
 def test_pack_lanes():
     assert pack_lanes([(0, 10), (5, 15), (10, 20), (12, 13)]) == [0, 1, 0, 2]
     assert pack_lanes([]) == []
+    # the lowest lane free at each start (ends touching starts): as a scan of every lane finds it
+    rng = random.Random(0)
+    for _ in range(200):
+        starts = [rng.randint(0, 20) for _ in range(rng.randint(0, 30))]
+        spans = [(start, start + rng.randint(-2, 8)) for start in starts]
+        ends: list[int] = []
+        expected = [0] * len(spans)
+        for i in sorted(range(len(spans)), key=lambda i: (*spans[i], i)):
+            lane = next((k for k, end in enumerate(ends) if end <= spans[i][0]), len(ends))
+            ends[lane:lane + 1] = [spans[i][1]]
+            expected[i] = lane
+        assert pack_lanes(spans) == expected
 
 
 def test_pipelined_operations_overlap_on_separate_lanes_and_the_trace_validates():
@@ -107,3 +122,17 @@ def test_pipelined_dmas_leave_the_engine_track_when_issued_and_their_latency_is_
     tails = [e for e in _x(doc, pid=1) if e["cat"] == "latency"]
     assert sorted(names[(1, e["tid"])] for e in tails) == ["DMA data in flight 0", "DMA data in flight 1"]
     assert [(e["ts"], e["dur"]) for e in sorted(tails, key=lambda e: e["ts"])] == [(0.01, 0.1), (0.02, 0.1)]
+
+
+def test_operation_args_are_written_as_the_encoder_writes_their_rows():
+    """The operations' args are formatted from their spans' fields: the same text as the JSON
+    encoder's of their rows, with a plan, without one, tiled or not, repeated invocations moved."""
+    program, trace = many_tiles_case(layers=5, tiles=6, invocations=3)
+    spans = operation_spans(trace.commands, program)
+    spans.append(dataclasses.replace(spans[0], plan=None))
+    spans.append(dataclasses.replace(spans[0], plan=dataclasses.replace(spans[0].plan, tile_shape=(1, 2, 3)),
+                                     op="Ünïcode \"op\"", units={"vector": 3, "dma0": 0}))
+    spans.append(dataclasses.replace(spans[0], plan=dataclasses.replace(spans[0].plan, tile_shape=None)))
+    spans.append(spans[1].shifted(7, 1000))
+    for span in spans:
+        assert _span_args_text(span) == json.dumps(_span_args(span), separators=(",", ":"))
