@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import gc
 import os
+import re
 import sys
 import threading
 
@@ -25,6 +26,7 @@ from types import ModuleType  # noqa: E402
 from typing import Any  # noqa: E402
 
 import typer  # noqa: E402
+import typer.core  # noqa: E402
 
 from npu_sim.errors import NpuSimError  # noqa: E402
 from npu_sim.run_limits import DEFAULT_LOOP_WORK_BYTES, DEFAULT_TIMEOUT_SECONDS  # noqa: E402
@@ -315,6 +317,61 @@ def compare_command(
 ) -> None:
     """Print the figures of two runs side by side with B/A ratios; write a page comparing them."""
     _commands().report_cmd.compare(dir_a, dir_b, out)
+
+
+#: What typer's own coercion (a pydantic TypeAdapter per parameter) would make of a value of
+#: these annotations that :func:`_plain_value` takes as it is (an int: its decimal digits).
+_DECIMAL = re.compile(r"0|-?[1-9][0-9]{0,17}")
+_UNCHANGED = object()
+
+
+def _plain_value(annotation: Any, value: Any) -> Any:
+    """``value`` as typer coerces it to ``annotation``, for the plain cases: a str, int, float or
+    bool already of its type, an int's digits, a list of strs; else :data:`_UNCHANGED`."""
+    kind = type(value)
+    if kind is annotation and kind in (str, int, float, bool):
+        return value
+    if annotation is int and kind is str and _DECIMAL.fullmatch(value):
+        return int(value)
+    if annotation == list[str] and kind in (list, tuple) and all(type(item) is str for item in value):
+        return list(value)
+    return _UNCHANGED
+
+
+class _PlainParam:
+    """A parameter's coercion that takes plain values as they are (:func:`_plain_value`) and
+    leaves any other to typer's (built on first need): building a pydantic TypeAdapter for every
+    option, and importing typer's adapters, took some 15 to 25 ms of each command's start."""
+
+    def __init__(self, descriptor: Any, build: Any):
+        self.descriptor, self.build = descriptor, build
+        self.full: Any = None
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        if value is None:   # (as typer's RuntimeParam.coerce)
+            return () if param.multiple or param.nargs == -1 else None
+        plain = _plain_value(self.descriptor.annotation, value) if self.descriptor.file_annotation is None \
+            else _UNCHANGED
+        if plain is not _UNCHANGED:
+            return plain
+        if self.full is None:
+            self.full = self.build(self.descriptor)
+        return self.full.coerce(value, param=param, ctx=ctx)
+
+
+def _plain_params() -> None:
+    """Make typer coerce plain values without pydantic (:class:`_PlainParam`); nothing if this
+    typer builds its parameters' coercion otherwise."""
+    build = getattr(typer.core, "build_runtime_param", None)
+    if build is not None and not getattr(build, "plain", False):
+        def plain(descriptor: Any) -> _PlainParam:
+            return _PlainParam(descriptor, build)
+
+        plain.plain = True  # type: ignore[attr-defined]
+        setattr(typer.core, "build_runtime_param", plain)   # noqa: B010 (typer declares another type)
+
+
+_plain_params()
 
 
 def main(argv: list[str] | None = None) -> int:
