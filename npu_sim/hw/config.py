@@ -571,6 +571,11 @@ class LutConfig(_Strict):
         "lookup computes, which hides that many cycles of it; where that operation is the vector "
         "operation producing the lookup's input, the lookup is its activation and the operation before "
         "it hides the load (False: every lookup pays its whole load)")
+    builtin_functions_in_source_operators: bool = Field(
+        default=True, description="a lookup of a builtin_functions function that is a source operator of "
+        "its own (a .tflite's LOGISTIC or TANH) computes it built in too; False: only a lookup with no "
+        "source operator of its own (an LSTM's gates, lowered from one fused operator) does, a standalone "
+        "one loads its table")
     table_source_latency_cycles: int = Field(
         0, ge=0, le=1 << 20, description="latency of the memory a reloaded table comes from (the DDR's "
         "bandwidth then limits the copy too); 0 = only the LUT memory's write rate counts")

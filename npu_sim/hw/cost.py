@@ -21,7 +21,7 @@ from operator import attrgetter
 from npu_sim.errors import ProgramError
 from npu_sim.hw.compute_units import LUT, MAC_ARRAY, VECTOR, ComputeUnit, unit
 from npu_sim.hw.compute_units.composites import composite_body_cycles
-from npu_sim.hw.compute_units.lut import builtin_lookup_cycles, first_tile_table_load_cycles
+from npu_sim.hw.compute_units.lut import builtin_lookup_cycles, computes_built_in, first_tile_table_load_cycles
 from npu_sim.hw.compute_units.mac_array import MAC_OPS, pe_cycles, step_macs
 from npu_sim.hw.compute_units.unit import ceil_div
 from npu_sim.hw.compute_units.vector import SOURCE_SCALED_OPS, source_operator_cycles
@@ -96,7 +96,7 @@ def compute_command_cycles(hw: HwConfig, command: ComputeCommand) -> int:
             body = composite_body_cycles(hw, command.composite, command.steps)
         except ProgramError as exc:
             raise ProgramError(f"{where}: {exc}") from None
-    elif command.lut_function and command.lut_function in hw.lut.builtin_functions:
+    elif computes_built_in(hw, command.lut_function, command.steps):
         body = builtin_lookup_cycles(hw, command.steps)
     elif command.table_load_hidden_cycles and compute_unit is LUT:
         body = compute_unit.body_cycles(hw, command.steps) - min(command.table_load_hidden_cycles,

@@ -25,7 +25,7 @@ block or a control-flow operation.
 from __future__ import annotations
 
 from npu_sim.hw.compute_units import CPU, LUT, VECTOR
-from npu_sim.hw.compute_units.lut import table_load_cycles
+from npu_sim.hw.compute_units.lut import computes_built_in, table_load_cycles
 from npu_sim.hw.config import HwConfig
 from scheduler.cost_model import whole_op_cycles
 from scheduler.ir.npu_ops import LoweredBlock, LoweredGraph, NpuOp, OpKind
@@ -47,7 +47,7 @@ def _mark_block(block: LoweredBlock, hw: HwConfig) -> int:
             computed = []
         if op.kind is not OpKind.COMPUTE:
             continue
-        if op.unit == LUT.name and op.lut_function not in hw.lut.builtin_functions:
+        if op.unit == LUT.name and not computes_built_in(hw, op.lut_function, op.steps):
             load = sum(table_load_cycles(hw, step) for step in op.steps)
             hiding = _hiding_operation(op, computed)
             hidden = min(load, int(_compute_cycles(hw, hiding))) if load and hiding is not None else 0
@@ -74,6 +74,6 @@ def _hiding_operation(lookup: NpuOp, computed: list[NpuOp]) -> NpuOp | None:
 def _compute_cycles(hw: HwConfig, op: NpuOp) -> float:
     """``op``'s estimated cycles, a lookup's without its table's load."""
     cycles = whole_op_cycles(hw, op)
-    if op.unit == LUT.name and op.lut_function not in hw.lut.builtin_functions:
+    if op.unit == LUT.name and not computes_built_in(hw, op.lut_function, op.steps):
         cycles -= sum(table_load_cycles(hw, step) for step in op.steps)
     return cycles

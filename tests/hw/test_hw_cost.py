@@ -12,7 +12,7 @@ from npu_sim.program import ComputeCommand, KernelStep, View
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op, RoundingMode, make_attribute
-from tests.hw.hw_programs import TCM, add_step, conv_step, i32, make_hw
+from tests.hw.hw_programs import DDR, TCM, add_step, conv_step, i32, make_hw
 
 
 def test_mac_array_command_cycles_and_macs():
@@ -216,3 +216,25 @@ def test_a_wide_input_is_fetched_per_ofm_block_where_the_preset_says():
     plain = u55.model_copy(update={"tcm": u55.tcm.model_copy(update={"wide_ifm_block_fetch_bits": 0})})
     assert (compute_command_cycles(u55, wide), compute_command_cycles(plain, wide)) == (8337, 5166)
     assert load_hw_config("edge").tcm.wide_ifm_block_fetch_bits == 0
+
+
+def _int16_sigmoid(origin: str) -> ComputeCommand:
+    """A 16-bit sigmoid of 48 values as the converter's lookup: a GATHER of a 65,536-entry table
+    (read where it lives) by the values as indices, from source operator ``origin``."""
+    table = TensorType((1, 65536, 1), DType.INT16)
+    indices = TensorType((1, 48), DType.INT32)
+    step = KernelStep(Op.GATHER, make_attribute(Op.GATHER),
+                      (View(DDR, 0, table.shape, table.dtype), View(TCM, 0, indices.shape, indices.dtype)),
+                      (table, indices), (TensorType((1, 48, 1), DType.INT16),), origin=origin)
+    return ComputeCommand(0, "lut", (step,), (View(TCM, 256, (1, 48, 1), DType.INT16),), lut_function="SIGMOID")
+
+
+def test_on_the_u85_a_standalone_int16_sigmoid_loads_its_table():
+    """The U85 computes an int16 sigmoid built in (6 cycles for 48 values, 8 a cycle, bound by its
+    288 bytes through the TCM's 32 a cycle: 9, after 8 of setup) where it comes from no source operator of its own (an LSTM's gates, lowered from one fused
+    operator: Vela's LSTM lowering), but a standalone LOGISTIC (a Keras unrolled LSTM's 16x8 Sigmoid)
+    looks its 48 values up at 1.25 cycles each after loading its 2 KiB table at 1 byte a cycle (Vela
+    5.2: 1,349-1,578 cycles each; lut.builtin_functions_in_source_operators false)."""
+    u85 = load_hw_config("ethos-u85-256")
+    assert compute_command_cycles(u85, _int16_sigmoid("")) == 8 + 9
+    assert compute_command_cycles(u85, _int16_sigmoid("model/lstm/lstm_cell/Sigmoid")) == 8 + 60 + 2048

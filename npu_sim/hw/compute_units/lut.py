@@ -97,6 +97,22 @@ def lookup_cycles(hw: HwConfig, step: KernelStep) -> int:
     return lut_cycles(out_elements(step), hw.lut.elements_per_cycle)
 
 
+class SourcedStep(Protocol):
+    """A step with the source operator it comes from (``KernelStep.origin``; "" if none of its own)."""
+
+    @property
+    def origin(self) -> str: ...
+
+
+def computes_built_in(hw: HwConfig, lut_function: str, steps: Sequence[SourcedStep]) -> bool:
+    """Whether a lookup of ``lut_function`` runs as the unit's built-in function (``lut.builtin_functions``):
+    without ``lut.builtin_functions_in_source_operators``, only a lookup with no source operator of
+    its own (an LSTM's gate, lowered from one fused operator) does."""
+    if not lut_function or lut_function not in hw.lut.builtin_functions:
+        return False
+    return hw.lut.builtin_functions_in_source_operators or not any(step.origin for step in steps)
+
+
 def builtin_lookup_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     """A lookup of a function the unit computes built in (``lut.builtin_functions``): its
     elements at the unit's rate, no table load."""
