@@ -101,15 +101,16 @@ def _hiding_cycles(hw: HwConfig, before: NpuOp | None, lowered: LoweredGraph, pr
     return _op_cycles(hw, before, lowered, producers)
 
 
-#: Elementwise arithmetic whose operands 0 and 1 are data an operation may read where it lives.
-ELEMENTWISE_DATA_OPS = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.MAXIMUM, Op.MINIMUM})
+#: Elementwise steps whose operands 0 and 1 are data an operation may read where it lives: the
+#: arithmetic, and a CAST (a 16x8 model's int16 bias widened before its ADD).
+ELEMENTWISE_DATA_OPS = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.MAXIMUM, Op.MINIMUM, Op.CAST})
 
 
 def mark_elementwise_constants_in_place(lowered: LoweredGraph) -> int:
     """Mark the constant operands of every elementwise operation on the vector unit, in every
     block, as read where they live (``NpuOp.constant_operands_in_place``; ``tcm.elementwise_constants_in_place``):
     no TCM copy, no pool entry; the operation reads their bytes over the DDR channel while it
-    computes: the tensor (not single-value) data operands of its arithmetic steps
+    computes: the tensor (not single-value) data operands of its arithmetic and CAST steps
     (:data:`ELEMENTWISE_DATA_OPS`). Its command
     parameters are registers already (:func:`mark_parameters_in_place`); a RESCALE's multipliers
     and shifts are scale parameters (the vector unit's cost model times their per-channel reads)

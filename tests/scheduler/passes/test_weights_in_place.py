@@ -281,3 +281,16 @@ def test_on_the_u55_an_elementwise_constant_is_read_from_the_flash_with_no_tcm_c
     (edge_add,) = [c for c in edge.walk() if isinstance(c, ComputeCommand)]
     assert edge_add.constant_operands_in_place == () and all(
         o.memory is MemorySpace.TCM for s in edge_add.steps for o in s.operands if hasattr(o, "memory"))
+
+
+def test_a_16x8_bias_widened_by_a_cast_is_read_from_the_flash_too():
+    """A 16x8 LSTM's int16 gate bias reaches its int32 ADD through a CAST: the CAST reads it where it
+    lives (384 bytes from the flash), no TCM copy; bits stay the reference's."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 192), DType.INT32)
+    bias = b.op(Op.CAST, [b.const(None, np.arange(-96, 96, dtype=np.int16).reshape(1, 192) * 100)], dtype=DType.INT32)
+    b.output(b.op(Op.ADD, [x, bias]))
+    program, _ = check_end_to_end(b.build(), load_hw_config("ethos-u55-256"))
+    (op,) = [c for c in program.walk() if isinstance(c, ComputeCommand)]
+    assert [(v.memory, v.size_bytes) for v in op.in_place_constants()] == [(MemorySpace.DDR, 384)]
+    assert program.stats.peak_tcm_bytes == 2 * 192 * 4
