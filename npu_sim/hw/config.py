@@ -211,6 +211,13 @@ class TcmConfig(_Strict):
         "in its block (none at the block's start or after one on the CPU) that hide it, leaves fewer than this "
         "many cycles (or a twentieth of it) in sight (regor scheduler.cpp ProposeSlicedWeightBuffering: "
         "fullBufferingHidden, STARTUP_DELAY_CYCLES = 1000); 0: not asked")
+    weight_buffer_transfer_bytes_per_cycle: float = Field(
+        default=0.0, ge=0, le=MAX_RATE, description="with matrix_vector_weights_buffered_when_hidden, bytes a "
+        "cycle: the rate the buffer's transfer from the DDR is estimated at when weighing a buffer "
+        "(Vela 5.2, regor ethos_u85_performance.cpp MemToMemCycles: its DMA's Mem2Mem channel, ChannelBW: "
+        "burst x min(the channel's read-buffer words / the burst's words, max reads x ports x 0.8) / "
+        "read latency x 0.8; the DDR's latency is added); 0: one read stream's rate "
+        "(dma.max_outstanding_bursts in flight)")
 
     @model_validator(mode="after")
     def _check(self) -> TcmConfig:

@@ -29,6 +29,9 @@ recurrent product (13 KB for 4,700 cycles). And, with ``tcm.weight_buffer_visibl
 only where the NPU operation before it hides most of the transfer (:func:`_transfer_hidden`): a Keras
 GRU's WHILE body on the U85, Vela reads its recurrent product's weights in place (2,688 B, its first
 product, after a scalar counter update) and buffers its input product's (1,440 B, after the first).
+Both weigh the transfer at ``tcm.weight_buffer_transfer_bytes_per_cycle`` where set (Vela's
+MemToMemCycles: the U85's Mem2Mem channel, 2.66 B/cycle): an unrolled GRU(96)'s input product at
+each step (19,872 B, 7,564 cycles) reads its weights in place, as in Vela's per-layer figures.
 
 With ``tcm.parameters_in_command_stream`` (the Ethos-U presets) every NPU operation reads its
 parameters (SHAPE tensors, single values: :func:`npu_sim.program.is_command_parameter`) where they
@@ -157,10 +160,12 @@ def _buffer_pays(hw: HwConfig, stream_bytes: int, op_cycles: float) -> bool:
 
 
 def _weight_transfer_cycles(hw: HwConfig, stream_bytes: int) -> float:
-    """Cycles a weight stream's transfer into the TCM takes: its bytes at one read stream's rate
-    (``dma.max_outstanding_bursts`` in flight), and the DDR's latency."""
+    """Cycles a weight stream's transfer into the TCM is estimated to take: its bytes at
+    ``tcm.weight_buffer_transfer_bytes_per_cycle`` (Vela 5.2's Mem2Mem channel rate), else at one
+    read stream's rate (``dma.max_outstanding_bursts`` in flight), and the DDR's latency."""
     latency = hw.ddr.read_latency_cycles
-    return stream_bytes / read_cap_bytes_per_cycle(hw, latency) + latency
+    rate = hw.tcm.weight_buffer_transfer_bytes_per_cycle or read_cap_bytes_per_cycle(hw, latency)
+    return stream_bytes / rate + latency
 
 
 def _transfer_hidden(hw: HwConfig, stream_bytes: int, before: NpuOp | None, lowered: LoweredGraph,
@@ -202,12 +207,13 @@ def _weights_read_once(hw: HwConfig, op: NpuOp, lowered: LoweredGraph) -> bool:
     capacity, depth_cap = hw.mac_array.ofm_block_elements, hw.mac_array.ofm_block_max_depth
     if capacity <= 0 or depth_cap <= 0 or not _constant_products(op, lowered):
         return False
+    shallowest = hw.mac_array.ofm_block_min_depth
     for step in op.steps:
         if step.op not in WEIGHT_OPS:
             continue
         shape = step.output_types[0].shape
         channels = shape[-1] if shape else 1
-        depth = min(channels, depth_cap)
+        depth = min(channels, depth_cap, shallowest or channels)
         if math.prod(shape[:-1]) > capacity // max(depth, 1):
             return False
     return True

@@ -50,10 +50,11 @@ def test_mobilenet_v3_on_the_u85_runs_its_first_layers_in_stripes():
     chains; the first reads its 96x96x3 input's rows where it lives, since that takes the input
     off the block's peak), 18,656 in the fewest-bytes stripes; the preset's stripes take 6.1% fewer
     cycles than whole maps (its squeeze-excite products read their weights in place; whole maps
-    wait longest for weights fetched on the one weight channel), the fewest-bytes ones 1.2% more."""
+    wait longest for weights fetched on the one weight channel), the fewest-bytes ones 1.2% more.
+    (48 cycles fewer since a weight buffer's transfer is weighed at Vela's Mem2Mem rate, 2.66 B/cycle.)"""
     ours = run_ours(EXAMPLES / "mobilenet_v3_small_int8.tosa", "ethos-u85-256")
     assert (ours["unstriped_peak_tcm_bytes"], ours["peak_tcm_bytes"], ours["size_peak_tcm_bytes"]) == (
         65568, 27248, 18656)
-    assert (ours["unstriped_cycles"], ours["cycles"], ours["size_cycles"]) == (335389, 314946, 339287)
+    assert (ours["unstriped_cycles"], ours["cycles"], ours["size_cycles"]) == (335341, 314898, 339239)
     assert (ours["striped_chains"], ours["tcm_lower_bound_unstriped_bytes"]) == (2, 55776)
     assert ours["by_kind"]["stripe"] == 20160

@@ -15,7 +15,8 @@ from npu_sim.program import ComputeCommand, DmaCommand, MemorySpace
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op
-from scheduler.passes.weights_in_place import _stream_bytes
+from scheduler.ir.npu_ops import copy_producers
+from scheduler.passes.weights_in_place import _op_cycles, _stream_bytes, _weight_transfer_cycles
 from scheduler.schedule import lower_graph
 from tests.scheduler.graphs import check_end_to_end, conv_block
 
@@ -228,6 +229,36 @@ def test_on_the_u85_a_weight_buffer_needs_the_operation_before_to_hide_its_trans
         [(4740, True), (1668, False), (1668, False), (4740, True)] + [(1668, False), (4740, True)] * 6 + [(152, True)]
     off = hw.model_copy(update={"tcm": hw.tcm.model_copy(update={"weight_buffer_visible_cycles": 0})})
     assert [op.weights_in_place for op in _products(lower_graph(graph, off))] == [False] * 16 + [True]
+
+
+def _two_input_products():
+    """Two dense layers of 288 channels on one 60-element vector, one after the other (an unrolled
+    Keras GRU(96)'s input product at two steps: 17,280 B of weights, 19,872 B with the parameters)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 1, 1, 60), DType.INT8)
+    b.output(conv_block(b, x, 288, kernel=1, pad=0, seed=1))
+    b.output(conv_block(b, x, 288, kernel=1, pad=0, seed=2))
+    return b.build()
+
+
+def test_on_the_u85_a_buffer_transfer_is_weighed_at_the_mem2mem_channel_rate():
+    """The second product follows the first (7,564 estimated cycles, bound by its 288 channels'
+    parameter reads), which hides its transfer; its buffer would pay at one read stream's rate
+    (19,872 B / 3.26 + 500 = 6,599 cycles, + 653 from the TCM <= 7,564) but not at Vela's Mem2Mem
+    channel rate (tcm.weight_buffer_transfer_bytes_per_cycle: 2.6624 B/cycle, 7,964 + 653 > 7,564):
+    it reads its weights in place, as Vela reads every step's input product of an unrolled GRU(96)
+    (288 B of staging, its output alone)."""
+    hw = load_hw_config("ethos-u85-256")
+    assert hw.tcm.weight_buffer_transfer_bytes_per_cycle == 2.6624
+    lowered = lower_graph(_two_input_products(), hw)
+    producers = copy_producers(lowered.main)
+    first, second = _products(lowered)
+    assert (_stream_bytes(second, lowered), _op_cycles(hw, second, lowered, producers)) == (19872, 7564)
+    assert round(_weight_transfer_cycles(hw, 19872)) == 7964
+    assert (first.weights_in_place, second.weights_in_place) == (True, True)
+    stream = hw.model_copy(update={"tcm": hw.tcm.model_copy(update={"weight_buffer_transfer_bytes_per_cycle": 0.0})})
+    assert round(_weight_transfer_cycles(stream, 19872)) == 6599
+    assert [op.weights_in_place for op in _products(lower_graph(_two_input_products(), stream))] == [True, False]
 
 
 def _lookup():
