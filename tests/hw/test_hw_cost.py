@@ -231,10 +231,11 @@ def _int16_sigmoid(origin: str) -> ComputeCommand:
 
 def test_on_the_u85_a_standalone_int16_sigmoid_loads_its_table():
     """The U85 computes an int16 sigmoid built in (6 cycles for 48 values, 8 a cycle, bound by its
-    288 bytes through the TCM's 32 a cycle: 9, after 8 of setup) where it comes from no source operator of its own (an LSTM's gates, lowered from one fused
-    operator: Vela's LSTM lowering), but a standalone LOGISTIC (a Keras unrolled LSTM's 16x8 Sigmoid)
-    looks its 48 values up at 1.25 cycles each after loading its 2 KiB table at 1 byte a cycle (Vela
-    5.2: 1,349-1,578 cycles each; lut.builtin_functions_in_source_operators false)."""
+    288 bytes through the TCM's 32 a cycle: 9, after 8 of setup) where it comes from no source
+    operator of its own (an LSTM's gates, lowered from one fused operator: Vela's LSTM lowering),
+    but a standalone LOGISTIC (a Keras unrolled LSTM's 16x8 Sigmoid) looks its 48 values up at 1.25
+    cycles each after loading its 2 KiB table at 1 byte a cycle (Vela 5.2: 1,349-1,578 cycles each;
+    lut.builtin_functions_in_source_operators false)."""
     u85 = load_hw_config("ethos-u85-256")
     assert compute_command_cycles(u85, _int16_sigmoid("")) == 8 + 9
     assert compute_command_cycles(u85, _int16_sigmoid("model/lstm/lstm_cell/Sigmoid")) == 8 + 60 + 2048
