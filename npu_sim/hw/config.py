@@ -131,9 +131,11 @@ class TcmConfig(_Strict):
         0, ge=0, le=1 << 16, description="cycles an operation on the MAC array waits for the last block of "
         "its output to reach the TCM (its memory's write latency, paid once per operation: by its last tile)")
     in_place_ddr_feature_maps: bool = Field(
-        default=False, description="an operation reading a copy of part of a graph input (a SLICE of it: an "
-        "LSTM's time step) waits the DDR's read latency for its first block instead of the TCM's, as an NPU "
-        "reading it where it lives, the DDR, at every use (the copy ahead into the TCM notwithstanding)")
+        default=False, description="an operation reading a copy of part of a graph input (a SLICE of it a "
+        "fused operator's lowering made: a .tflite LSTM's time step) waits the DDR's read latency for its "
+        "first block instead of the TCM's, as an NPU reading it where it lives, the DDR, at every use (the "
+        "copy ahead into the TCM notwithstanding); a slice by an operator of its own (a .tflite UNPACK, a "
+        "TOSA SLICE) is an intermediate in the SRAM")
     wide_ifm_block_fetch_bits: int = Field(
         0, ge=0, le=64, description="an operation on the MAC array reading an input of at least this many bits "
         "an element from the TCM fetches it once per OFM block, halo and depth blocks included "

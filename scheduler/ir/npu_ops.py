@@ -107,6 +107,9 @@ class NpuOp:
     alias_ok: bool = False
     #: COPY of a contiguous SLICE: the element offset of the run it takes from its source
     slice_offset_elements: int | None = None
+    #: COPY of a SLICE: the source operator it comes from (a .tflite UNPACK's location, a TOSA
+    #: SLICE's; "": a slice a converter made inside a fused operator, an LSTM's time step)
+    origin: str = ""
     #: COPY into TCM that stages a graph input or a constant for its readers (see staging)
     staged: bool = False
     #: a fused composite (an LSTM cell): what it computes; it runs whole, never tiled
@@ -205,7 +208,10 @@ def copy_producers(block: LoweredBlock) -> dict[str, NpuOp]:
 
 def copied_graph_input(key: str, producers: dict[str, NpuOp], values: dict[str, Value]) -> tuple[str | None, bool]:
     """The graph input value ``key`` is, or is a chain of copies of (``producers``:
-    :func:`copy_producers`); None if it is neither. And whether a SLICE is among the copies."""
+    :func:`copy_producers`); None if it is neither. And whether a SLICE without a source operator of
+    its own is among the copies (a time step a fused operator's lowering takes from the input: Vela
+    lowers the fused operator itself and reads it there; a slice by an operator of its own, a .tflite
+    UNPACK or a TOSA SLICE, is an operation whose result Vela places in the SRAM)."""
     sliced = False
     for _ in range(len(producers) + 1):
         kind = values[key].kind
@@ -214,7 +220,8 @@ def copied_graph_input(key: str, producers: dict[str, NpuOp], values: dict[str, 
         producer = producers.get(key)
         if kind is not ValueKind.INTERMEDIATE or producer is None or not producer.sources:
             return None, False
-        key, sliced = producer.sources[0], sliced or producer.slice_offset_elements is not None
+        key, sliced = producer.sources[0], sliced or (producer.slice_offset_elements is not None
+                                                      and not producer.origin)
     return None, False
 
 

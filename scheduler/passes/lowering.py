@@ -175,7 +175,8 @@ class _Lowerer:
             return None
         return NpuOp(first.name, OpKind.COPY, sources=(self.key(block, first.inputs[0], main),),
                      outputs=(self.key(block, first.outputs[0], main),), graph_ops=tuple([o.name for o in operators]),
-                     alias_ok=True, slice_offset_elements=offset)
+                     alias_ok=True, slice_offset_elements=offset,
+                     origin=first.location if first.op == Op.SLICE else "")
 
     def lower_compute(self, block: Block, operators: list[Operator], main: bool,
                       renamed: dict[str, str] | None = None) -> NpuOp:

@@ -376,6 +376,28 @@ def test_operations_reading_a_slice_of_a_graph_input_read_the_ddr():
     assert sorted(convs.values()) == [False, True], convs
 
 
+def test_a_slice_by_an_operator_of_its_own_is_an_intermediate_in_the_sram():
+    """A time step sliced by an operator of its own (a Keras unrolled GRU's UNPACK, here a SLICE with
+    its .tflite location) is an operation whose result Vela places in the SRAM: its reader waits the
+    SRAM's latency, not the DRAM's (a GRU(16)'s input product: 1,171 cycles in Vela 5.2, bound by its
+    DRAM reads of weights and scales). Only a fused operator's own slices (no location) read the DDR."""
+    from tests.scheduler.graphs import conv_block
+    cycles = {}
+    for location in ("", "model/gru/unstack"):
+        b = GraphBuilder()
+        x = b.input("x", (1, 2, 1, 16), DType.INT8)
+        step = b.op(Op.SLICE, [x, b.const_shape(None, [0, 1, 0, 0]), b.const_shape(None, [1, 1, 1, 16])],
+                    (1, 1, 1, 16), DType.INT8, location=location)
+        b.output(conv_block(b, step, 16, kernel=1, pad=0, seed=1))
+        program, result = check_end_to_end(b.build(), machine("ethos-u85-256"))
+        (conv,) = [c for c in program.walk() if getattr(c, "steps", None) and c.steps[0].op is Op.CONV2D]
+        (record,) = [r for r in result.trace.commands if r.id == conv.id]
+        cycles[location] = (conv.reads_ddr_home, record.end_cycle - record.start_cycle)
+    hw = machine("ethos-u85-256")
+    assert cycles[""][0] and not cycles["model/gru/unstack"][0]
+    assert cycles[""][1] - cycles["model/gru/unstack"][1] == hw.ddr.read_latency_cycles - hw.tcm.read_latency_cycles
+
+
 def test_a_fused_lstms_state_is_read_and_written_in_the_ddr():
     """On a preset keeping an LSTM's state in the DDR (``tcm.ddr_recurrent_state``: Vela's persistent
     state tensors), the operations reading a fused TFLite LSTM's h and c carry ``reads_ddr_state``
