@@ -321,8 +321,8 @@ def reads_in_place(command_unit: str, composite: str, step_op: Op, operand_index
 def command_reads_in_place(command: ComputeCommand, step: KernelStep, operand_index: int) -> bool:
     """:func:`reads_in_place` for operand ``operand_index`` of ``step`` of ``command``, or one of its
     ``constant_operands_in_place``."""
-    if command.constant_operands_in_place and \
-            (command.steps.index(step), operand_index) in command.constant_operands_in_place:
+    if command.constant_operands_in_place and any(
+            command.steps[s] is step and j == operand_index for s, j in command.constant_operands_in_place):
         return True
     parameter = command.parameters_in_place and \
         is_command_parameter(step.op, operand_index, step.input_types[operand_index])

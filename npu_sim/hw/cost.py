@@ -98,11 +98,10 @@ def compute_command_cycles(hw: HwConfig, command: ComputeCommand) -> int:
             raise ProgramError(f"{where}: {exc}") from None
     elif computes_built_in(hw, command.lut_function, command.steps):
         body = builtin_lookup_cycles(hw, command.steps)
-    elif command.table_load_hidden_cycles and compute_unit is LUT:
-        body = compute_unit.body_cycles(hw, command.steps) - min(command.table_load_hidden_cycles,
-                                                                 first_tile_table_load_cycles(hw, command.steps))
     else:
         body = compute_unit.body_cycles(hw, command.steps)
+        if command.table_load_hidden_cycles and compute_unit is LUT:   # (loaded in part before it)
+            body -= min(command.table_load_hidden_cycles, first_tile_table_load_cycles(hw, command.steps))
     moved = command_tcm_bytes(command.steps, command.outputs, distinct=bool(command.composite))
     if hw.tcm.wide_ifm_block_fetch_bits and command.unit == MAC_ARRAY.name and not command.composite:
         moved += wide_ifm_refetch_bytes(hw, command.steps)

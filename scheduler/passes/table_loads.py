@@ -47,10 +47,10 @@ def _mark_block(block: LoweredBlock, hw: HwConfig) -> int:
             computed = []
         if op.kind is not OpKind.COMPUTE:
             continue
-        if op.unit == LUT.name and not computes_built_in(hw, op.lut_function, op.steps):
-            load = sum(table_load_cycles(hw, step) for step in op.steps)
-            hiding = _hiding_operation(op, computed)
-            hidden = min(load, int(_compute_cycles(hw, hiding))) if load and hiding is not None else 0
+        load = _table_load_cycles(hw, op)
+        hiding = _hiding_operation(op, computed) if load else None
+        if hiding is not None:
+            hidden = min(load, int(whole_op_cycles(hw, hiding) - _table_load_cycles(hw, hiding)))
             if hidden > 0:
                 op.table_load_hidden_cycles = hidden
                 marked += 1
@@ -71,9 +71,9 @@ def _hiding_operation(lookup: NpuOp, computed: list[NpuOp]) -> NpuOp | None:
     return None if before is None or before.unit == CPU.name else before
 
 
-def _compute_cycles(hw: HwConfig, op: NpuOp) -> float:
-    """``op``'s estimated cycles, a lookup's without its table's load."""
-    cycles = whole_op_cycles(hw, op)
-    if op.unit == LUT.name and not computes_built_in(hw, op.lut_function, op.steps):
-        cycles -= sum(table_load_cycles(hw, step) for step in op.steps)
-    return cycles
+def _table_load_cycles(hw: HwConfig, op: NpuOp) -> int:
+    """Cycles of the table loads of a lookup on the LUT unit (0 for any other operation, and for a
+    lookup of a function the unit computes built in): a transfer, not the operation's work."""
+    if op.unit != LUT.name or computes_built_in(hw, op.lut_function, op.steps):
+        return 0
+    return sum(table_load_cycles(hw, step) for step in op.steps)
