@@ -580,6 +580,11 @@ class LutConfig(_Strict):
         "lookup computes, which hides that many cycles of it; where that operation is the vector "
         "operation producing the lookup's input, the lookup is its activation and the operation before "
         "it hides the load (False: every lookup pays its whole load)")
+    fused_activation_table_loads_free: bool = Field(
+        False, description="a lookup that runs as the activation of the NPU operation producing its input "
+        "(that value's one reader, no block output, the operation ending in no activation) pays no table "
+        "load: Vela 5.2 fuses it into that operation's group and charges a fused sub-operation nothing "
+        "(regor EthosU85OpGroup::Fuse, network_performance.cpp); False: its load is hidden as any lookup's")
     builtin_functions_in_source_operators: bool = Field(
         default=True, description="a lookup of a builtin_functions function that is a source operator of "
         "its own (a .tflite's LOGISTIC or TANH) computes it built in too; False: only a lookup with no "

@@ -10,7 +10,7 @@ from npu_sim.program import ComputeCommand
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op
-from tests.scheduler.graphs import check_end_to_end, conv_block
+from tests.scheduler.graphs import _rescale, check_end_to_end, conv_block
 
 SIGMOID_LIKE = np.arange(-128, 128, dtype=np.int8)[::-1].copy()
 
@@ -56,3 +56,34 @@ def test_without_it_every_lookup_pays_its_whole_table_load():
     256 bytes at 1 byte a cycle: 320), as its example LSTMs fit Vela 5.2 best."""
     lookups = [(hidden, cycles) for _, unit, hidden, cycles in _lookup_records("ethos-u55-256") if unit == "lut"]
     assert lookups == [(0, 360)] * 4
+
+
+def _activation_after_a_chained_add(second_reader: bool):
+    """An int8 lookup, an ADD of its result and a second input (RESCALEs around it), and a lookup of
+    the ADD's result: the ADD chains onto the first lookup's operation, and the second lookup is that
+    operation's activation, unless the ADD's result has another reader (a graph output)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 1, 4, 16), DType.INT8)
+    w = b.input("w", (1, 1, 4, 16), DType.INT8)
+    y = b.op(Op.TABLE, [x, b.const(None, SIGMOID_LIKE)])
+    total = b.op(Op.ADD, [_rescale(b, y, DType.INT32), _rescale(b, w, DType.INT32)])
+    result = _rescale(b, total, DType.INT8)
+    b.output(b.op(Op.TABLE, [result, b.const(None, np.roll(SIGMOID_LIKE, 5))]))
+    if second_reader:
+        b.output(result)
+    return b.build()
+
+
+def test_on_the_u85_a_fused_activation_pays_no_table_load():
+    """Vela 5.2 fuses a lookup into the operation group producing its input (its one reader, no graph
+    output) and charges the sub-operation nothing: the second lookup costs its 8 cycles of setup and
+    32 of lookups (``lut.fused_activation_table_loads_free``). With the ADD's result also a graph
+    output it stands alone: the operation before hides 32 cycles of its 256-cycle load, as before.
+    Bits as the reference's (check_end_to_end)."""
+    hw = load_hw_config("ethos-u85-256")
+    for second_reader, expected in ((False, (256, 40)), (True, (32, 264))):
+        program, result = check_end_to_end(_activation_after_a_chained_add(second_reader), hw)
+        cycles = {r.id: r.end_cycle - r.start_cycle for r in result.trace.commands}
+        lookups = [(c.table_load_hidden_cycles, cycles[c.id]) for c in program.walk()
+                   if isinstance(c, ComputeCommand) and c.unit == "lut"]
+        assert lookups == [(0, 296), expected]
