@@ -258,13 +258,24 @@ def apply_scale_32_uniform(value: np.ndarray, m: int, s: int, double_round: bool
     req(bounds.holds(-limit, limit - 1),
         "apply_scale_32: REQUIRE(value >= (-1 << (shift - 1)) && value < (1 << (shift - 1)))")
     round_: int | np.ndarray = limit
-    if double_round and s > 31:
-        if bounds.lo >= 0 or bounds.hi < 0:
-            round_ = limit + (_ROUND_30 if bounds.lo >= 0 else -_ROUND_30)
-        else:
-            round_ = np.where(value >= 0, limit + _ROUND_30, limit - _ROUND_30)  # int64
+    straddles = double_round and s > 31 and bounds.lo < 0 <= bounds.hi
+    if double_round and s > 31 and not straddles:
+        round_ = limit + (_ROUND_30 if bounds.lo >= 0 else -_ROUND_30)
     if max(-bounds.lo, bounds.hi) * m + limit + _ROUND_30 < _INT64_LIMIT:  # no int64 overflow
-        return ((value * m + round_) >> s).astype(np.int32)
+        # (value * m + round) >> s, in place; a DOUBLE_ROUND over both signs rounds by
+        # limit + (1 << 30) where value >= 0, 1 << 31 less where it is negative
+        acc = value * m
+        if straddles:
+            acc += limit + _ROUND_30
+            negative = value >> 63   # -1 where value < 0, else 0
+            negative <<= 31
+            acc += negative
+        else:
+            acc += round_
+        acc >>= s
+        return acc.astype(np.int32)
+    if straddles:
+        round_ = np.where(value >= 0, limit + _ROUND_30, limit - _ROUND_30)  # int64
     result = mul_add_shift(value, m, round_, s)
     return np.asarray(result).astype(np.int64).astype(np.int32)
 
