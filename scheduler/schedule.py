@@ -80,7 +80,7 @@ from scheduler.passes.loop_invariants import hoist_loop_invariants
 from scheduler.passes.lowering import lower
 from scheduler.passes.ordering import order_blocks
 from scheduler.passes.sinking import sink_feature_maps
-from scheduler.passes.staging import stage
+from scheduler.passes.staging import homed_inputs, stage
 from scheduler.passes.stripes import ChainMemo
 from scheduler.passes.table_loads import mark_table_loads
 from scheduler.passes.tiling import Tiler
@@ -142,7 +142,8 @@ def lower_graph(graph: Graph, hw: HwConfig, rules: tuple[FusionRule, ...] = DEFA
     _mark_in_place(lowered, hw, resident_constants)
     if hw.tcm.packed_weight_streams and not keep and streams_constants(hw, resident_constants):
         private_weight_streams(lowered, pool_item_max_bytes(hw, resident_constants))
-    stage(lowered, pool_item_max_bytes(hw, resident_constants) if keep else sys.maxsize, on_chip_kinds(hw))
+    unstaged = on_chip_kinds(hw) | ({ValueKind.INPUT} if hw.tcm.graph_inputs_in_place else set())
+    stage(lowered, pool_item_max_bytes(hw, resident_constants) if keep else sys.maxsize, unstaged)
     order_blocks(lowered, hw)
     mark_table_loads(lowered, hw)   # (behind the operation before, in the final run order)
     if hw.stripes.enabled:   # (the peak TCM is what the planner then minimises)
@@ -169,7 +170,8 @@ def _compile(graph: Graph, lowered: LoweredGraph, fixed: Fixed, hw: HwConfig, pl
     """Compile the blocks and plan the memories, spilling and recompiling until the TCM plan fits."""
     pool_bytes = fixed.pool_tcm.size_bytes if fixed.pool_tcm is not None else fixed.segment_peak_bytes
     values = lowered.values
-    tiler = Tiler(hw, lambda k: values[k].data if values[k].kind is ValueKind.CONSTANT else None, tcm_alignment)
+    tiler = Tiler(hw, lambda k: values[k].data if values[k].kind is ValueKind.CONSTANT else None, tcm_alignment,
+                  homed_inputs(lowered) if hw.tcm.graph_inputs_in_place else frozenset())
     evicted: set[str] = set()
     homed = whole_program_tcm_bytes(fixed.buffers, skip=POOL_BUFFER_NAME)   # inputs, outputs, constants
     capacity = hw.tcm.size_bytes - pool_bytes - homed

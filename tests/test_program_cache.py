@@ -53,7 +53,7 @@ def test_a_second_run_reads_the_program_back_and_runs_the_same() -> None:
     second = simulate(graph, "ethos-u85-256", inputs, use_cache=True)
     assert (plain.summary["program_cache"], first.summary["program_cache"],
             second.summary["program_cache"]) == ("off", "stored", "hit")
-    assert second.summary["total_cycles"] == 69676   # its softmax table loads behind the operation before it
+    assert second.summary["total_cycles"] == 68629   # its softmax table loads behind the operation before it
     _same_run(plain, first)
     _same_run(plain, second)
     assert conversion_cache.info().entries == 1

@@ -148,6 +148,14 @@ class TcmConfig(_Strict):
         "sum over H or W (vector.transpose_reductions), once per transpose block: the NPU has no input staging "
         "(npu_sim/hw/ifm_fetch.py; Vela's MeasureElementAccess). The bytes beyond the tile's one copy cross "
         "the DDR while the tile computes")
+    graph_inputs_in_place: bool = Field(
+        default=False, description="graph inputs living in the DDR are never copied into the TCM ahead "
+        "(scheduler/passes/staging.py): every reader reads them where they live, however often (Vela 5.2, "
+        "regor scheduler.cpp: only an IFM some operation produces may be staged, ProposeSlicedWeightBuffering's "
+        "StagingPref::IFM; with constants and graph inputs in the DRAM its per-layer staging of a network's "
+        "first operation is its output alone; its TryExplicitBuffering copy of a lone convolution's graph "
+        "input, where that pays, is not modelled); the tiler narrows a reader's tiles of such an input as it "
+        "narrows streamed constants (constant_stream_slack_fraction)")
     ddr_recurrent_state: bool = Field(
         default=False, description="an LSTM cell's state (h and c) lives in the DDR, where the NPU reads and "
         "writes it at every time step: an operation reading it (a recurrent product, the forget product) waits "

@@ -75,7 +75,8 @@ def _renames_input(op: NpuOp, values: dict[str, Value]) -> bool:
 
 def stage(lowered: LoweredGraph, pooled_max_bytes: int, on_chip: frozenset[ValueKind] = frozenset()) -> None:
     """Stage re-read graph inputs, and constants above ``pooled_max_bytes`` that several
-    operations read (main block), unless their kind lives in the TCM (``on_chip``)."""
+    operations read (main block), unless their kind lives in the TCM or is read in place (``on_chip``:
+    graph inputs there too with ``tcm.graph_inputs_in_place``)."""
     block = lowered.main
     values = lowered.values
     aliases = _aliases(block.ops)
@@ -105,3 +106,18 @@ def stage(lowered: LoweredGraph, pooled_max_bytes: int, on_chip: frozenset[Value
                     staged.get(o, o) if isinstance(o, str) else o for o in s.operands)) for s in op.steps)
         ops.append(op)
     block.ops = ops
+
+
+def homed_inputs(lowered: LoweredGraph) -> frozenset[str]:
+    """The graph inputs of the main block and the renaming copies aliasing them that no staging
+    copied into the TCM: values its readers read where the input lives."""
+    values = lowered.values
+    aliases = _aliases([op for op in lowered.main.ops if not op.staged])
+    homed: set[str] = set()
+    todo = [key for key, value in values.items() if value.kind is ValueKind.INPUT]
+    while todo:
+        key = todo.pop()
+        if key not in homed:
+            homed.add(key)
+            todo += aliases.get(key, [])
+    return frozenset(homed)

@@ -430,9 +430,11 @@ class Tiler:
     networks repeat layers, and identical layers get identical plans.
     """
 
-    def __init__(self, hw: HwConfig, const_lookup: Callable[[str], np.ndarray | None], alignment: int = 16):
+    def __init__(self, hw: HwConfig, const_lookup: Callable[[str], np.ndarray | None], alignment: int = 16,
+                 homed_inputs: frozenset[str] = frozenset()):
         self.hw = hw
         self.const_lookup = const_lookup
+        self.homed_inputs = homed_inputs   # graph inputs read where they live (tcm.graph_inputs_in_place)
         self.alignment = alignment
         self._signatures: dict[int, Signature] = {}
         self._interned: dict[tuple, int] = {}
@@ -520,7 +522,8 @@ class Tiler:
 
         With ``tcm.constant_stream_slack_fraction`` set, a plan whose working set is above
         ``narrow_above_bytes`` (what the operation may take without raising the peak) streams
-        its constants in the narrowest stripes within that slack instead."""
+        its constants, and the graph inputs it reads where they live (``homed_inputs``), in the
+        narrowest tiles within that slack instead."""
         key = self._key(op, resident)
         problem = self._problem(op, resident)
         best = None
@@ -538,15 +541,19 @@ class Tiler:
 
     def _narrowest_constants(self, problem: TilingProblem, key: tuple, best: TilePlan, budget: int,
                              slack: float) -> TilePlan:
-        """The plan whose streamed constants (weights, per-channel parameters) take the fewest
-        TCM bytes among those within ``slack`` of ``best``'s estimated cycles (the weights in
-        output-channel stripes just wide enough to hide their loads; Vela's weight buffering)."""
-        constants = [slot for slot, operand in problem.slots() if problem.const_lookup(operand) is not None]
-        if not constants:
+        """The plan whose streamed constants (weights, per-channel parameters) and graph inputs read
+        where they live take the fewest TCM bytes among those within ``slack`` of ``best``'s estimated
+        cycles (the weights in output-channel stripes just wide enough to hide their loads, Vela's
+        weight buffering; an input's tiles as few rows as that allows: Vela's NPU reads a graph input
+        in the DRAM through no SRAM buffer at all)."""
+        slots = problem.slots()
+        constants = [slot for slot, operand in slots if problem.const_lookup(operand) is not None]
+        narrowed = constants + [slot for slot, operand in slots if operand in self.homed_inputs]
+        if not narrowed:
             return best
 
         def constant_bytes(plan: TilePlan) -> int:
-            return sum(plan.slot_bytes[s] * plan.slot_buffers[s] for s in constants if s in plan.slot_bytes)
+            return sum(plan.slot_bytes[s] * plan.slot_buffers[s] for s in narrowed if s in plan.slot_bytes)
 
         bandwidth = self.hw.ddr.bandwidth_bytes_per_cycle
 

@@ -118,19 +118,22 @@ def test_optimise_size_runs_mobilenet_v3s_first_layers_in_stripes(capsys):
     code, out, err = _cli([*args, "--optimise", "size"], capsys)
     assert (code, err) == (0, "")
     stats = json.loads(out)
-    assert (stats["peak_tcm_bytes"], stats["tcm_lower_bound_bytes"]) == (18656, 18656)
+    # (the input read where it lives, tcm.graph_inputs_in_place: the first chain as staged, and a third,
+    # the swish of layer_296-299 in 1-row stripes, 2,048 B off the peak)
+    assert (stats["peak_tcm_bytes"], stats["tcm_lower_bound_bytes"]) == (16608, 16608)
     stripes = stats["stripes"]
-    assert (stripes["count"], stripes["rolling_bytes"], stripes["rolling_whole_bytes"]) == (2, 5664, 65664)
+    assert (stripes["count"], stripes["rolling_bytes"], stripes["rolling_whole_bytes"]) == (3, 6048, 74880)
     first = stripes["chains"][0]
     # (the hard-swish lookup is the first convolution's activation: mac_array.epilogue_ops)
     assert first["operations"][0] == "CONV2D(layer_274)+RESCALE(layer_275)+TABLE(layer_276)"
     assert (first["stripe_rows"], first["stripe_count"]) == (1, 24)
     assert [(b["value"], b["rows"], b["size_bytes"]) for b in first["rolling_buffers"]] == [("layer_276", 3, 2304)]
-    # the preset's own choice: stripes within 5% of the cycles, taller (streaming the input takes it
-    # off the block's peak: stripes.STREAM_PEAK_SHARE)
+    # the preset's own choice: stripes within 5% of the cycles, taller: 6 rows (3-row ones are estimated
+    # 9% slower than the convolution run whole, which reads its input in the DRAM as they do), then
+    # holding the block's peak, so no second chain
     code, out, err = _cli(args, capsys)
     stats = json.loads(out)
     assert (stats["peak_tcm_bytes"], stats["stripes"]["count"], stats["stripes"]["chains"][0]["stripe_rows"]) == (
-        27248, 2, 3)
+        35808, 1, 6)
     code, out, err = _cli([*args[:-1], "--optimise", "fast"], capsys)
     assert code == 2 and "--optimise" in err

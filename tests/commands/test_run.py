@@ -528,8 +528,9 @@ def test_simulate_api_switches_block_tensors_off():
 
 
 def test_optimise_size_runs_in_stripes_with_the_same_outputs(tmp_path, capsys):
-    """MobileNetV3-Small on ethos-u85-256: the preset's stripes (within 5% of the cycles) and the
-    fewest-bytes ones (--optimise size) give exec's bits, in less than half the TCM of whole maps."""
+    """MobileNetV3-Small on ethos-u85-256: the preset's stripes (within 5% of the cycles; one chain
+    of 6-row stripes, 35,808 B against 47,712 B of whole maps, its input read in the DRAM) and the
+    fewest-bytes ones (--optimise size; three chains, 16,608 B) give exec's bits."""
     graph = EXAMPLES / "mobilenet_v3_small_int8.tosa"
     code, _, err = _cli(["exec", graph, "--random-inputs", "3", "-o", tmp_path / "exec"], capsys)
     assert (code, err) == (0, "")
@@ -540,7 +541,7 @@ def test_optimise_size_runs_in_stripes_with_the_same_outputs(tmp_path, capsys):
         assert (code, err) == (0, ""), err
         s = _check_same_outputs(tmp_path / name, tmp_path / "exec")
         figures[name] = (s["stripes"]["count"], s["peak_tcm_bytes"], s["tcm_lower_bound_unstriped_bytes"])
-    assert figures == {"preset": (2, 27248, 55776), "size": (2, 18656, 51168)}
+    assert figures == {"preset": (1, 35808, 62688), "size": (3, 16608, 51168)}
 
 
 def test_timing_only_refuses_a_rescale_that_breaks_a_static_error_if(tmp_path, capsys):

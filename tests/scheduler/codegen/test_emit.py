@@ -90,7 +90,9 @@ def test_compute_ping_pong():
 def test_a_thin_feature_map_is_read_in_the_npus_accesses_where_the_config_says():
     """ethos-u85-256 reads a feature map in DDR whose pixels are narrower than 16 bytes (a
     3-channel image) in 16-byte accesses; a 16-channel one, constants, and any read on edge,
-    in whole bursts. The scheduled image input carries it to its DMAs, and stays bit-exact."""
+    in whole bursts. The scheduled image input carries it to its DMAs, and stays bit-exact: the
+    convolution's own loads of its tiles where the input lives in the DRAM (tcm.graph_inputs_in_place,
+    the preset), and the copy staging it into the TCM without that flag."""
     from npu_sim.hw.config import load_hw_config
     from npu_sim.tosa.builder import GraphBuilder
     from tests.scheduler.graphs import check_end_to_end, conv_block
@@ -108,8 +110,11 @@ def test_a_thin_feature_map_is_read_in_the_npus_accesses_where_the_config_says()
 
     b = GraphBuilder()
     b.output(conv_block(b, b.input("x", (1, 12, 12, 3), DType.INT8), 8, seed=3))
-    program, _ = check_end_to_end(b.build(), machine("ethos-u85-256"))
-    loads = [c for c in program.walk() if getattr(c, "src", None) is not None and c.src.memory is DDR]
-    image_loads = [c for c in loads if c.name.startswith("stage x")]
-    assert image_loads and all(c.access_bytes == 16 for c in image_loads)
-    assert all(c.access_bytes == 0 for c in loads if c not in image_loads)
+    hw = machine("ethos-u85-256")
+    staged = hw.model_copy(update={"tcm": hw.tcm.model_copy(update={"graph_inputs_in_place": False})})
+    for config, image_load in ((hw, "CONV2D(conv2d_3)+RESCALE(rescale_8)+CLAMP(clamp_9): load x"), (staged, "stage x")):
+        program, _ = check_end_to_end(b.build(), config)
+        loads = [c for c in program.walk() if getattr(c, "src", None) is not None and c.src.memory is DDR]
+        image_loads = [c for c in loads if c.name == image_load]
+        assert image_loads and all(c.access_bytes == 16 for c in image_loads)
+        assert all(c.access_bytes == 0 for c in loads if c not in image_loads)

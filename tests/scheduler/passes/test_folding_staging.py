@@ -1,5 +1,7 @@
 import numpy as np
 
+import npu_sim
+from npu_sim.hw.config import load_hw_config
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
 from npu_sim.tosa.ops import Op
@@ -7,7 +9,15 @@ from scheduler.ir.npu_ops import OpKind, ValueKind
 from scheduler.passes.folding import fold_constants
 from scheduler.passes.lowering import lower
 from scheduler.passes.staging import stage
-from tests.scheduler.graphs import _rescale, check_against_reference_model, check_end_to_end, conv_block, machine
+from scheduler.schedule import lower_graph
+from tests.scheduler.graphs import (
+    _rescale,
+    check_against_reference_model,
+    check_end_to_end,
+    conv_block,
+    machine,
+    random_inputs,
+)
 
 
 def _graph():
@@ -86,3 +96,32 @@ def test_a_graph_output_that_is_an_input_copied_is_written_though_the_input_is_s
     for preset in ("edge", "ethos-u85-256", "ethos-u55-256"):
         check_end_to_end(b.build(), load_hw_config(preset), invocations=2)
     check_against_reference_model(b.build(), tmp_path, ("edge", "ethos-u85-256", "ethos-u55-256"))
+
+
+def _kws_convolutions():
+    """Two 3x1 convolutions of 64 channels over a 49 x 80 int8 map (a Conv1D KWS net's first two)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 49, 1, 80), DType.INT8)
+    b.output(conv_block(b, conv_block(b, x, 64, seed=1), 64, seed=2))
+    return b.build()
+
+
+def test_on_the_u85_a_graph_input_is_read_where_it_lives():
+    """tcm.graph_inputs_in_place (the U85; Vela stages only an IFM some operation produces): no copy
+    of the re-read input into the TCM. Its reader's tiles of it then count against the peak as the
+    copy did, so they are as narrow as the constants' stripes within tcm.constant_stream_slack_fraction
+    (Tiler.homed_inputs): the 3,920 B input loaded once, where the fastest plan's two buffers of
+    overlapping rows would take 4,160 B (peak 7,296 B, 55,439 cycles). The U65 stages it."""
+    graph = _kws_convolutions()
+    hw = load_hw_config("ethos-u85-256")
+    staged = hw.model_copy(update={"tcm": hw.tcm.model_copy(update={"graph_inputs_in_place": False})})
+    for preset, copies in ((hw, []), (staged, ["stage x"]), (load_hw_config("ethos-u65-256"), ["stage x"])):
+        lowered = lower_graph(graph, preset)
+        assert [op.name for op in lowered.main.ops if op.kind is OpKind.COPY and op.staged] == copies
+    summary = npu_sim.simulate(graph, hw, random_inputs(graph, seed=0)).summary
+    assert (summary["peak_tcm_bytes"], summary["total_cycles"]) == (7056, 41824)
+    assert [(t["kind"], t["size_bytes"]) for t in summary["tcm_peak"]["tensors"]] == [
+        ("tile", 3920), ("activation", 3136)]
+    summary = npu_sim.simulate(graph, staged, random_inputs(graph, seed=0)).summary
+    assert (summary["peak_tcm_bytes"], summary["total_cycles"]) == (7056, 41824)
+    assert [(t["name"], t["size_bytes"]) for t in summary["tcm_peak"]["tensors"]][0] == ("x@tcm", 3920)
