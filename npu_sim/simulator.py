@@ -69,7 +69,7 @@ from npu_sim.gc_pause import gc_paused
 from npu_sim.hw.compute import ComputeOp, InPlaceRead, TimedComputeOp, compile_compute, no_binding
 from npu_sim.hw.compute_units import MAC_ARRAY, VECTOR, unit_names
 from npu_sim.hw.compute_units.mac_array import channel_parameter_bytes, decomposed_read_bytes
-from npu_sim.hw.compute_units.vector import per_channel_rescale_bytes, source_softmax_bytes
+from npu_sim.hw.compute_units.vector import per_channel_rescale_bytes, source_operator_bytes
 from npu_sim.hw.config import HwConfig, load_hw_config
 from npu_sim.hw.cost import ComputeCycles, command_mac_pe_cycles, command_macs, command_tcm_bytes
 from npu_sim.hw.ddr import BandwidthChannel
@@ -174,13 +174,14 @@ def in_place_read_bytes(hw: HwConfig, cmd: ComputeCommand) -> tuple[int, int]:
     weight stream it reads where it lives (one stream: Vela's encoder packs an operation's weights
     and scales together), a per-channel RESCALE's multipliers read per element
     (``vector.per_channel_rescale_read_bytes``), a softmax's reads of the constants' memory
-    (``vector.source_softmax_read_bytes``) and its input feature map's block fetches beyond the TCM
+    (``vector.source_softmax_read_bytes``), a squared difference's (``vector.source_squared_difference_read_bytes``)
+    and its input feature map's block fetches beyond the TCM
     copy, a TABLE's table loaded into the LUT from where it lives, and an elementwise operation's
     constant operands read there (``ComputeCommand.in_place_constants``): what crosses the DDR channel
     while it computes (:class:`InPlaceRead`)."""
     size = sum(v.size_bytes for v in (*cmd.in_place_weights(), *cmd.in_place_tables(), *cmd.in_place_constants()))
     if cmd.unit == VECTOR.name:   # (both 0 unless the config sets their bytes)
-        size += sum(per_channel_rescale_bytes(hw, step) for step in cmd.steps) + source_softmax_bytes(hw, cmd.steps)
+        size += sum(per_channel_rescale_bytes(hw, step) for step in cmd.steps) + source_operator_bytes(hw, cmd.steps)
     burst = hw.ddr.burst_size_bytes
     return size + cmd.ifm_refetch_bytes, -(-size // burst) * burst + cmd.ifm_refetch_burst_bytes
 

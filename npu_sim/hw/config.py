@@ -457,10 +457,14 @@ class MacArrayConfig(_Strict):
 #: Kinds of elementwise work with a cycles-per-element figure (VectorConfig.cycles_per_element).
 #: ``source_mean``: per input element of a TFLite MEAN compiled as Vela's TFLite reader does (one
 #: depthwise pass; :mod:`scheduler.passes.source_means`); ``source_softmax``: per input
-#: element of a TFLite SOFTMAX (:mod:`scheduler.passes.source_softmax`); ``source_activation``: per
+#: element of a TFLite SOFTMAX (:mod:`scheduler.passes.source_softmax`); ``source_squared_difference``:
+#: per output element (in channel bricks) of a TFLite SQUARED_DIFFERENCE
+#: (:mod:`scheduler.passes.source_squared_difference`), ``source_squared_difference_broadcast`` per output
+#: element of one of fewer than four dimensions on an NPU without double broadcast; ``source_activation``: per
 #: output element of an 8-bit TFLite activation (RELU, RELU6) that requantizes, its RESCALE and CLAMP.
 ELEMENTWISE_KINDS = ("unary_int32", "binary_int32", "mul_int32", "mul", "add", "other", "source_mean",
-                     "source_softmax", "source_activation",
+                     "source_softmax", "source_squared_difference",
+                     "source_squared_difference_broadcast", "source_activation",
                      "rescale_int8", "rescale_int16", "rescale_int32", "reduce_minmax_int32")
 
 
@@ -532,6 +536,10 @@ class VectorConfig(_Strict):
         0, ge=0, le=1 << 10, description="bytes a TFLite SOFTMAX run as one operation (cycles_per_element."
         "source_softmax) reads from the constants' memory per element of its input, over the DDR channel "
         "while it computes (0 = none)")
+    source_squared_difference_read_bytes: int = Field(
+        0, ge=0, le=1 << 10, description="bytes a TFLite SQUARED_DIFFERENCE run as one operation with its "
+        "broadcast pass (cycles_per_element.source_squared_difference_broadcast) reads from the constants' "
+        "memory per output element, over the DDR channel while it computes (0 = none)")
     depth_reshape_min_depth: int = Field(
         0, ge=0, le=1024, description="an elementwise-like operation (elementwise, CLAMP, SIGMOID, TANH, "
         "RESCALE, TABLE, CAST) with no broadcast operand and no per-channel scales, whose output is shallower "

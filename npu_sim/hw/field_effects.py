@@ -43,6 +43,7 @@ TIMING_FIELDS = frozenset({
     "mac_array.channel_parameter_bytes",
     "vector.per_channel_rescale_read_bytes",
     "vector.source_softmax_read_bytes",
+    "vector.source_squared_difference_read_bytes",
 })
 #: Sections only energy and area are counted from.
 COST_SECTIONS = frozenset({"energy", "area"})

@@ -50,6 +50,7 @@ from scheduler.passes.rescale_folding import SOURCE_RULE, RescaleFoldRule
 from scheduler.passes.source_activations import SourceActivationRule
 from scheduler.passes.source_means import SourceMeanRule
 from scheduler.passes.source_softmax import SourceSoftmaxRule
+from scheduler.passes.source_squared_difference import SourceSquaredDifferenceRule
 from scheduler.passes.table_lookup import lookup_function, match_lookup
 
 
@@ -262,6 +263,8 @@ def _applies(rule: FusionRule, hw: HwConfig) -> bool:
         return hw.npu_support.source_operators and "source_mean" in hw.vector.cycles_per_element
     if isinstance(rule, SourceSoftmaxRule):
         return hw.npu_support.source_operators and "source_softmax" in hw.vector.cycles_per_element
+    if isinstance(rule, SourceSquaredDifferenceRule):
+        return hw.npu_support.source_operators and "source_squared_difference" in hw.vector.cycles_per_element
     if isinstance(rule, SourceActivationRule):
         return hw.npu_support.source_operators and "source_activation" in hw.vector.cycles_per_element
     if isinstance(rule, LookupChainRule):
@@ -294,7 +297,8 @@ def _adapted(rule: FusionRule, hw: HwConfig) -> FusionRule | None:
 #: Rules that fuse composites (left out by ``--no-composite-fusion``).
 COMPOSITE_RULES: tuple[FusionRule, ...] = (CellRule(lstm_cell.KIND, lstm_cell.match_cell),
                                            CellRule(gru_cell.KIND, gru_cell.match_gru))
-DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, TableLookupRule(), SourceSoftmaxRule(), LookupChainRule(),
+DEFAULT_RULES: tuple[FusionRule, ...] = (*COMPOSITE_RULES, TableLookupRule(), SourceSoftmaxRule(),
+                                         SourceSquaredDifferenceRule(), LookupChainRule(),
                                          SOURCE_RULE, SourceMeanRule(), SourceActivationRule(), EpilogueRule(),
                                          ReductionPrologueRule(), ElementwiseRule(), RescaleFoldRule())
 #: The default rules without the composites.

@@ -43,22 +43,22 @@ class SourceSoftmaxRule:
             return None
         members = [i for i, op in enumerate(block.operators)
                    if op.location == anchor.location and op.op not in VALUES]
-        if not SOFTMAX_MARKS <= {block.operators[i].op for i in members} or not self._closed(members, ctx):
+        if not SOFTMAX_MARKS <= {block.operators[i].op for i in members} or not closed_group(members, ctx):
             return None
         return FusedGroup(members, unit=VECTOR.name)
 
-    @staticmethod
-    def _closed(members: list[int], ctx: FusionContext) -> bool:
-        """True if the members are free and one-result operators, and only the last one's result
-        leaves them (read by an operator outside, or a block output)."""
-        block, inside = ctx.block, set(members)
-        for i in members:
-            operator = block.operators[i]
-            if not ctx.free(i) or len(operator.outputs) != 1:
-                return False
-            if i == members[-1]:
-                continue
-            out = operator.outputs[0]
-            if out in block.outputs or any(reader not in inside for reader in ctx.consumers.get(out, [])):
-                return False
-        return True
+
+def closed_group(members: list[int], ctx: FusionContext) -> bool:
+    """True if the members are free and one-result operators, and only the last one's result
+    leaves them (read by an operator outside, or a block output)."""
+    block, inside = ctx.block, set(members)
+    for i in members:
+        operator = block.operators[i]
+        if not ctx.free(i) or len(operator.outputs) != 1:
+            return False
+        if i == members[-1]:
+            continue
+        out = operator.outputs[0]
+        if out in block.outputs or any(reader not in inside for reader in ctx.consumers.get(out, [])):
+            return False
+    return True

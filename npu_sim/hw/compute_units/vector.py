@@ -506,9 +506,12 @@ def body_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
 
 def source_operator_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | None:
     """The steps as the TFLite operator they came from, where the preset compiles it as one
-    (a softmax, a mean, an activation: :func:`source_softmax_cycles`, :func:`source_mean_cycles`,
-    :func:`source_activation_cycles`); None where they run as TOSA operations."""
+    (a softmax, a squared difference, a mean, an activation: :func:`source_softmax_cycles`,
+    :func:`source_squared_difference_cycles`, :func:`source_mean_cycles`, :func:`source_activation_cycles`);
+    None where they run as TOSA operations."""
     source = source_softmax_cycles(hw, steps)
+    if source is None:
+        source = source_squared_difference_cycles(hw, steps)
     if source is None:
         source = source_mean_cycles(hw, steps)
     if source is None:
@@ -609,6 +612,53 @@ def source_softmax_bytes(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
     if per_element <= 0 or not is_source_softmax(hw, steps):
         return 0
     return out_elements(steps[0]) * per_element
+
+
+def source_operator_bytes(hw: HwConfig, steps: Sequence[KernelStep]) -> int:
+    """Bytes a TFLite operator run as one operation reads from the constants' memory: a softmax's
+    (:func:`source_softmax_bytes`) and a squared difference's zero constant
+    (``vector.source_squared_difference_read_bytes`` per output element, where
+    :func:`squared_difference_broadcasts`)."""
+    per_element = hw.vector.source_squared_difference_read_bytes
+    if per_element > 0 and is_source_squared_difference(hw, steps) and squared_difference_broadcasts(hw, steps):
+        return out_elements(steps[-1]) * per_element
+    return source_softmax_bytes(hw, steps)
+
+
+#: The operators of TFLite's SQUARED_DIFFERENCE as the converter writes it (the inputs widened, their
+#: difference, its square, the result scaled back; :mod:`scheduler.passes.source_squared_difference`).
+SQUARED_DIFFERENCE_OPS = frozenset({Op.RESCALE, Op.SUB, Op.MUL, Op.RESHAPE})
+
+
+def source_squared_difference_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | None:
+    """A TFLite SQUARED_DIFFERENCE compiled as Vela's TFLite reader does:
+    ``vector.cycles_per_element.source_squared_difference`` per output element in channel bricks (its
+    casts, scaling MULs, SUB and square), and ``source_squared_difference_broadcast`` per output element
+    where :func:`squared_difference_broadcasts`; None for other steps (no SUB and MUL among steps of one
+    source operator, another operator among them, or no such rate)."""
+    if not is_source_squared_difference(hw, steps):
+        return None
+    last = steps[-1]
+    cycles = brick_elements(hw, last) * hw.vector.cycles_per_element["source_squared_difference"]
+    if squared_difference_broadcasts(hw, steps):
+        cycles += out_elements(last) * hw.vector.cycles_per_element["source_squared_difference_broadcast"]
+    return math.ceil(cycles)
+
+
+def squared_difference_broadcasts(hw: HwConfig, steps: Sequence[KernelStep]) -> bool:
+    """Whether Vela adds its broadcast pass to a squared difference: on an NPU without double broadcast
+    (a ``source_squared_difference_broadcast`` rate), an operator of fewer than four dimensions (a
+    LayerNormalization over [1, 64, 96] gets the pass, 8 cycles an element on the U55-256; over
+    [1, 8, 8, 32], and a FusedBatchNormV3 form over [1, 64, 1, 49], none, Vela 5.2)."""
+    return "source_squared_difference_broadcast" in hw.vector.cycles_per_element and \
+        len(steps[-1].output_types[0].shape) < 4
+
+
+def is_source_squared_difference(hw: HwConfig, steps: Sequence[StepFacts]) -> bool:
+    """True if ``steps`` are a TFLite SQUARED_DIFFERENCE ``hw`` compiles as Vela's TFLite reader does."""
+    ops = {step.op for step in steps}
+    return _one_source_rate(hw, steps, "source_squared_difference") is not None and \
+        {Op.SUB, Op.MUL} <= ops <= SQUARED_DIFFERENCE_OPS
 
 
 def is_source_softmax(hw: HwConfig, steps: Sequence[StepFacts]) -> bool:
