@@ -46,6 +46,9 @@ class CellGraph:
     producer: dict[str, int]
     claimed: set[int]
     constant_derived: dict[str, bool] = field(default_factory=dict)
+    #: memos by operator index (the block does not change while cells are matched)
+    lookups: dict[int, Lookup | None] = field(default_factory=dict)
+    activations: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     def op(self, index: int) -> Operator:
         return self.block.operators[index]
@@ -70,6 +73,9 @@ class CellGraph:
     def is_constant_derived(self, tensor: str) -> bool:
         """A constant, or computed from constants only (constant folding turns it into one)."""
         memo = self.constant_derived
+        known = memo.get(tensor)
+        if known is not None:
+            return known
         stack = [(tensor, False)]
         while stack:   # iterative post-order: chains of constant arithmetic can be long
             name, expanded = stack.pop()
@@ -192,12 +198,23 @@ def activation(g: CellGraph, gate: str, label: str, expected: str) -> tuple[str,
 
 
 def lookup(g: CellGraph, index: int) -> Lookup | None:
-    return match_lookup(g.block, index, g.sole_user)
+    try:
+        return g.lookups[index]
+    except KeyError:
+        found = g.lookups[index] = match_lookup(g.block, index, g.sole_user)
+        return found
 
 
 def activation_at(g: CellGraph, index: int) -> tuple[str, str]:
     """What the activation starting at operator ``index`` computes (as :func:`activation_kind`
     names it) and its result: a lookup (CAST ... GATHER ... RESHAPE) or one operator."""
+    known = g.activations.get(index)
+    if known is None:
+        known = g.activations[index] = _activation_at(g, index)
+    return known
+
+
+def _activation_at(g: CellGraph, index: int) -> tuple[str, str]:
     found = lookup(g, index)
     if found is not None:
         return table_function(found.table, found.offset, 0, LOOKUP_DIP_SHARE), found.result
