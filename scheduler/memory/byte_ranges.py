@@ -158,6 +158,8 @@ _NUMPY_RUNS = 16
 _NUMPY_PAGE_RUNS = 64
 #: above this many runs, a set's lattice is found with numpy
 _NUMPY_LATTICE_RUNS = 64
+#: above this many runs of the smaller set inside the common span, _runs_meet works on numpy arrays
+_NUMPY_MEET_RUNS = 24
 #: above this many runs of both sets inside each other's span, set_difference works on numpy arrays
 _NUMPY_DIFFERENCE_RUNS = 256
 
@@ -327,6 +329,11 @@ def _runs_meet(a: ByteSet, b: ByteSet) -> bool:
     b_first, b_end = bisect.bisect_right(b.ends, lo), bisect.bisect_left(b.starts, hi)
     if a_end - a_first > b_end - b_first:
         a, b, a_first, a_end, b_first, b_end = b, a, b_first, b_end, a_first, a_end
+    if a_end - a_first > _NUMPY_MEET_RUNS:   # (the same test on arrays: the runs of a at once)
+        a_runs, b_runs = a.array()[a_first:a_end], b.array()[b_first:b_end]
+        before = np.searchsorted(b_runs[:, 0], a_runs[:, 1], side="left") - 1
+        ok = before >= 0
+        return bool(np.any(b_runs[before[ok], 1] > a_runs[ok, 0]))
     starts, ends = b.starts, b.ends
     for k in range(a_first, a_end):
         s, e = a.starts[k], a.ends[k]
@@ -370,9 +377,29 @@ def set_difference(a: ByteSet, b: ByteSet) -> ByteSet | None:
     return ByteSet(starts, ends) if starts else None
 
 
+def _runs_minus_one(a_starts: tuple[int, ...], a_ends: tuple[int, ...], lo: int, hi: int
+                    ) -> tuple[list[int], list[int]]:
+    """:func:`_runs_minus` of one run ``[lo, hi)``: the runs it meets found by bisection, the
+    first and last of them cut at its ends."""
+    first, end = bisect.bisect_right(a_ends, lo), bisect.bisect_left(a_starts, hi)
+    starts, ends = list(a_starts[:first]), list(a_ends[:first])
+    if first < end:
+        if a_starts[first] < lo:
+            starts.append(a_starts[first])
+            ends.append(lo)
+        if a_ends[end - 1] > hi:
+            starts.append(hi)
+            ends.append(a_ends[end - 1])
+    starts += a_starts[end:]
+    ends += a_ends[end:]
+    return starts, ends
+
+
 def _runs_minus(a_starts: tuple[int, ...], a_ends: tuple[int, ...], b_starts: tuple[int, ...],
                 b_ends: tuple[int, ...]) -> tuple[list[int], list[int]]:
     """The runs of ``a`` less those of ``b`` (both sorted and disjoint), in one merge."""
+    if len(b_starts) == 1:
+        return _runs_minus_one(a_starts, a_ends, b_starts[0], b_ends[0])
     starts: list[int] = []
     ends: list[int] = []
     count = len(b_starts)
