@@ -580,10 +580,11 @@ class _BlockCompiler:
             covered += plan.est_cycles if plan is not None else 0
             if covered >= need:
                 break
-        if target is not None:
-            for e in done:
-                if e.index >= target.index:
-                    extra[e.index] = extra.get(e.index, 0) + ws
+        if target is not None:   # (``done`` is in operation order: the target and those after it end it)
+            for e in reversed(done):
+                if e.index < target.index:
+                    break
+                extra[e.index] = extra.get(e.index, 0) + ws
         return target
 
     def _group_live_at(self, root: str, i: int, result: ResidencyResult) -> bool:
