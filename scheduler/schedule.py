@@ -79,6 +79,7 @@ from scheduler.passes.fusion import DEFAULT_RULES, FusionRule, rules_for
 from scheduler.passes.loop_invariants import hoist_loop_invariants
 from scheduler.passes.lowering import lower
 from scheduler.passes.ordering import order_blocks
+from scheduler.passes.reshape_rescales import rescale_before_reshape
 from scheduler.passes.sinking import sink_feature_maps
 from scheduler.passes.staging import homed_inputs, stage
 from scheduler.passes.stripes import ChainMemo
@@ -113,6 +114,7 @@ def schedule(graph: Graph, hw: HwConfig, *, planner: Planner | None = None,
     graph = hoist_loop_invariants(graph)   # (a loop body's invariant work runs once, before it)
     graph = integer_data_movement(graph)   # (no float round trip around a SLICE of int8 data)
     graph = slice_concats(graph)   # (a slice of one CONCAT input reads it; the CONCAT may go)
+    graph = rescale_before_reshape(graph)   # (a product's scaling past a RESHAPE joins its epilogue)
     check_npu_capacity(graph, hw)   # refuse terabyte tensors before tiling them
     with gc_paused():   # millions of short-lived tiles, views and access records
         lowered = lower_graph(graph, hw, rules, resident_constants=resident_constants)
