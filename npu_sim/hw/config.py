@@ -89,7 +89,8 @@ class DmaConfig(_Strict):
     max_outstanding_bursts: int = Count  # per engine
     thin_pixel_access_bytes: int = Field(
         0, ge=0, le=4096, description="a DDR read of a feature map (rank >= 3) whose pixels are narrower than "
-        "this many bytes goes in accesses of this size, each taking a whole burst (0 = whole bursts)")
+        "this many bytes per byte of its element goes in accesses of that size, each taking a whole burst "
+        "(0 = whole bursts)")
     prefetch_operations: int = Field(
         8, ge=0, le=64, description="an operation's leading loads (its weights, constant-pool chunks, "
         "graph inputs) may be issued this many operations before it, as far as needed to hide them "

@@ -77,9 +77,11 @@ class Emitter:
     def thin_pixel_access_bytes(self, src: BufView) -> int:
         """The access size a DDR read of ``src`` goes in (0: whole bursts): a feature map (rank
         3 or more, not a constant: weights stream as they are stored) whose pixels, its last
-        dimension, are narrower than the NPU's ``dma.thin_pixel_access_bytes`` is read one
-        access per pixel's brick."""
-        access = self.hw.dma.thin_pixel_access_bytes
+        dimension, are narrower than the NPU's access, ``dma.thin_pixel_access_bytes`` per byte of
+        its element, is read one access per pixel's brick (as the NPU's block fetches,
+        :func:`npu_sim.hw.ifm_fetch.fetch_burst_bytes`: Vela's burst spans the IFM block's depth of
+        elements, EstimateMemoryTransfer; a 16-bit map's accesses are twice an 8-bit one's)."""
+        access = self.hw.dma.thin_pixel_access_bytes * element_size_bytes(src.dtype)
         if access <= 0 or src.buffer is None or src.memory is not DDR or len(src.shape) < 3 \
                 or src.buffer.kind == "constant":
             return 0

@@ -88,8 +88,8 @@ def test_compute_ping_pong():
 
 
 def test_a_thin_feature_map_is_read_in_the_npus_accesses_where_the_config_says():
-    """ethos-u85-256 reads a feature map in DDR whose pixels are narrower than 16 bytes (a
-    3-channel image) in 16-byte accesses; a 16-channel one, constants, and any read on edge,
+    """ethos-u85-256 reads a feature map in DDR whose pixels are narrower than 16 elements (a
+    3-channel image) in accesses of 16 elements; a 16-channel one, constants, and any read on edge,
     in whole bursts. The scheduled image input carries it to its DMAs, and stays bit-exact: the
     convolution's own loads of its tiles where the input lives in the DRAM (tcm.graph_inputs_in_place,
     the preset), and the copy staging it into the TCM without that flag."""
@@ -104,6 +104,11 @@ def test_a_thin_feature_map_is_read_in_the_npus_accesses_where_the_config_says()
     deep = Placement(ddr, 0, TensorType((1, 8, 8, 16), DType.INT8)).whole()
     assert u85.thin_pixel_access_bytes(image) == 16
     assert u85.thin_pixel_access_bytes(deep) == 0
+    # 16 elements an access, as the NPU's block fetches: 32 B of an int16 image (Vela's burst spans the
+    # IFM block's depth of elements), and an 8-channel int16 map (16 B a pixel) is thin too
+    assert u85.thin_pixel_access_bytes(Placement(ddr, 0, TensorType((1, 8, 8, 3), DType.INT16)).whole()) == 32
+    assert u85.thin_pixel_access_bytes(Placement(ddr, 0, TensorType((1, 8, 8, 8), DType.INT16)).whole()) == 32
+    assert u85.thin_pixel_access_bytes(Placement(ddr, 0, TensorType((1, 8, 8, 16), DType.INT16)).whole()) == 0
     assert edge.thin_pixel_access_bytes(image) == 0
     weights = Placement(Buffer("w", DDR, 1024, kind="constant"), 0, TensorType((3, 3, 32, 1), DType.INT8)).whole()
     assert u85.thin_pixel_access_bytes(weights) == 0   # depthwise weights stream as stored
