@@ -458,13 +458,14 @@ class MacArrayConfig(_Strict):
 #: Kinds of elementwise work with a cycles-per-element figure (VectorConfig.cycles_per_element).
 #: ``source_mean``: per input element of a TFLite MEAN compiled as Vela's TFLite reader does (one
 #: depthwise pass; :mod:`scheduler.passes.source_means`); ``source_softmax``: per input
-#: element of a TFLite SOFTMAX (:mod:`scheduler.passes.source_softmax`); ``source_squared_difference``:
+#: element of a TFLite SOFTMAX (:mod:`scheduler.passes.source_softmax`), ``source_softmax_int16`` of an
+#: int16 one (a 16x8 model's); ``source_squared_difference``:
 #: per output element (in channel bricks) of a TFLite SQUARED_DIFFERENCE
 #: (:mod:`scheduler.passes.source_squared_difference`), ``source_squared_difference_broadcast`` per output
 #: element of one of fewer than four dimensions on an NPU without double broadcast; ``source_activation``: per
 #: output element of an 8-bit TFLite activation (RELU, RELU6) that requantizes, its RESCALE and CLAMP.
 ELEMENTWISE_KINDS = ("unary_int32", "binary_int32", "mul_int32", "mul", "add", "other", "source_mean",
-                     "source_softmax", "source_squared_difference",
+                     "source_softmax", "source_softmax_int16", "source_squared_difference",
                      "source_squared_difference_broadcast", "source_activation",
                      "rescale_int8", "rescale_int16", "rescale_int32", "reduce_minmax_int32")
 

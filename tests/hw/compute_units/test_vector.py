@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
@@ -379,3 +380,27 @@ def test_a_channel_concat_on_the_ethos_presets_writes_each_input_in_whole_bricks
     assert vector.concat_brick_elements(u55, aligned) == vector.brick_elements(u55, aligned) == 2_048
     assert vector.concat_brick_elements(load_hw_config("edge"), concat) == vector.brick_elements(
         load_hw_config("edge"), concat)
+
+
+def test_an_int16_softmax_costs_its_own_rate():
+    """A 16x8 model's int16 SOFTMAX (its first step reads int16) is timed at
+    ``source_softmax_int16``: 7.55 cycles an element on the U85-256 against 2.94 for an int8 one
+    (Vela 5.2: a Keras encoder's [1, 2, 32, 32] int16 softmax 15,566 cycles); 17.2 on the U55-256.
+    A preset without that rate keeps its int8 one."""
+    def steps(dtype):
+        shape = (1, 2, 32, 32)
+        widen = KernelStep(Op.RESCALE, make_attribute(Op.RESCALE), (), (TensorType(shape, dtype),),
+                           (TensorType(shape, DType.INT32),), origin="model/softmax")
+        rest = [KernelStep(op, make_attribute(op, **({"axis": 3} if op is not Op.TABLE else {})), (),
+                           (TensorType(shape, DType.INT32),), (TensorType(shape, DType.INT32),), origin="model/softmax")
+                for op in (Op.REDUCE_MAX, Op.TABLE, Op.REDUCE_SUM)]
+        return [widen, *rest]
+
+    u85, u55 = load_hw_config("ethos-u85-256"), load_hw_config("ethos-u55-256")
+    assert vector.source_softmax_cycles(u85, steps(DType.INT16)) == math.ceil(2048 * 7.55)
+    assert vector.source_softmax_cycles(u85, steps(DType.INT8)) == math.ceil(2048 * 2.94)
+    assert vector.source_softmax_cycles(u55, steps(DType.INT16)) == math.ceil(2048 * 17.2)
+    data = u85.model_dump()
+    del data["vector"]["cycles_per_element"]["source_softmax_int16"]
+    plain = hw_config_from_dict(data, "u85-without-int16-rate")
+    assert vector.source_softmax_cycles(plain, steps(DType.INT16)) == math.ceil(2048 * 2.94)
