@@ -124,6 +124,12 @@ class TcmConfig(_Strict):
         default=True, description="a constant several operations read (an unrolled recurrent cell's "
         "weights, a loop body's) is copied into the TCM once and kept there; False: every operation "
         "streams it from its home again, as Vela's schedules do")
+    elementwise_result_over_input: bool = Field(
+        default=False, description="an elementwise operation (a chain of elementwise steps on the vector unit or "
+        "the LUT) writes its result over an input of the same shape and dtype that no later operation reads: one "
+        "buffer instead of two live at once (scheduler/codegen/result_over_input.py; Vela 5.2's ReuseIFM, regor "
+        "live_range.cpp LiveRangeGraph::ReusableIFM: an elementwise operation's OFM takes the live range of an "
+        "IFM of its storage shape and data type whose one consumer it is)")
     read_latency_cycles: int = Field(
         0, ge=0, le=1 << 16, description="cycles an operation on the MAC array waits for the first block of "
         "its input from the TCM before it starts (its memory's read latency, paid once per operation: by "

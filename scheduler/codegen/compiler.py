@@ -34,6 +34,7 @@ from npu_sim.tosa.ir import TensorType
 from npu_sim.tosa.ops import Op
 from scheduler.codegen.concat_in_place import Spans, live_spans, merge_spans, slice_offsets_bytes, worth_it
 from scheduler.codegen.emit import Emitter, staging_need_bytes
+from scheduler.codegen.result_over_input import readers_by_key, reusable_input
 from scheduler.codegen.stream import ACommand, ACompute, ACond, ADma, ALoop, OpRecord
 from scheduler.codegen.stripe_emit import emit_chain
 from scheduler.cost_model import dma_issue_cycles
@@ -235,6 +236,36 @@ class _BlockCompiler:
                 spans = spans if spans is not None else self._live_spans()
                 self._concat_in_place(i, self.block.ops[i], *found, spans)
 
+    def _results_over_inputs(self) -> bool:
+        """Alias each elementwise result to an input it may be written over
+        (:mod:`scheduler.codegen.result_over_input`), outside the striped chains (Vela reuses no
+        IFM in a cascade); whether any was."""
+        ops = self.block.ops
+        chained = {i for chain in self.chains for i in chain.ops}
+        readers = readers_by_key(ops, self.skip)
+        keys_of: dict[str, list[str]] = {}   # root -> the keys read whose root it is
+        for key in readers:
+            keys_of.setdefault(self.root(key), []).append(key)
+        written: dict[str, int] = {}   # root -> the operation whose result last took its bytes
+
+        def later_reader(r: str, i: int) -> bool:
+            since = written.get(r, -1)
+            return any(j != i and j > since for k in keys_of.get(r, ()) for j in readers[k])
+
+        for i, op in enumerate(ops):
+            if i in self.skip or i in chained:
+                continue
+            r = reusable_input(i, op, self.ctx.values, self.root, self.offset, self.is_local, later_reader)
+            if r is None:
+                continue
+            dst = op.outputs[0]
+            self.alias[dst] = r
+            self.alias_offset[dst] = 0
+            keys_of.setdefault(r, []).extend(keys_of.pop(dst, ()))
+            written[r] = i
+        self.placed.clear()
+        return bool(written)
+
     def _live_spans(self) -> Spans:
         """The block's values' spans for :func:`worth_it` (a home in the TCM: from the start or to the end)."""
         ops = self.block.ops
@@ -346,6 +377,8 @@ class _BlockCompiler:
             return staging_need_bytes(src_mem, dst_mem, self.ctx.values[dst].size_bytes, self.ctx.alignment)
 
         result = self._striped_residency(eligible, root_of, fixed_tcm, copy_need)
+        if self.ctx.emitter.hw.tcm.elementwise_result_over_input and self._results_over_inputs():
+            result = self._regroup(groups, eligible, root_of, fixed_tcm, copy_need)
 
         def in_tcm(key: str) -> bool:
             r = root_of(key)
@@ -402,6 +435,24 @@ class _BlockCompiler:
                                               lambda key: root_of(key) is not None or fixed_tcm(key),
                                               ctx.alignment, ctx.chain_memo)
                        if self.skip.isdisjoint(c.ops)]
+        return self._chain_residency(eligible, whole, root_of, fixed_tcm, copy_need)
+
+    def _regroup(self, groups: dict[str, Group], eligible: dict[str, Group], root_of: Callable[[str], str | None],
+                 fixed_tcm: Callable[[str], bool],
+                 copy_need: Callable[[int, Callable[[str], bool]], int]) -> ResidencyResult:
+        """``groups`` and ``eligible`` again after new aliases, and residency with the chains found."""
+        fresh, forced = self.groups()
+        groups.clear()
+        groups.update(fresh)
+        eligible.clear()
+        eligible.update((r, g) for r, g in groups.items() if r not in forced)
+        return self._chain_residency(eligible, dict(self._chain_values(eligible).sizes), root_of, fixed_tcm, copy_need)
+
+    def _chain_residency(self, eligible: dict[str, Group], whole: dict[str, int],
+                         root_of: Callable[[str], str | None], fixed_tcm: Callable[[str], bool],
+                         copy_need: Callable[[int, Callable[[str], bool]], int]) -> ResidencyResult:
+        """Residency with the chains found (``whole``: the groups' bytes unstriped)."""
+        ops, ctx = self.block.ops, self.ctx
         while True:
             _size_groups(eligible, whole, self.chains, ctx.alignment)
             streamed = {key for chain in self.chains for key in chain.streamed}   # (read where the input lives)

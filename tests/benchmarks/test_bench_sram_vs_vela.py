@@ -12,16 +12,17 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 def test_the_stacked_lstm_on_the_u55_streams_its_weights_and_constants():
     """Streamed, its gate products reading their weight streams from the flash in place and its
     gates' elementwise ADDs their 2 KiB int32 bias (tcm.elementwise_constants_in_place; its scalars
-    are command parameters): 1,920 bytes of TCM, all feature maps (Vela: 10,752); with the resident
+    are command parameters; an elementwise result written over its input,
+    tcm.elementwise_result_over_input): 1,664 bytes of TCM, all feature maps (Vela: 10,752); with the resident
     pool and whole weights the same preset takes 90,176 (its one-reader weights join the pool:
     tcm.packed_weight_streams; its lookup tables go from the flash into the LUT, in neither), and
     10% more cycles."""
     ours = run_ours(EXAMPLES / "lstm_stacked_int8.tosa", "ethos-u55-256")
-    assert (ours["peak_tcm_bytes"], ours["tcm_lower_bound_bytes"], ours["peak_live_tcm_bytes"]) == (1920, 1920, 1920)
-    assert ours["by_kind"] == {"activation": 1920}
+    assert (ours["peak_tcm_bytes"], ours["tcm_lower_bound_bytes"], ours["peak_live_tcm_bytes"]) == (1664, 1664, 1664)
+    assert ours["by_kind"] == {"activation": 1664}
     assert ours["tcm_resident_constant_bytes"] == 0
     assert [(t["name"], t["size_bytes"]) for t in ours["top_tensors"]] == [
-        ("layer_84", 512), ("layer_109", 512), ("layer_97", 512)]
+        ("layer_91", 512), ("layer_97", 512), ("layer_93", 128)]
     assert (ours["resident_pool_peak_tcm_bytes"], ours["cycles"], ours["resident_pool_cycles"]) == (
         90176, 234704, 258569)
 
@@ -53,10 +54,10 @@ def test_mobilenet_v3_on_the_u85_runs_its_first_layers_in_stripes():
     from the TCM copy plus the copy (22,800 estimated cycles); now against it run whole from the DRAM
     (21,171), which they exceed by more than stripes.slack_fraction (23,170, 9%; taken with a slack
     of 0.10 they simulate 2,153 cycles longer than these). The preset's stripes take 0.1% more cycles than whole
-    maps, the fewest-bytes ones 8.5% more."""
+    maps, the fewest-bytes ones 9.4% more."""
     ours = run_ours(EXAMPLES / "mobilenet_v3_small_int8.tosa", "ethos-u85-256")
     assert (ours["unstriped_peak_tcm_bytes"], ours["peak_tcm_bytes"], ours["size_peak_tcm_bytes"]) == (
         47712, 35808, 16608)
-    assert (ours["unstriped_cycles"], ours["cycles"], ours["size_cycles"]) == (316440, 316841, 343273)
+    assert (ours["unstriped_cycles"], ours["cycles"], ours["size_cycles"]) == (316440, 316841, 346159)
     assert (ours["striped_chains"], ours["tcm_lower_bound_unstriped_bytes"]) == (1, 62688)
     assert ours["by_kind"]["stripe"] == 9984

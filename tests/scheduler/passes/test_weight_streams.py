@@ -81,5 +81,5 @@ def test_fewer_cycles_and_burst_bytes_than_a_dma_per_tensor_on_the_flash():
     inputs = {name: np.zeros(t.shape, np.int8) for name, t in graph.input_types.items()}
     packed = npu_sim.simulate(graph, _u55(packed=True), inputs).summary
     unpacked = npu_sim.simulate(graph, _u55(packed=False), inputs).summary
-    assert (packed["total_cycles"], unpacked["total_cycles"]) == (33556, 44512)   # (scalars in the command stream)
+    assert (packed["total_cycles"], unpacked["total_cycles"]) == (35394, 43208)   # (scalars in the command stream)
     assert packed["ddr_read_burst_bytes"] < unpacked["ddr_read_burst_bytes"]
