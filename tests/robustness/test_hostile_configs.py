@@ -137,6 +137,14 @@ def test_the_cli_refuses_an_unknown_composite_in_one_line(tmp_path):
     ("extends: ethos-u55-256\nvector: {depth_reshape_min_depth: 16.5}\n", "vector.depth_reshape_min_depth"),
     ("extends: ethos-u85-256\ndma: {prefetch_holds_partner_buffers: maybe}\n", "dma.prefetch_holds_partner_buffers"),
     ("extends: ethos-u55-256\ntcm: {parameters_in_command_stream: 3}\n", "tcm.parameters_in_command_stream"),
+    ("extends: ethos-u55-256\nvector: {source_squared_difference_read_bytes: -4}\n",
+     "vector.source_squared_difference_read_bytes"),
+    ("extends: ethos-u55-256\nvector: {cycles_per_element: {source_squared_difference: -1}}\n",
+     "vector.cycles_per_element"),
+    ("extends: ethos-u85-256\nvector: {cycles_per_element: {source_softmax_int16: 1.0e+9}}\n",
+     "vector.cycles_per_element"),
+    ("extends: ethos-u85-256\nlut: {fused_activation_table_loads_free: maybe}\n",
+     "lut.fused_activation_table_loads_free"),
 ])
 def test_the_cli_refuses_a_bad_calibration_field_in_one_line(tmp_path, text, message):
     graph = save(add_graph((4, 4)), tmp_path / "add.tosa")
