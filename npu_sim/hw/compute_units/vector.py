@@ -599,12 +599,13 @@ def source_softmax_cycles(hw: HwConfig, steps: Sequence[KernelStep]) -> int | No
     """A TFLite SOFTMAX compiled as Vela's TFLite reader does (:mod:`scheduler.passes.source_softmax`):
     ``vector.cycles_per_element.source_softmax`` per element of its input (the first step's
     output: the input widened; ``source_softmax_int16`` where that input is int16, a 16x8 model's);
-    None for other steps (no REDUCE_MAX, TABLE and REDUCE_SUM among
-    steps of one source operator, or no such rate)."""
+    None for other steps (no REDUCE_MAX, TABLE and REDUCE_SUM among steps of one source operator,
+    or no such rate)."""
     if not is_source_softmax(hw, steps):
         return None
     rates = hw.vector.cycles_per_element
-    wide = steps[0].input_types and steps[0].input_types[0].dtype is DType.INT16 and "source_softmax_int16" in rates
+    wide = bool(steps[0].input_types) and steps[0].input_types[0].dtype is DType.INT16 \
+        and "source_softmax_int16" in rates
     return math.ceil(out_elements(steps[0]) * rates["source_softmax_int16" if wide else "source_softmax"])
 
 
