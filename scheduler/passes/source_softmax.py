@@ -37,15 +37,21 @@ class SourceSoftmaxRule:
     name: str = "source_softmax"
 
     def match(self, index: int, ctx: FusionContext) -> FusedGroup | None:
-        block = ctx.block
-        anchor = block.operators[index]
-        if anchor.op is not Op.REDUCE_MAX or not anchor.location:
-            return None
-        members = [i for i, op in enumerate(block.operators)
-                   if op.location == anchor.location and op.op not in VALUES]
-        if not SOFTMAX_MARKS <= {block.operators[i].op for i in members} or not closed_group(members, ctx):
+        members = location_members(index, ctx, Op.REDUCE_MAX)
+        if not members or not SOFTMAX_MARKS <= {ctx.block.operators[i].op for i in members} \
+                or not closed_group(members, ctx):
             return None
         return FusedGroup(members, unit=VECTOR.name)
+
+
+def location_members(index: int, ctx: FusionContext, anchor_op: Op) -> list[int]:
+    """The operators (values aside) of the location of operator ``index``, in graph order, where it is
+    an ``anchor_op`` with a location (the converter's form of one source operator); else none."""
+    block = ctx.block
+    anchor = block.operators[index]
+    if anchor.op is not anchor_op or not anchor.location:
+        return []
+    return [i for i, op in enumerate(block.operators) if op.location == anchor.location and op.op not in VALUES]
 
 
 def closed_group(members: list[int], ctx: FusionContext) -> bool:

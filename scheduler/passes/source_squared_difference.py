@@ -29,7 +29,7 @@ from npu_sim.hw.compute_units import VECTOR
 from npu_sim.hw.compute_units.vector import SQUARED_DIFFERENCE_OPS
 from npu_sim.tosa.ops import Op
 from scheduler.passes.fusion_context import FusedGroup, FusionContext
-from scheduler.passes.source_softmax import VALUES, closed_group
+from scheduler.passes.source_softmax import closed_group, location_members
 
 
 @dataclass(frozen=True)
@@ -40,14 +40,10 @@ class SourceSquaredDifferenceRule:
 
     def match(self, index: int, ctx: FusionContext) -> FusedGroup | None:
         block = ctx.block
-        anchor = block.operators[index]
-        if anchor.op is not Op.SUB or not anchor.location:
+        members = location_members(index, ctx, Op.SUB)
+        if not members or any(block.operators[i].op not in SQUARED_DIFFERENCE_OPS for i in members):
             return None
-        members = [i for i, op in enumerate(block.operators)
-                   if op.location == anchor.location and op.op not in VALUES]
-        if any(block.operators[i].op not in SQUARED_DIFFERENCE_OPS for i in members):
-            return None
-        difference = anchor.outputs[0]
+        difference = block.operators[index].outputs[0]
         squares = [i for i in members if block.operators[i].op is Op.MUL
                    and list(block.operators[i].inputs[:2]) == [difference, difference]]
         if not squares or not closed_group(members, ctx):
