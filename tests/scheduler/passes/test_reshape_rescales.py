@@ -4,12 +4,17 @@ epilogue scales its result as Vela's output unit does; nothing else moves, and t
 
 from __future__ import annotations
 
+import numpy as np
+
+import npu_sim
 from npu_sim.hw.config import load_hw_config
 from npu_sim.program import ComputeCommand
 from npu_sim.tosa.builder import GraphBuilder
 from npu_sim.tosa.dtype import DType
+from npu_sim.tosa.loader import save_graph
 from npu_sim.tosa.ops import Op
 from scheduler.passes.reshape_rescales import rescale_before_reshape
+from tests.oracle import run_graph_bytes
 from tests.scheduler.graphs import _rescale, _zp, check_end_to_end
 
 
@@ -50,11 +55,20 @@ def test_nothing_moves_where_the_swap_would_not_keep_the_graph():
         assert rescale_before_reshape(graph) is graph
 
 
-def test_the_product_scales_its_result_with_the_reference_bits():
+def test_the_product_scales_its_result_with_the_reference_bits(tmp_path):
     """On the U85 the MATMUL's epilogue takes the RESCALE: one operation per tile, and no int32 map of
-    the scores in the TCM (64 KiB, where the peak was above it); the outputs are the reference
-    executor's bit for bit (check_end_to_end)."""
-    program, _ = check_end_to_end(_attention_scores(), load_hw_config("ethos-u85-256"))
+    the scores in the TCM (64 KiB, where the peak was above it); the outputs of the rewritten plan
+    are those of Arm's TOSA reference model run on the graph as written, bit for bit."""
+    graph = _attention_scores()
+    rng = np.random.default_rng(9)
+    inputs = {"q": rng.integers(-128, 128, (4, 64, 24), dtype=np.int8),
+              "k": rng.integers(-128, 128, (4, 24, 64), dtype=np.int8)}
+    save_graph(graph, tmp_path / "scores.tosa")
+    (want,) = run_graph_bytes((tmp_path / "scores.tosa").read_bytes(), [inputs["q"], inputs["k"]],
+                              list(graph.output_types.values()))
+    (got,) = npu_sim.simulate(graph, "ethos-u85-256", inputs).outputs.values()
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
+    program, _ = check_end_to_end(graph, load_hw_config("ethos-u85-256"))
     names = {c.name.split(":")[0] for c in program.walk() if isinstance(c, ComputeCommand)}
     assert names == {"MATMUL(matmul_2)+RESCALE(rescale_9_scaled)"}
     assert program.stats.peak_tcm_bytes < 4 * 64 * 64 * 4
